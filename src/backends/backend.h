@@ -1,0 +1,108 @@
+// The Backend interface: the ops a Llama-style forward pass is made of.
+//
+// What it teaches: the forward pass (src/runtime/forward.cpp) is written once,
+// as a sequence of these ops. A backend decides *where* they run (host memory
+// or GPU memory) and *how* (plain loops in a fixed order, Eigen GEMMs, CUDA
+// kernels). Reference backends (cpu-ref, gpu-ref) promise bitwise identical
+// results to each other; fast ones (cpu, gpu) promise a stated tolerance.
+//
+// Memory: every tensor lives in a Buffer owned by the backend (host memory for
+// CPU backends, device memory for GPU backends; the caller never dereferences
+// `data`). Small integer arrays — token ids, KV slots, block tables — are
+// passed as host spans; a GPU backend copies them to the device itself.
+// Every buffer comment gives its shape with the letters of lessons/GLOSSARY.md
+// (C chunk, D model dim, H heads, Hkv KV heads, Dh head dim, F hidden dim,
+// V vocab, B block size, T tokens). All matrices are row-major.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/attention_spec.h"
+
+namespace plab {
+
+// A view of n floats in a backend's memory.
+struct Buffer {
+    float* data = nullptr;
+    std::size_t size = 0;
+
+    // Elements [offset, offset + n) of this buffer (pointer arithmetic only:
+    // valid for device pointers too). The caller checks the bounds.
+    Buffer slice(std::size_t offset, std::size_t n) const { return Buffer{data + offset, n}; }
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // "cpu-ref", "cpu", "gpu-ref (emulated)", ... exactly as printed to users.
+    virtual std::string name() const = 0;
+    // True when results are bitwise equal to cpu-ref by construction.
+    virtual bool is_reference() const = 0;
+
+    // ---- memory -------------------------------------------------------------
+    virtual Buffer alloc(std::size_t n) = 0;
+    virtual void release(Buffer b) noexcept = 0;
+    virtual void upload(Buffer dst, const float* src, std::size_t n) = 0;
+    virtual void download(float* dst, Buffer src, std::size_t n) = 0;
+    // Sets every element to `value` (tests poison outputs with NaN first).
+    virtual void fill(Buffer dst, float value) = 0;
+    // Waits for queued work (a no-op for CPU backends); timing calls it.
+    virtual void synchronize() {}
+
+    // ---- ops ------------------------------------------------------------------
+    // out[i, :] = table[tokens[i], :]          out (C, D), table (V, D)
+    virtual void embed(Buffer out, std::span<const int32_t> tokens, Buffer table, int dim) = 0;
+    // out[r, :] = x[r, :] / rms(x[r, :]) * weight     out, x (R, D), weight (D)
+    virtual void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) = 0;
+    // out = x · wᵀ        out (M, N), x (M, K), w (N, K) — a torch Linear's layout
+    virtual void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) = 0;
+    // Rotates each head of row i by position pos0 + i, in place.
+    // x (C, nh, Dh); cos, sin (max_seq_len, Dh/2) from core/rope.h
+    virtual void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
+                      Buffer sin) = 0;
+    // Writes row i of k and v into slot slots[i] of the pools.
+    // k, v (C, Hkv·Dh); k_pool, v_pool (num_blocks·B, Hkv·Dh)
+    virtual void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
+                           std::span<const int32_t> slots, int row_size) = 0;
+    // Causal attention of a chunk's queries over cached positions 0..pos0+i.
+    // out, q (C, H, Dh); block_table: physical block of each logical block
+    virtual void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
+                           std::span<const int32_t> block_table, const AttentionShape& shape) = 0;
+    // Attention probabilities of one head (a probe for the viewer); masked = 0.
+    // probs (C, pos0 + C)
+    virtual void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+                                 std::span<const int32_t> block_table,
+                                 const AttentionShape& shape, int head) = 0;
+    // out = silu(gate) * up, elementwise over n values (SwiGLU)
+    virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
+    // x += y over n values (the residual stream)
+    virtual void add(Buffer x, Buffer y, std::size_t n) = 0;
+    // Index of the largest of n values, lowest index on ties (greedy decoding).
+    virtual int argmax(Buffer x, std::size_t n) = 0;
+};
+
+// Owns one Buffer of a backend; frees it on destruction (RAII).
+class DeviceArray {
+public:
+    DeviceArray() = default;
+    DeviceArray(Backend& backend, std::size_t n);
+    ~DeviceArray();
+    DeviceArray(DeviceArray&& other) noexcept;
+    DeviceArray& operator=(DeviceArray&& other) noexcept;
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+
+    Buffer buf() const { return buf_; }
+    std::size_t size() const { return buf_.size; }
+
+private:
+    Backend* backend_ = nullptr;
+    Buffer buf_;
+};
+
+}  // namespace plab

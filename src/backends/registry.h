@@ -1,0 +1,21 @@
+// The backend registry: the one place that knows which backends exist.
+//
+// Model and runtime code ask for a backend by name and never test for CUDA
+// themselves. The GPU backends come from kernels/ (natively on a CUDA device,
+// emulated on the CPU otherwise; see kernels/gpu_backend.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace plab {
+
+// Names accepted by make_backend: "cpu-ref", "cpu", then the GPU ones.
+std::vector<std::string> backend_names();
+// Throws plab::Error listing the valid names for an unknown one.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace plab

@@ -1,0 +1,38 @@
+// Where a position's keys and values live in the paged KV cache.
+//
+// What it teaches: PagedAttention (Kwon et al. 2023) stores a sequence's K/V
+// in fixed-size *blocks* taken from a shared pool, like pages of virtual
+// memory. A sequence's *block table* maps logical block i (positions
+// i*B .. i*B+B-1) to a physical block of the pool. One layer's pool is laid out
+//
+//   // (num_blocks, B, Hkv, Dh) row-major, one pool for K and one for V
+//
+// so a *slot* (physical block * B + offset) holds the Hkv*Dh numbers of one
+// position. Every backend, CPU or GPU, finds K/V through these functions.
+#pragma once
+
+#include "core/hd.h"
+
+namespace plab {
+
+// The causal mask: a query at position q may look at keys 0..q, never ahead.
+// Prefill computes all known positions in parallel, but this rule still holds.
+PLAB_HD inline bool is_visible(int query_pos, int key_pos) { return key_pos <= query_pos; }
+
+// Physical slot of logical position `pos` for a sequence with this block table.
+PLAB_HD inline int kv_slot(const int* block_table, int pos, int block_size) {
+    return block_table[pos / block_size] * block_size + pos % block_size;
+}
+
+// Offset (in floats) of kv head `kv_head` of slot `slot` in a layer's pool.
+PLAB_HD inline long long kv_offset(int slot, int kv_head, int n_kv_heads, int head_dim) {
+    return (static_cast<long long>(slot) * n_kv_heads + kv_head) * head_dim;
+}
+
+// Grouped-query attention (Ainslie et al. 2023): H query heads share Hkv K/V
+// heads, H/Hkv query heads per group.
+PLAB_HD inline int kv_head_of(int head, int n_heads, int n_kv_heads) {
+    return head / (n_heads / n_kv_heads);
+}
+
+}  // namespace plab

@@ -1,0 +1,131 @@
+// Strict math: the few float operations whose exact bits every reference
+// backend must share, on the CPU and on the GPU.
+//
+// What it teaches: "bitwise identical across devices" is not magic. IEEE-754
+// makes +, -, *, / and sqrt correctly rounded everywhere; what differs between
+// machines is (1) the *order* of a sum, (2) fused multiply-add contraction,
+// which skips one rounding, and (3) library functions such as expf, which each
+// vendor approximates differently. So the reference backends (cpu-ref,
+// gpu-ref) sum in one fixed order, multiply and add through strict_mul /
+// strict_add (on a GPU: __fmul_rn / __fadd_rn, which nvcc never fuses; on the
+// CPU the project compiles with -ffp-contract=off), and call strict_expf below
+// instead of the library's expf.
+//
+// Left out on purpose: NaN propagation rules, float denormal modes other than
+// IEEE (no --use_fast_math, no -ffast-math anywhere in the project).
+// Lesson: lessons/04-bitwise-equivalence.md.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/hd.h"
+
+namespace plab {
+
+PLAB_HD inline float strict_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+PLAB_HD inline float strict_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+PLAB_HD inline float strict_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+PLAB_HD inline float strict_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+PLAB_HD inline float strict_sqrt(float a) {
+#if defined(__CUDA_ARCH__)
+    return __fsqrt_rn(a);
+#else
+    return std::sqrt(a);
+#endif
+}
+
+PLAB_HD inline float bits_to_float(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(bits);
+#else
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
+// exp(x) for float, written out so that every backend gets the same bits.
+//
+// Cody-Waite range reduction: x = n*ln2 + r with |r| <= ln2/2, then
+// exp(x) = 2^n * exp(r). ln2 is split in a high part with few mantissa bits
+// (so n*ln2_hi is exact for |n| < 2^9) and a low correction. exp(r) is a
+// degree-7 Taylor polynomial in Horner form: its truncation error r^8/8! is
+// below 5e-9 relative, under half an ulp of a float. Measured against the
+// double-precision exp: max error 2 ulp on [-87, 88] (tests/engine/strict_math).
+// Results below 2^-125 are flushed to 0: in a softmax the largest term is
+// exp(0) = 1, so such a term cannot change a float sum.
+PLAB_HD inline float strict_expf(float x) {
+    const float kLog2e = 1.44269504088896341f;
+    const float kLn2Hi = 0.693145751953125f;           // 0x3f317200: 16 significant bits
+    const float kLn2Lo = 1.428606765330187045e-06f;   // ln2 - kLn2Hi
+    if (!(x == x)) return x;                            // NaN stays NaN
+    if (x > 88.72283f) return bits_to_float(0x7f800000u);  // +inf
+    if (x < -87.33654f) return 0.0f;
+    const float n = std::floor(strict_add(strict_mul(x, kLog2e), 0.5f));
+    const float r = strict_sub(strict_sub(x, strict_mul(n, kLn2Hi)), strict_mul(n, kLn2Lo));
+    float p = 1.0f / 5040.0f;
+    p = strict_add(strict_mul(p, r), 1.0f / 720.0f);
+    p = strict_add(strict_mul(p, r), 1.0f / 120.0f);
+    p = strict_add(strict_mul(p, r), 1.0f / 24.0f);
+    p = strict_add(strict_mul(p, r), 1.0f / 6.0f);
+    p = strict_add(strict_mul(p, r), 0.5f);
+    p = strict_add(strict_mul(p, r), 1.0f);
+    p = strict_add(strict_mul(p, r), 1.0f);
+    const int e = static_cast<int>(n);
+    if (e < -125) return 0.0f;
+    if (e > 127) return strict_mul(strict_mul(p, 2.0f), bits_to_float(static_cast<std::uint32_t>(e - 1 + 127) << 23));
+    return strict_mul(p, bits_to_float(static_cast<std::uint32_t>(e + 127) << 23));
+}
+
+// sum_{i<n} a[i]*b[i], left to right from 0.0f: the one dot-product order of
+// the reference backends (matmul rows, attention scores).
+PLAB_HD inline float strict_dot(const float* a, const float* b, int n) {
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) acc = strict_add(acc, strict_mul(a[i], b[i]));
+    return acc;
+}
+
+// SiLU(g) * u, the SwiGLU gate of the Llama MLP (Shazeer 2020).
+PLAB_HD inline float strict_swiglu(float g, float u) {
+    const float silu = strict_div(g, strict_add(1.0f, strict_expf(-g)));
+    return strict_mul(silu, u);
+}
+
+// 1 / sqrt(mean(x^2) + eps) for RMSNorm (Zhang & Sennrich 2019), given the
+// sum of squares taken in index order.
+PLAB_HD inline float strict_rms_inverse(float sum_sq, int n, float eps) {
+    const float mean = strict_div(sum_sq, static_cast<float>(n));
+    return strict_div(1.0f, strict_sqrt(strict_add(mean, eps)));
+}
+
+}  // namespace plab

@@ -1,0 +1,38 @@
+// Loading and saving a model: Hugging Face style safetensors + config.json.
+//
+// A model directory holds
+//   config.json          Llama config keys (hidden_size, num_hidden_layers, ...)
+//                        plus "plab_tokenizer": "byte" | a tokenizer file name
+//   model.safetensors    F32 tensors under Hugging Face Llama names
+// Every failure (missing file, truncated data, wrong header, shapes that do
+// not match the config, NaN weights) is a plab::Error naming the file and
+// what would be valid.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/tokenizer.h"
+#include "model/weights.h"
+
+namespace plab {
+
+struct Model {
+    Weights weights;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::string source;  // where it came from, for `plab info`
+};
+
+// The directory used when no --model is given: $PLAB_MODEL, else assets/model.
+std::string default_model_path();
+
+// Loads a model directory (or its model.safetensors / config.json path).
+Model load_model(const std::string& path);
+// Writes config.json + model.safetensors into `dir` (created if missing).
+void save_model(const Weights& weights, const std::string& tokenizer_name, const std::string& dir);
+
+// Config <-> Hugging Face config.json text.
+ModelConfig config_from_json(const std::string& json_text, const std::string& where);
+std::string config_to_json(const ModelConfig& config, const std::string& tokenizer_name);
+
+}  // namespace plab

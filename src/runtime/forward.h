@@ -1,0 +1,64 @@
+// The forward pass over one chunk, written once for every backend.
+//
+// What it teaches: prefill of a chunk is the same computation as decoding,
+// for C tokens at once. Per layer:
+//
+//   // clang-format off
+//   x ─► RMSNorm ─► Q,K,V projections ─► RoPE(Q,K) ─► append K,V to the KV cache
+//     ─► causal attention of the chunk's C queries over cache positions 0..p+C-1
+//     ─► output projection ─► + x ─► RMSNorm ─► SwiGLU MLP ─► + x
+//   // clang-format on
+//
+// then a final RMSNorm and the classifier for the *last* position only:
+// the first new token comes from the last position's distribution, so the
+// other C-1 rows of logits would be wasted work (a probe can ask for them).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/device_model.h"
+#include "runtime/kv_cache.h"
+#include "trace/trace.h"
+
+namespace plab {
+
+struct AttentionProbe {
+    int layer = 0;
+    int head = 0;
+};
+
+// What a caller may ask to see besides the last position's logits.
+struct ForwardProbes {
+    bool all_logits = false;                // logits of every position of the chunk
+    std::vector<AttentionProbe> attention;  // probabilities of these (layer, head)s
+};
+
+struct ChunkOutput {
+    std::vector<float> logits;  // (1, V), or (C, V) with probes.all_logits
+    // One per probe in ForwardProbes::attention: (C, pos0 + C), masked cells 0.
+    std::vector<std::vector<float>> attention_probs;
+};
+
+// Activation buffers, grown to the largest chunk seen and reused.
+class Workspace {
+public:
+    explicit Workspace(Backend& backend) : backend_(backend) {}
+    void ensure(const ModelConfig& config, int chunk_len);
+
+    DeviceArray x, xb, q, k, v, att, proj, gate, up, logits;  // see forward.cpp for shapes
+    DeviceArray probs;
+
+private:
+    Backend& backend_;
+    int capacity_ = 0;
+};
+
+// Runs one chunk of `tokens` for `seq` (whose cached length is the chunk's
+// offset p), appending its K/V to the cache. Emits per-layer KV append events.
+ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
+                          std::span<const int32_t> tokens, Workspace& ws,
+                          const ForwardProbes& probes, Trace* trace);
+
+}  // namespace plab

@@ -1,0 +1,44 @@
+// A whole request: tokenize, prefill, first token, decode, deliver.
+//
+// What it teaches: time to first token (TTFT) = everything from the request's
+// arrival until the first token is delivered; prefill is one part of it.
+// Trace spans: "request", "queue", "tokenize", "copy in", "prefill",
+// "prefill chunk" (one per chunk), "kv append" (per layer), "sample",
+// "deliver", "decode step" (one per new token after the first).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/tokenizer.h"
+#include "runtime/device_model.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "trace/trace.h"
+
+namespace plab {
+
+struct GenerateOptions {
+    std::string chunks = "full";  // chunk plan text for the prefill
+    int max_new_tokens = 32;
+    bool stop_at_eos = true;
+    SamplerOptions sampler;
+    SessionOptions session;
+};
+
+struct GenerateResult {
+    std::vector<int32_t> prompt_tokens;
+    std::vector<int32_t> new_tokens;  // the first token first
+    std::string text;                 // decoded new tokens
+    double ttft_us = 0;               // request start -> first token delivered
+    double prefill_us = 0;            // prefill chunks only
+    std::vector<double> decode_step_us;
+};
+
+// Runs one request. `prompt_tokens` when non-empty is used instead of encoding `prompt`.
+GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
+                        const std::string& prompt, const std::vector<int32_t>& prompt_tokens,
+                        const GenerateOptions& options, Trace& trace);
+
+}  // namespace plab

@@ -1,0 +1,66 @@
+// Session: one sequence's prefill and decode over a paged KV cache.
+//
+// What it teaches: prefill walks the prompt chunk by chunk (a chunk plan) and
+// leaves every position's K/V in the cache; the first new token is sampled
+// from the last position's logits; each decode step then adds one position,
+// reusing the cache instead of recomputing the prefix.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/chunk_plan.h"
+#include "runtime/forward.h"
+
+namespace plab {
+
+struct SessionOptions {
+    int block_size = 16;  // B: positions per KV block
+    int num_blocks = 0;   // blocks in the pool; 0 = enough for max_seq_len
+};
+
+struct AttentionMap {
+    AttentionProbe probe;
+    int n_tokens = 0;
+    std::vector<float> probs;  // (T, T): row = query position, column = key position; masked 0
+};
+
+struct PrefillResult {
+    std::vector<float> last_logits;  // (V) of the last prompt position
+    std::vector<float> all_logits;   // (T, V) when asked
+    std::vector<AttentionMap> attention;
+    ChunkPlan plan;
+    double prefill_us = 0;  // wall time of the prefill chunks only
+};
+
+class Session {
+public:
+    Session(const DeviceModel& model, SessionOptions options = {}, Trace* trace = nullptr);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Prefills `tokens` (appended after whatever is cached) chunk by chunk.
+    PrefillResult prefill(std::span<const int32_t> tokens, const ChunkPlan& plan,
+                          const ForwardProbes& probes = {});
+    // One decode step: appends `token` and returns the logits (V) of its position.
+    std::vector<float> decode_step(int32_t token);
+
+    int length() const { return seq_.length; }
+    const Sequence& sequence() const { return seq_; }
+    const KvCache& cache() const { return cache_; }
+    // K (values=false) or V of every cached position of one layer: (length, Hkv·Dh).
+    std::vector<float> read_kv(int layer, bool values) const { return cache_.read(seq_, layer, values); }
+
+private:
+    void check_tokens(std::span<const int32_t> tokens) const;
+
+    const DeviceModel& model_;
+    Trace* trace_;
+    KvCache cache_;
+    Sequence seq_;
+    Workspace ws_;
+};
+
+}  // namespace plab

@@ -1,0 +1,124 @@
+#include "test_util.h"
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace plab::test {
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo, float hi) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+std::vector<int32_t> random_tokens(int n, int vocab, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int32_t> dist(0, vocab - 1);
+    std::vector<int32_t> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+ModelConfig small_config(int dim, int n_layers, int n_heads, int n_kv_heads, int head_dim,
+                         int hidden_dim, int vocab, int max_seq_len) {
+    ModelConfig c;
+    c.dim = dim;
+    c.n_layers = n_layers;
+    c.n_heads = n_heads;
+    c.n_kv_heads = n_kv_heads;
+    c.head_dim = head_dim;
+    c.hidden_dim = hidden_dim;
+    c.vocab_size = vocab;
+    c.max_seq_len = max_seq_len;
+    c.validate();
+    return c;
+}
+
+void require_allclose(const std::vector<float>& actual, const std::vector<float>& expected,
+                      double atol, double rtol, const std::string& why) {
+    REQUIRE(actual.size() == expected.size());
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+        const double a = actual[i], e = expected[i];
+        const double tol = atol + rtol * std::fabs(e);
+        if (!(std::fabs(a - e) <= tol)) {
+            FAIL_CHECK("element " << i << ": actual " << a << " vs expected " << e << " (|diff| "
+                                  << std::fabs(a - e) << " > tol " << tol << "; " << why << ")");
+            REQUIRE(false);
+        }
+    }
+}
+
+void require_bitwise_equal(const std::vector<float>& actual, const std::vector<float>& expected,
+                           const std::string& what) {
+    REQUIRE(actual.size() == expected.size());
+    if (actual.empty()) return;
+    if (std::memcmp(actual.data(), expected.data(), actual.size() * sizeof(float)) != 0) {
+        for (std::size_t i = 0; i < actual.size(); ++i) {
+            if (std::memcmp(&actual[i], &expected[i], sizeof(float)) != 0) {
+                FAIL(what << ": first bit difference at element " << i << ": " << actual[i]
+                          << " vs " << expected[i]);
+            }
+        }
+    }
+}
+
+void require_not_all_zero(const std::vector<float>& v, const std::string& what) {
+    bool any = false;
+    for (float x : v) any = any || x != 0.0f;
+    INFO(what);
+    REQUIRE(any);
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+    return m;
+}
+
+static std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+static std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+CliResult run_command(const std::string& command_line) {
+    char out_path[] = "/tmp/plab_test_outXXXXXX";
+    char err_path[] = "/tmp/plab_test_errXXXXXX";
+    const int fo = mkstemp(out_path);
+    const int fe = mkstemp(err_path);
+    REQUIRE((fo >= 0 && fe >= 0));
+    const std::string cmd = command_line + " </dev/null >" + out_path + " 2>" + err_path;
+    const int status = std::system(cmd.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    std::remove(out_path);
+    std::remove(err_path);
+    return r;
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+    std::string cmd = shell_quote(PLAB_CLI);
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    return run_command(cmd);
+}
+
+}  // namespace plab::test

@@ -1,0 +1,43 @@
+// Shared test helpers: seeded random data, one closeness checker, running the CLI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace plab::test {
+
+// Seeded uniform floats in [lo, hi): never zeros by accident.
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.0f,
+                                 float hi = 1.0f);
+std::vector<int32_t> random_tokens(int n, int vocab, std::uint64_t seed);
+
+// A small random-shaped config from a seed: GQA and odd head counts included.
+ModelConfig small_config(int dim, int n_layers, int n_heads, int n_kv_heads, int head_dim,
+                         int hidden_dim, int vocab, int max_seq_len);
+
+// Fails (one REQUIRE) unless every |a-e| <= atol + rtol·|e|; the message
+// names the first bad index, both values, and `why` the tolerance is what it is.
+void require_allclose(const std::vector<float>& actual, const std::vector<float>& expected,
+                      double atol, double rtol, const std::string& why);
+// Fails unless the two vectors have identical bits (NaN payloads included).
+void require_bitwise_equal(const std::vector<float>& actual, const std::vector<float>& expected,
+                           const std::string& what);
+// Fails if every element is zero (a comparison of two all-zero outputs proves nothing).
+void require_not_all_zero(const std::vector<float>& v, const std::string& what);
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+struct CliResult {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+// Runs the built `plab` binary with these arguments (shell-quoted for you).
+CliResult run_cli(const std::vector<std::string>& args);
+// Runs any command line through the shell, capturing stdout and stderr.
+CliResult run_command(const std::string& command_line);
+
+}  // namespace plab::test
