@@ -1,0 +1,84 @@
+// Every kernel of the GPU backends, declared once for the host code that launches them.
+//
+// What it teaches: the forward pass needs a dozen small kernels. Each file
+// holds one concept; where a concept has a reference and a fast version, the
+// file header lists both and the idea of each (karpathy/llm.c style):
+//
+//   // clang-format off
+//   embed.cu            gather rows of the token-embedding table
+//   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction
+//   matmul_ref.cu       one thread per output, strict_dot in k order (bitwise = cpu-ref)
+//   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively Parallel Processors")
+//   rope.cu             one thread per (row, head), core/rope.h rope_rotate
+//   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
+//   attention_ref.cu    one block per (query, head), scores in shared memory, core/attention_spec.h
+//   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein 2018; Dao et al. 2022)
+//   swiglu.cu, add.cu, fill.cu   elementwise
+//   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
+//   // clang-format on
+//
+// All shapes are row-major with the letters of lessons/GLOSSARY.md.
+// Left out on purpose: half precision, tensor cores, fused kernels, streams.
+#pragma once
+
+#include <cstdint>
+
+#include "core/attention_spec.h"
+#include "simt/simt.h"
+
+namespace plab::PLAB_SIMT_NS {
+
+constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
+constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
+constexpr int kFlashQueries = 32;      // attention_flash: queries (threads) per block
+constexpr int kFlashKeys = 32;         // attention_flash: keys per shared-memory tile
+constexpr int kFlashMaxHeadDim = 128;  // attention_flash keeps a query row in registers
+
+// out (C, D) = table (V, D) rows tokens[0..C)
+__global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,
+                             int dim);
+
+// out, x (R, D); weight (D). grid R blocks.
+__global__ void rmsnorm_ref_kernel(float* out, const float* x, const float* weight, int dim,
+                                   float eps);
+__global__ void rmsnorm_fast_kernel(float* out, const float* x, const float* weight, int dim,
+                                    float eps);
+
+// out (M, N) = x (M, K) · w (N, K)ᵀ
+__global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k);
+__global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
+                                    int k);
+
+// x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2)
+__global__ void rope_kernel(float* x, int rows, int n_heads, int head_dim, int pos0,
+                            const float* cos, const float* sin);
+
+// k_pool, v_pool (slots, row_size); k, v (C, row_size); slots (C)
+__global__ void kv_append_kernel(float* k_pool, float* v_pool, const float* k, const float* v,
+                                 const int32_t* slots, int n_rows, int row_size);
+
+// out, q (C, H, Dh); pools (num_blocks·B, Hkv·Dh); block_table (blocks of the sequence)
+__global__ void attention_ref_kernel(float* out, const float* q, const float* k_pool,
+                                     const float* v_pool, const int32_t* block_table,
+                                     AttentionShape s);
+// probs (C, pos0 + C) of one head; masked cells 0
+__global__ void attention_probs_kernel(float* probs, const float* q, const float* k_pool,
+                                       const int32_t* block_table, AttentionShape s, int head);
+__global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
+                                       const float* v_pool, const int32_t* block_table,
+                                       AttentionShape s);
+
+__global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
+__global__ void add_kernel(float* x, const float* y, long long n);
+__global__ void fill_kernel(float* x, long long n, float value);
+
+// *result = index of the largest of x[0..n), lowest on ties
+__global__ void argmax_ref_kernel(int* result, const float* x, long long n);
+__global__ void argmax_fast_kernel(int* result, const float* x, long long n);
+
+// Blocks needed to give one thread to each of n items.
+inline unsigned blocks_for(long long n, int threads) {
+    return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+}  // namespace plab::PLAB_SIMT_NS

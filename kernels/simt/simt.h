@@ -1,0 +1,301 @@
+// The one portability header of the GPU kernels: plain CUDA under nvcc, a
+// SIMT emulation under g++.
+//
+// What it teaches: a CUDA kernel is an ordinary function run by many threads
+// that know who they are (threadIdx, blockIdx), share per-block memory
+// (__shared__) and wait for each other (__syncthreads). Nothing in that model
+// needs a GPU. Compiled by g++, this header runs the threads of a block as
+// fibers on one OS thread (simt_emulator.cpp): each fiber runs until it reaches
+// a barrier, then the next one runs; when every thread of the block is at the
+// barrier they all go on. Between barriers the fibers run in a shuffled order
+// that changes at every barrier, so a kernel that reads shared memory another
+// thread has not written yet (a forgotten __syncthreads) reads NaN poison or a
+// stale value and fails its test, instead of passing by luck.
+//
+// What is provided under g++: threadIdx/blockIdx/blockDim/gridDim (the
+// *current fiber's* index, set at every switch), __global__/__device__/
+// __host__/__shared__, __syncthreads, __shfl_sync/__shfl_down_sync/
+// __shfl_xor_sync (a barrier over the warp's lanes plus an exchange slot),
+// atomicAdd/atomicMax/atomicCAS, dynamic shared memory (PLAB_DYNAMIC_SHARED,
+// poisoned with NaN for every block), cudaMalloc/cudaMemcpy/cudaMemset/cudaFree.
+// Host code launches every kernel with PLAB_LAUNCH(kernel, grid, block,
+// shared_bytes, args...) instead of <<< >>>: under nvcc that is the real launch,
+// checked, with the kernel's name in the error message.
+//
+// Left out on purpose: streams, events, textures, cooperative groups, warp
+// votes, memory fences, timing of any kind; blocks of one grid run one after
+// another (the emulation shows correctness, never speed). A barrier that some
+// threads never reach, or threads waiting at different barriers, is undefined
+// behaviour in CUDA; the emulator reports it as a plab::InternalError naming
+// the kernel, instead of hanging.
+// Lesson: lessons/06-gpu-kernels.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.h"
+
+// Kernels and the GPU backend are compiled twice into one program (natively by
+// nvcc, emulated by g++), so each copy lives in its own namespace.
+#if defined(__CUDACC__)
+#define PLAB_SIMT_NS gpu_native
+#define PLAB_SIMT_EMULATED 0
+#else
+#define PLAB_SIMT_NS gpu_emulated
+#define PLAB_SIMT_EMULATED 1
+#endif
+
+// ============================================================================
+// nvcc: plain CUDA
+// ============================================================================
+#if defined(__CUDACC__)
+
+#include <cuda_runtime.h>
+
+#define PLAB_CUDA_CHECK(expr)                                                           \
+    do {                                                                                \
+        const cudaError_t plab_cuda_err_ = (expr);                                      \
+        if (plab_cuda_err_ != cudaSuccess) {                                            \
+            std::ostringstream plab_cuda_os_;                                           \
+            plab_cuda_os_ << "CUDA error " << cudaGetErrorName(plab_cuda_err_) << " ("  \
+                          << cudaGetErrorString(plab_cuda_err_) << ") in " #expr " at " \
+                          << __FILE__ << ':' << __LINE__;                               \
+            throw ::plab::InternalError(plab_cuda_os_.str());                           \
+        }                                                                               \
+    } while (0)
+
+// Dynamic shared memory: sized by the launch's shared_bytes.
+#define PLAB_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+
+namespace plab::simt {
+
+// Launches `kernel` and checks both the launch and (when asked through
+// PLAB_CUDA_SYNC=1 in the environment, for debugging) its execution, so that
+// an error names the kernel that caused it rather than a later cudaMemcpy.
+bool sync_after_launch();
+
+template <typename... Params, typename... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+            std::size_t shared_bytes, Args&&... args) {
+    if (grid.x * grid.y * grid.z == 0) return;  // an empty grid is not an error here
+    kernel<<<grid, block, shared_bytes>>>(static_cast<Params>(std::forward<Args>(args))...);
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && sync_after_launch()) err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) {
+        std::ostringstream os;
+        os << "CUDA kernel " << name << " (grid " << grid.x << 'x' << grid.y << 'x' << grid.z
+           << ", block " << block.x << 'x' << block.y << 'x' << block.z << ", " << shared_bytes
+           << " B shared) failed: " << cudaGetErrorName(err) << " (" << cudaGetErrorString(err)
+           << ')';
+        throw ::plab::InternalError(os.str());
+    }
+}
+
+}  // namespace plab::simt
+
+// ============================================================================
+// g++: the SIMT emulation
+// ============================================================================
+#else
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+// Blocks of a grid run one after another on one OS thread (launches are
+// serialised by a mutex), so a function-local static is per-block storage.
+#define __shared__ static
+#define __restrict__ __restrict
+
+namespace plab::simt {
+
+// Emulated names live in plab::simt (brought into scope below), so that their
+// symbols can never collide with the real CUDA runtime's in one program.
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+// The emulated built-in variables. The scheduler writes thread_idx before it
+// switches to a fiber, so it is always the running fiber's index.
+struct Builtins {
+    dim3 thread_idx, block_idx, block_dim, grid_dim;
+};
+extern Builtins g_builtins;
+
+// Runs body() as every thread of every block of the grid.
+void run_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
+              void (*body)(void*), void* ctx);
+// __syncthreads: waits until every thread of the block is at this barrier.
+void sync_threads(const char* file, int line);
+// Waits until every lane of the current warp is here (for the shuffles).
+void sync_warp(unsigned mask, const char* what);
+// This lane's exchange slot and the slot of lane `lane` of the same warp.
+std::uint64_t* warp_slot(int lane);
+int lane_id();
+int warp_lanes();  // lanes present in the current warp (the last warp may be partial)
+void* dynamic_shared();
+
+template <typename T>
+T warp_exchange(unsigned mask, T value, int src_lane, const char* what) {
+    static_assert(sizeof(T) <= sizeof(std::uint64_t) && std::is_trivially_copyable_v<T>);
+    std::memcpy(warp_slot(lane_id()), &value, sizeof(T));
+    sync_warp(mask, what);  // every lane has published its value
+    T result = value;       // lanes outside the warp: keep our own value (as CUDA does)
+    if (src_lane >= 0 && src_lane < warp_lanes())
+        std::memcpy(&result, warp_slot(src_lane), sizeof(T));
+    sync_warp(mask, what);  // every lane has read before any slot is overwritten
+    return result;
+}
+
+template <typename... Params, typename... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+            std::size_t shared_bytes, Args&&... args) {
+    // Arguments are converted once, like a real launch copies them to the device.
+    struct Ctx {
+        void (*kernel)(Params...);
+        std::tuple<std::decay_t<Params>...> params;
+    } ctx{kernel, {static_cast<Params>(std::forward<Args>(args))...}};
+    run_grid(
+        name, grid, block, shared_bytes,
+        [](void* p) {
+            Ctx& c = *static_cast<Ctx*>(p);
+            std::apply(c.kernel, c.params);  // a copy per thread, like registers
+        },
+        &ctx);
+}
+
+}  // namespace plab::simt
+
+using plab::simt::dim3;
+// CUDA's integer min/max overloads.
+using std::max;
+using std::min;
+
+#define threadIdx (::plab::simt::g_builtins.thread_idx)
+#define blockIdx (::plab::simt::g_builtins.block_idx)
+#define blockDim (::plab::simt::g_builtins.block_dim)
+#define gridDim (::plab::simt::g_builtins.grid_dim)
+
+#define __syncthreads() ::plab::simt::sync_threads(__FILE__, __LINE__)
+#define PLAB_DYNAMIC_SHARED(type, name) \
+    type* name = static_cast<type*>(::plab::simt::dynamic_shared())
+
+template <typename T>
+inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
+    const int lane = ::plab::simt::lane_id();
+    return ::plab::simt::warp_exchange(mask, v, (lane & ~(width - 1)) + (src_lane % width),
+                                       "__shfl_sync");
+}
+template <typename T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    const int lane = ::plab::simt::lane_id();
+    const int src = lane + static_cast<int>(delta);
+    // CUDA: a source beyond the segment returns the caller's own value.
+    const bool inside = (src & ~(width - 1)) == (lane & ~(width - 1));
+    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_down_sync");
+}
+template <typename T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+    const int lane = ::plab::simt::lane_id();
+    const int src = lane ^ lane_mask;
+    const bool inside = (src & ~(width - 1)) == (lane & ~(width - 1));
+    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_xor_sync");
+}
+
+// Fibers never run at the same time, so a plain read-modify-write is atomic.
+template <typename T>
+inline T atomicAdd(T* address, T value) {
+    const T old = *address;
+    *address = old + value;
+    return old;
+}
+inline int atomicMax(int* address, int value) {
+    const int old = *address;
+    *address = old > value ? old : value;
+    return old;
+}
+inline int atomicCAS(int* address, int compare, int value) {
+    const int old = *address;
+    if (old == compare) *address = value;
+    return old;
+}
+inline unsigned atomicCAS(unsigned* address, unsigned compare, unsigned value) {
+    const unsigned old = *address;
+    if (old == compare) *address = value;
+    return old;
+}
+
+inline float __int_as_float(int i) {
+    float f;
+    std::memcpy(&f, &i, sizeof f);
+    return f;
+}
+inline int __float_as_int(float f) {
+    int i;
+    std::memcpy(&i, &f, sizeof i);
+    return i;
+}
+
+// ---- the runtime API, on host memory ---------------------------------------
+namespace plab::simt {
+enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 };
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3
+};
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemset(void* dst, int value, std::size_t bytes);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaGetLastError();
+const char* cudaGetErrorName(cudaError_t err);
+const char* cudaGetErrorString(cudaError_t err);
+}  // namespace plab::simt
+
+using plab::simt::cudaDeviceSynchronize;
+using plab::simt::cudaError_t;
+using plab::simt::cudaFree;
+using plab::simt::cudaGetErrorName;
+using plab::simt::cudaGetErrorString;
+using plab::simt::cudaGetLastError;
+using plab::simt::cudaMalloc;
+using plab::simt::cudaMemcpy;
+using plab::simt::cudaMemcpyDeviceToDevice;
+using plab::simt::cudaMemcpyDeviceToHost;
+using plab::simt::cudaMemcpyHostToDevice;
+using plab::simt::cudaMemcpyHostToHost;
+using plab::simt::cudaMemcpyKind;
+using plab::simt::cudaMemset;
+using plab::simt::cudaSuccess;
+
+#define PLAB_CUDA_CHECK(expr)                                                                  \
+    do {                                                                                       \
+        const cudaError_t plab_cuda_err_ = (expr);                                             \
+        if (plab_cuda_err_ != cudaSuccess) {                                                   \
+            std::ostringstream plab_cuda_os_;                                                  \
+            plab_cuda_os_ << "CUDA error " << cudaGetErrorName(plab_cuda_err_)                 \
+                          << " (emulated) in " << #expr " at " << __FILE__ << ':' << __LINE__; \
+            throw ::plab::InternalError(plab_cuda_os_.str());                                  \
+        }                                                                                      \
+    } while (0)
+
+#endif  // __CUDACC__
+
+// The one way host code launches a kernel, in both builds: the kernel's name
+// goes into every error message.
+#define PLAB_LAUNCH(kernel, grid, block, shared_bytes, ...) \
+    ::plab::simt::launch(#kernel, kernel, grid, block, shared_bytes, __VA_ARGS__)

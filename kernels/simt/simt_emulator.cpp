@@ -1,0 +1,350 @@
+// The SIMT emulator behind kernels/simt/simt.h when g++ compiles the kernels.
+//
+// What it teaches: how a GPU block behaves, in ~250 lines. Every thread of a
+// block is a fiber (ucontext: its own small stack, switched by swapcontext on
+// one OS thread). The scheduler runs the fibers in a shuffled order until
+// each one either finishes or waits at a barrier; then it releases a barrier
+// that everyone it concerns has reached (__syncthreads: the whole block; a
+// warp shuffle: the warp's lanes), and repeats. If nothing can be released
+// while some fibers still wait, the kernel is broken (a barrier inside a
+// branch, or after an early return) and we say so with the kernel's name.
+//
+// Left out on purpose: running blocks in parallel (blocks run one after
+// another, so function-local statics serve as __shared__), speed (every
+// switch costs a syscall), memory checking of device pointers.
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "simt/simt.h"
+
+namespace plab::simt {
+
+Builtins g_builtins;
+
+namespace {
+
+constexpr std::size_t kStackBytes = 64 * 1024;      // kernels keep a few hundred floats at most
+constexpr unsigned kMaxThreadsPerBlock = 1024;      // as on every CUDA GPU since sm_20
+constexpr std::size_t kMaxSharedBytes = 48 * 1024;  // dynamic shared memory without opt-in
+
+enum class FiberState { ready, at_barrier, at_warp_barrier, done };
+
+struct Fiber {
+    ucontext_t context;
+    std::unique_ptr<char[]> stack;
+    FiberState state = FiberState::done;
+    dim3 idx;
+    const char* barrier_file = nullptr;  // where it waits, to report divergent barriers
+    int barrier_line = 0;
+};
+
+struct Scheduler {
+    std::mutex mutex;  // one launch at a time per process: statics are per-block storage
+    ucontext_t main_context;
+    std::vector<Fiber> fibers;
+    std::vector<std::uint64_t> warp_slots;  // one exchange slot per thread
+    std::vector<unsigned char> dynamic_shared;
+    int current = -1;
+    int n_threads = 0;
+    const char* kernel = "";
+    void (*body)(void*) = nullptr;
+    void* ctx = nullptr;
+    std::exception_ptr error;
+    std::mt19937 rng{20240607u};
+};
+
+Scheduler& scheduler() {
+    static Scheduler s;
+    return s;
+}
+
+void fiber_main() {
+    Scheduler& s = scheduler();
+    try {
+        s.body(s.ctx);
+    } catch (...) {
+        if (!s.error) s.error = std::current_exception();
+    }
+    Fiber& f = s.fibers[s.current];
+    f.state = FiberState::done;
+    swapcontext(&f.context, &s.main_context);  // never resumed: the next block re-makes it
+}
+
+void resume(Scheduler& s, int i) {
+    s.current = i;
+    g_builtins.thread_idx = s.fibers[i].idx;  // threadIdx is the running fiber's, always
+    if (swapcontext(&s.main_context, &s.fibers[i].context) != 0) {
+        throw InternalError("SIMT emulator: swapcontext failed");
+    }
+    s.current = -1;
+}
+
+// Yields from the running fiber back to the scheduler in `state`.
+void wait_here(FiberState state) {
+    Scheduler& s = scheduler();
+    PLAB_ASSERT(s.current >= 0);  // __syncthreads or a shuffle called outside a kernel
+    Fiber& f = s.fibers[s.current];
+    f.state = state;
+    swapcontext(&f.context, &s.main_context);
+}
+
+std::string thread_name(const dim3& t) {
+    std::ostringstream os;
+    os << "threadIdx (" << t.x << ',' << t.y << ',' << t.z << ')';
+    return os.str();
+}
+
+[[noreturn]] void fail(const Scheduler& s, const std::string& what) {
+    std::ostringstream os;
+    os << "SIMT emulator: kernel " << s.kernel << " block (" << g_builtins.block_idx.x << ','
+       << g_builtins.block_idx.y << ',' << g_builtins.block_idx.z << "): " << what;
+    throw InternalError(os.str());
+}
+
+// Releases the barriers whose threads have all arrived; returns false when
+// none could be released (then the block can never finish).
+bool release_barriers(Scheduler& s) {
+    bool released = false;
+    // 1. Warp barriers (shuffles): all present lanes of a warp must be there.
+    for (int w0 = 0; w0 < s.n_threads; w0 += 32) {
+        const int w1 = std::min(s.n_threads, w0 + 32);
+        int waiting = 0, finished = 0;
+        for (int i = w0; i < w1; ++i) {
+            waiting += s.fibers[i].state == FiberState::at_warp_barrier;
+            finished += s.fibers[i].state == FiberState::done;
+        }
+        if (waiting == w1 - w0) {
+            for (int i = w0; i < w1; ++i) s.fibers[i].state = FiberState::ready;
+            released = true;
+        } else if (waiting > 0 && finished > 0) {
+            fail(s, "a warp shuffle waits for lanes that have already exited (warp " +
+                        std::to_string(w0 / 32) + ")");
+        }
+    }
+    if (released) return true;
+    // 2. The block barrier: every thread at the same __syncthreads.
+    int waiting = 0;
+    const Fiber* first = nullptr;
+    const Fiber* exited = nullptr;
+    for (int i = 0; i < s.n_threads; ++i) {
+        const Fiber& f = s.fibers[i];
+        if (f.state == FiberState::at_barrier) {
+            ++waiting;
+            if (first == nullptr) first = &f;
+            if (f.barrier_line != first->barrier_line || f.barrier_file != first->barrier_file) {
+                fail(s, thread_name(first->idx) + " waits at __syncthreads line " +
+                            std::to_string(first->barrier_line) + " but " + thread_name(f.idx) +
+                            " at line " + std::to_string(f.barrier_line) +
+                            " (a barrier in divergent code)");
+            }
+        } else if (f.state == FiberState::done && exited == nullptr) {
+            exited = &f;
+        }
+    }
+    if (waiting == s.n_threads) {
+        for (int i = 0; i < s.n_threads; ++i) s.fibers[i].state = FiberState::ready;
+        return true;
+    }
+    if (waiting > 0 && exited != nullptr) {
+        fail(s, std::to_string(waiting) + " threads wait at __syncthreads (" + first->barrier_file +
+                    ":" + std::to_string(first->barrier_line) + ") that " +
+                    thread_name(exited->idx) +
+                    " never reaches: it has returned (undefined behaviour in CUDA)");
+    }
+    return false;
+}
+
+void run_block(Scheduler& s) {
+    const dim3 bd = g_builtins.block_dim;
+    // Fresh shared memory is garbage on a GPU; here it is NaN (all bits set),
+    // so reading a value nobody wrote poisons the result instead of passing.
+    std::fill(s.dynamic_shared.begin(), s.dynamic_shared.end(), 0xff);
+    for (int i = 0; i < s.n_threads; ++i) {
+        Fiber& f = s.fibers[i];
+        f.idx = dim3(i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y));
+        f.state = FiberState::ready;
+        getcontext(&f.context);
+        f.context.uc_stack.ss_sp = f.stack.get();
+        f.context.uc_stack.ss_size = kStackBytes;
+        f.context.uc_link = nullptr;
+        makecontext(&f.context, fiber_main, 0);
+    }
+    std::vector<int> order(s.n_threads);
+    for (;;) {
+        // Between two barriers, run the ready fibers in a new random order:
+        // a race between a write and a read of shared memory shows up.
+        order.clear();
+        for (int i = 0; i < s.n_threads; ++i) {
+            if (s.fibers[i].state == FiberState::ready) order.push_back(i);
+        }
+        std::shuffle(order.begin(), order.end(), s.rng);
+        for (int i : order) {
+            resume(s, i);
+            if (s.error) std::rethrow_exception(std::exchange(s.error, nullptr));
+        }
+        const bool all_done =
+            std::all_of(s.fibers.begin(), s.fibers.begin() + s.n_threads,
+                        [](const Fiber& f) { return f.state == FiberState::done; });
+        if (all_done) return;
+        if (!release_barriers(s)) fail(s, "deadlock: threads wait at barriers that never open");
+    }
+}
+
+}  // namespace
+
+void run_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
+              void (*body)(void*), void* ctx) {
+    Scheduler& s = scheduler();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const unsigned long long n = 1ull * block.x * block.y * block.z;
+    if (grid.x * grid.y * grid.z == 0) return;
+    if (n == 0 || n > kMaxThreadsPerBlock || shared_bytes > kMaxSharedBytes) {
+        std::ostringstream os;
+        os << "SIMT emulator: kernel " << name << " launched with " << n << " threads per block ("
+           << "1.." << kMaxThreadsPerBlock << " allowed) and " << shared_bytes
+           << " B of dynamic shared memory (at most " << kMaxSharedBytes << ")";
+        throw InternalError(os.str());
+    }
+    s.kernel = name;
+    s.body = body;
+    s.ctx = ctx;
+    s.n_threads = static_cast<int>(n);
+    while (s.fibers.size() < n) {
+        s.fibers.emplace_back();
+        s.fibers.back().stack = std::make_unique<char[]>(kStackBytes);
+    }
+    s.warp_slots.assign(n, 0);
+    s.dynamic_shared.assign(shared_bytes, 0xff);
+    g_builtins.block_dim = block;
+    g_builtins.grid_dim = grid;
+    for (unsigned z = 0; z < grid.z; ++z) {
+        for (unsigned y = 0; y < grid.y; ++y) {
+            for (unsigned x = 0; x < grid.x; ++x) {
+                g_builtins.block_idx = dim3(x, y, z);
+                run_block(s);
+            }
+        }
+    }
+}
+
+void sync_threads(const char* file, int line) {
+    Scheduler& s = scheduler();
+    PLAB_ASSERT(s.current >= 0);
+    s.fibers[s.current].barrier_file = file;
+    s.fibers[s.current].barrier_line = line;
+    wait_here(FiberState::at_barrier);
+}
+
+int lane_id() {
+    return scheduler().current % 32;
+}
+
+int warp_lanes() {
+    const Scheduler& s = scheduler();
+    const int w0 = s.current - s.current % 32;
+    return std::min(32, s.n_threads - w0);
+}
+
+void sync_warp(unsigned mask, const char* what) {
+    const int lanes = warp_lanes();
+    const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
+    if ((mask & full) != full) {
+        std::ostringstream os;
+        os << "SIMT emulator: kernel " << scheduler().kernel << ": " << what << " with mask 0x"
+           << std::hex << mask << "; the emulator supports only whole-warp shuffles (0x" << full
+           << ')';
+        throw InternalError(os.str());
+    }
+    wait_here(FiberState::at_warp_barrier);
+}
+
+std::uint64_t* warp_slot(int lane) {
+    Scheduler& s = scheduler();
+    return &s.warp_slots[s.current - s.current % 32 + lane];
+}
+
+void* dynamic_shared() {
+    Scheduler& s = scheduler();
+    return s.dynamic_shared.empty() ? nullptr : s.dynamic_shared.data();
+}
+
+// ---- device memory: host memory with a little bookkeeping -----------------------
+namespace {
+std::mutex g_alloc_mutex;
+std::set<void*> g_allocations;
+cudaError_t g_last_error = cudaSuccess;
+}  // namespace
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+    // 256-byte alignment, as cudaMalloc guarantees.
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    if (p == nullptr) return g_last_error = cudaErrorMemoryAllocation;
+    std::lock_guard<std::mutex> lock(g_alloc_mutex);
+    g_allocations.insert(p);
+    *ptr = p;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+    if (ptr == nullptr) return cudaSuccess;
+    std::lock_guard<std::mutex> lock(g_alloc_mutex);
+    if (g_allocations.erase(ptr) == 0) return g_last_error = cudaErrorInvalidValue;
+    std::free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {
+    if (bytes == 0) return cudaSuccess;
+    if (dst == nullptr || src == nullptr) return g_last_error = cudaErrorInvalidValue;
+    std::memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
+    if (bytes == 0) return cudaSuccess;
+    if (dst == nullptr) return g_last_error = cudaErrorInvalidValue;
+    std::memset(dst, value, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError() {
+    return std::exchange(g_last_error, cudaSuccess);
+}
+
+const char* cudaGetErrorName(cudaError_t err) {
+    switch (err) {
+        case cudaSuccess:
+            return "cudaSuccess";
+        case cudaErrorInvalidValue:
+            return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation:
+            return "cudaErrorMemoryAllocation";
+    }
+    return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t err) {
+    switch (err) {
+        case cudaSuccess:
+            return "no error";
+        case cudaErrorInvalidValue:
+            return "invalid argument";
+        case cudaErrorMemoryAllocation:
+            return "out of memory";
+    }
+    return "unknown error";
+}
+
+}  // namespace plab::simt
