@@ -2,7 +2,6 @@
 
 #include <utility>
 
-
 namespace plab {
 
 DeviceArray::DeviceArray(Backend& backend, std::size_t n) : backend_(&backend) {

@@ -76,8 +76,8 @@ public:
     // Attention probabilities of one head (a probe for the viewer); masked = 0.
     // probs (C, pos0 + C)
     virtual void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
-                                 std::span<const int32_t> block_table,
-                                 const AttentionShape& shape, int head) = 0;
+                                 std::span<const int32_t> block_table, const AttentionShape& shape,
+                                 int head) = 0;
     // out = silu(gate) * up, elementwise over n values (SwiGLU)
     virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
     // x += y over n values (the residual stream)

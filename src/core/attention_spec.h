@@ -54,14 +54,15 @@ PLAB_HD inline SoftmaxStats attention_softmax_stats(const float* scores, int que
     float m = scores[0];
     for (int j = 1; j <= query_pos; ++j) m = scores[j] > m ? scores[j] : m;
     float den = 0.0f;
-    for (int j = 0; j <= query_pos; ++j) den = strict_add(den, strict_expf(strict_sub(scores[j], m)));
+    for (int j = 0; j <= query_pos; ++j)
+        den = strict_add(den, strict_expf(strict_sub(scores[j], m)));
     return {m, den};
 }
 
 // Component d of the output: (sum_j e_j v_j[d]) / den, j = 0..query_pos in order.
 PLAB_HD inline float attention_output(const float* scores, SoftmaxStats st, const float* v_pool,
-                                      const int* block_table, const AttentionShape& s,
-                                      int kv_head, int query_pos, int d) {
+                                      const int* block_table, const AttentionShape& s, int kv_head,
+                                      int query_pos, int d) {
     float num = 0.0f;
     for (int j = 0; j <= query_pos; ++j) {
         const float ej = strict_expf(strict_sub(scores[j], st.max_score));

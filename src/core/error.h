@@ -27,21 +27,21 @@ public:
 
 }  // namespace plab
 
-#define PLAB_CHECK(cond, msg)                    \
-    do {                                         \
-        if (!(cond)) {                           \
-            std::ostringstream plab_check_os_;   \
-            plab_check_os_ << msg;               \
+#define PLAB_CHECK(cond, msg)                          \
+    do {                                               \
+        if (!(cond)) {                                 \
+            std::ostringstream plab_check_os_;         \
+            plab_check_os_ << msg;                     \
             throw ::plab::Error(plab_check_os_.str()); \
-        }                                        \
+        }                                              \
     } while (0)
 
-#define PLAB_ASSERT(cond)                                                               \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            std::ostringstream plab_assert_os_;                                         \
+#define PLAB_ASSERT(cond)                                                                \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            std::ostringstream plab_assert_os_;                                          \
             plab_assert_os_ << "internal error: " #cond " failed at " << __FILE__ << ':' \
-                            << __LINE__;                                                \
-            throw ::plab::InternalError(plab_assert_os_.str());                         \
-        }                                                                               \
+                            << __LINE__;                                                 \
+            throw ::plab::InternalError(plab_assert_os_.str());                          \
+        }                                                                                \
     } while (0)

@@ -86,9 +86,9 @@ PLAB_HD inline float bits_to_float(std::uint32_t bits) {
 // exp(0) = 1, so such a term cannot change a float sum.
 PLAB_HD inline float strict_expf(float x) {
     const float kLog2e = 1.44269504088896341f;
-    const float kLn2Hi = 0.693145751953125f;           // 0x3f317200: 16 significant bits
-    const float kLn2Lo = 1.428606765330187045e-06f;   // ln2 - kLn2Hi
-    if (!(x == x)) return x;                            // NaN stays NaN
+    const float kLn2Hi = 0.693145751953125f;               // 0x3f317200: 16 significant bits
+    const float kLn2Lo = 1.428606765330187045e-06f;        // ln2 - kLn2Hi
+    if (!(x == x)) return x;                               // NaN stays NaN
     if (x > 88.72283f) return bits_to_float(0x7f800000u);  // +inf
     if (x < -87.33654f) return 0.0f;
     const float n = std::floor(strict_add(strict_mul(x, kLog2e), 0.5f));
@@ -103,7 +103,9 @@ PLAB_HD inline float strict_expf(float x) {
     p = strict_add(strict_mul(p, r), 1.0f);
     const int e = static_cast<int>(n);
     if (e < -125) return 0.0f;
-    if (e > 127) return strict_mul(strict_mul(p, 2.0f), bits_to_float(static_cast<std::uint32_t>(e - 1 + 127) << 23));
+    if (e > 127)
+        return strict_mul(strict_mul(p, 2.0f),
+                          bits_to_float(static_cast<std::uint32_t>(e - 1 + 127) << 23));
     return strict_mul(p, bits_to_float(static_cast<std::uint32_t>(e + 127) << 23));
 }
 

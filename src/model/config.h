@@ -10,14 +10,14 @@
 namespace plab {
 
 struct ModelConfig {
-    int dim = 0;            // D: width of the residual stream
-    int n_layers = 0;       // L
-    int n_heads = 0;        // H: query heads
-    int n_kv_heads = 0;     // Hkv: key/value heads (< H means grouped-query attention)
-    int head_dim = 0;       // Dh: usually D / H, must be even (RoPE rotates pairs)
-    int hidden_dim = 0;     // F: SwiGLU hidden width
-    int vocab_size = 0;     // V
-    int max_seq_len = 0;    // longest prompt + generation the model accepts
+    int dim = 0;          // D: width of the residual stream
+    int n_layers = 0;     // L
+    int n_heads = 0;      // H: query heads
+    int n_kv_heads = 0;   // Hkv: key/value heads (< H means grouped-query attention)
+    int head_dim = 0;     // Dh: usually D / H, must be even (RoPE rotates pairs)
+    int hidden_dim = 0;   // F: SwiGLU hidden width
+    int vocab_size = 0;   // V
+    int max_seq_len = 0;  // longest prompt + generation the model accepts
     double rope_theta = 10000.0;
     float norm_eps = 1e-5f;
     bool tied_embeddings = false;  // classifier shares the token-embedding matrix

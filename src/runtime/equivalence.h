@@ -19,8 +19,8 @@ namespace plab {
 struct PrefillSnapshot {
     std::string backend;
     ChunkPlan plan;
-    std::vector<float> last_logits;         // (V)
-    std::vector<std::vector<float>> k, v;   // per layer: (T, Hkv·Dh)
+    std::vector<float> last_logits;        // (V)
+    std::vector<std::vector<float>> k, v;  // per layer: (T, Hkv·Dh)
 };
 
 PrefillSnapshot run_prefill_snapshot(const DeviceModel& model, const std::vector<int32_t>& tokens,

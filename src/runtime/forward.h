@@ -46,13 +46,15 @@ class Workspace {
 public:
     explicit Workspace(Backend& backend) : backend_(backend) {}
     void ensure(const ModelConfig& config, int chunk_len);
+    void ensure_logits(int rows, int vocab);
 
-    DeviceArray x, xb, q, k, v, att, proj, gate, up, logits;  // see forward.cpp for shapes
-    DeviceArray probs;
+    DeviceArray x, xb, q, k, v, att, proj, gate, up;  // see forward.cpp for shapes
+    DeviceArray logits;                               // (rows, V)
 
 private:
     Backend& backend_;
     int capacity_ = 0;
+    std::size_t logits_capacity_ = 0;
 };
 
 // Runs one chunk of `tokens` for `seq` (whose cached length is the chunk's

@@ -20,15 +20,19 @@ struct SessionOptions {
     int num_blocks = 0;   // blocks in the pool; 0 = enough for max_seq_len
 };
 
+// Attention probabilities of one (layer, head) over a prefill. Row i is the
+// query at position query_pos0 + i; column j is key position j; masked cells 0.
 struct AttentionMap {
     AttentionProbe probe;
-    int n_tokens = 0;
-    std::vector<float> probs;  // (T, T): row = query position, column = key position; masked 0
+    int query_pos0 = 0;
+    int n_queries = 0;
+    int n_keys = 0;
+    std::vector<float> probs;  // (n_queries, n_keys)
 };
 
 struct PrefillResult {
     std::vector<float> last_logits;  // (V) of the last prompt position
-    std::vector<float> all_logits;   // (T, V) when asked
+    std::vector<float> all_logits;   // (T, V) when asked: one row per prefilled position
     std::vector<AttentionMap> attention;
     ChunkPlan plan;
     double prefill_us = 0;  // wall time of the prefill chunks only
@@ -51,7 +55,9 @@ public:
     const Sequence& sequence() const { return seq_; }
     const KvCache& cache() const { return cache_; }
     // K (values=false) or V of every cached position of one layer: (length, Hkv·Dh).
-    std::vector<float> read_kv(int layer, bool values) const { return cache_.read(seq_, layer, values); }
+    std::vector<float> read_kv(int layer, bool values) const {
+        return cache_.read(seq_, layer, values);
+    }
 
 private:
     void check_tokens(std::span<const int32_t> tokens) const;

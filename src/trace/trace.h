@@ -18,10 +18,10 @@
 namespace plab {
 
 struct TraceEvent {
-    std::string name;      // "prefill chunk", "kv append", "decode step", ...
-    std::string category;  // "request", "prefill", "kv", "decode", "sample", ...
-    double start_us = 0;   // microseconds since the trace began
-    double dur_us = 0;     // 0 for an instant event
+    std::string name;                         // "prefill chunk", "kv append", "decode step", ...
+    std::string category;                     // "request", "prefill", "kv", "decode", "sample", ...
+    double start_us = 0;                      // microseconds since the trace began
+    double dur_us = 0;                        // 0 for an instant event
     std::map<std::string, std::string> args;  // e.g. {"layer":"0","positions":"0-3","blocks":"0"}
 };
 

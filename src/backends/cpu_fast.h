@@ -1,0 +1,36 @@
+// cpu: the fast CPU backend (Eigen GEMMs, OpenMP threads).
+//
+// What it teaches: prefill is mostly matrix-matrix products — C tokens × D
+// features against D × N weights — which a blocked GEMM runs near the
+// machine's peak. Decode is a matrix-*vector* product per weight (C = 1): each
+// weight is read once per token, so decode speed is set by memory bandwidth.
+//
+// Versions of the two ops it replaces (everything else is cpu-ref's code):
+//   matmul    C >= 8: Eigen's blocked, multi-threaded GEMM (x · wᵀ, RowMajor maps)
+//             C <  8: the weight rows are split between threads, each runs an
+//                     Eigen GEMV on its slice (Eigen does not thread GEMV itself)
+//   attention per K/V head: gather the cached K and V of positions 0..p+C-1 into
+//             contiguous (n_keys, Dh) matrices; per query head and tile of 32
+//             queries: S = Q·Kᵀ·scale (GEMM), mask the future, softmax with the
+//             library exp, O = P·V (GEMM). Tiles stop at their last query's
+//             position, so the causal triangle is (mostly) not computed.
+// Both reorder sums (GEMM blocking, vector lanes, FMA), so results differ from
+// cpu-ref in the last bits and *can* change with the chunk plan; tests report
+// by how much (tolerance rel 1e-5 on logits).
+#pragma once
+
+#include "backends/cpu_ref.h"
+
+namespace plab {
+
+class CpuFastBackend final : public CpuRefBackend {
+public:
+    std::string name() const override { return "cpu"; }
+    bool is_reference() const override { return false; }
+
+    void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
+    void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
+                   std::span<const int32_t> block_table, const AttentionShape& shape) override;
+};
+
+}  // namespace plab

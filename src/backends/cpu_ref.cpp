@@ -1,0 +1,152 @@
+#include "backends/cpu_ref.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rope.h"
+
+namespace plab {
+
+Buffer CpuRefBackend::alloc(std::size_t n) {
+    return Buffer{new float[n > 0 ? n : 1], n};
+}
+
+void CpuRefBackend::release(Buffer b) noexcept {
+    delete[] b.data;
+}
+
+void CpuRefBackend::upload(Buffer dst, const float* src, std::size_t n) {
+    PLAB_ASSERT(n <= dst.size);
+    if (n > 0) std::memcpy(dst.data, src, n * sizeof(float));
+}
+
+void CpuRefBackend::download(float* dst, Buffer src, std::size_t n) {
+    PLAB_ASSERT(n <= src.size);
+    if (n > 0) std::memcpy(dst, src.data, n * sizeof(float));
+}
+
+void CpuRefBackend::fill(Buffer dst, float value) {
+    for (std::size_t i = 0; i < dst.size; ++i) dst.data[i] = value;
+}
+
+void CpuRefBackend::embed(Buffer out, std::span<const int32_t> tokens, Buffer table, int dim) {
+    PLAB_ASSERT(out.size >= tokens.size() * std::size_t(dim));
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        PLAB_ASSERT(tokens[i] >= 0 && std::size_t(tokens[i] + 1) * dim <= table.size);
+        std::memcpy(out.data + i * dim, table.data + std::size_t(tokens[i]) * dim,
+                    sizeof(float) * dim);
+    }
+}
+
+void CpuRefBackend::rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) {
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = x.data + std::size_t(r) * dim;
+        float* o = out.data + std::size_t(r) * dim;
+        const float inv = strict_rms_inverse(strict_dot(xr, xr, dim), dim, eps);
+        for (int i = 0; i < dim; ++i) o[i] = strict_mul(strict_mul(xr[i], inv), weight.data[i]);
+    }
+}
+
+// Threads split the *outputs* (rows of `out`), never a sum: the bits stay the
+// same for any thread count.
+void CpuRefBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
+    PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&
+                w.size >= std::size_t(n) * k);
+#pragma omp parallel for schedule(static) if (std::size_t(m) * n * k > 100000)
+    for (int idx = 0; idx < m * n; ++idx) {
+        const int i = idx / n, j = idx % n;
+        out.data[idx] = strict_dot(x.data + std::size_t(i) * k, w.data + std::size_t(j) * k, k);
+    }
+}
+
+void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
+                         Buffer sin) {
+    const int half = head_dim / 2;
+    for (int r = 0; r < rows; ++r) {
+        const std::size_t table_row = std::size_t(pos0 + r) * half;
+        PLAB_ASSERT(table_row + half <= cos.size);
+        for (int h = 0; h < n_heads; ++h) {
+            rope_rotate(x.data + (std::size_t(r) * n_heads + h) * head_dim, cos.data + table_row,
+                        sin.data + table_row, half);
+        }
+    }
+}
+
+void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
+                              std::span<const int32_t> slots, int row_size) {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const std::size_t dst = std::size_t(slots[i]) * row_size;
+        PLAB_ASSERT(dst + row_size <= k_pool.size && dst + row_size <= v_pool.size);
+        std::memcpy(k_pool.data + dst, k.data + i * row_size, sizeof(float) * row_size);
+        std::memcpy(v_pool.data + dst, v.data + i * row_size, sizeof(float) * row_size);
+    }
+}
+
+// One (query, head) row at a time: scores s_0..s_p, their softmax statistics,
+// then each output component — all through core/attention_spec.h.
+void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
+                              std::span<const int32_t> block_table, const AttentionShape& s) {
+    PLAB_ASSERT(std::size_t(s.n_keys() + s.block_size - 1) / s.block_size <= block_table.size());
+    const int rows = s.n_queries * s.n_heads;
+#pragma omp parallel if (rows * s.n_keys() > 4096)
+    {
+        std::vector<float> scores(static_cast<std::size_t>(s.n_keys()));
+#pragma omp for schedule(dynamic, 4)
+        for (int row = 0; row < rows; ++row) {
+            const int i = row / s.n_heads, h = row % s.n_heads;
+            const int pos = s.pos0 + i;
+            const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
+            const float* qr = q.data + std::size_t(row) * s.head_dim;
+            for (int j = 0; j <= pos; ++j) {
+                scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, g, j);
+            }
+            const SoftmaxStats st = attention_softmax_stats(scores.data(), pos);
+            float* o = out.data + std::size_t(row) * s.head_dim;
+            for (int d = 0; d < s.head_dim; ++d) {
+                o[d] = attention_output(scores.data(), st, v_pool.data, block_table.data(), s, g,
+                                        pos, d);
+            }
+        }
+    }
+}
+
+void CpuRefBackend::attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+                                    std::span<const int32_t> block_table, const AttentionShape& s,
+                                    int head) {
+    const int n_keys = s.n_keys();
+    PLAB_ASSERT(probs.size >= std::size_t(s.n_queries) * n_keys);
+    std::vector<float> scores(static_cast<std::size_t>(n_keys));
+    const int g = kv_head_of(head, s.n_heads, s.n_kv_heads);
+    for (int i = 0; i < s.n_queries; ++i) {
+        const int pos = s.pos0 + i;
+        const float* qr = q.data + (std::size_t(i) * s.n_heads + head) * s.head_dim;
+        for (int j = 0; j <= pos; ++j) {
+            scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, g, j);
+        }
+        const SoftmaxStats st = attention_softmax_stats(scores.data(), pos);
+        for (int j = 0; j < n_keys; ++j) {
+            probs.data[std::size_t(i) * n_keys + j] =
+                attention_probability(scores.data(), st, pos, j);
+        }
+    }
+}
+
+void CpuRefBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out.data[i] = strict_swiglu(gate.data[i], up.data[i]);
+}
+
+void CpuRefBackend::add(Buffer x, Buffer y, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) x.data[i] = strict_add(x.data[i], y.data[i]);
+}
+
+int CpuRefBackend::argmax(Buffer x, std::size_t n) {
+    PLAB_ASSERT(n > 0);
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i) {
+        if (x.data[i] > x.data[best]) best = i;
+    }
+    return static_cast<int>(best);
+}
+
+}  // namespace plab

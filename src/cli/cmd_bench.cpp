@@ -1,0 +1,122 @@
+// `plab bench`: prefill and decode speed, as fractions of this machine's
+// measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
+#include <omp.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "perf/bench.h"
+
+namespace plab::cli {
+namespace {
+
+struct BenchCliOptions {
+    std::string model;  // empty: a random stories15M-shaped model
+    std::string backends = "cpu,cpu-ref";
+    std::string lengths = "128,512,2048";
+    BenchOptions bench;
+    std::uint64_t seed = 15;
+    bool json = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const std::size_t comma = s.find(',', start);
+        out.push_back(
+            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+void run(BenchCliOptions o) {
+    o.bench.backends = split(o.backends);
+    o.bench.lengths = parse_int_list(o.lengths, "--lengths");
+    PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
+    const Weights w = o.model.empty() ? make_random_weights(stories15m_config(), o.seed)
+                                      : load_model_arg(o.model).weights;
+    const BenchReport r = run_bench(w, o.bench);
+    if (o.json) {
+        nlohmann::json j;
+        j["model"] = o.model.empty() ? "random stories15M shape" : o.model;
+        j["threads"] = r.machine.threads;
+        j["gemm_peak_gflops"] = r.machine.gemm_gflops;
+        j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
+        for (const auto& p : r.prefill) {
+            j["prefill"].push_back({{"backend", p.backend},
+                                    {"tokens", p.tokens},
+                                    {"runs", p.runs},
+                                    {"median_s", p.median_s},
+                                    {"tokens_per_s", p.tokens_per_s},
+                                    {"gflops", p.gflops},
+                                    {"fraction_of_peak", p.fraction_of_peak}});
+        }
+        for (const auto& d : r.decode) {
+            j["decode"].push_back({{"backend", d.backend},
+                                   {"context", d.context},
+                                   {"steps", d.steps},
+                                   {"median_step_s", d.median_step_s},
+                                   {"tokens_per_s", d.tokens_per_s},
+                                   {"bytes_per_token", d.bytes_per_token},
+                                   {"bound_tokens_per_s", d.bound_tokens_per_s},
+                                   {"fraction_of_bound", d.fraction_of_bound}});
+        }
+        print_json(j);
+        return;
+    }
+    std::printf("Model: %s (%s, %zu parameters)\n",
+                o.model.empty() ? "random, stories15M shape" : o.model.c_str(),
+                r.config.summary().c_str(), r.config.n_params());
+    std::printf(
+        "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3 "
+        "Eigen),\n"
+        "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy)\n\n",
+        r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s);
+    std::printf(
+        "Prefill (plan %s; FLOPs = projections + causal attention pairs + last-position logits)\n",
+        o.bench.chunks.c_str());
+    std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
+                "tokens/s", "GFLOP/s", "of peak");
+    for (const auto& p : r.prefill) {
+        std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f %8.1f%%\n", p.backend.c_str(), p.tokens,
+                    p.runs, p.median_s * 1e3, p.tokens_per_s, p.gflops, 100 * p.fraction_of_peak);
+    }
+    std::printf(
+        "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
+        "  every weight + the K/V of the context)\n");
+    std::printf("  %-22s %8s %12s %12s %14s %12s %9s\n", "backend", "context", "median ms",
+                "tokens/s", "bytes/token", "bound tok/s", "of bound");
+    for (const auto& d : r.decode) {
+        std::printf("  %-22s %8d %12.3f %12.1f %14.0f %12.1f %8.1f%%\n", d.backend.c_str(),
+                    d.context, d.median_step_s * 1e3, d.tokens_per_s, d.bytes_per_token,
+                    d.bound_tokens_per_s, 100 * d.fraction_of_bound);
+    }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto o = std::make_shared<BenchCliOptions>();
+    CLI::App* cmd =
+        app.add_subcommand("bench", "prefill/decode speed vs this machine's measured peak");
+    cmd->add_option("--model", o->model,
+                    "model directory (default: random stories15M-shaped model)");
+    cmd->add_option("--backends", o->backends, "comma-separated backends")->capture_default_str();
+    cmd->add_option("--lengths", o->lengths, "prompt lengths")->capture_default_str();
+    cmd->add_option("--repeats", o->bench.repeats, "prefill runs per row (median)")
+        ->capture_default_str();
+    cmd->add_option("--chunks", o->bench.chunks, "chunk plan for the prefill rows")
+        ->capture_default_str();
+    cmd->add_option("--decode-steps", o->bench.decode_steps, "decode steps timed")
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed of the random weights")->capture_default_str();
+    cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->callback([o] { run(*o); });
+}
+
+}  // namespace plab::cli

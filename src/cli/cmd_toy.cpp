@@ -1,0 +1,117 @@
+// `plab toy`: the one-head, dimension-1 attention example, full and chunked.
+// Lesson: lessons/01-toy-example.md.
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "backends/registry.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "toy/toy.h"
+
+namespace plab::cli {
+namespace {
+
+struct ToyOptions {
+    std::string values = "2,4,8,10";
+    std::string queries;  // default: all 1
+    std::string keys;     // default: all 1
+    std::string chunks = "all";
+    std::string backend = "cpu-ref";
+    bool json = false;
+};
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void run(const ToyOptions& o) {
+    ToyInput in;
+    in.values = parse_float_list(o.values, "--values");
+    const std::size_t n = in.values.size();
+    in.queries =
+        o.queries.empty() ? std::vector<float>(n, 1.0f) : parse_float_list(o.queries, "--queries");
+    in.keys = o.keys.empty() ? std::vector<float>(n, 1.0f) : parse_float_list(o.keys, "--keys");
+    in.validate();
+    const int t = in.n_tokens();
+
+    std::vector<ChunkPlan> plans;
+    if (o.chunks == "all") {
+        PLAB_CHECK(t <= 12, "--chunks all: " << t
+                                             << " positions have too many plans to list; give a "
+                                                "plan such as 2,2 or a chunk size");
+        plans = all_chunk_plans(t);
+    } else {
+        plans.push_back(parse_chunk_plan(o.chunks, t));
+    }
+    auto backend = make_backend(o.backend);
+    const ToyRun full = run_toy(*backend, in, ChunkPlan{{t}});
+    std::vector<ToyRun> runs;
+    bool all_equal = true;
+    for (const ChunkPlan& p : plans) {
+        runs.push_back(run_toy(*backend, in, p));
+        all_equal = all_equal && bitwise_equal(runs.back().outputs, full.outputs);
+    }
+
+    if (o.json) {
+        nlohmann::json j;
+        j["backend"] = backend->name();
+        j["values"] = in.values;
+        j["queries"] = in.queries;
+        j["keys"] = in.keys;
+        j["full"] = full.outputs;
+        j["probs"] = full.probs;
+        nlohmann::json exacts = nlohmann::json::array();
+        for (int p = 0; p < t; ++p) exacts.push_back(toy_exact_output(in, p));
+        j["exact"] = exacts;
+        nlohmann::json chunked = nlohmann::json::array();
+        for (const ToyRun& r : runs) {
+            chunked.push_back({{"plan", r.plan.to_string()},
+                               {"outputs", r.outputs},
+                               {"bitwise_equal_to_full", bitwise_equal(r.outputs, full.outputs)}});
+        }
+        j["chunked"] = chunked;
+        j["all_bitwise_equal"] = all_equal;
+        print_json(j);
+        return;
+    }
+    std::cout << "Toy example: one head, head dimension 1, causal attention (backend "
+              << backend->name() << ")\n"
+              << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over those.\n\n"
+              << "  pos        q        k        v   output (full prefill)   exact\n";
+    for (int p = 0; p < t; ++p) {
+        std::printf("  %3d %8s %8s %8s   %-22s  %s\n", p, exact(in.queries[p]).c_str(),
+                    exact(in.keys[p]).c_str(), exact(in.values[p]).c_str(),
+                    exact(full.outputs[p]).c_str(), toy_exact_output(in, p).c_str());
+    }
+    std::cout << "\nChunked prefill: each chunk's queries read earlier keys from the KV cache.\n";
+    for (const ToyRun& r : runs) {
+        std::printf("  plan %-10s outputs", r.plan.to_string().c_str());
+        for (float x : r.outputs) std::printf(" %s", exact(x).c_str());
+        std::printf("   bitwise equal to full: %s\n",
+                    bitwise_equal(r.outputs, full.outputs) ? "yes" : "NO");
+    }
+    std::cout << "\n"
+              << (all_equal ? "All " : "NOT all ") << runs.size()
+              << " chunk plans are bitwise equal to the full prefill.\n";
+    if (!all_equal) throw Error("toy: a chunked run differs from the full run");
+}
+
+}  // namespace
+
+void add_toy_command(CLI::App& app) {
+    auto o = std::make_shared<ToyOptions>();
+    CLI::App* cmd = app.add_subcommand("toy", "the [2,4,8,10] attention example, full and chunked");
+    cmd->add_option("--values", o->values, "values v_p, one per position")->capture_default_str();
+    cmd->add_option("--queries", o->queries, "queries q_p (default: all 1)");
+    cmd->add_option("--keys", o->keys, "keys k_p (default: all 1)");
+    cmd->add_option("--chunks", o->chunks,
+                    "'all' (every chunk plan), or one plan: 'full', '2', '1,3'")
+        ->capture_default_str();
+    cmd->add_option("--backend", o->backend, "backend running the attention op")
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->callback([o] { run(*o); });
+}
+
+}  // namespace plab::cli

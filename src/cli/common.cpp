@@ -1,0 +1,113 @@
+#include "cli/common.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace plab::cli {
+
+void PromptOptions::add_to(CLI::App* cmd) {
+    cmd->add_option("prompt", text, "prompt text (default: a built-in story opening)");
+    cmd->add_option("--prompt-file", file, "read the prompt text from this file");
+    cmd->add_option("--tokens", tokens, "token ids instead of text, e.g. 256,72,105");
+    cmd->add_flag("--no-bos", no_bos, "do not put the BOS token first");
+}
+
+std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
+    const int given = !text.empty() + !file.empty() + !tokens.empty();
+    PLAB_CHECK(given <= 1, "give the prompt one way: text, --prompt-file or --tokens");
+    std::vector<int32_t> ids;
+    const ModelConfig& c = model.weights.config;
+    if (!tokens.empty()) {
+        for (int id : parse_int_list(tokens, "--tokens")) {
+            PLAB_CHECK(id >= 0 && id < c.vocab_size,
+                       "--tokens: token id " << id << " is out of range; valid ids are 0.."
+                                             << c.vocab_size - 1);
+            ids.push_back(id);
+        }
+    } else {
+        std::string t = text;
+        if (!file.empty()) {
+            std::ifstream f(file, std::ios::binary);
+            PLAB_CHECK(f.good(), "cannot read prompt file " << file);
+            std::stringstream ss;
+            ss << f.rdbuf();
+            t = ss.str();
+            PLAB_CHECK(!t.empty(), "prompt file " << file << " is empty; a prompt needs text");
+        } else if (t.empty()) {
+            t = kDefaultPrompt;
+        }
+        ids = model.tokenizer->encode(t, !no_bos);
+    }
+    PLAB_CHECK(!ids.empty(), "empty prompt: prefill needs at least one token");
+    PLAB_CHECK(static_cast<int>(ids.size()) <= c.max_seq_len,
+               "prompt of " << ids.size() << " tokens is longer than the model's max_seq_len "
+                            << c.max_seq_len << "; shorten it");
+    return ids;
+}
+
+void add_model_option(CLI::App* cmd, std::string& path) {
+    cmd->add_option("--model", path,
+                    "model directory (config.json + model.safetensors); default: "
+                    "$PLAB_MODEL or assets/model");
+}
+
+Model load_model_arg(const std::string& path) {
+    return load_model(path.empty() ? default_model_path() : path);
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
+    std::vector<int> out;
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        int v = 0;
+        const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+        PLAB_CHECK(!part.empty() && ec == std::errc() && p == part.data() + part.size(),
+                   what << ": '" << part << "' is not a whole number; expected e.g. 1,2,3");
+        out.push_back(v);
+    }
+    PLAB_CHECK(!out.empty(), what << ": empty list; expected e.g. 1,2,3");
+    return out;
+}
+
+std::vector<float> parse_float_list(const std::string& text, const std::string& what) {
+    std::vector<float> out;
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        std::size_t used = 0;
+        float v = 0;
+        try {
+            v = std::stof(part, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        PLAB_CHECK(!part.empty() && used == part.size() && std::isfinite(v),
+                   what << ": '" << part << "' is not a finite number; expected e.g. 2,4,8,10");
+        out.push_back(v);
+    }
+    PLAB_CHECK(!out.empty(), what << ": empty list; expected e.g. 2,4,8,10");
+    return out;
+}
+
+std::string exact(float x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+    return buf;
+}
+
+std::string quoted_token(const Tokenizer& tok, int32_t id) {
+    return "'" + tok.token_text(id) + "'";
+}
+
+void print_json(const nlohmann::json& j) {
+    std::cout << j.dump(2) << "\n";
+}
+
+}  // namespace plab::cli

@@ -1,0 +1,52 @@
+// Helpers shared by the `plab` commands: options every command takes, prompt
+// resolution, number lists, printing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/model_io.h"
+
+namespace plab::cli {
+
+// The built-in prompt used when none is given.
+inline constexpr const char* kDefaultPrompt =
+    "Once upon a time, a little fox found a red ball in the park.";
+
+// Where the prompt comes from: text, a file, or explicit token ids.
+struct PromptOptions {
+    std::string text;
+    std::string file;
+    std::string tokens;  // "1,2,3"
+    bool no_bos = false;
+    void add_to(CLI::App* cmd);
+    // The token ids, validated against the model (empty or out-of-range ids
+    // and prompts longer than max_seq_len are rejected with a clear message).
+    std::vector<int32_t> resolve(const Model& model) const;
+};
+
+void add_model_option(CLI::App* cmd, std::string& path);
+Model load_model_arg(const std::string& path);
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what);
+std::vector<float> parse_float_list(const std::string& text, const std::string& what);
+
+// A float with enough digits to identify it exactly (%.9g).
+std::string exact(float x);
+// Token text for display, quoted: "'the'".
+std::string quoted_token(const Tokenizer& tok, int32_t id);
+
+void print_json(const nlohmann::json& j);
+
+// Each command adds itself to the app (src/cli/cmd_*.cpp).
+void add_toy_command(CLI::App& app);
+void add_prefill_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_random_model_command(CLI::App& app);
+
+}  // namespace plab::cli

@@ -1,0 +1,158 @@
+#include "model/safetensors.h"
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace plab {
+namespace {
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+    const int exp = (h >> 10) & 0x1f;
+    std::uint32_t mant = h & 0x3ffu;
+    std::uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {  // subnormal half: normalise
+            int e = -1;
+            do {
+                ++e;
+                mant <<= 1;
+            } while ((mant & 0x400u) == 0);
+            bits = sign | std::uint32_t(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | mant << 13;
+    } else {
+        bits = sign | std::uint32_t(exp - 15 + 127) << 23 | mant << 13;
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+float bf16_to_float(std::uint16_t b) {
+    const std::uint32_t bits = std::uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+}  // namespace
+
+TensorMap read_safetensors(const std::string& path) {
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    PLAB_CHECK(f.good(), "cannot open " << path << ": expected a readable .safetensors file");
+    const std::uint64_t file_size = static_cast<std::uint64_t>(f.tellg());
+    f.seekg(0);
+    PLAB_CHECK(file_size >= 8, path << ": " << file_size
+                                    << " bytes is too short for a safetensors file (an 8-byte "
+                                       "header length comes first)");
+    unsigned char len_bytes[8];
+    f.read(reinterpret_cast<char*>(len_bytes), 8);
+    std::uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
+    PLAB_CHECK(header_len >= 2 && header_len <= file_size - 8 && header_len <= (100u << 20),
+               path << ": header length " << header_len << " does not fit a " << file_size
+                    << "-byte file; not a safetensors file, or truncated");
+    std::string header(header_len, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(header_len));
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(header);
+    } catch (const std::exception& e) {
+        PLAB_CHECK(false,
+                   path << ": the safetensors header is not valid JSON (" << e.what() << ")");
+    }
+    PLAB_CHECK(j.is_object(), path << ": the safetensors header must be a JSON object");
+    const std::uint64_t data_size = file_size - 8 - header_len;
+    std::vector<char> data(data_size);
+    f.read(data.data(), static_cast<std::streamsize>(data_size));
+    PLAB_CHECK(f.good() || data_size == 0, path << ": could not read the tensor data");
+
+    TensorMap out;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() == "__metadata__") continue;
+        const auto& e = it.value();
+        const std::string where = path + ": tensor " + it.key();
+        PLAB_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") &&
+                       e.contains("data_offsets"),
+                   where << " needs dtype, shape and data_offsets");
+        const std::string dtype = e["dtype"].is_string() ? e["dtype"].get<std::string>() : "";
+        std::size_t elem = 0;
+        if (dtype == "F32") elem = 4;
+        if (dtype == "F16" || dtype == "BF16") elem = 2;
+        PLAB_CHECK(elem != 0,
+                   where << " has dtype '" << dtype << "'; supported dtypes are F32, F16 and BF16");
+        HostTensor t;
+        std::uint64_t numel = 1;
+        PLAB_CHECK(e["shape"].is_array(), where << ": shape must be an array");
+        for (const auto& d : e["shape"]) {
+            PLAB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
+                           d.get<std::int64_t>() < (std::int64_t(1) << 40),
+                       where << ": shape entries must be non-negative integers");
+            t.shape.push_back(d.get<std::int64_t>());
+            numel *= static_cast<std::uint64_t>(t.shape.back());
+            PLAB_CHECK(numel < (std::uint64_t(1) << 40), where << ": shape is absurdly large");
+        }
+        const auto& off = e["data_offsets"];
+        PLAB_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
+                       off[1].is_number_unsigned(),
+                   where << ": data_offsets must be [begin, end]");
+        const std::uint64_t begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+        PLAB_CHECK(begin <= end && end <= data_size,
+                   where << ": data_offsets [" << begin << ", " << end << "] lie outside the "
+                         << data_size << " data bytes (file truncated or header lies)");
+        PLAB_CHECK(end - begin == numel * elem, where << ": " << (end - begin)
+                                                      << " bytes do not match its shape (" << numel
+                                                      << " values of " << elem << " bytes)");
+        t.data.resize(numel);
+        const char* src = data.data() + begin;
+        for (std::uint64_t i = 0; i < numel; ++i) {
+            if (elem == 4) {
+                std::memcpy(&t.data[i], src + 4 * i, 4);
+            } else {
+                std::uint16_t h;
+                std::memcpy(&h, src + 2 * i, 2);
+                t.data[i] = dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+            }
+        }
+        out.emplace(it.key(), std::move(t));
+    }
+    return out;
+}
+
+void write_safetensors(const std::string& path, const TensorMap& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    nlohmann::json j = nlohmann::json::object();
+    if (!metadata.empty()) j["__metadata__"] = metadata;
+    std::uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        std::uint64_t numel = 1;
+        for (auto d : t.shape) numel *= static_cast<std::uint64_t>(d);
+        PLAB_ASSERT(numel == t.data.size());
+        j[name] = {
+            {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * numel}}};
+        offset += 4 * numel;
+    }
+    std::string header = j.dump();
+    while ((8 + header.size()) % 8 != 0) header += ' ';  // align data to 8 bytes
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    PLAB_CHECK(f.good(), "cannot write " << path);
+    const std::uint64_t n = header.size();
+    unsigned char len_bytes[8];
+    for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(n >> (8 * i));
+    f.write(reinterpret_cast<const char*>(len_bytes), 8);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (const auto& [name, t] : tensors) {
+        f.write(reinterpret_cast<const char*>(t.data.data()),
+                static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+    }
+    PLAB_CHECK(f.good(), "writing " << path << " failed (disk full?)");
+}
+
+}  // namespace plab

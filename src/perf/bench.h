@@ -1,0 +1,61 @@
+// `plab bench`: prefill and decode speed against this machine's measured limits.
+//
+// Prefill rows: tokens/s and achieved GFLOP/s (perf/flops.h) as a fraction of
+// the GEMM peak measured in the same run. Decode rows: tokens/s beside the
+// memory-bandwidth bound (bytes read per token / measured copy bandwidth).
+// Medians of several runs, because shared machines are noisy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/weights.h"
+#include "perf/machine.h"
+
+namespace plab {
+
+struct BenchOptions {
+    std::vector<std::string> backends{"cpu", "cpu-ref"};
+    std::vector<int> lengths{128, 512, 2048};
+    int repeats = 5;              // prefill runs per (backend, length); fewer if slow
+    double budget_s = 20;         // stop repeating a (backend, length) after this long
+    int decode_steps = 32;        // decode steps timed after a short prompt
+    int decode_prompt = 128;      // context the decode steps start from
+    std::string chunks = "full";  // chunk plan for the prefill rows
+};
+
+struct PrefillBenchRow {
+    std::string backend;
+    int tokens = 0;
+    int runs = 0;
+    double median_s = 0;
+    double tokens_per_s = 0;
+    double gflops = 0;            // achieved: FLOPs of perf/flops.h / median time
+    double fraction_of_peak = 0;  // gflops / measured GEMM peak
+};
+
+struct DecodeBenchRow {
+    std::string backend;
+    int context = 0;
+    int steps = 0;
+    double median_step_s = 0;
+    double tokens_per_s = 0;
+    double bytes_per_token = 0;
+    double bound_tokens_per_s = 0;  // copy bandwidth / bytes per token
+    double fraction_of_bound = 0;
+};
+
+struct BenchReport {
+    ModelConfig config;
+    MachineSpeed machine;
+    std::vector<PrefillBenchRow> prefill;
+    std::vector<DecodeBenchRow> decode;
+};
+
+// The stories15M shape (llama2.c's smallest TinyStories model) with random weights.
+ModelConfig stories15m_config();
+
+BenchReport run_bench(const Weights& weights, const BenchOptions& options);
+
+}  // namespace plab

@@ -1,0 +1,22 @@
+#include "perf/flops.h"
+
+namespace plab {
+
+PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0) {
+    const double D = c.dim, L = c.n_layers, H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim,
+                 F = c.hidden_dim, V = c.vocab_size;
+    PrefillCost k;
+    k.projection_flops = 2.0 * n * L * (D * H * Dh + 2 * D * Hkv * Dh + H * Dh * D + 3 * D * F);
+    // Query at position pos0+i sees pos0+i+1 keys.
+    k.attention_pairs = double(n) * pos0 + double(n) * (n + 1) / 2;
+    k.attention_flops = 4.0 * Dh * H * L * k.attention_pairs;  // q·k and p·v, 2 FLOPs per MAC
+    k.logits_flops = 2.0 * D * V;
+    return k;
+}
+
+double decode_bytes(const ModelConfig& c, int ctx) {
+    return double(c.n_params()) * sizeof(float) +
+           double(ctx) * c.kv_floats_per_token() * sizeof(float);
+}
+
+}  // namespace plab

@@ -1,0 +1,49 @@
+#include "perf/machine.h"
+
+#include <omp.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace plab {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+MachineSpeed measure_machine(int n, int repeats) {
+    MachineSpeed m;
+    m.threads = omp_get_max_threads();
+    using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Mat a = Mat::Random(n, n), b = Mat::Random(n, n), c(n, n);
+    c.noalias() = a * b;  // warm-up: page in, spin up threads
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        c.noalias() = a * b;
+        const double s = seconds_since(t0);
+        m.gemm_gflops = std::max(m.gemm_gflops, 2.0 * n * n * double(n) / s / 1e9);
+    }
+    // 256 MiB source: far larger than any cache level.
+    const std::size_t bytes = std::size_t(256) << 20;
+    std::vector<char> src(bytes, 1), dst(bytes, 0);
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel
+        {
+            const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            const std::size_t per = bytes / nt;
+            std::memcpy(dst.data() + t * per, src.data() + t * per, per);
+        }
+        const double s = seconds_since(t0);
+        m.copy_gb_per_s = std::max(m.copy_gb_per_s, 2.0 * bytes / s / 1e9);
+    }
+    return m;
+}
+
+}  // namespace plab

@@ -1,0 +1,41 @@
+#include "runtime/device_model.h"
+
+#include "core/rope.h"
+
+namespace plab {
+namespace {
+
+DeviceArray upload(Backend& b, const std::vector<float>& host) {
+    DeviceArray a(b, host.size());
+    b.upload(a.buf(), host.data(), host.size());
+    return a;
+}
+
+}  // namespace
+
+DeviceModel::DeviceModel(Backend& backend, const Weights& w)
+    : backend_(&backend), config_(w.config) {
+    w.validate();
+    tok_embeddings = upload(backend, w.tok_embeddings);
+    for (const LayerWeights& l : w.layers) {
+        DeviceLayer d;
+        d.attn_norm = upload(backend, l.attn_norm);
+        d.wq = upload(backend, l.wq);
+        d.wk = upload(backend, l.wk);
+        d.wv = upload(backend, l.wv);
+        d.wo = upload(backend, l.wo);
+        d.ffn_norm = upload(backend, l.ffn_norm);
+        d.w_gate = upload(backend, l.w_gate);
+        d.w_up = upload(backend, l.w_up);
+        d.w_down = upload(backend, l.w_down);
+        layers.push_back(std::move(d));
+    }
+    final_norm = upload(backend, w.final_norm);
+    if (!config_.tied_embeddings) classifier = upload(backend, w.classifier);
+    const RopeTable rope =
+        make_rope_table(config_.max_seq_len, config_.head_dim, config_.rope_theta);
+    rope_cos = upload(backend, rope.cos);
+    rope_sin = upload(backend, rope.sin);
+}
+
+}  // namespace plab

@@ -1,0 +1,145 @@
+#include "runtime/forward.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace plab {
+
+void Workspace::ensure(const ModelConfig& c, int chunk_len) {
+    if (chunk_len <= capacity_) return;
+    const std::size_t n = static_cast<std::size_t>(chunk_len);
+    const std::size_t qd = std::size_t(c.n_heads) * c.head_dim;
+    const std::size_t kvd = std::size_t(c.n_kv_heads) * c.head_dim;
+    x = DeviceArray(backend_, n * c.dim);            // (C, D) the residual stream
+    xb = DeviceArray(backend_, n * c.dim);           // (C, D) normalised input of a sublayer
+    q = DeviceArray(backend_, n * qd);               // (C, H, Dh)
+    k = DeviceArray(backend_, n * kvd);              // (C, Hkv, Dh)
+    v = DeviceArray(backend_, n * kvd);              // (C, Hkv, Dh)
+    att = DeviceArray(backend_, n * qd);             // (C, H, Dh) attention output
+    proj = DeviceArray(backend_, n * c.dim);         // (C, D) output of o_proj / down_proj
+    gate = DeviceArray(backend_, n * c.hidden_dim);  // (C, F)
+    up = DeviceArray(backend_, n * c.hidden_dim);    // (C, F)
+    capacity_ = chunk_len;
+}
+
+void Workspace::ensure_logits(int rows, int vocab) {
+    const std::size_t n = std::size_t(rows) * vocab;
+    if (n <= logits_capacity_) return;
+    logits = DeviceArray(backend_, n);
+    logits_capacity_ = n;
+}
+
+ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
+                          std::span<const int32_t> tokens, Workspace& ws,
+                          const ForwardProbes& probes, Trace* trace) {
+    const ModelConfig& c = model.config();
+    Backend& be = model.backend();
+    const int n = static_cast<int>(tokens.size());  // C
+    const int pos0 = seq.length;                    // p: positions already cached
+    PLAB_ASSERT(n >= 1);
+    PLAB_CHECK(pos0 + n <= c.max_seq_len, "sequence of " << pos0 + n
+                                                         << " tokens exceeds the model's "
+                                                            "max_seq_len of "
+                                                         << c.max_seq_len);
+    for (const AttentionProbe& p : probes.attention) {
+        PLAB_CHECK(p.layer >= 0 && p.layer < c.n_layers && p.head >= 0 && p.head < c.n_heads,
+                   "attention probe (layer " << p.layer << ", head " << p.head
+                                             << ") out of range: layers 0.." << c.n_layers - 1
+                                             << ", heads 0.." << c.n_heads - 1);
+    }
+    ws.ensure(c, n);
+    const int D = c.dim, F = c.hidden_dim;
+    const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
+    const std::size_t nd = std::size_t(n) * D;
+
+    // 1. Token embeddings: one row of the table per token.
+    be.embed(ws.x.buf(), tokens, model.tok_embeddings.buf(), D);
+
+    // 2. Room in the KV cache for the chunk's positions pos0..pos0+n-1.
+    const std::vector<int32_t> slots = cache.reserve(seq, n);
+    AttentionShape shape;
+    shape.n_queries = n;
+    shape.pos0 = pos0;
+    shape.n_heads = c.n_heads;
+    shape.n_kv_heads = c.n_kv_heads;
+    shape.head_dim = c.head_dim;
+    shape.block_size = cache.block_size();
+    shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+    ChunkOutput out;
+    for (int l = 0; l < c.n_layers; ++l) {
+        const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
+        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position.
+        be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
+        be.matmul(ws.q.buf(), ws.xb.buf(), w.wq.buf(), n, qd, D);
+        be.matmul(ws.k.buf(), ws.xb.buf(), w.wk.buf(), n, kvd, D);
+        be.matmul(ws.v.buf(), ws.xb.buf(), w.wv.buf(), n, kvd, D);
+        be.rope(ws.q.buf(), n, c.n_heads, c.head_dim, pos0, model.rope_cos.buf(),
+                model.rope_sin.buf());
+        be.rope(ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, model.rope_cos.buf(),
+                model.rope_sin.buf());
+        // 4. Keep K and V: later chunks and decode steps read them from the cache.
+        be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
+        if (trace != nullptr && trace->enabled) {
+            std::string blocks;
+            for (int b = pos0 / shape.block_size; b <= (pos0 + n - 1) / shape.block_size; ++b) {
+                blocks += (blocks.empty() ? "" : ",") + std::to_string(seq.block_table[b]);
+            }
+            trace->instant(
+                "kv append", "kv",
+                {{"layer", std::to_string(l)},
+                 {"positions", std::to_string(pos0) + "-" + std::to_string(pos0 + n - 1)},
+                 {"blocks", blocks}});
+        }
+        // 5. Causal attention of the n queries over cache positions 0..pos0+n-1.
+        be.attention(ws.att.buf(), ws.q.buf(), cache.k_pool(l), cache.v_pool(l), seq.block_table,
+                     shape);
+        for (const AttentionProbe& p : probes.attention) {
+            if (p.layer != l) continue;
+            const std::size_t cells = std::size_t(n) * shape.n_keys();
+            DeviceArray probs(be, cells);
+            be.attention_probs(probs.buf(), ws.q.buf(), cache.k_pool(l), seq.block_table, shape,
+                               p.head);
+            std::vector<float> host(cells);
+            be.download(host.data(), probs.buf(), cells);
+            out.attention_probs.push_back(std::move(host));
+        }
+        // 6. Output projection and residual.
+        be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
+        be.add(ws.x.buf(), ws.proj.buf(), nd);
+        // 7. MLP sublayer: normalise, SwiGLU, down projection, residual.
+        be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
+        be.matmul(ws.gate.buf(), ws.xb.buf(), w.w_gate.buf(), n, F, D);
+        be.matmul(ws.up.buf(), ws.xb.buf(), w.w_up.buf(), n, F, D);
+        be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
+        be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
+        be.add(ws.x.buf(), ws.proj.buf(), nd);
+    }
+    // Probes were collected layer by layer; put them back in the caller's order.
+    if (probes.attention.size() > 1) {
+        std::vector<std::vector<float>> ordered(probes.attention.size());
+        std::size_t next = 0;
+        for (int l = 0; l < c.n_layers; ++l) {
+            for (std::size_t i = 0; i < probes.attention.size(); ++i) {
+                if (probes.attention[i].layer == l)
+                    ordered[i] = std::move(out.attention_probs[next++]);
+            }
+        }
+        out.attention_probs = std::move(ordered);
+    }
+
+    // 8. Final norm and classifier: only the last position, unless a probe asks for all.
+    const int rows = probes.all_logits ? n : 1;
+    const int first = n - rows;
+    const int V = c.vocab_size;
+    be.rmsnorm(ws.xb.buf(), ws.x.buf().slice(std::size_t(first) * D, std::size_t(rows) * D),
+               model.final_norm.buf(), rows, D, c.norm_eps);
+    ws.ensure_logits(rows, V);
+    be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
+    out.logits.resize(std::size_t(rows) * V);
+    be.download(out.logits.data(), ws.logits.buf(), out.logits.size());
+    return out;
+}
+
+}  // namespace plab

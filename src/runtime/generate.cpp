@@ -1,0 +1,68 @@
+#include "runtime/generate.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace plab {
+
+GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
+                        const std::string& prompt, const std::vector<int32_t>& prompt_tokens,
+                        const GenerateOptions& options, Trace& trace) {
+    PLAB_CHECK(options.max_new_tokens >= 1,
+               "max new tokens " << options.max_new_tokens << " must be at least 1");
+    options.sampler.validate();
+    GenerateResult r;
+    // 1. The request arrives. (One request, so its queue wait is ~0; the span
+    //    is recorded anyway: under load it is often the largest part of TTFT.)
+    const double t_request = trace.now_us();
+    trace.span("queue", "request", t_request);
+
+    // 2. Tokenize: part of TTFT, not of prefill.
+    double t = trace.now_us();
+    r.prompt_tokens = prompt_tokens.empty() ? tokenizer.encode(prompt, true) : prompt_tokens;
+    trace.span("tokenize", "request", t, {{"tokens", std::to_string(r.prompt_tokens.size())}});
+
+    // 3. Copy in: allocate the KV cache and move inputs to the backend.
+    t = trace.now_us();
+    Session session(model, options.session, &trace);
+    trace.span("copy in", "request", t);
+    PLAB_CHECK(!r.prompt_tokens.empty(), "empty prompt: nothing to prefill");
+    const ChunkPlan plan =
+        parse_chunk_plan(options.chunks, static_cast<int>(r.prompt_tokens.size()));
+
+    // 4. Prefill, chunk by chunk.
+    PrefillResult pre = session.prefill(r.prompt_tokens, plan);
+    r.prefill_us = pre.prefill_us;
+
+    // 5. The first token comes from the last position's distribution.
+    Sampler sampler(options.sampler);
+    t = trace.now_us();
+    int32_t token = sampler.sample(pre.last_logits);
+    trace.span("sample", "sample", t, {{"token", std::to_string(token)}});
+    t = trace.now_us();
+    r.new_tokens.push_back(token);
+    trace.span("deliver", "request", t, {{"text", tokenizer.token_text(token)}});
+    r.ttft_us = trace.now_us() - t_request;
+    trace.add({"time to first token", "request", t_request, r.ttft_us, {}});
+
+    // 6. Decode: one token per step, each reusing the cached K/V of all before it.
+    const int room = model.config().max_seq_len - static_cast<int>(r.prompt_tokens.size());
+    const int steps = std::min(options.max_new_tokens, room);
+    while (static_cast<int>(r.new_tokens.size()) < steps) {
+        if (options.stop_at_eos && token == tokenizer.eos_id()) break;
+        t = trace.now_us();
+        const std::vector<float> logits = session.decode_step(token);
+        token = sampler.sample(logits);
+        r.new_tokens.push_back(token);
+        trace.span(
+            "decode step", "decode", t,
+            {{"position", std::to_string(session.length())}, {"token", std::to_string(token)}});
+        r.decode_step_us.push_back(trace.now_us() - t);
+    }
+    r.text = tokenizer.decode(r.new_tokens);
+    trace.span("request", "request", t_request);
+    return r;
+}
+
+}  // namespace plab

@@ -1,0 +1,117 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace plab {
+namespace {
+
+int blocks_for(const ModelConfig& c, const SessionOptions& o) {
+    PLAB_CHECK(o.block_size >= 1 && o.block_size <= 4096,
+               "KV block size " << o.block_size << " must be between 1 and 4096 positions");
+    return o.num_blocks > 0 ? o.num_blocks : (c.max_seq_len + o.block_size - 1) / o.block_size;
+}
+
+}  // namespace
+
+Session::Session(const DeviceModel& model, SessionOptions options, Trace* trace)
+    : model_(model),
+      trace_(trace),
+      cache_(model.backend(), model.config(), options.block_size,
+             blocks_for(model.config(), options)),
+      ws_(model.backend()) {}
+
+Session::~Session() {
+    cache_.release(seq_);
+}
+
+void Session::check_tokens(std::span<const int32_t> tokens) const {
+    const ModelConfig& c = model_.config();
+    PLAB_CHECK(!tokens.empty(), "empty prompt: prefill needs at least one token");
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        PLAB_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size,
+                   "token id " << tokens[i] << " at position " << i
+                               << " is out of range; valid ids are 0.." << c.vocab_size - 1);
+    }
+    PLAB_CHECK(seq_.length + static_cast<int>(tokens.size()) <= c.max_seq_len,
+               "prompt of " << tokens.size() << " tokens (after " << seq_.length
+                            << " cached) exceeds max_seq_len " << c.max_seq_len
+                            << "; shorten the prompt");
+}
+
+PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan& plan,
+                               const ForwardProbes& probes) {
+    check_tokens(tokens);
+    PLAB_CHECK(plan.n_tokens() == static_cast<int>(tokens.size()),
+               "chunk plan " << plan.to_string() << " covers " << plan.n_tokens()
+                             << " tokens but the prompt has " << tokens.size());
+    for (int len : plan.lengths) PLAB_CHECK(len >= 1, "chunk lengths must be at least 1");
+
+    PrefillResult r;
+    r.plan = plan;
+    const int n_total = static_cast<int>(tokens.size());
+    const int start_pos = seq_.length;
+    const int V = model_.config().vocab_size;
+    for (const AttentionProbe& p : probes.attention) {
+        AttentionMap m;
+        m.probe = p;
+        m.query_pos0 = start_pos;
+        m.n_queries = n_total;
+        m.n_keys = start_pos + n_total;
+        m.probs.assign(std::size_t(m.n_queries) * m.n_keys, 0.0f);
+        r.attention.push_back(std::move(m));
+    }
+    if (probes.all_logits) r.all_logits.reserve(std::size_t(n_total) * V);
+
+    const auto wall0 = std::chrono::steady_clock::now();
+    const double t0 = trace_ ? trace_->now_us() : 0;
+    int offset = 0;
+    for (std::size_t c = 0; c < plan.lengths.size(); ++c) {
+        const int len = plan.lengths[c];
+        const double tc = trace_ ? trace_->now_us() : 0;
+        const int pos0 = seq_.length;
+        ChunkOutput out =
+            forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_, probes, trace_);
+        if (trace_) {
+            trace_->span("prefill chunk", "prefill", tc,
+                         {{"chunk", std::to_string(c)},
+                          {"offset", std::to_string(pos0)},
+                          {"length", std::to_string(len)}});
+        }
+        // Chunk probes cover keys 0..pos0+len-1; place them in the prefill-wide maps.
+        for (std::size_t i = 0; i < r.attention.size(); ++i) {
+            AttentionMap& m = r.attention[i];
+            const int keys = pos0 + len;
+            for (int qi = 0; qi < len; ++qi) {
+                std::copy_n(out.attention_probs[i].begin() + std::size_t(qi) * keys, keys,
+                            m.probs.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
+            }
+        }
+        if (probes.all_logits) {
+            r.all_logits.insert(r.all_logits.end(), out.logits.begin(), out.logits.end());
+        }
+        if (c + 1 == plan.lengths.size()) {
+            r.last_logits.assign(out.logits.end() - V, out.logits.end());
+        }
+        offset += len;
+    }
+    model_.backend().synchronize();
+    r.prefill_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - wall0).count();
+    if (trace_) {
+        trace_->span("prefill", "prefill", t0,
+                     {{"tokens", std::to_string(n_total)}, {"plan", plan.to_string()}});
+    }
+    return r;
+}
+
+std::vector<float> Session::decode_step(int32_t token) {
+    const int32_t one[1] = {token};
+    check_tokens(one);
+    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_);
+    return std::move(out.logits);
+}
+
+}  // namespace plab
