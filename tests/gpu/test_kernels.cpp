@@ -1,0 +1,285 @@
+// Every GPU kernel, through the Backend interface, against cpu-ref.
+//
+// What it shows: gpu-ref's ops give cpu-ref's bits; gpu's fast ops stay within
+// a stated tolerance. Inputs are seeded random numbers (never zeros), every
+// output buffer is poisoned with NaN before the op (an element a kernel forgets
+// to write fails the comparison), and sizes are odd (1, 7, 33, 129, ...) so
+// they do not divide the 16x16 matmul tiles, the 32-key attention tiles or the
+// 256-thread blocks. KV pool slots that no position uses hold NaN, so an
+// attention kernel that reads a masked or missing key fails too.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "backends/registry.h"
+#include "core/rope.h"
+#include "gpu_test_util.h"
+#include "test_util.h"
+
+namespace plab::test {
+namespace {
+
+// One op's inputs uploaded to a backend, and an output poisoned with NaN.
+struct OpRun {
+    Backend& b;
+    std::vector<DeviceArray> in;
+    DeviceArray out;
+
+    OpRun(Backend& backend, const std::vector<std::vector<float>>& inputs, std::size_t out_size)
+        : b(backend), out(backend, out_size) {
+        for (const auto& v : inputs) {
+            in.emplace_back(backend, v.size());
+            backend.upload(in.back().buf(), v.data(), v.size());
+        }
+        backend.fill(out.buf(), NAN);
+    }
+    Buffer operator[](std::size_t i) const { return in[i].buf(); }
+    std::vector<float> result(const DeviceArray& a) const {
+        std::vector<float> h(a.size());
+        b.download(h.data(), a.buf(), a.size());
+        return h;
+    }
+    std::vector<float> result() const { return result(out); }
+};
+
+using OpFn = std::function<std::vector<float>(Backend&)>;
+
+// Runs `op` on cpu-ref and on every form of both GPU variants; gpu-ref must
+// match bitwise, gpu within atol + rtol·|ref| (`why` says where the error comes from).
+void check_op(const std::string& what, const OpFn& op, double atol, double rtol,
+              const std::string& why) {
+    auto ref_backend = make_backend("cpu-ref");
+    const std::vector<float> ref = op(*ref_backend);
+    require_not_all_zero(ref, what + " on cpu-ref");
+    for (auto& b : gpu_backend_forms(GpuVariant::reference)) {
+        INFO(what << " on " << b->name());
+        require_bitwise_equal(op(*b), ref, what + " on " + b->name());
+    }
+    for (auto& b : gpu_backend_forms(GpuVariant::fast)) {
+        INFO(what << " on " << b->name());
+        require_allclose(op(*b), ref, atol, rtol, why);
+    }
+}
+
+// A scrambled block table: logical block i lives in physical block perm[i],
+// with spare blocks in the pool, so kernels must follow the table.
+std::vector<int32_t> scrambled_table(int n_blocks, int pool_blocks, std::uint64_t seed) {
+    std::vector<int32_t> all(static_cast<std::size_t>(pool_blocks));
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937_64 rng(seed);
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(static_cast<std::size_t>(n_blocks));
+    return all;
+}
+
+}  // namespace
+
+TEST_CASE("gpu kernels: embed gathers rows", "[gpu][kernels]") {
+    for (int dim : {1, 7, 33}) {
+        const int vocab = 37, n = 7;
+        const auto table = random_floats(std::size_t(vocab) * dim, 100 + dim);
+        const auto tokens = random_tokens(n, vocab, 200 + dim);
+        check_op(
+            "embed dim " + std::to_string(dim),
+            [&](Backend& b) {
+                OpRun r(b, {table}, std::size_t(n) * dim);
+                b.embed(r.out.buf(), tokens, r[0], dim);
+                return r.result();
+            },
+            0, 0, "a copy is exact");
+    }
+}
+
+TEST_CASE("gpu kernels: rmsnorm", "[gpu][kernels]") {
+    for (int dim : {1, 7, 33, 129, 300}) {
+        for (int rows : {1, 7}) {
+            const auto x = random_floats(std::size_t(rows) * dim, 300 + dim + rows);
+            const auto w = random_floats(dim, 400 + dim, 0.5f, 1.5f);
+            check_op(
+                "rmsnorm " + std::to_string(rows) + "x" + std::to_string(dim),
+                [&](Backend& b) {
+                    OpRun r(b, {x, w}, x.size());
+                    b.rmsnorm(r.out.buf(), r[0], r[1], rows, dim, 1e-5f);
+                    return r.result();
+                },
+                1e-6, 1e-5,
+                "the fast kernel sums x^2 in a tree (shuffles) and uses 1/sqrtf: a few ulp");
+        }
+    }
+}
+
+TEST_CASE("gpu kernels: matmul ref and tiled", "[gpu][kernels]") {
+    struct Mnk {
+        int m, n, k;
+    };
+    for (const Mnk s : {Mnk{1, 1, 1}, Mnk{1, 7, 33}, Mnk{7, 33, 129}, Mnk{33, 17, 20},
+                        Mnk{129, 7, 5}, Mnk{17, 16, 16}}) {
+        const auto x = random_floats(std::size_t(s.m) * s.k, 500 + s.m * 7 + s.k);
+        const auto w = random_floats(std::size_t(s.n) * s.k, 600 + s.n * 7 + s.k);
+        check_op(
+            "matmul " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k),
+            [&](Backend& b) {
+                OpRun r(b, {x, w}, std::size_t(s.m) * s.n);
+                b.matmul(r.out.buf(), r[0], r[1], s.m, s.n, s.k);
+                return r.result();
+            },
+            1e-6 * s.k, 1e-5,
+            "tiles sum in k order, but nvcc may fuse multiply-adds (FMA): rounding "
+            "differences grow with k; 1e-6*k is ~10x the typical noise for inputs in [-1,1]");
+    }
+}
+
+TEST_CASE("gpu kernels: rope rotates every head by its position", "[gpu][kernels]") {
+    const int head_dim = 8, max_seq = 64;
+    const RopeTable table = make_rope_table(max_seq, head_dim, 10000.0);
+    for (int rows : {1, 7, 33}) {
+        for (int n_heads : {1, 3}) {
+            const int pos0 = rows == 33 ? 29 : 5;
+            const auto x = random_floats(std::size_t(rows) * n_heads * head_dim, 700 + rows);
+            check_op(
+                "rope rows " + std::to_string(rows),
+                [&](Backend& b) {
+                    OpRun r(b, {x, table.cos, table.sin}, 1);
+                    b.rope(r[0], rows, n_heads, head_dim, pos0, r[1], r[2]);
+                    return r.result(r.in[0]);
+                },
+                0, 0, "same rope_rotate and table: exact");
+        }
+    }
+}
+
+TEST_CASE("gpu kernels: kv_append scatters rows into slots", "[gpu][kernels]") {
+    const int row_size = 12, block_size = 5, pool_blocks = 6, rows = 7;
+    const auto k = random_floats(std::size_t(rows) * row_size, 800);
+    const auto v = random_floats(std::size_t(rows) * row_size, 801);
+    const auto table = scrambled_table(2, pool_blocks, 802);
+    std::vector<int32_t> slots;
+    for (int p = 3; p < 3 + rows; ++p) slots.push_back(kv_slot(table.data(), p, block_size));
+    const std::size_t pool = std::size_t(pool_blocks) * block_size * row_size;
+    for (bool values : {false, true}) {
+        check_op(
+            values ? "kv_append V" : "kv_append K",
+            [&](Backend& b) {
+                OpRun r(b, {k, v, std::vector<float>(pool, NAN)}, pool);
+                b.kv_append(r[2], r.out.buf(), r[0], r[1], slots, row_size);
+                auto kp = r.result(r.in[2]);
+                auto vp = r.result();
+                // NaN marks untouched slots on both sides; compare them as 0.
+                auto& pick = values ? vp : kp;
+                for (float& f : pick) f = std::isnan(f) ? 0.0f : f;
+                return pick;
+            },
+            0, 0, "a copy is exact");
+    }
+}
+
+TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") {
+    struct Case {
+        int n_queries, pos0, n_heads, n_kv_heads, head_dim, block_size;
+    };
+    for (const Case c :
+         {Case{1, 0, 1, 1, 1, 1}, Case{7, 0, 4, 2, 6, 4}, Case{1, 40, 3, 3, 8, 5},
+          Case{33, 5, 2, 1, 16, 7}, Case{7, 29, 4, 1, 10, 16}, Case{40, 90, 1, 1, 4, 3}}) {
+        AttentionShape s;
+        s.n_queries = c.n_queries;
+        s.pos0 = c.pos0;
+        s.n_heads = c.n_heads;
+        s.n_kv_heads = c.n_kv_heads;
+        s.head_dim = c.head_dim;
+        s.block_size = c.block_size;
+        s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        const int n_keys = s.n_keys();
+        const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
+        const int pool_blocks = n_blocks + 3;
+        const auto table = scrambled_table(n_blocks, pool_blocks, 900 + n_keys);
+        const int row = c.n_kv_heads * c.head_dim;
+        // Pools full of NaN except the slots of positions 0..n_keys-1.
+        std::vector<float> k_pool(std::size_t(pool_blocks) * c.block_size * row, NAN);
+        std::vector<float> v_pool = k_pool;
+        const auto kr = random_floats(std::size_t(n_keys) * row, 901 + n_keys, -2.0f, 2.0f);
+        const auto vr = random_floats(std::size_t(n_keys) * row, 902 + n_keys);
+        for (int p = 0; p < n_keys; ++p) {
+            const int slot = kv_slot(table.data(), p, c.block_size);
+            std::copy_n(kr.begin() + std::size_t(p) * row, row,
+                        k_pool.begin() + std::size_t(slot) * row);
+            std::copy_n(vr.begin() + std::size_t(p) * row, row,
+                        v_pool.begin() + std::size_t(slot) * row);
+        }
+        const auto q = random_floats(std::size_t(c.n_queries) * c.n_heads * c.head_dim,
+                                     903 + n_keys, -2.0f, 2.0f);
+        const std::string name =
+            "attention C=" + std::to_string(c.n_queries) + " pos0=" + std::to_string(c.pos0) +
+            " H=" + std::to_string(c.n_heads) + " Hkv=" + std::to_string(c.n_kv_heads) +
+            " Dh=" + std::to_string(c.head_dim) + " B=" + std::to_string(c.block_size);
+        check_op(
+            name,
+            [&](Backend& b) {
+                OpRun r(b, {q, k_pool, v_pool}, q.size());
+                b.attention(r.out.buf(), r[0], r[1], r[2], table, s);
+                return r.result();
+            },
+            1e-6, 1e-5,
+            "online softmax rescales partial sums tile by tile and uses the library expf: "
+            "a few ulp on outputs of size ~1");
+        const int head = c.n_heads - 1;
+        check_op(
+            name + " probabilities of the last head",
+            [&](Backend& b) {
+                OpRun r(b, {q, k_pool}, std::size_t(c.n_queries) * n_keys);
+                b.attention_probs(r.out.buf(), r[0], r[1], table, s, head);
+                return r.result();
+            },
+            0, 0, "both GPU variants use the reference probe kernel: exact");
+    }
+}
+
+TEST_CASE("gpu kernels: swiglu and residual add", "[gpu][kernels]") {
+    for (int n : {1, 7, 129, 1000}) {
+        const auto g = random_floats(n, 1000 + n, -4.0f, 4.0f);
+        const auto u = random_floats(n, 1100 + n);
+        check_op(
+            "swiglu n=" + std::to_string(n),
+            [&](Backend& b) {
+                OpRun r(b, {g, u}, n);
+                b.swiglu(r.out.buf(), r[0], r[1], n);
+                return r.result();
+            },
+            0, 0, "same strict_swiglu: exact");
+        check_op(
+            "add n=" + std::to_string(n),
+            [&](Backend& b) {
+                OpRun r(b, {g, u}, 1);
+                b.add(r[0], r[1], n);
+                return r.result(r.in[0]);
+            },
+            0, 0, "one rounded add: exact");
+    }
+}
+
+TEST_CASE("gpu kernels: argmax picks the lowest index among equal maxima", "[gpu][kernels]") {
+    auto ref = make_backend("cpu-ref");
+    std::vector<std::unique_ptr<Backend>> gpus = gpu_backend_forms(GpuVariant::reference);
+    for (auto& b : gpu_backend_forms(GpuVariant::fast)) gpus.push_back(std::move(b));
+    for (int n : {1, 7, 33, 129, 1000, 4099}) {
+        for (int ties : {0, 1}) {
+            auto x = random_floats(n, 1200 + n + ties);
+            if (ties != 0) {  // the maximum three times, late first
+                const float big = 5.0f;
+                for (int i : {n - 1, n / 2, n / 3}) x[i] = big;
+            }
+            auto run = [&](Backend& b) {
+                DeviceArray a(b, x.size());
+                b.upload(a.buf(), x.data(), x.size());
+                return b.argmax(a.buf(), x.size());
+            };
+            const int expect = run(*ref);
+            for (auto& b : gpus) {
+                INFO("argmax n=" << n << " ties=" << ties << " on " << b->name());
+                REQUIRE(run(*b) == expect);
+            }
+        }
+    }
+}
+
+}  // namespace plab::test
