@@ -17,5 +17,8 @@ namespace plab {
 std::vector<std::string> backend_names();
 // Throws plab::Error listing the valid names for an unknown one.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+// How "gpu-ref" and "gpu" run here: "native CUDA on NVIDIA H200 (sm_90)" or
+// "emulated on the CPU (...why...)".
+std::string gpu_form_description();
 
 }  // namespace plab
