@@ -48,5 +48,6 @@ void add_generate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
+void add_compare_command(CLI::App& app);  // cmd_compare.cpp: backends x plans vs cpu-ref
 
 }  // namespace plab::cli

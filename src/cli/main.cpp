@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     plab::cli::add_bench_command(app);
     plab::cli::add_info_command(app);
     plab::cli::add_random_model_command(app);
+    plab::cli::add_compare_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

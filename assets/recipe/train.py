@@ -1,0 +1,161 @@
+"""Train the shipped tiny model: corpus -> BPE -> PyTorch training -> model dir.
+
+What it teaches: the whole life of a small language model in one script,
+reproducible from one seed: generate the data, learn a tokenizer, train a
+Llama-style decoder with AdamW and a cosine schedule, check it on a held-out
+split it never saw, and export it in the engine's format.
+
+What it leaves out: mixed precision, data parallelism, checkpoint resume,
+hyper-parameter search. Run it with Debian's /usr/bin/python3 (see run.sh).
+
+  /usr/bin/python3 train.py --out ../model            # the shipped model
+  /usr/bin/python3 train.py --steps 20 --out /tmp/m   # a smoke test
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import bpe
+import corpus
+import export
+from model import TinyLlama
+
+CONFIG = dict(dim=128, n_layers=4, n_heads=4, n_kv_heads=2, head_dim=32, hidden_dim=384,
+              vocab_size=512, max_seq_len=512, rope_theta=10000.0, norm_eps=1e-5)
+
+
+def log(msg):
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+
+def build_stream(tok, texts):
+    """[BOS story EOS BOS story EOS ...] and the offsets of every BOS."""
+    ids, starts = [], []
+    for t in texts:
+        starts.append(len(ids))
+        ids.extend(tok.encode(t, add_bos=True))
+        ids.append(bpe.EOS)
+    return np.array(ids, dtype=np.int64), np.array(starts, dtype=np.int64)
+
+
+@torch.no_grad()
+def completion_accuracy(model, tok, completions, limit):
+    model.eval()
+    ok = 0
+    for family, prompt, answer in completions[:limit]:
+        ids = tok.encode(prompt, add_bos=True)
+        want = tok.encode(answer)
+        logits = model(torch.tensor([ids]))[0, -1]
+        ok += int(int(logits.argmax()) == want[0])
+    model.train()
+    return ok / max(1, min(limit, len(completions)))
+
+
+@torch.no_grad()
+def heldout_loss(model, stream, starts, seq_len, n):
+    model.eval()
+    losses = []
+    for s in starts[:n]:
+        x = torch.from_numpy(stream[s:s + seq_len + 1][None])
+        logits = model(x[:, :-1])
+        losses.append(F.cross_entropy(logits[0], x[0, 1:]).item())
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Train the Prefill Lab tiny model.")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--train-stories", type=int, default=60000)
+    ap.add_argument("--heldout-stories", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=1300)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "model"))
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    t0 = time.time()
+
+    # 1. Corpus: training and held-out splits come from different seeds.
+    train_texts, _ = corpus.make_split(args.seed, args.train_stories)
+    held_texts, held_completions = corpus.make_split(args.seed + 1, args.heldout_stories)
+    log(f"corpus: {len(train_texts)} training stories, {len(held_texts)} held-out stories")
+
+    # 2. Tokenizer: byte-level BPE learned on (part of) the training split only.
+    tok = bpe.Tokenizer(bpe.train(train_texts[:8000], CONFIG["vocab_size"]))
+    assert tok.vocab_size == CONFIG["vocab_size"]
+    train_stream, train_starts = build_stream(tok, train_texts)
+    held_stream, held_starts = build_stream(tok, held_texts)
+    log(f"tokenizer: {tok.vocab_size} tokens; training stream {len(train_stream)} tokens "
+        f"({len(train_stream) / sum(len(t) + 2 for t in train_texts):.2f} tokens/byte)")
+
+    # 3. Training: windows of seq_len+1 tokens that start at a story's BOS.
+    model = TinyLlama(CONFIG)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"model: {n_params} parameters, config {json.dumps(CONFIG)}")
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95))
+    usable = train_starts[train_starts + args.seq_len + 1 <= len(train_stream)]
+    rng = np.random.RandomState(args.seed)
+    warmup = max(1, args.steps // 20)
+    for step in range(args.steps):
+        lr = args.lr * (step + 1) / warmup if step < warmup else \
+            args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / (args.steps - warmup))))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        idx = rng.choice(usable, size=args.batch)
+        x = torch.from_numpy(np.stack([train_stream[i:i + args.seq_len + 1] for i in idx]))
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 50 == 0 or step == args.steps - 1:
+            log(f"step {step:5d}/{args.steps} lr {lr:.2e} loss {loss.item():.4f}")
+        if (step + 1) % 400 == 0 or step == args.steps - 1:
+            acc = completion_accuracy(model, tok, held_completions, 200)
+            hl = heldout_loss(model, held_stream, held_starts, args.seq_len, 40)
+            log(f"  eval: held-out loss {hl:.4f}, templated completions {acc * 100:.1f}%")
+    train_s = time.time() - t0
+    log(f"training done in {train_s / 60:.1f} min")
+
+    # 4. Export: model dir + tokenizer + the held-out split for `plab eval`.
+    tied = True
+    tensors = export.torch_state_to_hf(model)
+    meta = {"recipe": "assets/recipe/train.py", "seed": args.seed, "steps": args.steps}
+    export.save_model_dir(args.out, CONFIG, tensors, "tokenizer.bpe", tied, meta)
+    tok.save(os.path.join(args.out, "tokenizer.bpe"))
+    eval_dir = os.path.join(args.out, "eval")
+    os.makedirs(eval_dir, exist_ok=True)
+    with open(os.path.join(eval_dir, "heldout.txt"), "w") as f:
+        for t in held_texts[:300]:
+            f.write(t + "\n")
+    with open(os.path.join(eval_dir, "completions.tsv"), "w") as f:
+        f.write("# family\tprompt\tanswer (held-out split; the answer is a name the prompt mentioned)\n")
+        for family, prompt, answer in held_completions[:300]:
+            f.write(f"{family}\t{prompt}\t{answer}\n")
+    final_acc = completion_accuracy(model, tok, held_completions, 300)
+    log(f"exported to {args.out}: completions {final_acc * 100:.1f}% on 300 held-out prompts; "
+        f"total {(time.time() - t0) / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

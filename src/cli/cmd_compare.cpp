@@ -1,0 +1,237 @@
+// `plab compare`: one prompt on every backend and several chunk plans, each
+// measured against cpu-ref's full prefill.
+//
+// What it teaches: the promise of the course in one table. Reference backends
+// (cpu-ref, gpu-ref) must show 0 and "bitwise yes" in every row, whatever the
+// plan or device; fast backends (cpu, gpu) show how far reordered sums drift
+// (about 1e-6) and that the greedy first token stays the same. The GPU rows
+// say whether the kernels ran natively or emulated on the CPU. With
+// --lengths, random prompts of those lengths replace the prompt, and the
+// tokens/s column (median of --repeats runs after a warm-up) gives the speed
+// table of kernels/device-check.sh. Lessons: 04-bitwise-equivalence.md,
+// 06-gpu-kernels.md.
+// Exit status 1 when a reference backend is not bitwise equal to cpu-ref.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "backends/registry.h"
+#include "cli/common.h"
+#include "core/error.h"
+#include "perf/bench.h"
+#include "runtime/equivalence.h"
+
+namespace plab::cli {
+namespace {
+
+struct CompareOptions {
+    PromptOptions prompt;
+    std::string model;
+    std::string random;   // "stories15m": random weights of that shape instead of --model
+    std::string lengths;  // "128,512": random prompts of these lengths instead of the prompt
+    std::string backends = "all";
+    std::string plans = "full,1,5,16";
+    int block_size = 16;
+    int repeats = 1;
+    std::uint64_t seed = 15;
+    bool json = false;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        const std::size_t comma = s.find(',', start);
+        out.push_back(s.substr(start, comma == std::string::npos ? comma : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+// Plans are separated by ';' when one of them lists lengths ("full;3,1,4"),
+// by ',' otherwise ("full,1,5,16": a list of fixed chunk sizes).
+std::vector<std::string> split_plans(const std::string& s) {
+    if (s.find(';') == std::string::npos) return split_list(s);
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t semi = s.find(';', start);
+        out.push_back(s.substr(start, semi == std::string::npos ? semi : semi - start));
+        if (semi == std::string::npos) return out;
+        start = semi + 1;
+    }
+}
+
+struct Row {
+    int tokens = 0;
+    std::string backend;
+    bool reference = false;
+    std::string plan;
+    Difference diff;
+    double median_ms = 0;
+};
+
+// One prefill of `tokens` with `plan`; its snapshot and wall time.
+PrefillSnapshot prefill_once(const DeviceModel& dm, const std::vector<int32_t>& tokens,
+                             const ChunkPlan& plan, const SessionOptions& so, double& ms) {
+    Session session(dm, so);
+    PrefillResult r = session.prefill(tokens, plan);
+    ms = r.prefill_us / 1000;
+    PrefillSnapshot s;
+    s.backend = dm.backend().name();
+    s.plan = plan;
+    s.last_logits = std::move(r.last_logits);
+    for (int l = 0; l < dm.config().n_layers; ++l) {
+        s.k.push_back(session.read_kv(l, false));
+        s.v.push_back(session.read_kv(l, true));
+    }
+    return s;
+}
+
+void run(const CompareOptions& o) {
+    PLAB_CHECK(o.repeats >= 1, "--repeats " << o.repeats << " must be at least 1");
+    PLAB_CHECK(o.random.empty() || o.random == "stories15m",
+               "--random '" << o.random << "': the only random shape is 'stories15m'");
+    // 1. The model and the prompts.
+    Model model;
+    if (o.random.empty()) {
+        model = load_model_arg(o.model);
+    } else {
+        model.weights = make_random_weights(stories15m_config(), o.seed);
+        model.source = "random stories15M shape, seed " + std::to_string(o.seed);
+    }
+    const ModelConfig& c = model.weights.config;
+    std::vector<std::vector<int32_t>> prompts;
+    if (!o.lengths.empty()) {
+        std::uint64_t state = o.seed * 2654435761u + 1;
+        for (int n : parse_int_list(o.lengths, "--lengths")) {
+            PLAB_CHECK(n >= 1 && n <= c.max_seq_len,
+                       "--lengths: " << n << " is not in 1.." << c.max_seq_len);
+            std::vector<int32_t> t(static_cast<std::size_t>(n));
+            for (auto& id : t) {  // a small LCG: the same prompt on every machine
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                id = static_cast<int32_t>((state >> 33) % static_cast<std::uint64_t>(c.vocab_size));
+            }
+            prompts.push_back(std::move(t));
+        }
+    } else {
+        PLAB_CHECK(model.tokenizer != nullptr,
+                   "a random model has no tokenizer: give --lengths for random prompts");
+        prompts.push_back(o.prompt.resolve(model));
+    }
+    std::vector<std::string> names = o.backends == "all" ? backend_names() : split_list(o.backends);
+    SessionOptions so;
+    so.block_size = o.block_size;
+
+    // 2. Every backend and plan against cpu-ref's full prefill.
+    std::vector<Row> rows;
+    bool reference_ok = true;
+    auto cpu_ref = make_backend("cpu-ref");
+    const DeviceModel ref_model(*cpu_ref, model.weights);
+    for (const auto& tokens : prompts) {
+        const int t = static_cast<int>(tokens.size());
+        double ref_ms = 0;
+        const PrefillSnapshot ref = prefill_once(ref_model, tokens, ChunkPlan{{t}}, so, ref_ms);
+        for (const std::string& name : names) {
+            auto backend = make_backend(name);
+            const DeviceModel dm(*backend, model.weights);
+            for (const std::string& plan_text : split_plans(o.plans)) {
+                const ChunkPlan plan = parse_chunk_plan(plan_text, t);
+                double ms = 0;
+                PrefillSnapshot s = prefill_once(dm, tokens, plan, so, ms);  // also the warm-up
+                std::vector<double> times;
+                for (int i = 0; i < o.repeats && o.repeats > 1; ++i) {
+                    s = prefill_once(dm, tokens, plan, so, ms);
+                    times.push_back(ms);
+                }
+                if (times.empty()) times.push_back(ms);
+                std::sort(times.begin(), times.end());
+                Row row;
+                row.tokens = t;
+                row.backend = backend->name();
+                row.reference = backend->is_reference();
+                row.plan = plan.to_string();
+                row.diff = compare_snapshots(s, ref);
+                row.median_ms = times[times.size() / 2];
+                if (row.reference && !row.diff.bitwise()) reference_ok = false;
+                rows.push_back(row);
+            }
+        }
+    }
+
+    // 3. The matrix.
+    if (o.json) {
+        nlohmann::json j;
+        j["model"] = model.source;
+        j["gpu_form"] = gpu_form_description();
+        j["block_size"] = o.block_size;
+        for (const Row& r : rows) {
+            j["rows"].push_back({{"tokens", r.tokens},
+                                 {"backend", r.backend},
+                                 {"reference", r.reference},
+                                 {"plan", r.plan},
+                                 {"logits_max_abs_diff", r.diff.logits_max_abs},
+                                 {"kv_max_abs_diff", r.diff.kv_max_abs},
+                                 {"logits_bitwise", r.diff.logits_bitwise},
+                                 {"kv_bitwise", r.diff.kv_bitwise},
+                                 {"same_first_token", r.diff.same_argmax},
+                                 {"median_ms", r.median_ms},
+                                 {"tokens_per_s", r.tokens / (r.median_ms * 1e-3)}});
+        }
+        j["reference_backends_bitwise"] = reference_ok;
+        print_json(j);
+    } else {
+        std::printf("Model: %s (%s)\nGPU backends: %s\n", model.source.c_str(), c.summary().c_str(),
+                    gpu_form_description().c_str());
+        std::printf(
+            "Each row: last-position logits and every cached K/V against cpu-ref's full "
+            "prefill\n(KV blocks of %d positions; time: median of %d run%s%s).\n\n",
+            o.block_size, o.repeats, o.repeats > 1 ? "s" : "",
+            o.repeats > 1 ? " after a warm-up" : "");
+        std::printf("  %6s  %-20s %-12s %13s %13s  %-8s %-6s %10s %11s\n", "tokens", "backend",
+                    "plan", "logits |diff|", "K/V |diff|", "bitwise", "token", "ms", "tokens/s");
+        for (const Row& r : rows) {
+            std::string plan = r.plan.size() > 12 ? r.plan.substr(0, 9) + "..." : r.plan;
+            std::printf("  %6d  %-20s %-12s %13.3g %13.3g  %-8s %-6s %10.2f %11.0f\n", r.tokens,
+                        r.backend.c_str(), plan.c_str(), r.diff.logits_max_abs, r.diff.kv_max_abs,
+                        r.diff.bitwise() ? "yes" : "no", r.diff.same_argmax ? "same" : "DIFF",
+                        r.median_ms, r.tokens / (r.median_ms * 1e-3));
+        }
+        std::printf(
+            "\nReference backends (cpu-ref, gpu-ref) promise bitwise equality: %s.\n"
+            "Fast backends (cpu, gpu) promise relative 1e-5 on logits and the same first "
+            "token.\n",
+            reference_ok ? "kept" : "BROKEN");
+    }
+    PLAB_CHECK(reference_ok, "a reference backend differs from cpu-ref (see the table)");
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+    auto o = std::make_shared<CompareOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "compare", "every backend x chunk plan vs cpu-ref: max |diff| of logits and K/V, bitwise");
+    o->prompt.add_to(cmd);
+    add_model_option(cmd, o->model);
+    cmd->add_option("--random", o->random,
+                    "use random weights of this shape instead of --model: stories15m");
+    cmd->add_option("--lengths", o->lengths,
+                    "random prompts of these lengths instead of the prompt, e.g. 128,512,2048");
+    cmd->add_option("--backends", o->backends, "'all' or a comma-separated list")
+        ->capture_default_str();
+    cmd->add_option("--plans", o->plans,
+                    "chunk plans: 'full,1,5,16' (sizes), or ';'-separated with explicit lengths "
+                    "'full;3,1,4'")
+        ->capture_default_str();
+    cmd->add_option("--block-size", o->block_size, "KV cache block size")->capture_default_str();
+    cmd->add_option("--repeats", o->repeats, "timed runs per row (median, after a warm-up)")
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed of --random weights and --lengths prompts")
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->callback([o] { run(*o); });
+}
+
+}  // namespace plab::cli
