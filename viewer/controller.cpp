@@ -1,0 +1,435 @@
+// Controller: drives the engine for the viewer and checks what comes back.
+// See controller.h. Lessons: every panel's lesson (toy, causal mask, KV cache,
+// bitwise equivalence, TTFT is not prefill).
+#include "controller.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "backends/registry.h"
+#include "core/error.h"
+#include "core/kv_layout.h"
+#include "runtime/generate.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+
+namespace plab::viewer {
+
+namespace {
+
+// 1. Scenes ----------------------------------------------------------------------
+constexpr const char* kSceneNames[kSceneCount] = {"toy", "mask", "kv", "equivalence", "timeline"};
+constexpr const char* kSceneTitles[kSceneCount] = {"Toy example", "Causal mask & attention",
+                                                   "KV cache growth", "Equivalence", "Timeline"};
+
+void print_check(bool enabled, const std::string& line) {
+    if (enabled) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+// A plan whose chunks have uneven lengths 3,1,4,1,5,... (the last one cut to fit):
+// chunk boundaries that fall in awkward places are where bugs hide.
+ChunkPlan irregular_plan(int n_tokens) {
+    static constexpr int kLengths[] = {3, 1, 4, 1, 5, 9, 2, 6};
+    ChunkPlan plan;
+    int total = 0;
+    for (int i = 0; total < n_tokens; ++i) {
+        const int len = std::min(kLengths[i % 8], n_tokens - total);
+        plan.lengths.push_back(len);
+        total += len;
+    }
+    return plan;
+}
+
+}  // namespace
+
+const char* scene_name(Scene scene) {
+    return kSceneNames[static_cast<int>(scene)];
+}
+const char* scene_title(Scene scene) {
+    return kSceneTitles[static_cast<int>(scene)];
+}
+
+std::optional<Scene> parse_scene(std::string_view name) {
+    for (int i = 0; i < kSceneCount; ++i)
+        if (name == kSceneNames[i]) return static_cast<Scene>(i);
+    return std::nullopt;
+}
+
+const AttentionMap* MaskSnapshot::map(int layer, int head) const {
+    for (const AttentionMap& m : maps)
+        if (m.probe.layer == layer && m.probe.head == head) return &m;
+    return nullptr;
+}
+
+const std::vector<float>* MaskSnapshot::scores_of(const AttentionMap& m) const {
+    const size_t i = static_cast<size_t>(&m - maps.data());
+    if (i < scores.size() && scores[i].size() == m.probs.size()) return &scores[i];
+    return nullptr;
+}
+
+std::string read_prompt_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    PLAB_CHECK(in.good(),
+               "cannot read prompt file '" << path << "' (does it exist and is it readable?)");
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string s = text.str();
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    PLAB_CHECK(!s.empty(), "prompt file '" << path << "' is empty");
+    return s;
+}
+
+// 2. Model and backends -------------------------------------------------------------
+Controller::Controller(const std::string& model_path) {
+    if (!model_path.empty()) {
+        model_ = load_model(model_path);
+        return;
+    }
+    const std::string path = default_model_path();
+    if (std::filesystem::exists(std::filesystem::path(path) / "config.json") ||
+        std::filesystem::is_regular_file(path)) {
+        model_ = load_model(path);
+        return;
+    }
+    // No trained model shipped yet: a small seeded random model still shows
+    // every mechanism (masks, chunks, cache), only the attention looks like noise.
+    ModelConfig c;
+    c.dim = 64;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.head_dim = 16;
+    c.hidden_dim = 176;
+    c.vocab_size = 258;
+    c.max_seq_len = 512;
+    model_.weights = make_random_weights(c, 1234);
+    model_.tokenizer = std::make_unique<ByteTokenizer>();
+    model_.source = "random weights, seed 1234 (no model at " + path + ")";
+    random_model_ = true;
+}
+
+void Controller::fill_model_info(Snapshot& snap) const {
+    const ModelConfig& c = model_.weights.config;
+    snap.model_summary = c.summary();
+    snap.model_source = model_.source;
+    snap.random_model = random_model_;
+    snap.backend_names = backend_names();
+    snap.n_layers = c.n_layers;
+    snap.n_heads = c.n_heads;
+}
+
+Controller::Device& Controller::device(const std::string& backend_name) {
+    auto it = devices_.find(backend_name);
+    if (it != devices_.end()) return it->second;
+    Device d;
+    d.backend = make_backend(backend_name);
+    d.model = std::make_unique<DeviceModel>(*d.backend, model_.weights);
+    return devices_.emplace(backend_name, std::move(d)).first->second;
+}
+
+std::vector<int32_t> Controller::encode(const ViewerState& state) const {
+    const Tokenizer& tok = *model_.tokenizer;
+    std::vector<int32_t> tokens = tok.encode(state.prompt, /*add_bos=*/true);
+    if (state.prompt_tokens > 0) {
+        // Repeat the text until it is long enough, then keep the first N tokens.
+        std::string text = state.prompt;
+        while (static_cast<int>(tokens.size()) < state.prompt_tokens && !state.prompt.empty()) {
+            text += " " + state.prompt;
+            tokens = tok.encode(text, /*add_bos=*/true);
+        }
+        if (static_cast<int>(tokens.size()) > state.prompt_tokens)
+            tokens.resize(state.prompt_tokens);
+    }
+    const int max_len = model_.weights.config.max_seq_len;
+    PLAB_CHECK(
+        static_cast<int>(tokens.size()) <= max_len,
+        "the prompt is " << tokens.size() << " tokens; this model takes at most " << max_len);
+    return tokens;
+}
+
+void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap, bool print_checks,
+                         bool& checks_failed) {
+    auto run = [&](bool& flag, auto&& fn, std::string& error, bool& ready) {
+        if (!flag) return;
+        flag = false;
+        try {
+            error.clear();
+            fn();
+            ready = true;
+        } catch (const std::exception& e) {
+            error = e.what();
+            ready = false;
+            print_check(print_checks, std::string("error: ") + e.what());
+            checks_failed = true;
+        }
+    };
+    auto fail_if = [&](bool ok) {
+        if (!ok) checks_failed = true;
+    };
+    run(
+        dirty.toy,
+        [&] {
+            refresh_toy(state, snap.toy);
+            print_check(print_checks, std::string("toy: chunked == full bitwise: ") +
+                                          (snap.toy.all_bitwise ? "yes" : "no") + " (plan " +
+                                          snap.toy.chunked.plan.to_string() + ", backend " +
+                                          snap.toy.backend + ")");
+            fail_if(snap.toy.all_bitwise || !snap.toy.reference);
+        },
+        snap.toy.error, snap.toy.ready);
+    run(
+        dirty.mask,
+        [&] {
+            refresh_mask(state, snap.mask);
+            // Check the engine's answer: each query row is a distribution over visible
+            // keys, and every future (masked) cell is exactly 0.
+            const int t = snap.mask.n_tokens();
+            bool ok = !snap.mask.maps.empty();
+            for (const AttentionMap& m : snap.mask.maps)
+                for (int q = 0; q < t && ok; ++q) {
+                    double sum = 0;
+                    for (int k = 0; k < t; ++k) {
+                        const float p = m.probs[static_cast<size_t>(q) * t + k];
+                        if (!is_visible(q, k) && p != 0.0f) ok = false;
+                        sum += p;
+                    }
+                    if (std::fabs(sum - 1.0) > 1e-4) ok = false;
+                }
+            print_check(print_checks, std::string("mask: rows sum to 1 and future cells are 0: ") +
+                                          (ok ? "yes" : "no") + " (" + std::to_string(t) +
+                                          " tokens, plan " + snap.mask.plan.to_string() + ", " +
+                                          std::to_string(snap.mask.maps.size()) + " heads)");
+            fail_if(ok);
+        },
+        snap.mask.error, snap.mask.ready);
+    run(
+        dirty.kv,
+        [&] {
+            refresh_kv(state, snap.kv);
+            // The cache after prefill holds ceil(T/B) blocks; each decode step adds one position.
+            const KvSnapshot& kv = snap.kv;
+            bool ok = !kv.stages.empty();
+            int n_prefill = 0;
+            for (const KvStage& s : kv.stages) {
+                const int want_blocks = (s.length + kv.block_size - 1) / kv.block_size;
+                if (static_cast<int>(s.block_table.size()) != want_blocks) ok = false;
+                if (s.decode && s.n_pos != 1) ok = false;
+                if (!s.decode) n_prefill += s.n_pos;
+            }
+            if (n_prefill != kv.n_prompt) ok = false;
+            print_check(print_checks,
+                        std::string("kv: blocks = ceil(length/B) after every step, one slot per "
+                                    "decode step: ") +
+                            (ok ? "yes" : "no") + " (" + std::to_string(kv.n_prompt) +
+                            " prompt tokens, B=" + std::to_string(kv.block_size) + ")");
+            fail_if(ok);
+        },
+        snap.kv.error, snap.kv.ready);
+    run(
+        dirty.equivalence,
+        [&] {
+            refresh_equivalence(state, snap.equivalence);
+            const EquivalenceSnapshot& eq = snap.equivalence;
+            bool ok = !eq.cells.empty();
+            for (size_t r = 0; r < eq.backends.size(); ++r)
+                for (size_t c = 0; c < eq.plans.size(); ++c) {
+                    const size_t i = r * eq.plans.size() + c;
+                    if (!eq.errors[i].empty()) ok = false;
+                    if (eq.reference[r] && !eq.cells[i].bitwise()) ok = false;
+                }
+            print_check(print_checks,
+                        std::string("equivalence: reference backends bitwise equal for every "
+                                    "plan: ") +
+                            (ok ? "yes" : "no") + " (" + std::to_string(eq.backends.size()) +
+                            " backends x " + std::to_string(eq.plans.size()) + " plans)");
+            fail_if(ok);
+        },
+        snap.equivalence.error, snap.equivalence.ready);
+    run(
+        dirty.timeline,
+        [&] {
+            refresh_timeline(state, snap.timeline);
+            const TimelineSnapshot& tl = snap.timeline;
+            const bool ok = tl.ttft_us > 0 && tl.prefill_us > 0 && tl.ttft_us >= tl.prefill_us;
+            char line[200];
+            std::snprintf(line, sizeof line,
+                          "timeline: TTFT (%.0f us) >= prefill (%.0f us), different spans: %s",
+                          tl.ttft_us, tl.prefill_us, ok ? "yes" : "no");
+            print_check(print_checks, line);
+            fail_if(ok);
+        },
+        snap.timeline.error, snap.timeline.ready);
+}
+
+// 3. Toy ---------------------------------------------------------------------------
+void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
+    out = ToySnapshot{};
+    out.input = state.toy;
+    out.input.validate();
+    std::unique_ptr<Backend> backend = make_backend(state.backend);
+    out.backend = backend->name();
+    out.reference = backend->is_reference();
+    const int t = out.input.n_tokens();
+    out.full = run_toy(*backend, out.input, parse_chunk_plan("full", t));
+    out.chunked = run_toy(*backend, out.input, parse_chunk_plan(state.toy_chunks, t));
+    out.all_bitwise = true;
+    for (int p = 0; p < t; ++p) {
+        const bool same =
+            std::memcmp(&out.full.outputs[p], &out.chunked.outputs[p], sizeof(float)) == 0;
+        out.bitwise.push_back(same);
+        out.all_bitwise = out.all_bitwise && same;
+        out.exact.push_back(toy_exact_output(out.input, p));
+    }
+}
+
+// 4. Causal mask and attention ----------------------------------------------------------
+void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
+    out = MaskSnapshot{};
+    Device& dev = device(state.backend);
+    const ModelConfig& c = model_.weights.config;
+    out.backend = dev.backend->name();
+    out.tokens = encode(state);
+    for (int32_t id : out.tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
+    out.plan = parse_chunk_plan(state.chunks, out.n_tokens());
+    out.n_layers = c.n_layers;
+    out.n_heads = c.n_heads;
+    out.n_kv_heads = c.n_kv_heads;
+    out.head_dim = c.head_dim;
+    ForwardProbes probes;
+    for (int l = 0; l < c.n_layers; ++l)
+        for (int h = 0; h < c.n_heads; ++h) probes.attention.push_back({l, h});
+    Session session(*dev.model, SessionOptions{});
+    PrefillResult result = session.prefill(out.tokens, out.plan, probes);
+    out.maps = std::move(result.attention);
+    for (const AttentionMap& m : out.maps)
+        PLAB_ASSERT(m.query_pos0 == 0 && m.n_queries == out.n_tokens() &&
+                    m.n_keys == out.n_tokens() &&
+                    m.probs.size() == static_cast<size_t>(out.n_tokens()) * out.n_tokens());
+    out.prefill_us = result.prefill_us;
+}
+
+// 5. KV cache growth: one engine call at a time, the block table after each --------------
+void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
+    out = KvSnapshot{};
+    Device& dev = device(state.backend);
+    out.backend = dev.backend->name();
+    const std::vector<int32_t> tokens = encode(state);
+    const int t = static_cast<int>(tokens.size());
+    const ChunkPlan plan = parse_chunk_plan(state.chunks, t);
+    Trace trace;
+    Session session(*dev.model, SessionOptions{state.block_size, 0}, &trace);
+    out.block_size = session.cache().block_size();
+    out.num_blocks = session.cache().num_blocks();
+    out.n_layers = model_.weights.config.n_layers;
+    out.bytes_per_token = session.cache().bytes_per_token();
+    out.n_prompt = t;
+    for (int32_t id : tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
+
+    auto record = [&](bool decode, int first, int n, std::size_t events_before) {
+        KvStage s;
+        s.decode = decode;
+        s.first_pos = first;
+        s.n_pos = n;
+        s.length = session.length();
+        s.block_table = session.sequence().block_table;
+        for (int32_t b : s.block_table) s.ref_counts.push_back(session.cache().ref_count(b));
+        s.blocks_in_use = session.cache().blocks_in_use();
+        s.bytes_in_use = session.cache().bytes_in_use();
+        const std::vector<TraceEvent>& ev = trace.events();
+        for (std::size_t i = events_before; i < ev.size(); ++i)
+            if (ev[i].name == "kv append") s.appends.push_back(ev[i]);
+        out.stages.push_back(std::move(s));
+    };
+
+    // Prefill one chunk per call, so the cache can be looked at in between.
+    std::vector<float> logits;
+    int pos = 0;
+    for (int len : plan.lengths) {
+        const std::size_t before = trace.events().size();
+        PrefillResult r =
+            session.prefill(std::span<const int32_t>(tokens).subspan(pos, len), ChunkPlan{{len}});
+        logits = std::move(r.last_logits);
+        record(false, pos, len, before);
+        pos += len;
+    }
+    // Then greedy decode steps: each appends exactly one position.
+    const int max_len = model_.weights.config.max_seq_len;
+    for (int i = 0; i < state.decode_steps && session.length() < max_len; ++i) {
+        const int32_t next = argmax(logits);
+        out.token_text.push_back(model_.tokenizer->token_text(next));
+        const std::size_t before = trace.events().size();
+        const int first = session.length();
+        logits = session.decode_step(next);
+        record(true, first, 1, before);
+    }
+}
+
+// 6. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
+void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out) {
+    out = EquivalenceSnapshot{};
+    const std::vector<int32_t> tokens = encode(state);
+    const int t = static_cast<int>(tokens.size());
+    out.n_tokens = t;
+    std::vector<ChunkPlan> plans = {parse_chunk_plan("full", t), parse_chunk_plan("1", t),
+                                    parse_chunk_plan(state.chunks, t), irregular_plan(t)};
+    for (const ChunkPlan& p : plans) out.plans.push_back(p.to_string());
+    const PrefillSnapshot reference =
+        run_prefill_snapshot(*device("cpu-ref").model, tokens, plans[0]);
+    for (const std::string& name : backend_names()) {
+        bool is_ref = false;
+        std::string shown = name;
+        try {
+            Device& dev = device(name);
+            is_ref = dev.backend->is_reference();
+            shown = dev.backend->name();
+        } catch (const std::exception& e) {
+            out.backends.push_back(name);
+            out.reference.push_back(false);
+            for (size_t c = 0; c < plans.size(); ++c) {
+                out.cells.emplace_back();
+                out.errors.push_back(e.what());
+            }
+            continue;
+        }
+        out.backends.push_back(shown);
+        out.reference.push_back(is_ref);
+        for (const ChunkPlan& plan : plans) {
+            try {
+                const PrefillSnapshot s = run_prefill_snapshot(*device(name).model, tokens, plan);
+                out.cells.push_back(compare_snapshots(s, reference));
+                out.errors.emplace_back();
+            } catch (const std::exception& e) {
+                out.cells.emplace_back();
+                out.errors.push_back(e.what());
+            }
+        }
+    }
+}
+
+// 7. Timeline: one whole request under a Trace --------------------------------------------
+void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& out) {
+    out = TimelineSnapshot{};
+    Device& dev = device(state.backend);
+    out.backend = dev.backend->name();
+    GenerateOptions options;
+    options.chunks = state.chunks;
+    options.max_new_tokens = state.new_tokens;
+    options.stop_at_eos = false;
+    Trace trace;
+    GenerateResult r =
+        generate(*dev.model, *model_.tokenizer, state.prompt, encode(state), options, trace);
+    out.events = trace.events();
+    out.ttft_us = r.ttft_us;
+    out.prefill_us = r.prefill_us;
+    out.n_prompt = static_cast<int>(r.prompt_tokens.size());
+    out.output_text = r.text;
+    out.plan = parse_chunk_plan(state.chunks, out.n_prompt).to_string();
+}
+
+}  // namespace plab::viewer

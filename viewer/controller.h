@@ -1,0 +1,58 @@
+// Controller: the viewer's only door into the engine.
+//
+// What it teaches: how a tool drives prefill from outside — load a model,
+// upload it to a backend, run a Session chunk by chunk with probes, read the
+// cache's block table after each call, run a whole request under a Trace. Each
+// refresh_* fills one part of the Snapshot and prints that scene's self-check
+// (a property the engine's answer must have, e.g. "chunked == full bitwise").
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/backend.h"
+#include "model/model_io.h"
+#include "runtime/device_model.h"
+#include "snapshot.h"
+#include "viewer_state.h"
+
+namespace plab::viewer {
+
+class Controller {
+public:
+    // Loads `model_path`; "" means the default model, and falls back to seeded
+    // random weights (flagged in the Snapshot) when no trained model is shipped.
+    explicit Controller(const std::string& model_path);
+
+    void fill_model_info(Snapshot& snap) const;
+
+    // Re-asks the engine for every part marked dirty (and clears the marks).
+    void refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap, bool print_checks,
+                 bool& checks_failed);
+
+    void refresh_toy(const ViewerState& state, ToySnapshot& out);
+    void refresh_mask(const ViewerState& state, MaskSnapshot& out);
+    void refresh_kv(const ViewerState& state, KvSnapshot& out);
+    void refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out);
+    void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
+
+    const Model& model() const { return model_; }
+
+private:
+    struct Device {
+        std::unique_ptr<Backend> backend;
+        std::unique_ptr<DeviceModel> model;
+    };
+    Device& device(const std::string& backend_name);
+    std::vector<int32_t> encode(const ViewerState& state) const;
+
+    Model model_;
+    bool random_model_ = false;
+    std::map<std::string, Device> devices_;
+};
+
+// Reads a prompt file; throws plab::Error with the path when it cannot.
+std::string read_prompt_file(const std::string& path);
+
+}  // namespace plab::viewer

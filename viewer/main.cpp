@@ -1,0 +1,367 @@
+// plab-viewer: watch prefill happen — causal masks, chunk boundaries, the KV
+// cache filling up, full == chunked, and where the time to first token goes.
+//
+// What it teaches: the five panels of lessons 01-05 (toy attention, causal
+// mask, KV cache, bitwise equivalence, TTFT is not prefill), driven by the
+// engine in src/ and never by math of its own. Left out on purpose: docking,
+// saved window layouts, multi-viewport — one window that projects well.
+//
+// The application skeleton follows Dear ImGui's examples/example_glfw_opengl3
+// (v1.86): GLFW window + OpenGL 3.3 core context, ImGui GLFW and OpenGL3
+// backends, one NewFrame/Render per loop. Headless: --screenshot renders into
+// an offscreen framebuffer and writes a PNG (run under Xvfb without a desktop).
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+// clang-format off
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+// clang-format on
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "capture.h"
+#include "controller.h"
+#include "core/error.h"
+#include "panels.h"
+#include "ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+// A short prompt whose attention fits on a projector (byte tokens: one per character).
+constexpr const char* kDefaultPrompt = "Mia put the red ball in the box. Later, Mia found the";
+
+struct Options {
+    std::string screenshot;  // "" = interactive
+    std::string scene = "toy";
+    std::string prompt;
+    std::string prompt_file;
+    std::string chunks;
+    std::string model;
+    std::string backend = "cpu-ref";
+    std::string toy_values, toy_queries, toy_keys, toy_chunks;
+    int width = 1280, height = 800;
+    int frames = 0;
+    bool report_frame_time = false;
+    int prompt_tokens = 0;
+    int step = -1;
+    int layer = -1, head = -1;
+    int block_size = 8;
+    float font_size = 16.0f;
+};
+
+std::string glfw_error_text;  // GLFW reports errors through a C callback
+
+void glfw_error_callback(int code, const char* description) {
+    glfw_error_text = std::string(description) + " (GLFW error " + std::to_string(code) + ")";
+}
+
+std::vector<float> parse_floats(const std::string& text, const char* what) {
+    std::vector<float> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            size_t used = 0;
+            out.push_back(std::stof(item, &used));
+            PLAB_CHECK(used == item.size(), "");
+        } catch (const std::exception&) {
+            PLAB_CHECK(false,
+                       what << ": '" << item << "' is not a number (expected e.g. 2,4,8,10)");
+        }
+    }
+    return out;
+}
+
+bool& dirty_flag(Dirty& d, Scene s) {
+    switch (s) {
+        case Scene::kToy:
+            return d.toy;
+        case Scene::kMask:
+            return d.mask;
+        case Scene::kKv:
+            return d.kv;
+        case Scene::kEquivalence:
+            return d.equivalence;
+        case Scene::kTimeline:
+            return d.timeline;
+    }
+    return d.toy;
+}
+
+// Asks the engine again for the shown scene, if its inputs changed.
+void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
+    bool& flag = dirty_flag(state.dirty, state.scene);
+    if (!flag) return;
+    Dirty only{false, false, false, false, false};
+    dirty_flag(only, state.scene) = true;
+    flag = false;
+    ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
+}
+
+void draw_panel(const Snapshot& snap, ViewerState& state) {
+    switch (state.scene) {
+        case Scene::kToy:
+            draw_toy(snap, state);
+            break;
+        case Scene::kMask:
+            draw_mask(snap, state);
+            break;
+        case Scene::kKv:
+            draw_kv(snap, state);
+            break;
+        case Scene::kEquivalence:
+            draw_equivalence(snap, state);
+            break;
+        case Scene::kTimeline:
+            draw_timeline(snap, state);
+            break;
+    }
+}
+
+// One frame of UI: a full-window tab bar, the control bar, the scene's panel.
+void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
+    const ImGuiIO& io = ImGui::GetIO();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    ImGui::Begin("Prefill Lab", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                     ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus);
+    if (ImGui::BeginTabBar("scenes")) {
+        for (int i = 0; i < kSceneCount; ++i) {
+            const Scene s = static_cast<Scene>(i);
+            const std::string label = std::to_string(i + 1) + " " + scene_title(s);
+            const ImGuiTabItemFlags flags =
+                force_tab && s == state.scene ? ImGuiTabItemFlags_SetSelected : 0;
+            if (ImGui::BeginTabItem(label.c_str(), nullptr, flags)) {
+                if (!force_tab) state.scene = s;
+                ImGui::EndTabItem();
+            }
+        }
+        ImGui::EndTabBar();
+    }
+    draw_controls(snap, state);
+    ImGui::Separator();
+    ImGui::BeginChild("panel", ImVec2(0, 0), false);
+    draw_panel(snap, state);
+    ImGui::EndChild();
+    ImGui::End();
+}
+
+int run(const Options& opt) {
+    // 1. Inputs, checked before any window opens.
+    const std::optional<Scene> scene = parse_scene(opt.scene);
+    PLAB_CHECK(scene,
+               "unknown scene '" << opt.scene << "' (valid: toy, mask, kv, equivalence, timeline)");
+    PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
+               "window size " << opt.width << "x" << opt.height
+                              << " is out of range (320x240 .. 8192x8192)");
+    PLAB_CHECK(opt.frames >= 0, "--frames must be >= 0");
+    const bool headless = !opt.screenshot.empty();
+
+    ViewerState state;
+    state.scene = *scene;
+    state.print_checks = headless || opt.frames > 0;
+    state.prompt = !opt.prompt_file.empty() ? read_prompt_file(opt.prompt_file)
+                   : !opt.prompt.empty()    ? opt.prompt
+                                            : kDefaultPrompt;
+    PLAB_CHECK(opt.prompt_tokens >= 0, "--prompt-tokens must be >= 0");
+    state.prompt_tokens = opt.prompt_tokens;
+    if (!opt.chunks.empty()) {
+        state.chunks = opt.chunks;
+        state.chunk_size = std::atoi(opt.chunks.c_str());
+    }
+    state.backend = opt.backend;
+    state.block_size = opt.block_size;
+    if (!opt.toy_values.empty()) state.toy.values = parse_floats(opt.toy_values, "--values");
+    if (!opt.toy_queries.empty()) state.toy.queries = parse_floats(opt.toy_queries, "--queries");
+    if (!opt.toy_keys.empty()) state.toy.keys = parse_floats(opt.toy_keys, "--keys");
+    const int toy_t = state.toy.n_tokens();
+    if (opt.toy_queries.empty()) state.toy.queries.assign(toy_t, 1.0f);
+    if (opt.toy_keys.empty()) state.toy.keys.assign(toy_t, 1.0f);
+    if (!opt.toy_chunks.empty()) state.toy_chunks = opt.toy_chunks;
+    state.toy.validate();
+    if (opt.step >= 0) state.stage = opt.step;
+
+    Controller ctrl(opt.model);
+    Snapshot snap;
+    ctrl.fill_model_info(snap);
+    PLAB_CHECK(std::find(snap.backend_names.begin(), snap.backend_names.end(), state.backend) !=
+                   snap.backend_names.end(),
+               "unknown backend '" << state.backend << "'");
+    state.attn_layer = opt.layer >= 0 ? opt.layer : snap.n_layers - 1;
+    state.attn_head = opt.head >= 0 ? opt.head : 0;
+    PLAB_CHECK(state.attn_layer < snap.n_layers && state.attn_head < snap.n_heads,
+               "--layer/--head out of range (the model has " << snap.n_layers << " layers and "
+                                                             << snap.n_heads << " heads)");
+
+    // The shown scene is computed now, so bad input fails before a window opens.
+    refresh_scene(ctrl, state, snap);
+    for (const std::string* err : {&snap.toy.error, &snap.mask.error, &snap.kv.error,
+                                   &snap.equivalence.error, &snap.timeline.error})
+        PLAB_CHECK(!headless || err->empty(), *err);
+
+    // 2. Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3).
+    glfwSetErrorCallback(glfw_error_callback);
+    PLAB_CHECK(glfwInit(),
+               "cannot open a window: " << glfw_error_text
+                                        << ". Without a display, render headless: xvfb-run -a "
+                                           "plab-viewer --screenshot out.png --scene toy");
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GL_TRUE);
+    glfwWindowHint(GLFW_VISIBLE, headless ? GLFW_FALSE : GLFW_TRUE);
+    GLFWwindow* window = glfwCreateWindow(opt.width, opt.height, "Prefill Lab", nullptr, nullptr);
+    if (window == nullptr) {
+        glfwTerminate();
+        PLAB_CHECK(false, "cannot create an OpenGL 3.3 window: " << glfw_error_text);
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(opt.frames > 0 || headless ? 0 : 1);
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;  // same layout every run: screenshots are reproducible
+    ImGui::StyleColorsDark();
+    ImGui::GetStyle().FrameRounding = 3.0f;
+    const char* font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    if (std::filesystem::exists(font)) io.Fonts->AddFontFromFileTTF(font, opt.font_size);
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init("#version 330 core");
+
+    std::unique_ptr<OffscreenTarget> target;
+    if (headless) target = std::make_unique<OffscreenTarget>(opt.width, opt.height);
+
+    // 3. The frame loop. Headless runs a few frames (ImGui sizes windows over
+    //    two frames) and keeps the last one.
+    const int n_frames = headless ? std::max(opt.frames, 4) : opt.frames;
+    std::vector<double> frame_ms;
+    Scene forced = state.scene;
+    bool force_tab = true;
+    auto last = std::chrono::steady_clock::now();
+    for (int frame = 0; n_frames == 0 || frame < n_frames; ++frame) {
+        if (!headless && glfwWindowShouldClose(window)) break;
+        glfwPollEvents();
+        refresh_scene(ctrl, state, snap);  // engine time is not frame time
+        const auto t0 = std::chrono::steady_clock::now();
+        tick_playback(snap, state, std::chrono::duration<double>(t0 - last).count());
+        last = t0;
+
+        ImGui_ImplOpenGL3_NewFrame();
+        ImGui_ImplGlfw_NewFrame();
+        ImGui::NewFrame();
+        handle_keys(snap, state);
+        force_tab = force_tab || state.scene != forced;
+        draw_frame(snap, state, force_tab);
+        force_tab = false;
+        forced = state.scene;
+        ImGui::Render();
+
+        int fb_w = 0, fb_h = 0;
+        glfwGetFramebufferSize(window, &fb_w, &fb_h);
+        if (target) {
+            target->bind();
+        } else {
+            glViewport(0, 0, fb_w, fb_h);
+        }
+        glClearColor(0.08f, 0.08f, 0.10f, 1.0f);
+        glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        if (target) {
+            target->unbind();
+        } else {
+            glfwSwapBuffers(window);
+        }
+        if (opt.report_frame_time) glFinish();  // count the rasterizer's work too
+        const auto t1 = std::chrono::steady_clock::now();
+        frame_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+
+    // 4. Results.
+    if (target) {
+        target->save_png(opt.screenshot);
+        std::printf("wrote %s (%dx%d, scene %s)\n", opt.screenshot.c_str(), opt.width, opt.height,
+                    scene_name(state.scene));
+    }
+    if (opt.report_frame_time && !frame_ms.empty()) {
+        // The first frames build the font atlas and upload textures: skip them.
+        std::vector<double> ms(frame_ms.begin() + std::min<size_t>(2, frame_ms.size() - 1),
+                               frame_ms.end());
+        std::sort(ms.begin(), ms.end());
+        const int t = snap.mask.ready ? snap.mask.n_tokens() : 0;
+        std::printf(
+            "median frame time: %.2f ms over %zu frames (%dx%d, scene %s, %d prompt "
+            "tokens, %s)\n",
+            ms[ms.size() / 2], ms.size(), opt.width, opt.height, scene_name(state.scene), t,
+            reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+    }
+    target.reset();
+    release_texture(state.heatmap);
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    if (state.checks_failed) {
+        std::fprintf(stderr, "plab-viewer: a self-check failed (see the lines above)\n");
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace plab::viewer
+
+int main(int argc, char** argv) {
+    plab::viewer::Options opt;
+    CLI::App app{"plab-viewer: watch LLM prefill step by step (causal mask, chunks, KV cache)"};
+    app.add_option("--scene", opt.scene, "Panel to open: toy, mask, kv, equivalence, timeline");
+    app.add_option("--screenshot", opt.screenshot,
+                   "Render headless (no window shown) and write this PNG, then exit");
+    app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");
+    app.add_option("--prompt-file", opt.prompt_file, "Read the prompt from this file");
+    app.add_option("--prompt-tokens", opt.prompt_tokens,
+                   "Cut (or repeat) the tokenized prompt to exactly this many tokens");
+    app.add_option("--chunks", opt.chunks, "Chunk plan: full, a size (8) or lengths (3,1,4)");
+    app.add_option("--model", opt.model, "Model directory (default: $PLAB_MODEL or assets/model)");
+    app.add_option("--backend", opt.backend, "Backend: cpu-ref, cpu, gpu-ref, gpu");
+    app.add_option("--values", opt.toy_values, "Toy example values V (default 2,4,8,10)");
+    app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
+    app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
+    app.add_option("--toy-chunks", opt.toy_chunks, "Toy example chunk plan (default 2)");
+    app.add_option("--step", opt.step, "Engine calls to show as done (default: all)");
+    app.add_option("--layer", opt.layer, "Attention panel: layer (default: the last)");
+    app.add_option("--head", opt.head, "Attention panel: head (default 0)");
+    app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
+    app.add_option("--width", opt.width, "Window width in pixels");
+    app.add_option("--height", opt.height, "Window height in pixels");
+    app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");
+    app.add_option("--frames", opt.frames, "Render this many frames, then exit (0: until closed)");
+    app.add_flag("--report-frame-time", opt.report_frame_time,
+                 "Print the median frame time of the run");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "plab-viewer: %s (see --help)\n", e.what());
+        return 2;
+    }
+    try {
+        return plab::viewer::run(opt);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "plab-viewer: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,256 @@
+// Panel 3, KV cache growth: blocks filling chunk by chunk, then one slot per decode step.
+//
+// What it teaches (lessons/03-kv-cache.md): the paged KV cache (PagedAttention,
+// Kwon et al. 2023) keeps every position's K and V so that nothing is computed
+// twice. Each layer has its own pool of fixed-size blocks; the sequence's block
+// table maps logical block i (positions i·B..i·B+B-1) to a physical block.
+// Prefill fills a whole chunk of slots per layer at once; each decode step adds
+// exactly one slot per layer. Everything drawn is what the engine reported: the
+// block table and byte counts after each call, and its "kv append" trace events.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "panels.h"
+#include "ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+// Positions of one layer that are in the cache at the cursor.
+int filled_length(const KvSnapshot& kv, const StepView& step, int layer) {
+    if (!step.complete() && layer < step.layers_done) return kv.stages[step.stages_done].length;
+    return step.stages_done > 0 ? kv.stages[step.stages_done - 1].length : 0;
+}
+
+// The engine call (stage) that wrote each position.
+std::vector<int> stage_of_position(const KvSnapshot& kv) {
+    std::vector<int> out;
+    for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s)
+        out.insert(out.end(), kv.stages[s].n_pos, s);
+    return out;
+}
+
+std::string stage_name(const KvSnapshot& kv, int s) {
+    const KvStage& st = kv.stages[s];
+    if (st.decode) {
+        int n_prefill = 0;
+        for (const KvStage& x : kv.stages) n_prefill += x.decode ? 0 : 1;
+        return "decode step " + std::to_string(s - n_prefill + 1);
+    }
+    return "prefill chunk " + std::to_string(s);
+}
+
+ImU32 stage_colour(const KvSnapshot& kv, int s, int current) {
+    if (s == current) return kv.stages[s].decode ? colour::kDecode : colour::kChunk;
+    if (kv.stages[s].decode) return IM_COL32(70, 140, 80, 255);
+    return s % 2 ? IM_COL32(60, 120, 190, 255) : IM_COL32(45, 95, 160, 255);
+}
+
+}  // namespace
+
+void draw_kv(const Snapshot& snap, ViewerState& state) {
+    const KvSnapshot& kv = snap.kv;
+    ImGui::TextUnformatted("KV cache growth: blocks per layer, filled chunk by chunk");
+    help_marker(
+        "Lesson 03 - the KV cache (lessons/03-kv-cache.md).\n\nEvery layer keeps the K "
+        "and V of every position in a pool of blocks of B positions (PagedAttention, Kwon "
+        "et al. 2023). Prefill writes a whole chunk per layer; each decode step then adds "
+        "one position, reusing the cache instead of recomputing the prompt. Right arrow: "
+        "one engine call; down arrow: one layer. Hover a slot or a block.");
+
+    // 1. Inputs of this panel.
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    if (ImGui::BeginCombo("block size B", std::to_string(state.block_size).c_str())) {
+        for (int b : {1, 2, 4, 8, 16, 32})
+            if (ImGui::Selectable(std::to_string(b).c_str(), b == state.block_size)) {
+                state.block_size = b;
+                state.dirty.kv = true;
+            }
+        ImGui::EndCombo();
+    }
+    item_tooltip(
+        "Positions per cache block. Small blocks waste less memory at the end of a "
+        "sequence; large ones need shorter block tables.");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderInt("decode steps", &state.decode_steps, 0, 16)) state.dirty.kv = true;
+    item_tooltip("Greedy decode steps after the prefill; each appends one position.");
+    if (!kv.error.empty()) {
+        ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());
+        return;
+    }
+    if (!kv.ready || kv.stages.empty()) return;
+
+    const StepView step = step_view(snap, state);
+    const int current = step.layers_done > 0 ? step.stages_done : step.stages_done - 1;
+    const KvStage* shown = current >= 0 ? &kv.stages[current] : nullptr;
+
+    // 2. Totals at the cursor.
+    const int length = shown ? shown->length : 0;
+    ImGui::Text("after: %s", shown ? stage_name(kv, current).c_str() : "nothing yet");
+    item_tooltip(
+        "The engine call the picture is at. Prefill chunks come first, then decode "
+        "steps.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("positions cached: " + std::to_string(length),
+                  "Positions whose K and V are in the cache (in every layer).");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("blocks: " + std::to_string(shown ? shown->blocks_in_use : 0) + " of " +
+                      std::to_string(kv.num_blocks),
+                  "Physical blocks in use (one block id is used in every layer's pool) out of "
+                  "the pool's size.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("memory: " + format_bytes(shown ? static_cast<double>(shown->bytes_in_use) : 0),
+                  "Bytes of the blocks in use, K and V, all layers. A half-full block costs a "
+                  "whole block.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
+                  "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
+
+    // 3. One row of blocks per layer.
+    const std::vector<int> stage_of = stage_of_position(kv);
+    const std::vector<int32_t>& table = kv.stages.back().block_table;
+    const int n_blocks = static_cast<int>(table.size());
+    const float font = ImGui::GetFontSize();
+    const float avail = ImGui::GetContentRegionAvail().x - font * 5;
+    const float gap = 4;
+    const float slot =
+        std::clamp((avail - n_blocks * gap) / std::max(1, n_blocks * kv.block_size), 3.0f, 28.0f);
+    const float row_h = std::clamp(slot * 1.6f, font * 1.4f, font * 2.2f);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 start(ImGui::GetCursorScreenPos().x, ImGui::GetCursorScreenPos().y + font * 1.2f);
+    for (int layer = 0; layer < kv.n_layers; ++layer) {
+        ImGui::PushID(layer);
+        const int filled = filled_length(kv, step, layer);
+        const ImVec2 o(start.x + font * 4.5f, start.y + layer * (row_h + 6));
+        ImGui::SetCursorScreenPos(ImVec2(start.x, o.y + (row_h - font) * 0.5f));
+        text_with_tip("layer " + std::to_string(layer),
+                      "Layer " + std::to_string(layer) + "'s pools (one for K, one for V). " +
+                          std::to_string(filled) + " positions filled.");
+        const int table_len = shown ? static_cast<int>(shown->block_table.size()) : 0;
+        for (int blk = 0; blk < n_blocks; ++blk) {
+            const float x0 = o.x + blk * (kv.block_size * slot + gap);
+            const bool allocated = blk < table_len;
+            const bool shared = allocated && shown->ref_counts[blk] > 1;
+            for (int s = 0; s < kv.block_size; ++s) {
+                const int pos = blk * kv.block_size + s;
+                const ImVec2 a(x0 + s * slot, o.y), b(a.x + slot - 1, o.y + row_h);
+                ImU32 fill = allocated ? IM_COL32(55, 55, 62, 255) : IM_COL32(32, 32, 36, 255);
+                if (pos < filled) fill = stage_colour(kv, stage_of[pos], current);
+                dl->AddRectFilled(a, b, fill);
+                ImGui::SetCursorScreenPos(a);
+                ImGui::PushID(pos);
+                ImGui::InvisibleButton("slot", ImVec2(slot, row_h));
+                if (ImGui::IsItemHovered()) {
+                    std::string tip =
+                        "layer " + std::to_string(layer) + ", position " + std::to_string(pos);
+                    if (pos < static_cast<int>(kv.token_text.size()))
+                        tip += " '" + token_label(kv.token_text[pos]) + "'";
+                    if (pos < filled) {
+                        tip += "\nwritten by " + stage_name(kv, stage_of[pos]);
+                        tip += "\nlogical block " + std::to_string(blk) + " -> physical block " +
+                               std::to_string(table[blk]) + ", slot " +
+                               std::to_string(table[blk] * kv.block_size + s) + " = " +
+                               std::to_string(table[blk]) + " x B + " + std::to_string(s);
+                    } else if (allocated) {
+                        tip +=
+                            "\nreserved but empty: the block is allocated, the position "
+                            "not written yet";
+                    } else {
+                        tip += "\nno block allocated yet";
+                    }
+                    ImGui::SetTooltip("%s", tip.c_str());
+                }
+                ImGui::PopID();
+            }
+            const ImVec2 a(x0, o.y), b(x0 + kv.block_size * slot - 1, o.y + row_h);
+            dl->AddRect(
+                a, b,
+                shared ? colour::kShared
+                       : (allocated ? IM_COL32(160, 160, 170, 255) : IM_COL32(70, 70, 76, 255)),
+                0, 0, shared ? 3.0f : 1.0f);
+            if (layer == 0 && allocated && kv.block_size * slot > font * 1.8f) {
+                const std::string id = "#" + std::to_string(shown->block_table[blk]);
+                dl->AddText(ImVec2(a.x + 2, o.y - font * 1.05f), IM_COL32(170, 170, 180, 255),
+                            id.c_str());
+            }
+        }
+        ImGui::PopID();
+    }
+    ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + kv.n_layers * (row_h + 6) + 4));
+    ImGui::Dummy(ImVec2(1, 4));
+
+    // 4. Legend.
+    auto swatch = [&](ImU32 c, const char* text, const char* tip, bool border) {
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        if (border)
+            dl->AddRect(p, ImVec2(p.x + font, p.y + font), c, 0, 0, 3.0f);
+        else
+            dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), c);
+        ImGui::Dummy(ImVec2(font, font));
+        ImGui::SameLine();
+        text_with_tip(text, tip);
+        ImGui::SameLine(0, font * 1.5f);
+    };
+    swatch(colour::kChunk, "this prefill chunk", "Slots written by the engine call in view.",
+           false);
+    swatch(IM_COL32(60, 120, 190, 255), "earlier chunks",
+           "Slots written by earlier prefill chunks.", false);
+    swatch(colour::kDecode, "decode step", "One slot per layer per decode step.", false);
+    swatch(IM_COL32(55, 55, 62, 255), "reserved, empty", "Allocated block, slot not written yet.",
+           false);
+    swatch(colour::kShared, "shared prefix block",
+           "A block used by more than one sequence (prefix-cache hit, reference count > 1). None "
+           "here: this session has a single sequence.",
+           true);
+    ImGui::NewLine();
+
+    // 5. The engine's own report of this call: its "kv append" trace events.
+    ImGui::Separator();
+    if (shown == nullptr) {
+        ImGui::TextDisabled("before prefill: the cache is empty (press the right arrow)");
+        return;
+    }
+    ImGui::Text("trace of %s: positions %d..%d", stage_name(kv, current).c_str(), shown->first_pos,
+                shown->first_pos + shown->n_pos - 1);
+    item_tooltip(
+        "The positions this engine call wrote, and below its 'kv append' trace events "
+        "(one per layer) exactly as the engine recorded them.");
+    if (ImGui::BeginTable("appends", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+        ImGui::TableSetupColumn("event");
+        ImGui::TableSetupColumn("layer");
+        ImGui::TableSetupColumn("positions");
+        ImGui::TableSetupColumn("blocks");
+        ImGui::TableHeadersRow();
+        for (size_t i = 0; i < shown->appends.size(); ++i) {
+            const TraceEvent& e = shown->appends[i];
+            auto arg = [&](const char* k) {
+                auto it = e.args.find(k);
+                return it == e.args.end() ? std::string("-") : it->second;
+            };
+            ImGui::PushID(static_cast<int>(i));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            const bool done = step.layers_done == 0 || static_cast<int>(i) < step.layers_done;
+            if (done)
+                text_with_tip(e.name, "Trace event at " + format_us(e.start_us) + ", lasting " +
+                                          format_us(e.dur_us) + ".");
+            else
+                ImGui::TextDisabled("%s (next)", e.name.c_str());
+            ImGui::TableNextColumn();
+            text_with_tip(arg("layer"), "Layer whose pool was written.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("positions"), "Positions appended by this call.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("blocks"), "Physical blocks the positions went into.");
+            ImGui::PopID();
+        }
+        ImGui::EndTable();
+    }
+}
+
+}  // namespace plab::viewer

@@ -1,0 +1,25 @@
+// The five panels of plab-viewer, one free function each (see STYLE.md, Viewer).
+//
+// Each draws one part of the Snapshot into the current ImGui window and may
+// change the ViewerState (inputs, marking parts dirty, the step cursor).
+#pragma once
+
+#include "snapshot.h"
+#include "viewer_state.h"
+
+namespace plab::viewer {
+
+void draw_toy(const Snapshot& snap, ViewerState& state);          // panel_toy.cpp
+void draw_mask(const Snapshot& snap, ViewerState& state);         // panel_mask.cpp
+void draw_kv(const Snapshot& snap, ViewerState& state);           // panel_kv.cpp
+void draw_equivalence(const Snapshot& snap, ViewerState& state);  // panel_equivalence.cpp
+void draw_timeline(const Snapshot& snap, ViewerState& state);     // panel_timeline.cpp
+
+// The bar above every panel: model, backend, play/step controls, chunk slider.
+void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
+// Keyboard: space play/pause, right/left one chunk, down one layer, Home/R reset, 1-5 scene.
+void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
+// Advances the cursor while playing.
+void tick_playback(const Snapshot& snap, ViewerState& state, double dt);
+
+}  // namespace plab::viewer

@@ -1,0 +1,128 @@
+// Snapshot: everything the panels draw, exactly as the engine returned it.
+//
+// What it teaches: the viewer is a window onto the engine, not a second
+// engine. Every probability, output, block table and time below comes from a
+// call into src/ (run_toy, Session::prefill with attention probes, the KV
+// cache's block table, compare_snapshots, generate's Trace). The panels only
+// lay these numbers out; they never recompute softmax, masks or sums.
+// Used by every lesson the viewer illustrates (see each panel's "(?)").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/chunk_plan.h"
+#include "runtime/equivalence.h"
+#include "runtime/session.h"
+#include "toy/toy.h"
+#include "trace/trace.h"
+
+namespace plab::viewer {
+
+enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline };
+inline constexpr int kSceneCount = 5;
+
+const char* scene_name(Scene scene);   // "toy", "mask", "kv", "equivalence", "timeline"
+const char* scene_title(Scene scene);  // "Toy example", "Causal mask & attention", ...
+std::optional<Scene> parse_scene(std::string_view name);
+
+// Panel 1: the [2,4,8,10] toy, full and chunked, through one backend.
+struct ToySnapshot {
+    bool ready = false;
+    std::string backend;
+    bool reference = false;  // the backend promises bitwise results
+    ToyInput input;
+    ToyRun full;                // plan "full"
+    ToyRun chunked;             // the chosen plan
+    std::vector<bool> bitwise;  // (T): chunked output has the same bits as full
+    bool all_bitwise = false;
+    std::vector<std::string> exact;  // (T): "14/3 = mean of v0..v2" or ""
+    std::string error;               // bad input, shown instead of the panel
+};
+
+// Panel 2: attention probabilities of every (layer, head) of one prefill.
+struct MaskSnapshot {
+    bool ready = false;
+    std::string backend;
+    std::vector<int32_t> tokens;          // (T)
+    std::vector<std::string> token_text;  // (T): how each token is shown
+    ChunkPlan plan;
+    int n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    std::vector<AttentionMap> maps;  // (L·H), index layer·H + head; each probs (T, T)
+    // Scaled scores q·k/sqrt(Dh) of each map, (T, T), from the engine's score probe;
+    // empty when the engine does not provide them.
+    std::vector<std::vector<float>> scores;
+    double prefill_us = 0;
+    std::string error;
+
+    const AttentionMap* map(int layer, int head) const;
+    const std::vector<float>* scores_of(const AttentionMap& m) const;
+    int n_tokens() const { return static_cast<int>(tokens.size()); }
+};
+
+// Panel 3: one engine call that wrote to the KV cache, and the cache after it.
+struct KvStage {
+    bool decode = false;               // false: a prefill chunk; true: a decode step
+    int first_pos = 0, n_pos = 0;      // positions this call wrote
+    int length = 0;                    // positions cached after it
+    std::vector<int32_t> block_table;  // logical block -> physical block, after it
+    std::vector<int> ref_counts;       // (blocks of the table): >1 = shared prefix block
+    int blocks_in_use = 0;
+    std::size_t bytes_in_use = 0;
+    std::vector<TraceEvent> appends;  // this call's "kv append" trace events (one per layer)
+};
+
+struct KvSnapshot {
+    bool ready = false;
+    std::string backend;
+    int block_size = 0, num_blocks = 0, n_layers = 0;
+    std::size_t bytes_per_token = 0;
+    int n_prompt = 0;                     // prompt positions (the rest are decoded)
+    std::vector<std::string> token_text;  // (prompt + decoded tokens)
+    std::vector<KvStage> stages;          // prefill chunks, then decode steps
+    std::string error;
+};
+
+// Panel 4: backend × chunk plan, each against cpu-ref with the whole prompt in one chunk.
+struct EquivalenceSnapshot {
+    bool ready = false;
+    int n_tokens = 0;
+    std::vector<std::string> backends;  // rows
+    std::vector<bool> reference;        // (rows): promises bitwise equality
+    std::vector<std::string> plans;     // columns: plan text
+    std::vector<Difference> cells;      // (rows, columns) row-major
+    std::vector<std::string> errors;    // (rows, columns): non-empty when that run failed
+    std::string error;
+};
+
+// Panel 5: the trace of one whole request.
+struct TimelineSnapshot {
+    bool ready = false;
+    std::string backend;
+    std::string plan;
+    std::vector<TraceEvent> events;
+    double ttft_us = 0;     // GenerateResult::ttft_us
+    double prefill_us = 0;  // GenerateResult::prefill_us
+    int n_prompt = 0;
+    std::string output_text;
+    std::string error;
+};
+
+struct Snapshot {
+    std::string model_summary;  // ModelConfig::summary()
+    std::string model_source;
+    bool random_model = false;  // no trained model was found: random weights
+    std::vector<std::string> backend_names;
+    int n_layers = 0, n_heads = 0;
+    ToySnapshot toy;
+    MaskSnapshot mask;
+    KvSnapshot kv;
+    EquivalenceSnapshot equivalence;
+    TimelineSnapshot timeline;
+};
+
+}  // namespace plab::viewer

@@ -1,0 +1,326 @@
+// Shared drawing helpers and the control bar (see ui_common.h, panels.h).
+// Lesson: all of them — this is the frame every panel sits in.
+#include "ui_common.h"
+
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "panels.h"
+
+#ifndef GL_CLAMP_TO_EDGE
+#define GL_CLAMP_TO_EDGE 0x812F
+#endif
+
+namespace plab::viewer {
+
+void help_marker(const char* text) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(?)");
+    if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
+        ImGui::TextUnformatted(text);
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
+}
+
+void item_tooltip(const std::string& text) {
+    if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
+        ImGui::TextUnformatted(text.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
+}
+
+void text_with_tip(const std::string& text, const std::string& tip) {
+    ImGui::TextUnformatted(text.c_str());
+    item_tooltip(tip);
+}
+
+void badge(const char* label, ImU32 colour, const std::string& tip) {
+    ImGui::PushStyleColor(ImGuiCol_Button, colour);
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colour);
+    ImGui::PushStyleColor(ImGuiCol_ButtonActive, colour);
+    ImGui::SmallButton(label);
+    ImGui::PopStyleColor(3);
+    item_tooltip(tip);
+}
+
+void draw_hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 colour, float spacing) {
+    const float w = b.x - a.x, h = b.y - a.y;
+    // Lines x + y = d (bottom-left to top-right), clipped to the rectangle.
+    for (float d = spacing; d < w + h; d += spacing) {
+        const ImVec2 p0(a.x + std::max(0.0f, d - h), a.y + std::min(d, h));
+        const ImVec2 p1(a.x + std::min(d, w), a.y + std::max(0.0f, d - w));
+        dl->AddLine(p0, p1, colour);
+    }
+}
+
+ImU32 probability_colour(float p, bool sqrt_scale) {
+    // Five stops of the viridis colour map (van der Walt & Smith, matplotlib).
+    static constexpr float kStops[5][3] = {
+        {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+    float t = std::clamp(p, 0.0f, 1.0f);
+    if (sqrt_scale) t = std::sqrt(t);
+    const float x = t * 4.0f;
+    const int i = std::min(3, static_cast<int>(x));
+    const float f = x - static_cast<float>(i);
+    auto mix = [&](int c) { return kStops[i][c] + (kStops[i + 1][c] - kStops[i][c]) * f; };
+    return IM_COL32(static_cast<int>(mix(0)), static_cast<int>(mix(1)), static_cast<int>(mix(2)),
+                    255);
+}
+
+std::string token_label(const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+        if (ch == '\n')
+            out += "\\n";
+        else if (ch == '\t')
+            out += "\\t";
+        else if (ch == ' ')
+            out += "_";
+        else
+            out += ch;
+    }
+    return out;
+}
+
+std::string format_us(double us) {
+    char buf[32];
+    if (us < 1000)
+        std::snprintf(buf, sizeof buf, "%.1f us", us);
+    else if (us < 1e6)
+        std::snprintf(buf, sizeof buf, "%.2f ms", us / 1000);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f s", us / 1e6);
+    return buf;
+}
+
+std::string format_bytes(double bytes) {
+    char buf[32];
+    if (bytes < 1024)
+        std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+    else if (bytes < 1024 * 1024)
+        std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024 * 1024));
+    return buf;
+}
+
+// ---- the step cursor ----------------------------------------------------------------
+StepView step_view(const Snapshot& snap, const ViewerState& state) {
+    StepView v;
+    switch (state.scene) {
+        case Scene::kToy:
+            v.n_stages =
+                snap.toy.ready ? static_cast<int>(snap.toy.chunked.plan.lengths.size()) : 0;
+            break;
+        case Scene::kMask:
+            v.n_stages = snap.mask.ready ? static_cast<int>(snap.mask.plan.lengths.size()) : 0;
+            break;
+        case Scene::kKv:
+            v.n_stages = snap.kv.ready ? static_cast<int>(snap.kv.stages.size()) : 0;
+            v.n_layers = std::max(1, snap.kv.n_layers);
+            break;
+        default:
+            break;
+    }
+    v.stages_done = std::clamp(state.stage, 0, v.n_stages);
+    v.layers_done = v.complete() ? 0 : std::clamp(state.layer, 0, v.n_layers - 1);
+    return v;
+}
+
+void apply_step(const Snapshot& snap, ViewerState& state, Step step) {
+    const StepView v = step_view(snap, state);
+    state.stage = v.stages_done;
+    state.layer = v.layers_done;
+    switch (step) {
+        case Step::kNextChunk:
+            state.stage = std::min(v.n_stages, v.stages_done + 1);
+            state.layer = 0;
+            break;
+        case Step::kPrevChunk:
+            if (v.layers_done > 0)
+                state.layer = 0;
+            else
+                state.stage = std::max(0, v.stages_done - 1);
+            break;
+        case Step::kNextLayer:
+            if (v.complete()) break;
+            if (++state.layer >= v.n_layers) {
+                state.stage += 1;
+                state.layer = 0;
+            }
+            break;
+        case Step::kReset:
+            state.stage = 0;
+            state.layer = 0;
+            state.playing = false;
+            break;
+        case Step::kEnd:
+            state.stage = v.n_stages;
+            state.layer = 0;
+            break;
+    }
+}
+
+void tick_playback(const Snapshot& snap, ViewerState& state, double dt) {
+    if (!state.playing) return;
+    state.play_clock += dt;
+    if (state.play_clock < state.seconds_per_step) return;
+    state.play_clock = 0;
+    const StepView v = step_view(snap, state);
+    if (v.complete()) {
+        state.playing = false;
+        return;
+    }
+    apply_step(snap, state, v.n_layers > 1 ? Step::kNextLayer : Step::kNextChunk);
+}
+
+void handle_keys(const Snapshot& snap, ViewerState& state) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.WantTextInput) return;
+    auto pressed = [](int key) { return ImGui::IsKeyPressed(key, true); };
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) {
+        if (step_view(snap, state).complete()) apply_step(snap, state, Step::kReset);
+        state.playing = !state.playing;
+        state.play_clock = state.seconds_per_step;  // the first step comes at once
+    }
+    if (pressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) apply_step(snap, state, Step::kNextChunk);
+    if (pressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) apply_step(snap, state, Step::kPrevChunk);
+    if (pressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) apply_step(snap, state, Step::kNextLayer);
+    if (pressed(ImGui::GetKeyIndex(ImGuiKey_Home)) || ImGui::IsKeyPressed(GLFW_KEY_R, false))
+        apply_step(snap, state, Step::kReset);
+    if (pressed(ImGui::GetKeyIndex(ImGuiKey_End))) apply_step(snap, state, Step::kEnd);
+    for (int i = 0; i < kSceneCount; ++i)
+        if (ImGui::IsKeyPressed(GLFW_KEY_1 + i, false)) state.scene = static_cast<Scene>(i);
+}
+
+// ---- the control bar -------------------------------------------------------------------
+void draw_controls(const Snapshot& snap, ViewerState& state) {
+    const StepView v = step_view(snap, state);
+    const bool model_scene = state.scene != Scene::kToy;
+
+    // 1. Step controls (only where there is something to step through).
+    ImGui::BeginDisabled(v.n_stages == 0);
+    if (ImGui::Button("Reset")) apply_step(snap, state, Step::kReset);
+    item_tooltip("Back to before the first engine call (key: Home or R).");
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##back", ImGuiDir_Left)) apply_step(snap, state, Step::kPrevChunk);
+    item_tooltip("One chunk back (key: left arrow).");
+    ImGui::SameLine();
+    if (ImGui::Button(state.playing ? "Pause" : "Play ", ImVec2(ImGui::GetFontSize() * 3.5f, 0))) {
+        if (v.complete()) apply_step(snap, state, Step::kReset);
+        state.playing = !state.playing;
+        state.play_clock = state.seconds_per_step;
+    }
+    item_tooltip("Step through the engine calls automatically (key: space).");
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##chunk", ImGuiDir_Right)) apply_step(snap, state, Step::kNextChunk);
+    item_tooltip("One chunk (or decode step) forward (key: right arrow).");
+    ImGui::SameLine();
+    ImGui::BeginDisabled(v.n_layers <= 1);
+    if (ImGui::ArrowButton("##layer", ImGuiDir_Down)) apply_step(snap, state, Step::kNextLayer);
+    item_tooltip(
+        "One layer forward inside the current chunk (key: down arrow). The forward "
+        "pass appends a chunk's K/V layer by layer.");
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (v.n_stages > 0) {
+        std::string text =
+            "step " + std::to_string(v.stages_done) + "/" + std::to_string(v.n_stages);
+        if (v.layers_done > 0)
+            text += " + " + std::to_string(v.layers_done) + "/" + std::to_string(v.n_layers) +
+                    " layers";
+        text_with_tip(text,
+                      "Engine calls finished so far out of all calls in this scene: one per "
+                      "prefill chunk (and one per decode step in the KV panel).");
+    } else {
+        ImGui::TextDisabled("no steps in this panel");
+    }
+    ImGui::EndDisabled();
+
+    // 2. Engine inputs shared by the model scenes.
+    if (model_scene) {
+        ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+        ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+        int size = state.chunk_size;
+        if (ImGui::SliderInt("chunk size", &size, 0, 64, size == 0 ? "full" : "%d tokens")) {
+            state.chunk_size = size;
+            state.chunks = size == 0 ? "full" : std::to_string(size);
+            state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
+                true;
+        }
+        item_tooltip(
+            "Tokens per prefill chunk (0 = the whole prompt in one chunk). Moving it "
+            "re-runs the prefill at once. Current plan: " +
+            state.chunks);
+    }
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    if (ImGui::BeginCombo("backend", state.backend.c_str())) {
+        for (const std::string& name : snap.backend_names)
+            if (ImGui::Selectable(name.c_str(), name == state.backend)) {
+                state.backend = name;
+                state.dirty.toy = state.dirty.mask = state.dirty.kv = state.dirty.timeline = true;
+            }
+        ImGui::EndCombo();
+    }
+    item_tooltip(
+        "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed order "
+        "(bitwise identical results); cpu and gpu are fast paths.");
+
+    if (model_scene) {
+        ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 22);
+        ImGui::InputText("prompt", &state.prompt);
+        if (ImGui::IsItemDeactivatedAfterEdit())
+            state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
+                true;
+        item_tooltip(
+            "The prompt that is prefilled (press Enter to re-run). It is tokenized "
+            "first; the model sees token ids, shown on the axes below.");
+        ImGui::SameLine();
+        text_with_tip("model: " + snap.model_summary + (snap.random_model ? " (random)" : ""),
+                      "D model width, L layers, H query heads, Hkv key/value heads, Dh head "
+                      "dimension, F MLP width, V vocabulary, T longest sequence.\nLoaded from: " +
+                          snap.model_source);
+    }
+}
+
+// ---- textures ------------------------------------------------------------------------------
+void upload_texture(HeatmapTexture& tex, const std::vector<unsigned char>& rgba, int width,
+                    int height) {
+    if (tex.id == 0) {
+        GLuint id = 0;
+        glGenTextures(1, &id);
+        tex.id = id;
+    }
+    glBindTexture(GL_TEXTURE_2D, tex.id);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE,
+                 rgba.data());
+    tex.width = width;
+    tex.height = height;
+}
+
+void release_texture(HeatmapTexture& tex) {
+    if (tex.id != 0) {
+        GLuint id = tex.id;
+        glDeleteTextures(1, &id);
+    }
+    tex = HeatmapTexture{};
+}
+
+}  // namespace plab::viewer

@@ -1,0 +1,73 @@
+// Small drawing helpers shared by the panels: help markers, tooltips on
+// numbers, match badges, the probability colour scale, textures.
+//
+// What it teaches: nothing about prefill; it keeps the panels short and makes
+// every panel explain itself the same way — a "(?)" marker naming its lesson
+// and a tooltip on every number (imgui_demo.cpp's HelpMarker idiom).
+#pragma once
+
+#include <imgui.h>
+
+#include <string>
+#include <vector>
+
+#include "snapshot.h"
+#include "viewer_state.h"
+
+namespace plab::viewer {
+
+// Colours used by every panel, so a colour means the same thing everywhere.
+namespace colour {
+inline constexpr ImU32 kMasked = IM_COL32(70, 70, 78, 255);  // future cells (hatched)
+inline constexpr ImU32 kHatch = IM_COL32(120, 120, 132, 255);
+inline constexpr ImU32 kPending = IM_COL32(40, 40, 46, 255);    // not computed yet
+inline constexpr ImU32 kChunk = IM_COL32(255, 190, 60, 255);    // the current chunk
+inline constexpr ImU32 kCached = IM_COL32(90, 170, 255, 255);   // read from the KV cache
+inline constexpr ImU32 kDecode = IM_COL32(120, 220, 120, 255);  // a decode step
+inline constexpr ImU32 kShared = IM_COL32(230, 110, 220, 255);  // prefix-cache hit
+inline constexpr ImU32 kGood = IM_COL32(60, 170, 80, 255);
+inline constexpr ImU32 kBad = IM_COL32(200, 60, 60, 255);
+inline constexpr ImU32 kClose = IM_COL32(200, 150, 40, 255);
+}  // namespace colour
+
+// "(?)" that shows `text` when hovered; the first line should name the lesson.
+void help_marker(const char* text);
+// Tooltip for the last item, shown when it is hovered.
+void item_tooltip(const std::string& text);
+// Text followed by a tooltip explaining it.
+void text_with_tip(const std::string& text, const std::string& tip);
+// A coloured "bitwise match" / "differs" badge with a tooltip.
+void badge(const char* label, ImU32 colour, const std::string& tip);
+
+// Diagonal hatching inside the rectangle a..b (marks masked cells).
+void draw_hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 colour, float spacing);
+
+// Probability in [0,1] -> colour (dark blue -> teal -> yellow, like viridis).
+ImU32 probability_colour(float p, bool sqrt_scale);
+
+// A token as shown on an axis: printable, short ("\n" -> "\\n", " " -> "␣").
+std::string token_label(const std::string& text);
+
+// "12.3 us" / "4.56 ms" / "1.2 KiB"
+std::string format_us(double us);
+std::string format_bytes(double bytes);
+
+// The step cursor of the current scene: stages done and layers done of the next stage.
+struct StepView {
+    int n_stages = 0;     // engine calls in this scene (chunks, then decode steps)
+    int n_layers = 1;     // layer granularity of a stage (1 = not layered)
+    int stages_done = 0;  // 0..n_stages
+    int layers_done = 0;  // 0..n_layers-1, of stage `stages_done`
+    bool complete() const { return stages_done >= n_stages; }
+};
+StepView step_view(const Snapshot& snap, const ViewerState& state);
+// Applies a step: +1/-1 chunk, +1 layer, reset, to the end.
+enum class Step { kNextChunk, kPrevChunk, kNextLayer, kReset, kEnd };
+void apply_step(const Snapshot& snap, ViewerState& state, Step step);
+
+// Uploads an RGBA8 image (width × height, rows top-down) into `tex`.
+void upload_texture(HeatmapTexture& tex, const std::vector<unsigned char>& rgba, int width,
+                    int height);
+void release_texture(HeatmapTexture& tex);
+
+}  // namespace plab::viewer

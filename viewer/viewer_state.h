@@ -1,0 +1,64 @@
+// ViewerState: what the person at the screen has chosen, owned by main().
+//
+// What it teaches: nothing about prefill itself; it is the one place where the
+// viewer keeps state between frames (inputs sent to the engine, the step
+// cursor, view options, GL textures), so panels stay free functions
+// draw_<panel>(const Snapshot&, ViewerState&) with no hidden statics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "snapshot.h"
+#include "toy/toy.h"
+
+namespace plab::viewer {
+
+// Which parts of the Snapshot must be asked of the engine again.
+struct Dirty {
+    bool toy = true, mask = true, kv = true, equivalence = true, timeline = true;
+    void all() { toy = mask = kv = equivalence = timeline = true; }
+};
+
+// A texture holding one attention heatmap, re-uploaded when its key changes.
+struct HeatmapTexture {
+    unsigned int id = 0;  // GL texture name; 0 = none yet
+    int width = 0, height = 0;
+    int cell_px = 1;  // texture pixels per heatmap cell
+    std::string key;  // what it shows: layer, head, prompt, plan, colour scale
+};
+
+struct ViewerState {
+    Scene scene = Scene::kToy;
+
+    // ---- what the engine is asked (a change marks `dirty`) --------------------
+    std::string prompt;
+    int prompt_tokens = 0;     // > 0: cut (or repeat) the tokenized prompt to this many tokens
+    std::string chunks = "8";  // chunk plan text for the model scenes: "full", "8", "3,1,4"
+    int chunk_size = 8;        // the slider; 0 = full
+    std::string backend = "cpu-ref";
+    ToyInput toy;
+    std::string toy_chunks = "2";
+    int block_size = 8;    // B of the KV panel
+    int decode_steps = 4;  // decode steps after prefill in the KV panel
+    int new_tokens = 8;    // tokens the timeline's request generates
+    Dirty dirty;
+
+    // ---- the step cursor: `stage` engine calls done, plus `layer` layers of the next
+    int stage = 1 << 20;  // starts at "everything done"; panels clamp it
+    int layer = 0;
+    bool playing = false;
+    double play_clock = 0;  // seconds since the last automatic step
+    float seconds_per_step = 0.75f;
+
+    // ---- view options ----------------------------------------------------------
+    int attn_layer = 0;
+    int attn_head = 0;
+    bool sqrt_colours = true;  // colour by sqrt(probability): small weights stay visible
+    bool timeline_to_first_token = false;  // timeline: zoom onto request start .. first token
+    HeatmapTexture heatmap;
+    bool print_checks = false;  // print each scene's self-check line when refreshed
+    bool checks_failed = false;
+};
+
+}  // namespace plab::viewer
