@@ -31,29 +31,49 @@ std::vector<int> chunk_of(const ChunkPlan& plan) {
     return out;
 }
 
-// 1. The heatmap texture: one texel per cell, rebuilt only when what it shows changes.
-void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerState& state) {
-    char key[96];
-    std::snprintf(key, sizeof key, "%d/%d/%d/%s/%s/%s/", map.probe.layer, map.probe.head,
+// 1. The heatmap texture, drawn at screen resolution (side x side pixels) with the
+//    cell colours, the hatching of masked cells, grid lines and chunk boundaries baked
+//    in, so a frame draws one textured quad however long the prompt is (a software
+//    rasterizer pays per line and per pixel). Rebuilt only when what it shows changes.
+void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerState& state,
+                    int side) {
+    char key[128];
+    std::snprintf(key, sizeof key, "%d/%d/%d/%d/%s/%s/%d/", side, map.probe.layer, map.probe.head,
                   state.sqrt_colours ? 1 : 0, mask.backend.c_str(), mask.plan.to_string().c_str(),
-                  std::to_string(mask.n_tokens()).c_str());
+                  mask.n_tokens());
     const std::string full_key = key + state.prompt;
     if (state.heatmap.id != 0 && state.heatmap.key == full_key) return;
     const int t = mask.n_tokens();
-    std::vector<unsigned char> rgba(static_cast<size_t>(t) * t * 4);
-    for (int q = 0; q < t; ++q)
-        for (int k = 0; k < t; ++k) {
-            const ImU32 c = is_visible(q, k)
-                                ? probability_colour(map.probs[static_cast<size_t>(q) * t + k],
-                                                     state.sqrt_colours)
-                                : colour::kMasked;
-            unsigned char* px = &rgba[(static_cast<size_t>(q) * t + k) * 4];
+    const bool grid = side >= 6 * t;  // grid lines only when cells are 6+ pixels
+    std::vector<bool> chunk_start(t, false);
+    for (int p = 0, c = 0; c < static_cast<int>(mask.plan.lengths.size()); ++c) {
+        chunk_start[p] = c > 0;
+        p += mask.plan.lengths[c];
+    }
+    std::vector<unsigned char> rgba(static_cast<size_t>(side) * side * 4);
+    auto cell_of = [&](int px) { return static_cast<int>(static_cast<long long>(px) * t / side); };
+    for (int y = 0; y < side; ++y) {
+        const int q = cell_of(y);
+        const bool row_edge = y > 0 && cell_of(y - 1) != q;
+        for (int x = 0; x < side; ++x) {
+            const int k = cell_of(x);
+            const bool col_edge = x > 0 && cell_of(x - 1) != k;
+            ImU32 c;
+            if (!is_visible(q, k))  // the engine's causal rule
+                c = (x + y) % 8 < 2 ? colour::kHatch : colour::kMasked;
+            else
+                c = probability_colour(map.probs[static_cast<size_t>(q) * t + k],
+                                       state.sqrt_colours);
+            if (grid && (row_edge || col_edge)) c = IM_COL32(20, 20, 24, 255);
+            if (row_edge && chunk_start[q]) c = IM_COL32(255, 190, 60, 255);
+            unsigned char* px = &rgba[(static_cast<size_t>(y) * side + x) * 4];
             px[0] = c & 0xFF;
             px[1] = (c >> 8) & 0xFF;
             px[2] = (c >> 16) & 0xFF;
             px[3] = 255;
         }
-    upload_texture(state.heatmap, rgba, t, t);
+    }
+    upload_texture(state.heatmap, rgba, side, side);
     state.heatmap.key = full_key;
 }
 
@@ -134,18 +154,18 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     state.attn_head = std::clamp(state.attn_head, 0, mask.n_heads - 1);
     const AttentionMap* map = mask.map(state.attn_layer, state.attn_head);
     if (map == nullptr) return;
-    update_texture(mask, *map, state);
 
     // 2. Geometry: a square heatmap that fills the panel, token labels when they fit.
     const int t = mask.n_tokens();
     const float font = ImGui::GetFontSize();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float margin_left = font * 4.5f, margin_top = font * 1.4f, legend = font * 13;
-    const float side = std::max(
-        64.0f, std::min(avail.x - margin_left - legend, avail.y - margin_top - font * 2.5f));
+    const float side = std::floor(std::max(
+        64.0f, std::min(avail.x - margin_left - legend, avail.y - margin_top - font * 2.5f)));
     const float cell = side / static_cast<float>(t);
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    const ImVec2 a(origin.x + margin_left, origin.y + margin_top);
+    const ImVec2 a(std::floor(origin.x + margin_left), std::floor(origin.y + margin_top));
+    update_texture(mask, *map, state, static_cast<int>(side));
     const ImVec2 b(a.x + side, a.y + side);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const StepView step = step_view(snap, state);
@@ -154,33 +174,15 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const int done_rows = starts[step.stages_done];
     const std::vector<int> chunk = chunk_of(mask.plan);
 
-    // 3. The heatmap, then the rows not computed yet, then hatching of the future.
+    // 3. The heatmap, then a veil over the rows whose chunk has not run yet.
     dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(state.heatmap.id)), a, b);
     if (done_rows < t)
         dl->AddRectFilled(ImVec2(a.x, a.y + done_rows * cell), b, IM_COL32(30, 30, 36, 235));
-    {
-        // Lines parallel to the diagonal, at least one cell above it, lie only in
-        // cells with key > query: exactly the masked ones.
-        dl->PushClipRect(a, b, true);
-        const float spacing = std::max(7.0f, cell * 0.5f);
-        for (float c = cell; c < side; c += spacing)
-            dl->AddLine(ImVec2(a.x + c, a.y), ImVec2(b.x, a.y + side - c), colour::kHatch);
-        dl->PopClipRect();
-    }
-    if (cell >= 6)
-        for (int i = 0; i <= t; ++i) {  // grid lines when cells are big enough
-            dl->AddLine(ImVec2(a.x, a.y + i * cell), ImVec2(b.x, a.y + i * cell),
-                        IM_COL32(0, 0, 0, 90));
-            dl->AddLine(ImVec2(a.x + i * cell, a.y), ImVec2(a.x + i * cell, b.y),
-                        IM_COL32(0, 0, 0, 90));
-        }
-
     // 4. Chunk bands on the left, boundaries across, the current chunk outlined.
     for (size_t c = 0; c + 1 < starts.size(); ++c) {
         const float y0 = a.y + starts[c] * cell, y1 = a.y + starts[c + 1] * cell;
         dl->AddRectFilled(ImVec2(a.x - font * 0.7f, y0), ImVec2(a.x - 2, y1),
                           c % 2 ? IM_COL32(200, 140, 40, 255) : IM_COL32(120, 90, 40, 255));
-        if (c > 0) dl->AddLine(ImVec2(a.x, y0), ImVec2(b.x, y0), IM_COL32(255, 190, 60, 120), 1.0f);
     }
     const int current = step.stages_done > 0 ? step.stages_done - 1 : -1;
     if (current >= 0) {

@@ -279,7 +279,10 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
         "(bitwise identical results); cpu and gpu are fast paths.");
 
     if (model_scene) {
-        ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 22);
+        const std::string model =
+            "model: " + snap.model_summary + (snap.random_model ? " (random weights)" : "");
+        ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x -
+                                ImGui::CalcTextSize(model.c_str()).x - ImGui::GetFontSize() * 5);
         ImGui::InputText("prompt", &state.prompt);
         if (ImGui::IsItemDeactivatedAfterEdit())
             state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
@@ -288,7 +291,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
             "The prompt that is prefilled (press Enter to re-run). It is tokenized "
             "first; the model sees token ids, shown on the axes below.");
         ImGui::SameLine();
-        text_with_tip("model: " + snap.model_summary + (snap.random_model ? " (random)" : ""),
+        text_with_tip(model,
                       "D model width, L layers, H query heads, Hkv key/value heads, Dh head "
                       "dimension, F MLP width, V vocabulary, T longest sequence.\nLoaded from: " +
                           snap.model_source);
@@ -304,7 +307,7 @@ void upload_texture(HeatmapTexture& tex, const std::vector<unsigned char>& rgba,
         tex.id = id;
     }
     glBindTexture(GL_TEXTURE_2D, tex.id);
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
     glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
