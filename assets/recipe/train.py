@@ -71,12 +71,30 @@ def heldout_loss(model, stream, starts, seq_len, n):
     return sum(losses) / len(losses)
 
 
+def save(args, model, tok, held_texts, held_completions, steps_done):
+    """Export: model dir + tokenizer + the held-out split for `plab eval`."""
+    tied = True
+    tensors = export.torch_state_to_hf(model)
+    meta = {"recipe": "assets/recipe/train.py", "seed": args.seed, "steps": steps_done}
+    export.save_model_dir(args.out, CONFIG, tensors, "tokenizer.bpe", tied, meta)
+    tok.save(os.path.join(args.out, "tokenizer.bpe"))
+    eval_dir = os.path.join(args.out, "eval")
+    os.makedirs(eval_dir, exist_ok=True)
+    with open(os.path.join(eval_dir, "heldout.txt"), "w") as f:
+        for t in held_texts[:300]:
+            f.write(t + "\n")
+    with open(os.path.join(eval_dir, "completions.tsv"), "w") as f:
+        f.write("# family\tprompt\tanswer (held-out split; the answer is a name the prompt mentioned)\n")
+        for family, prompt, answer in held_completions[:300]:
+            f.write(f"{family}\t{prompt}\t{answer}\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Train the Prefill Lab tiny model.")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--train-stories", type=int, default=60000)
     ap.add_argument("--heldout-stories", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=1300)
+    ap.add_argument("--steps", type=int, default=700)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -130,28 +148,15 @@ def main():
         opt.step()
         if step % 50 == 0 or step == args.steps - 1:
             log(f"step {step:5d}/{args.steps} lr {lr:.2e} loss {loss.item():.4f}")
-        if (step + 1) % 400 == 0 or step == args.steps - 1:
+        if (step + 1) % 100 == 0 or step == args.steps - 1:
+            # A snapshot every 100 steps: a long run interrupted still leaves a usable model.
+            save(args, model, tok, held_texts, held_completions, step + 1)
+        if (step + 1) % 200 == 0 or step == args.steps - 1:
             acc = completion_accuracy(model, tok, held_completions, 200)
             hl = heldout_loss(model, held_stream, held_starts, args.seq_len, 40)
             log(f"  eval: held-out loss {hl:.4f}, templated completions {acc * 100:.1f}%")
     train_s = time.time() - t0
     log(f"training done in {train_s / 60:.1f} min")
-
-    # 4. Export: model dir + tokenizer + the held-out split for `plab eval`.
-    tied = True
-    tensors = export.torch_state_to_hf(model)
-    meta = {"recipe": "assets/recipe/train.py", "seed": args.seed, "steps": args.steps}
-    export.save_model_dir(args.out, CONFIG, tensors, "tokenizer.bpe", tied, meta)
-    tok.save(os.path.join(args.out, "tokenizer.bpe"))
-    eval_dir = os.path.join(args.out, "eval")
-    os.makedirs(eval_dir, exist_ok=True)
-    with open(os.path.join(eval_dir, "heldout.txt"), "w") as f:
-        for t in held_texts[:300]:
-            f.write(t + "\n")
-    with open(os.path.join(eval_dir, "completions.tsv"), "w") as f:
-        f.write("# family\tprompt\tanswer (held-out split; the answer is a name the prompt mentioned)\n")
-        for family, prompt, answer in held_completions[:300]:
-            f.write(f"{family}\t{prompt}\t{answer}\n")
     final_acc = completion_accuracy(model, tok, held_completions, 300)
     log(f"exported to {args.out}: completions {final_acc * 100:.1f}% on 300 held-out prompts; "
         f"total {(time.time() - t0) / 60:.1f} min")

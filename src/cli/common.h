@@ -47,6 +47,8 @@ void add_prefill_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_info_command(CLI::App& app);
+void add_eval_command(CLI::App& app);     // cmd_eval.cpp: held-out evaluation, head scores
+void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> llama2.c
 void add_random_model_command(CLI::App& app);
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp: backends x plans vs cpu-ref
 

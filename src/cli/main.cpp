@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
     plab::cli::add_generate_command(app);
     plab::cli::add_bench_command(app);
     plab::cli::add_info_command(app);
+    plab::cli::add_eval_command(app);
+    plab::cli::add_convert_command(app);
     plab::cli::add_random_model_command(app);
     plab::cli::add_compare_command(app);
     try {

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/llama2c.h"
 #include "model/safetensors.h"
+#include "model/tokenizer_bpe.h"
 
 namespace plab {
 namespace fs = std::filesystem;
@@ -41,12 +43,23 @@ std::vector<float> take(TensorMap& m, const std::string& name, std::vector<std::
     return data;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name, const fs::path& dir) {
+// "byte", "ids" (prompts are token ids), or a file beside config.json:
+// *.bpe (plab-bpe, model/tokenizer_bpe.h) or *.bin (llama2.c tokenizer.bin).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name, const fs::path& dir,
+                                          int vocab_size) {
     if (name == "byte") return std::make_unique<ByteTokenizer>();
-    PLAB_CHECK(false, (dir / "config.json").string()
-                          << ": plab_tokenizer '" << name << "' is not known; use \"byte\"");
-    (void)dir;
-    return nullptr;
+    if (name == "ids") return std::make_unique<IdTokenizer>(vocab_size, -1, -1);
+    const fs::path file = dir / name;
+    const bool bpe = file.extension() == ".bpe", l2c = file.extension() == ".bin";
+    PLAB_CHECK(bpe || l2c, (dir / "config.json").string()
+                               << ": plab_tokenizer '" << name
+                               << "' is not known; use \"byte\", \"ids\", or a *.bpe / *.bin "
+                                  "tokenizer file in the model directory");
+    PLAB_CHECK(fs::exists(file), (dir / "config.json").string()
+                                     << ": plab_tokenizer names " << file.string()
+                                     << ", which does not exist");
+    if (bpe) return std::make_unique<BpeTokenizer>(BpeTokenizer::load(file.string()));
+    return std::make_unique<Llama2cTokenizer>(Llama2cTokenizer::load(file.string(), vocab_size));
 }
 
 }  // namespace
@@ -127,6 +140,8 @@ Model load_model(const std::string& path) {
     PLAB_CHECK(fs::exists(p), "model path " << path
                                             << " does not exist; pass --model DIR with a "
                                                "config.json and model.safetensors");
+    // A llama2.c checkpoint (interleaved RoPE rows, permuted on load): model/llama2c.h.
+    if (fs::is_regular_file(p) && p.extension() == ".bin") return load_llama2c_model(path);
     fs::path dir = fs::is_directory(p) ? p : p.parent_path();
     const fs::path config_path = dir / "config.json";
     const fs::path tensors_path = dir / "model.safetensors";
@@ -169,7 +184,7 @@ Model load_model(const std::string& path) {
 
     const auto j = nlohmann::json::parse(config_text);
     const std::string tok = j.value("plab_tokenizer", std::string("byte"));
-    m.tokenizer = load_tokenizer(tok, dir);
+    m.tokenizer = load_tokenizer(tok, dir, c.vocab_size);
     PLAB_CHECK(m.tokenizer->vocab_size() <= c.vocab_size,
                config_path.string() << ": tokenizer has " << m.tokenizer->vocab_size()
                                     << " tokens but vocab_size is " << c.vocab_size);

@@ -31,12 +31,12 @@
 namespace plab {
 
 struct EvalOptions {
-    std::string heldout_path;      // one story per line; empty = skip 1 and the previous-token score
+    std::string heldout_path;  // one story per line; empty = skip 1 and the previous-token score
     std::string completions_path;  // "family\tprompt\tanswer" lines; empty = skip 2
     int max_stories = 200;         // held-out stories used for loss/accuracy
     int max_completions = 300;
-    int induction_len = 32;     // random tokens per copy
-    int induction_trials = 8;   // random sequences averaged
+    int induction_len = 32;    // random tokens per copy
+    int induction_trials = 8;  // random sequences averaged
     int prev_token_stories = 40;
     std::uint64_t seed = 1;
 };
@@ -81,6 +81,7 @@ struct EvalReport {
 // The default held-out files of a model directory (they may not exist).
 EvalOptions default_eval_options(const std::string& model_dir);
 
-EvalReport evaluate(const DeviceModel& model, const Tokenizer& tokenizer, const EvalOptions& options);
+EvalReport evaluate(const DeviceModel& model, const Tokenizer& tokenizer,
+                    const EvalOptions& options);
 
 }  // namespace plab

@@ -9,6 +9,8 @@ Regenerate (needs Debian's python3-torch; takes a minute or two):
 It rewrites
     tests/golden/models/<name>/     random models: config.json + model.safetensors
                                     (byte tokenizer, weights from fixed seeds)
+    tests/golden/models/rand_llama2c_gqa.bin   a llama2.c legacy .bin written here (interleaved
+                                    q/k rows), golden logits from the interleaved-pairing reference
     tests/golden/<name>.golden      logits of every position for fixed prompts
     tests/golden/tokenizer_bpe.json the shipped BPE's ids for fixed strings
 for the random models and for the shipped model in assets/model.
@@ -118,14 +120,18 @@ def make_random_model(name, spec):
     return os.path.relpath(out, REPO)
 
 
-def write_golden(path, model_rel, cases):
+def write_golden(path, model_rel, cases, cfg_override=None):
     """cases: list of (name, text or None, tokens). Computes logits with the reference."""
-    cfg, w = reference_forward.read_model_dir(os.path.join(REPO, model_rel))
+    pairing = "half"
+    if cfg_override is None:
+        cfg, w = reference_forward.read_model_dir(os.path.join(REPO, model_rel))
+    else:
+        cfg, w, pairing = cfg_override
     vocab = cfg["vocab_size"]
     meta = {"model": model_rel, "vocab": vocab, "regenerate": REGENERATE, "cases": []}
     data, offset = [], 0
     for name, text, tokens in cases:
-        logits = reference_forward.forward_all_logits(cfg, w, tokens).numpy().astype("<f4")
+        logits = reference_forward.forward_all_logits(cfg, w, tokens, pairing).numpy().astype("<f4")
         assert logits.shape == (len(tokens), vocab)
         meta["cases"].append({"name": name, "text": text, "tokens": list(map(int, tokens)),
                               "offset": offset, "argmax_last": int(logits[-1].argmax())})
@@ -138,8 +144,20 @@ def write_golden(path, model_rel, cases):
 
 
 def main():
+    import argparse
+    ap = argparse.ArgumentParser(description="Regenerate tests/golden/ from the reference.")
+    ap.add_argument("--only", choices=["random", "shipped"], help="regenerate one half only")
+    args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(GOLDEN, exist_ok=True)
+    if args.only != "shipped":
+        make_random_goldens()
+        make_llama2c_golden()
+    if args.only != "random":
+        make_shipped_goldens()
+
+
+def make_random_goldens():
     # 1. Random models, prompts of random byte ids (BOS first) of odd lengths.
     for i, (name, spec) in enumerate(RANDOM_MODELS.items()):
         rel = make_random_model(name, spec)
@@ -149,6 +167,69 @@ def main():
         cases.append(("text", "Prefill Lab", [256] + list("Prefill Lab".encode())))
         write_golden(os.path.join(GOLDEN, f"{name}.golden"), rel, cases)
 
+
+def write_llama2c_legacy(path, cfg, t):
+    """A llama2.c legacy (v0) .bin, separate classifier, written from HF-layout tensors `t`.
+    q/k rows go from half-split to interleaved order, done here independently of the C++
+    (src/model/rope_permute.h): interleaved row 2i+s of a head = half-split row s*Dh/2+i."""
+    D, L, H, Hkv = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    Dh, F, V, T = D // H, cfg["intermediate_size"], cfg["vocab_size"], cfg["max_position_embeddings"]
+
+    def to_interleaved(w, heads):
+        w = w.reshape(heads, 2, Dh // 2, D)        # [head][s][i]
+        return w.transpose(0, 2, 1, 3).reshape(heads * Dh, D)  # [head][i][s]
+
+    lay = [f"model.layers.{l}." for l in range(L)]
+    il = {}
+    for p in lay:
+        il[p + "self_attn.q_proj.weight"] = to_interleaved(t[p + "self_attn.q_proj.weight"], H)
+        il[p + "self_attn.k_proj.weight"] = to_interleaved(t[p + "self_attn.k_proj.weight"], Hkv)
+    order = [t["model.embed_tokens.weight"]]
+    order += [t[p + "input_layernorm.weight"] for p in lay]
+    order += [il[p + "self_attn.q_proj.weight"] for p in lay]
+    order += [il[p + "self_attn.k_proj.weight"] for p in lay]
+    order += [t[p + "self_attn.v_proj.weight"] for p in lay]
+    order += [t[p + "self_attn.o_proj.weight"] for p in lay]
+    order += [t[p + "post_attention_layernorm.weight"] for p in lay]
+    order += [t[p + "mlp.gate_proj.weight"] for p in lay]   # w1
+    order += [t[p + "mlp.down_proj.weight"] for p in lay]   # w2
+    order += [t[p + "mlp.up_proj.weight"] for p in lay]     # w3
+    order += [t["model.norm.weight"]]
+    ang = np.arange(T)[:, None] * 10000.0 ** (-np.arange(0, Dh, 2) / Dh)[None, :]
+    order += [np.cos(ang), np.sin(ang), t["lm_head.weight"]]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<7i", D, F, L, H, Hkv, -V, T))  # negative vocab: separate classifier
+        for a in order:
+            f.write(np.ascontiguousarray(a, dtype="<f4").tobytes())
+    # The weights as a reader of this file sees them: q/k rows interleaved.
+    w = {k: torch.from_numpy(np.asarray(v, dtype=np.float32).astype(np.float64)) for k, v in t.items()}
+    for k, v in il.items():
+        w[k] = torch.from_numpy(np.asarray(v, dtype=np.float32).astype(np.float64))
+    return w
+
+
+def make_llama2c_golden():
+    """A random GQA model written as a llama2.c .bin by Python, with golden logits from the
+    reference run with the *interleaved* pairing on the file's own rows."""
+    name = "rand_llama2c_gqa"
+    rel = make_random_model(name, dict(dim=48, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=12,
+                                       hidden_dim=80, rope_theta=10000.0, eps=1e-5, tied=False,
+                                       seed=14))
+    cfg, w_hf = reference_forward.read_model_dir(os.path.join(REPO, rel))
+    t = {k: v.numpy() for k, v in w_hf.items()}
+    bin_rel = os.path.join("tests", "golden", "models", f"{name}.bin")
+    w_il = write_llama2c_legacy(os.path.join(REPO, bin_rel), cfg, t)
+    tokens = [256] + list(np.random.RandomState(200).randint(0, 256, size=20))
+    logits = reference_forward.forward_all_logits(cfg, w_il, tokens, pairing="interleaved")
+    logits_hf = reference_forward.forward_all_logits(cfg, w_hf, tokens, pairing="half")
+    err = float((logits - logits_hf).abs().max())
+    assert err < 1e-9, f"interleaved and half-split forwards disagree by {err}"
+    # The .bin golden: same model, read through the llama2.c path.
+    write_golden(os.path.join(GOLDEN, f"{name}.golden"), bin_rel, [("random_21", None, tokens)],
+                 cfg_override=(cfg, w_il, "interleaved"))
+
+
+def make_shipped_goldens():
     # 2. The shipped model with its BPE tokenizer, on held-out story prompts.
     import bpe  # assets/recipe/bpe.py: the tokenizer's Python definition
     model_rel = os.path.join("assets", "model")

@@ -11,7 +11,8 @@ all of them implement the definition:
     per layer l:
       h       = RMSNorm(x) = x / sqrt(mean(x^2) + eps) * g_attn
       q_h     = Wq[h] h,  k_j = Wk[j] h,  v_j = Wv[j] h    per head, Dh each
-      RoPE (half-split pairs (i, i + Dh/2)), angle pos * theta^(-2i/Dh)
+      RoPE on q, k: pairs (i, i + Dh/2) (half-split, HF) or (2i, 2i+1)
+              (interleaved, llama2.c), angle pos * theta^(-2i/Dh)
       head h reads KV head j = h // (H / Hkv)               (grouped-query attention)
       a_h(t)  = sum_{s<=t} softmax_s(q_h(t).k_j(s) / sqrt(Dh)) v_j(s)
       x       = x + Wo concat_h a_h
@@ -56,21 +57,23 @@ def rms_norm(x, g, eps):
     return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * g
 
 
-def rope_half_split(v, pos, theta):
-    """Rotate one vector v (Dh) at position pos; pairs (i, i + Dh/2)."""
+def rope(v, pos, theta, pairing):
+    """Rotate one vector v (Dh) at position pos. Pair i (angle pos * theta^(-2i/Dh)) is
+    (i, i + Dh/2) for "half" (Hugging Face) or (2i, 2i + 1) for "interleaved" (llama2.c, Meta)."""
     dh = v.shape[0]
     half = dh // 2
     out = v.clone()
     for i in range(half):
+        a, b = (i, i + half) if pairing == "half" else (2 * i, 2 * i + 1)
         angle = pos * theta ** (-2.0 * i / dh)
         c, s = math.cos(angle), math.sin(angle)
-        out[i] = v[i] * c - v[i + half] * s
-        out[i + half] = v[i] * s + v[i + half] * c
+        out[a] = v[a] * c - v[b] * s
+        out[b] = v[a] * s + v[b] * c
     return out
 
 
-def forward_all_logits(cfg, w, tokens):
-    """Logits (T, V) in float64 for every position of `tokens`."""
+def forward_all_logits(cfg, w, tokens, pairing="half"):
+    """Logits (T, V) in float64 for every position of `tokens`; q/k rows of `w` follow `pairing`."""
     D = cfg["hidden_size"]
     L = cfg["num_hidden_layers"]
     H = cfg["num_attention_heads"]
@@ -89,9 +92,9 @@ def forward_all_logits(cfg, w, tokens):
         q_all = h @ w[p + "self_attn.q_proj.weight"].T  # (T, H*Dh)
         k_all = h @ w[p + "self_attn.k_proj.weight"].T  # (T, Hkv*Dh)
         v_all = h @ w[p + "self_attn.v_proj.weight"].T
-        q = torch.stack([torch.stack([rope_half_split(q_all[t, hh * Dh:(hh + 1) * Dh], t, theta)
+        q = torch.stack([torch.stack([rope(q_all[t, hh * Dh:(hh + 1) * Dh], t, theta, pairing)
                                       for hh in range(H)]) for t in range(T)])  # (T, H, Dh)
-        k = torch.stack([torch.stack([rope_half_split(k_all[t, j * Dh:(j + 1) * Dh], t, theta)
+        k = torch.stack([torch.stack([rope(k_all[t, j * Dh:(j + 1) * Dh], t, theta, pairing)
                                       for j in range(Hkv)]) for t in range(T)])  # (T, Hkv, Dh)
         v = v_all.reshape(T, Hkv, Dh)
         heads = torch.zeros(T, H, Dh, dtype=torch.float64)

@@ -1,0 +1,131 @@
+// `plab eval`: what the model learned, measured on its held-out split.
+//
+// Prints next-token accuracy and loss, templated-completion accuracy (the
+// answer is a name mentioned earlier), and every head's induction and
+// previous-token scores (definitions in src/runtime/eval.h). `--json` for tests.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "backends/registry.h"
+#include "cli/common.h"
+#include "runtime/device_model.h"
+#include "runtime/eval.h"
+
+namespace plab::cli {
+namespace {
+
+struct EvalCliOptions {
+    std::string model;
+    std::string backend = "cpu";
+    std::string heldout;
+    std::string completions;
+    int stories = 200;
+    int completions_max = 300;
+    int trials = 8;
+    int induction_len = 32;
+    bool json = false;
+};
+
+void run(const EvalCliOptions& o) {
+    const std::string path = o.model.empty() ? default_model_path() : o.model;
+    const Model m = load_model(path);
+    EvalOptions eo = default_eval_options(path);
+    if (!o.heldout.empty()) eo.heldout_path = o.heldout;
+    if (!o.completions.empty()) eo.completions_path = o.completions;
+    eo.max_stories = o.stories;
+    eo.max_completions = o.completions_max;
+    eo.induction_trials = o.trials;
+    eo.induction_len = o.induction_len;
+    auto backend = make_backend(o.backend);
+    const DeviceModel dm(*backend, m.weights);
+    const EvalReport r = evaluate(dm, *m.tokenizer, eo);
+
+    if (o.json) {
+        nlohmann::json j;
+        j["model"] = m.source;
+        j["backend"] = backend->name();
+        j["heldout"] = eo.heldout_path;
+        j["stories"] = r.n_stories;
+        j["predictions"] = r.n_predictions;
+        j["next_token_accuracy"] = r.next_token_accuracy;
+        j["loss"] = r.loss;
+        j["completions"] = {{"correct", r.completions_correct},
+                            {"total", r.completions_total},
+                            {"accuracy", r.completion_accuracy()}};
+        for (const auto& f : r.families)
+            j["completions"]["families"][f.family] = {{"correct", f.correct}, {"total", f.total}};
+        for (const auto& h : r.heads)
+            j["heads"].push_back({{"layer", h.layer},
+                                  {"head", h.head},
+                                  {"induction", h.induction},
+                                  {"previous_token", h.previous_token}});
+        j["best_induction"] = {{"layer", r.best_induction.layer},
+                               {"head", r.best_induction.head},
+                               {"score", r.best_induction.induction}};
+        j["best_previous_token"] = {{"layer", r.best_previous_token.layer},
+                                    {"head", r.best_previous_token.head},
+                                    {"score", r.best_previous_token.previous_token}};
+        print_json(j);
+        return;
+    }
+    std::printf("Model: %s (backend %s)\n", m.source.c_str(), backend->name().c_str());
+    if (r.n_stories > 0) {
+        std::printf("Held-out next-token prediction (%d stories, %lld predictions):\n", r.n_stories,
+                    r.n_predictions);
+        std::printf("  accuracy %.1f%%, loss %.3f nats/token (perplexity %.2f)\n",
+                    100 * r.next_token_accuracy, r.loss, std::exp(r.loss));
+    }
+    if (r.completions_total > 0) {
+        std::printf("Templated completions (answer = a name mentioned earlier): %d/%d = %.1f%%\n",
+                    r.completions_correct, r.completions_total, 100 * r.completion_accuracy());
+        for (const auto& f : r.families)
+            std::printf("  %-10s %d/%d\n", f.family.c_str(), f.correct, f.total);
+        for (const auto& w : r.wrong)
+            std::printf("  miss: \"%s\" -> expected \"%s\", got \"%s\"\n", w.prompt_tail.c_str(),
+                        w.expected.c_str(), w.got.c_str());
+    }
+    std::printf(
+        "Attention heads (induction: attention to the token after the previous occurrence\n"
+        "  on [BOS] s s with %d random tokens; previous token: attention to position t-1):\n",
+        eo.induction_len);
+    std::printf("  layer head  induction  prev-token\n");
+    for (const auto& h : r.heads) {
+        std::printf("  %5d %4d  %9.3f  %10.3f%s%s\n", h.layer, h.head, h.induction,
+                    h.previous_token, h.induction >= 0.5 ? "  <- induction head" : "",
+                    h.previous_token >= 0.5 ? "  <- previous-token head" : "");
+    }
+    std::printf(
+        "Best induction head: layer %d head %d (%.3f); best previous-token head: layer %d "
+        "head %d (%.3f)\n",
+        r.best_induction.layer, r.best_induction.head, r.best_induction.induction,
+        r.best_previous_token.layer, r.best_previous_token.head,
+        r.best_previous_token.previous_token);
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+    auto o = std::make_shared<EvalCliOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "eval",
+        "held-out loss/accuracy, templated completions, induction and previous-token heads");
+    add_model_option(cmd, o->model);
+    cmd->add_option("--backend", o->backend, "backend to run on (cpu-ref, cpu, ...)");
+    cmd->add_option("--heldout", o->heldout,
+                    "held-out stories, one per line (default <model>/eval/heldout.txt)");
+    cmd->add_option("--completions", o->completions,
+                    "family<TAB>prompt<TAB>answer lines (default <model>/eval/completions.tsv)");
+    cmd->add_option("--stories", o->stories, "held-out stories scored for loss and accuracy")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--max-completions", o->completions_max, "templated completions scored")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--trials", o->trials, "random repeated sequences for the induction score")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--induction-len", o->induction_len, "random tokens per copy")
+        ->check(CLI::Range(2, 1000));
+    cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->callback([o] { run(*o); });
+}
+
+}  // namespace plab::cli
