@@ -68,9 +68,7 @@ const AttentionMap* MaskSnapshot::map(int layer, int head) const {
 }
 
 const std::vector<float>* MaskSnapshot::scores_of(const AttentionMap& m) const {
-    const size_t i = static_cast<size_t>(&m - maps.data());
-    if (i < scores.size() && scores[i].size() == m.probs.size()) return &scores[i];
-    return nullptr;
+    return m.scores.size() == m.probs.size() ? &m.scores : nullptr;
 }
 
 std::string read_prompt_file(const std::string& path) {
@@ -197,14 +195,22 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
                     for (int k = 0; k < t; ++k) {
                         const float p = m.probs[static_cast<size_t>(q) * t + k];
                         if (!is_visible(q, k) && p != 0.0f) ok = false;
+                        // The engine's scores: finite where visible, -inf where masked.
+                        const float s = m.scores.empty() ? 0.0f : m.scores[size_t(q) * t + k];
+                        if (m.scores.size() != m.probs.size() ||
+                            std::isfinite(s) != is_visible(q, k))
+                            ok = false;
                         sum += p;
                     }
                     if (std::fabs(sum - 1.0) > 1e-4) ok = false;
                 }
-            print_check(print_checks, std::string("mask: rows sum to 1 and future cells are 0: ") +
-                                          (ok ? "yes" : "no") + " (" + std::to_string(t) +
-                                          " tokens, plan " + snap.mask.plan.to_string() + ", " +
-                                          std::to_string(snap.mask.maps.size()) + " heads)");
+            print_check(
+                print_checks,
+                std::string(
+                    "mask: rows sum to 1, future cells have probability 0 and score -inf: ") +
+                    (ok ? "yes" : "no") + " (" + std::to_string(t) + " tokens, plan " +
+                    snap.mask.plan.to_string() + ", " + std::to_string(snap.mask.maps.size()) +
+                    " heads)");
             fail_if(ok);
         },
         snap.mask.error, snap.mask.ready);
@@ -302,6 +308,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     out.n_kv_heads = c.n_kv_heads;
     out.head_dim = c.head_dim;
     ForwardProbes probes;
+    probes.attention_scores = true;  // for the hover tooltip
     for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_heads; ++h) probes.attention.push_back({l, h});
     Session session(*dev.model, SessionOptions{});

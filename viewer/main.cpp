@@ -25,6 +25,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ struct Options {
     int frames = 0;
     bool report_frame_time = false;
     int prompt_tokens = 0;
+    std::string hover;  // "x,y": where the mouse pointer rests in a screenshot
     int step = -1;
     int layer = -1, head = -1;
     int block_size = 8;
@@ -257,6 +259,12 @@ int run(const Options& opt) {
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
+    std::optional<ImVec2> hover;
+    if (!opt.hover.empty()) {
+        const std::vector<float> xy = parse_floats(opt.hover, "--hover");
+        PLAB_CHECK(xy.size() == 2, "--hover takes x,y in pixels, e.g. 300,400");
+        hover = ImVec2(xy[0], xy[1]);
+    }
     std::unique_ptr<OffscreenTarget> target;
     if (headless) target = std::make_unique<OffscreenTarget>(opt.width, opt.height);
 
@@ -280,6 +288,7 @@ int run(const Options& opt) {
 
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
+        if (hover) io.MousePos = *hover;  // a resting pointer, for tooltip screenshots
         ImGui::NewFrame();
         handle_keys(snap, state);
         force_tab = force_tab || state.scene != forced;
@@ -370,6 +379,8 @@ int main(int argc, char** argv) {
     app.add_option("--height", opt.height, "Window height in pixels");
     app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");
     app.add_option("--frames", opt.frames, "Render this many frames, then exit (0: until closed)");
+    app.add_option("--hover", opt.hover,
+                   "Screenshots: put the mouse pointer at x,y (pixels) to show a tooltip");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
     try {

@@ -52,10 +52,7 @@ struct MaskSnapshot {
     std::vector<std::string> token_text;  // (T): how each token is shown
     ChunkPlan plan;
     int n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
-    std::vector<AttentionMap> maps;  // (L·H), index layer·H + head; each probs (T, T)
-    // Scaled scores q·k/sqrt(Dh) of each map, (T, T), from the engine's score probe;
-    // empty when the engine does not provide them.
-    std::vector<std::vector<float>> scores;
+    std::vector<AttentionMap> maps;  // (L·H): probs and scores q·k/sqrt(Dh), each (T, T)
     double prefill_us = 0;
     std::string error;
 

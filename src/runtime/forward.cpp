@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/attention_spec.h"
 #include "core/error.h"
 
 namespace plab {
@@ -28,6 +29,31 @@ void Workspace::ensure_logits(int rows, int vocab) {
     if (n <= logits_capacity_) return;
     logits = DeviceArray(backend_, n);
     logits_capacity_ = n;
+}
+
+// Scaled scores q·k/sqrt(Dh) of one head, for the viewer's hover tooltip: the
+// chunk's queries (after RoPE) against the cached keys, through the same
+// attention_score() the reference backends use; masked (future) cells are -inf.
+static std::vector<float> probe_scores(Backend& be, const Workspace& ws, const KvCache& cache,
+                                       const Sequence& seq, const AttentionShape& s, int layer,
+                                       int head) {
+    std::vector<float> q(std::size_t(s.n_queries) * s.n_heads * s.head_dim);
+    be.download(q.data(), ws.q.buf(), q.size());
+    const Buffer pool = cache.k_pool(layer);
+    std::vector<float> k(pool.size);
+    be.download(k.data(), pool, k.size());
+    const int kv_head = kv_head_of(head, s.n_heads, s.n_kv_heads);
+    std::vector<float> out(std::size_t(s.n_queries) * s.n_keys());
+    for (int i = 0; i < s.n_queries; ++i) {
+        const float* qi = q.data() + (std::size_t(i) * s.n_heads + head) * s.head_dim;
+        for (int j = 0; j < s.n_keys(); ++j) {
+            out[std::size_t(i) * s.n_keys() + j] =
+                is_visible(s.pos0 + i, j)
+                    ? attention_score(qi, k.data(), seq.block_table.data(), s, kv_head, j)
+                    : -INFINITY;
+        }
+    }
+    return out;
 }
 
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
@@ -104,6 +130,8 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
             std::vector<float> host(cells);
             be.download(host.data(), probs.buf(), cells);
             out.attention_probs.push_back(std::move(host));
+            if (probes.attention_scores)
+                out.attention_scores.push_back(probe_scores(be, ws, cache, seq, shape, l, p.head));
         }
         // 6. Output projection and residual.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
@@ -119,14 +147,18 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
     // Probes were collected layer by layer; put them back in the caller's order.
     if (probes.attention.size() > 1) {
         std::vector<std::vector<float>> ordered(probes.attention.size());
+        std::vector<std::vector<float>> ordered_scores(out.attention_scores.size());
         std::size_t next = 0;
         for (int l = 0; l < c.n_layers; ++l) {
             for (std::size_t i = 0; i < probes.attention.size(); ++i) {
-                if (probes.attention[i].layer == l)
-                    ordered[i] = std::move(out.attention_probs[next++]);
+                if (probes.attention[i].layer != l) continue;
+                if (!ordered_scores.empty())
+                    ordered_scores[i] = std::move(out.attention_scores[next]);
+                ordered[i] = std::move(out.attention_probs[next++]);
             }
         }
         out.attention_probs = std::move(ordered);
+        out.attention_scores = std::move(ordered_scores);
     }
 
     // 8. Final norm and classifier: only the last position, unless a probe asks for all.

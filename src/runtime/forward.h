@@ -33,12 +33,15 @@ struct AttentionProbe {
 struct ForwardProbes {
     bool all_logits = false;                // logits of every position of the chunk
     std::vector<AttentionProbe> attention;  // probabilities of these (layer, head)s
+    bool attention_scores = false;          // also their scaled scores q·k/sqrt(Dh) (viewer)
 };
 
 struct ChunkOutput {
     std::vector<float> logits;  // (1, V), or (C, V) with probes.all_logits
     // One per probe in ForwardProbes::attention: (C, pos0 + C), masked cells 0.
     std::vector<std::vector<float>> attention_probs;
+    // With probes.attention_scores, one per probe: (C, pos0 + C), masked cells -inf.
+    std::vector<std::vector<float>> attention_scores;
 };
 
 // Activation buffers, grown to the largest chunk seen and reused.

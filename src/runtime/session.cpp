@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -61,6 +62,8 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         m.n_queries = n_total;
         m.n_keys = start_pos + n_total;
         m.probs.assign(std::size_t(m.n_queries) * m.n_keys, 0.0f);
+        if (probes.attention_scores)
+            m.scores.assign(std::size_t(m.n_queries) * m.n_keys, -INFINITY);
         r.attention.push_back(std::move(m));
     }
     if (probes.all_logits) r.all_logits.reserve(std::size_t(n_total) * V);
@@ -87,6 +90,9 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
             for (int qi = 0; qi < len; ++qi) {
                 std::copy_n(out.attention_probs[i].begin() + std::size_t(qi) * keys, keys,
                             m.probs.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
+                if (!m.scores.empty())
+                    std::copy_n(out.attention_scores[i].begin() + std::size_t(qi) * keys, keys,
+                                m.scores.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
             }
         }
         if (probes.all_logits) {

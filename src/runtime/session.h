@@ -28,6 +28,8 @@ struct AttentionMap {
     int n_queries = 0;
     int n_keys = 0;
     std::vector<float> probs;  // (n_queries, n_keys)
+    // With ForwardProbes::attention_scores: (n_queries, n_keys) scaled q·k/sqrt(Dh), masked -inf.
+    std::vector<float> scores;
 };
 
 struct PrefillResult {
