@@ -209,7 +209,39 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
            true);
     ImGui::NewLine();
 
-    // 5. The engine's own report of this call: its "kv append" trace events.
+    // 5. Memory after every engine call: whole blocks, so it grows in steps of a block.
+    ImGui::Separator();
+    ImGui::TextUnformatted("cache memory after each engine call");
+    item_tooltip(
+        "KvCache::bytes_in_use() after each prefill chunk and decode step. It grows by "
+        "whole blocks: a block is allocated when the first position lands in it.");
+    {
+        const float bar_w = std::clamp(
+            (ImGui::GetContentRegionAvail().x - font) / std::max<size_t>(1, kv.stages.size()), 4.0f,
+            font * 2.5f);
+        const float h = font * 4;
+        const double max_bytes = std::max<double>(1.0, kv.stages.back().bytes_in_use);
+        const ImVec2 p0 = ImGui::GetCursorScreenPos();
+        for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s) {
+            const KvStage& st = kv.stages[s];
+            const float bh = static_cast<float>(st.bytes_in_use / max_bytes) * h;
+            const ImVec2 a(p0.x + s * bar_w, p0.y + h - bh), b(a.x + bar_w - 2, p0.y + h);
+            const bool done = s < step.stages_done;
+            dl->AddRectFilled(a, b,
+                              done ? stage_colour(kv, s, current) : IM_COL32(50, 50, 56, 255));
+            ImGui::SetCursorScreenPos(ImVec2(a.x, p0.y));
+            ImGui::PushID(1000 + s);
+            ImGui::InvisibleButton("bar", ImVec2(bar_w - 2, h));
+            item_tooltip(stage_name(kv, s) + ": " + std::to_string(st.length) + " positions in " +
+                         std::to_string(st.blocks_in_use) +
+                         " blocks = " + format_bytes(static_cast<double>(st.bytes_in_use)));
+            ImGui::PopID();
+        }
+        ImGui::SetCursorScreenPos(ImVec2(p0.x, p0.y + h + 4));
+        ImGui::Dummy(ImVec2(1, 1));
+    }
+
+    // 6. The engine's own report of this call: its "kv append" trace events.
     ImGui::Separator();
     if (shown == nullptr) {
         ImGui::TextDisabled("before prefill: the cache is empty (press the right arrow)");
