@@ -64,7 +64,8 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     const int work = s.n_heads * tiles;
 #pragma omp parallel if (std::size_t(s.n_queries) * n_keys * s.n_heads > 32768)
     {
-        RowMat qt, scores, ot;
+        RowMat scores, ot;
+        std::vector<float> den(kQueryTile);
 #pragma omp for schedule(dynamic)
         for (int wi = 0; wi < work; ++wi) {
             const int h = wi / tiles, tile = wi % tiles;
@@ -85,12 +86,13 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
                 const float m = srow.head(visible).maxCoeff();
                 srow.head(visible) = (srow.head(visible).array() - m).exp();
                 srow.tail(keys - visible).setZero();
-                srow.head(visible) /= srow.head(visible).sum();
+                den[r] = srow.head(visible).sum();
             }
+            // Unnormalised e·V, divided once per output (like the reference).
             ot.noalias() = scores * V;
             for (int r = 0; r < rows; ++r) {
-                std::copy(ot.row(r).data(), ot.row(r).data() + dh,
-                          out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh);
+                float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
+                for (int d = 0; d < dh; ++d) o[d] = ot(r, d) / den[r];
             }
         }
     }

@@ -17,12 +17,14 @@ struct GenerateCliOptions {
     std::string backend = "cpu";
     GenerateOptions gen;
     std::string trace;
+    bool no_stop = false;
     bool json = false;
 };
 
 void run(GenerateCliOptions o) {
     const Model model = load_model_arg(o.model);
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
+    o.gen.stop_at_eos = !o.no_stop;
     auto backend = make_backend(o.backend);
     const DeviceModel dm(*backend, model.weights);
     Trace trace;
@@ -75,8 +77,7 @@ void add_generate_command(CLI::App& app) {
     cmd->add_option("--seed", o->gen.sampler.seed, "sampling seed")->capture_default_str();
     cmd->add_option("--block-size", o->gen.session.block_size, "KV cache block size")
         ->capture_default_str();
-    cmd->add_flag(
-        "--no-stop", [o](std::int64_t) { o->gen.stop_at_eos = false; }, "do not stop at EOS");
+    cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });

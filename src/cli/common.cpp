@@ -106,8 +106,9 @@ std::string quoted_token(const Tokenizer& tok, int32_t id) {
     return "'" + tok.token_text(id) + "'";
 }
 
+// Invalid UTF-8 (a byte-level model can emit half a character) is replaced, not fatal.
 void print_json(const nlohmann::json& j) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace plab::cli

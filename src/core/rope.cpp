@@ -1,5 +1,6 @@
 #include "core/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -7,11 +8,12 @@
 namespace plab {
 
 RopeTable make_rope_table(int max_seq_len, int head_dim, double theta) {
-    PLAB_ASSERT(max_seq_len > 0 && head_dim > 0 && head_dim % 2 == 0 && theta > 1.0);
+    PLAB_ASSERT(max_seq_len > 0 && head_dim > 0 && theta > 1.0);
     RopeTable t;
     t.max_seq_len = max_seq_len;
     t.half_dim = head_dim / 2;
-    t.cos.resize(static_cast<size_t>(max_seq_len) * t.half_dim);
+    // At least one column, so a table for Dh = 1 (nothing rotated) is not empty.
+    t.cos.resize(static_cast<size_t>(max_seq_len) * std::max(t.half_dim, 1), 1.0f);
     t.sin.resize(t.cos.size());
     for (int pos = 0; pos < max_seq_len; ++pos) {
         for (int i = 0; i < t.half_dim; ++i) {

@@ -11,6 +11,10 @@
 // and Meta checkpoints pair (2i, 2i+1) ("interleaved"); their wq/wk rows are
 // permuted on load/save (src/model/rope_permute.h), which gives the same logits.
 //
+// An odd head_dim leaves its last component unrotated (a "partial rotary"
+// embedding, as GPT-NeoX's rotary_pct does for a fraction of the dims), so
+// every Dh >= 1 works; the pairs are (i, i + Dh/2) for i < Dh/2, rounded down.
+//
 // The cos/sin tables are computed once on the host in double precision and
 // rounded to float, then shared (uploaded) by every backend: no backend
 // evaluates cos/sin itself, so none can disagree about them.
@@ -26,7 +30,7 @@ namespace plab {
 // cos and sin of pos * theta^(-2i/Dh). // (max_seq_len, Dh/2) row-major each
 struct RopeTable {
     int max_seq_len = 0;
-    int half_dim = 0;  // Dh / 2
+    int half_dim = 0;  // Dh / 2, rounded down
     std::vector<float> cos;
     std::vector<float> sin;
 };

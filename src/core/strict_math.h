@@ -81,16 +81,17 @@ PLAB_HD inline float bits_to_float(std::uint32_t bits) {
 // (so n*ln2_hi is exact for |n| < 2^9) and a low correction. exp(r) is a
 // degree-7 Taylor polynomial in Horner form: its truncation error r^8/8! is
 // below 5e-9 relative, under half an ulp of a float. Measured against the
-// double-precision exp: max error 2 ulp on [-87, 88] (tests/engine/strict_math).
-// Results below 2^-125 are flushed to 0: in a softmax the largest term is
-// exp(0) = 1, so such a term cannot change a float sum.
+// double-precision exp: max error 2 ulp on [-87, 88] (tests/engine/
+// test_strict_math.cpp). 2^n is built from its bits; near the bottom of the
+// float range it is applied in two steps, so the one rounding into a
+// subnormal happens last.
 PLAB_HD inline float strict_expf(float x) {
     const float kLog2e = 1.44269504088896341f;
     const float kLn2Hi = 0.693145751953125f;               // 0x3f317200: 16 significant bits
     const float kLn2Lo = 1.428606765330187045e-06f;        // ln2 - kLn2Hi
     if (!(x == x)) return x;                               // NaN stays NaN
     if (x > 88.72283f) return bits_to_float(0x7f800000u);  // +inf
-    if (x < -87.33654f) return 0.0f;
+    if (x < -103.972084f) return 0.0f;                     // below half the smallest subnormal
     const float n = std::floor(strict_add(strict_mul(x, kLog2e), 0.5f));
     const float r = strict_sub(strict_sub(x, strict_mul(n, kLn2Hi)), strict_mul(n, kLn2Lo));
     float p = 1.0f / 5040.0f;
@@ -102,7 +103,10 @@ PLAB_HD inline float strict_expf(float x) {
     p = strict_add(strict_mul(p, r), 1.0f);
     p = strict_add(strict_mul(p, r), 1.0f);
     const int e = static_cast<int>(n);
-    if (e < -125) return 0.0f;
+    if (e < -125) {
+        const float high = bits_to_float(static_cast<std::uint32_t>(e + 64 + 127) << 23);
+        return strict_mul(strict_mul(p, high), bits_to_float(std::uint32_t(127 - 64) << 23));
+    }
     if (e > 127)
         return strict_mul(strict_mul(p, 2.0f),
                           bits_to_float(static_cast<std::uint32_t>(e - 1 + 127) << 23));

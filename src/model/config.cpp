@@ -20,9 +20,6 @@ void ModelConfig::validate() const {
     positive("hidden_dim", hidden_dim, 1 << 18);
     positive("vocab_size", vocab_size, 1 << 22);
     positive("max_seq_len", max_seq_len, 1 << 20);
-    PLAB_CHECK(head_dim % 2 == 0,
-               "model config: head_dim = " << head_dim
-                                           << " is odd; RoPE rotates pairs, so it must be even");
     PLAB_CHECK(n_heads % n_kv_heads == 0,
                "model config: n_heads = " << n_heads
                                           << " is not a multiple of n_kv_heads = " << n_kv_heads

@@ -1,0 +1,138 @@
+// The `plab` command line: real runs, and bad input answered with one clear
+// line and a non-zero exit — never a crash.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/model_io.h"
+#include "test_util.h"
+
+using namespace plab;
+using test::run_cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One line on stderr, starting "plab: error:", exit 1, nothing on stdout.
+void require_clean_error(const test::CliResult& r, const std::string& contains) {
+    INFO("stderr: " << r.err << "stdout: " << r.out);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
+    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    REQUIRE(r.err.find(contains) != std::string::npos);
+}
+
+fs::path small_model_dir() {
+    const fs::path d = fs::temp_directory_path() / ("plab_cli_model_" + std::to_string(::getpid()));
+    if (!fs::exists(d / "config.json")) {
+        REQUIRE(run_cli({"random-model", d.string(), "--seed", "3"}).exit_code == 0);
+    }
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("plab toy prints 2, 3, 14/3, 6 and all chunk plans match", "[cli]") {
+    const auto r = run_cli({"toy"});
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out.find("14/3 = mean of v0..v2") != std::string::npos);
+    REQUIRE(r.out.find("All 8 chunk plans are bitwise equal to the full prefill.") !=
+            std::string::npos);
+    const auto j = nlohmann::json::parse(run_cli({"toy", "--json"}).out);
+    REQUIRE(j["full"] == nlohmann::json({2.0, 3.0, 14.0f / 3.0f, 6.0}));
+    REQUIRE(j["all_bitwise_equal"] == true);
+    const auto k = nlohmann::json::parse(run_cli({"toy", "--values", "1,2", "--queries", "1,2",
+                                                  "--keys", "0,1", "--chunks", "1", "--json"})
+                                             .out);
+    REQUIRE(k["chunked"].size() == 1);
+    REQUIRE(k["all_bitwise_equal"] == true);
+}
+
+TEST_CASE("plab prefill reports bitwise equivalence for cpu-ref, drift for cpu", "[cli]") {
+    const std::string model = small_model_dir().string();
+    auto j = nlohmann::json::parse(
+        run_cli({"prefill", "--model", model, "--chunks", "3,1,4", "--backend", "cpu-ref",
+                 "--tokens", "256,1,2,3,4,5,6,7", "--json"})
+            .out);
+    REQUIRE(j["equivalence"]["logits_bitwise"] == true);
+    REQUIRE(j["equivalence"]["kv_bitwise"] == true);
+    REQUIRE(j["plan"] == "3,1,4");
+    REQUIRE(j["top"].size() == 5);
+    j = nlohmann::json::parse(run_cli({"prefill", "--model", model, "--chunks", "5", "--backend",
+                                       "cpu", "--json", "hello world, again"})
+                                  .out);
+    REQUIRE(j["equivalence"]["same_first_token"] == true);
+    REQUIRE(j["equivalence"]["logits_max_abs_diff"].get<double>() < 1e-4);
+    const auto text = run_cli({"prefill", "--model", model, "--chunks", "4"});
+    REQUIRE(text.exit_code == 0);
+    REQUIRE(text.out.find("bitwise equal: yes") != std::string::npos);
+}
+
+TEST_CASE("plab generate, info and bench run and report", "[cli]") {
+    const std::string model = small_model_dir().string();
+    const fs::path trace = fs::path(model) / "trace.json";
+    auto g = run_cli({"generate", "--model", model, "-n", "5", "--no-stop", "--trace",
+                      trace.string(), "--json", "abc"});
+    REQUIRE(g.exit_code == 0);
+    const auto j = nlohmann::json::parse(g.out);
+    REQUIRE(j["new_tokens"].size() == 5);
+    REQUIRE(j["ttft_ms"].get<double>() >= j["prefill_ms"].get<double>());
+    std::ifstream tf(trace);
+    const auto tj = nlohmann::json::parse(tf);
+    REQUIRE(tj["traceEvents"].size() > 5);
+
+    const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
+    REQUIRE(info["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 4);
+    REQUIRE(info["parameters"].get<long>() > 100000);
+
+    const auto b = run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "32",
+                            "--repeats", "2", "--decode-steps", "3", "--json"});
+    REQUIRE(b.exit_code == 0);
+    const auto bj = nlohmann::json::parse(b.out);
+    REQUIRE(bj["gemm_peak_gflops"].get<double>() > 0);
+    REQUIRE(bj["prefill"][0]["gflops"].get<double>() > 0);
+    REQUIRE(bj["decode"][0]["bound_tokens_per_s"].get<double>() > 0);
+}
+
+TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
+    const std::string model = small_model_dir().string();
+    const std::string long_prompt(300, 'a');  // > max_seq_len 256
+    require_clean_error(run_cli({"prefill", "--model", model, "--prompt-file", "/dev/null"}),
+                        "empty");
+    require_clean_error(run_cli({"prefill", "--model", model, long_prompt}),
+                        "longer than the model's max_seq_len");
+    require_clean_error(run_cli({"prefill", "--model", model, "--tokens", "1,2,999"}),
+                        "out of range");
+    require_clean_error(run_cli({"prefill", "--model", model, "--tokens", "1,x"}),
+                        "not a whole number");
+    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "0", "abc"}),
+                        "at least 1");
+    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "2,-1,4", "abc"}),
+                        "at least 1");
+    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "1,1", "abc"}),
+                        "sums to 2");
+    require_clean_error(run_cli({"prefill", "--model", model, "--backend", "tpu"}),
+                        "valid backends: cpu-ref, cpu");
+    require_clean_error(run_cli({"prefill", "--model", "/nonexistent"}), "does not exist");
+    require_clean_error(run_cli({"toy", "--values", "1,2", "--keys", "1"}),
+                        "one of each per position");
+    require_clean_error(run_cli({"toy", "--values", "1,nan"}), "not a finite number");
+    require_clean_error(run_cli({"generate", "--model", model, "--temperature", "-1"}),
+                        "temperature");
+    require_clean_error(run_cli({"prefill", "--model", model, "--block-size", "0"}), "block size");
+
+    // A truncated model file.
+    const fs::path broken =
+        fs::path(model).parent_path() / ("plab_cli_broken_" + std::to_string(::getpid()));
+    fs::remove_all(broken);
+    fs::copy(model, broken);
+    fs::resize_file(broken / "model.safetensors", 1000);
+    require_clean_error(run_cli({"info", "--model", broken.string()}), "model.safetensors");
+    fs::remove_all(broken);
+
+    // Usage errors come from CLI11: non-zero, no crash.
+    const auto u = run_cli({"prefill", "--no-such-flag"});
+    REQUIRE(u.exit_code != 0);
+    REQUIRE(u.exit_code < 128);
+}
