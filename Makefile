@@ -1,0 +1,61 @@
+# Prefill Lab — the two commands of the README's quick start:
+#   make run    install missing Debian packages, build, run the main demo
+#   make test   install missing Debian packages, build, run every test (ctest)
+# Other targets: deps, build, bench, format, format-check, screenshots, clean.
+
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+# One list of Debian package names, shared by humans and CI.
+PACKAGES := $(shell grep -v '^\s*\#' .ci/debian-packages.txt | grep -v '^\s*$$')
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# CI (which sets CI=true) treats warnings as errors.
+CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON,)
+PLAB := $(BUILD_DIR)/plab
+VIEWER := $(BUILD_DIR)/plab-viewer
+
+.PHONY: run test deps build configure bench format format-check screenshots clean
+
+run: build
+	@echo "== plab toy: the [2,4,8,10] example, full and chunked"
+	$(PLAB) toy
+	@echo
+	@echo "== plab prefill: the built-in prompt on the built-in model, in chunks of 4"
+	$(PLAB) prefill --chunks 4
+	@echo
+	@echo "== plab generate: prefill, first token, decode"
+	$(PLAB) generate -n 40
+	@if [ -n "$$DISPLAY" ] && [ -x $(VIEWER) ]; then \
+	  echo "== opening the viewer (plab-viewer)"; $(VIEWER); \
+	else \
+	  echo "(no display: run $(VIEWER) on a desktop, or see the screenshots in README.md)"; \
+	fi
+
+test: build
+	ctest --test-dir $(BUILD_DIR) -j$(JOBS) --output-on-failure --timeout 900
+
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing missing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+bench: build
+	$(PLAB) bench
+
+format:
+	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD_DIR)
