@@ -386,8 +386,7 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
     std::vector<ChunkPlan> plans = {parse_chunk_plan("full", t), parse_chunk_plan("1", t),
                                     parse_chunk_plan(state.chunks, t), irregular_plan(t)};
     for (const ChunkPlan& p : plans) out.plans.push_back(p.to_string());
-    const PrefillSnapshot reference =
-        run_prefill_snapshot(*device("cpu-ref").model, tokens, plans[0]);
+    const PrefillSnapshot& reference = prefill_snapshot("cpu-ref", tokens, plans[0]);
     for (const std::string& name : backend_names()) {
         bool is_ref = false;
         std::string shown = name;
@@ -408,7 +407,7 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
         out.reference.push_back(is_ref);
         for (const ChunkPlan& plan : plans) {
             try {
-                const PrefillSnapshot s = run_prefill_snapshot(*device(name).model, tokens, plan);
+                const PrefillSnapshot& s = prefill_snapshot(name, tokens, plan);
                 out.cells.push_back(compare_snapshots(s, reference));
                 out.errors.emplace_back();
             } catch (const std::exception& e) {
@@ -417,6 +416,20 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
             }
         }
     }
+}
+
+// Prefill snapshots are kept per (backend, plan, prompt): moving the chunk-size
+// slider re-runs one column, not the whole matrix (emulated GPU backends are slow).
+const PrefillSnapshot& Controller::prefill_snapshot(const std::string& backend,
+                                                    const std::vector<int32_t>& tokens,
+                                                    const ChunkPlan& plan) {
+    std::string key = backend + "|" + plan.to_string() + "|";
+    for (int32_t t : tokens) key += std::to_string(t) + ",";
+    auto it = snapshots_.find(key);
+    if (it != snapshots_.end()) return it->second;
+    if (snapshots_.size() > 64) snapshots_.clear();
+    return snapshots_.emplace(key, run_prefill_snapshot(*device(backend).model, tokens, plan))
+        .first->second;
 }
 
 // 7. Timeline: one whole request under a Trace --------------------------------------------

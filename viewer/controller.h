@@ -46,10 +46,14 @@ private:
     };
     Device& device(const std::string& backend_name);
     std::vector<int32_t> encode(const ViewerState& state) const;
+    const PrefillSnapshot& prefill_snapshot(const std::string& backend,
+                                            const std::vector<int32_t>& tokens,
+                                            const ChunkPlan& plan);
 
     Model model_;
     bool random_model_ = false;
     std::map<std::string, Device> devices_;
+    std::map<std::string, PrefillSnapshot> snapshots_;  // backend|plan|tokens -> result
 };
 
 // Reads a prompt file; throws plab::Error with the path when it cannot.

@@ -56,6 +56,7 @@ struct Options {
     bool report_frame_time = false;
     int prompt_tokens = 0;
     std::string hover;  // "x,y": where the mouse pointer rests in a screenshot
+    std::string keys;  // --press "home,right,down": keys pressed one after another (headless tests)
     int step = -1;
     int layer = -1, head = -1;
     int block_size = 8;
@@ -100,6 +101,29 @@ double median_after_warmup(std::vector<double> ms) {
     return ms[ms.size() / 2];
 }
 
+// Key names for --press -> GLFW key codes (the ImGui 1.86 GLFW backend indexes
+// io.KeysDown by them).
+std::vector<int> parse_keys(const std::string& text) {
+    static const std::pair<const char*, int> kNames[] = {
+        {"space", GLFW_KEY_SPACE}, {"right", GLFW_KEY_RIGHT}, {"left", GLFW_KEY_LEFT},
+        {"down", GLFW_KEY_DOWN},   {"home", GLFW_KEY_HOME},   {"end", GLFW_KEY_END},
+        {"r", GLFW_KEY_R},         {"1", GLFW_KEY_1},         {"2", GLFW_KEY_2},
+        {"3", GLFW_KEY_3},         {"4", GLFW_KEY_4},         {"5", GLFW_KEY_5}};
+    std::vector<int> keys;
+    std::stringstream ss(text);
+    std::string name;
+    while (std::getline(ss, name, ',')) {
+        int code = -1;
+        for (const auto& [n, c] : kNames)
+            if (name == n) code = c;
+        PLAB_CHECK(code >= 0, "--press: unknown key '" << name
+                                                       << "' (valid: space, right, left, down, "
+                                                          "home, end, r, 1-5)");
+        keys.push_back(code);
+    }
+    return keys;
+}
+
 bool& dirty_flag(Dirty& d, Scene s) {
     switch (s) {
         case Scene::kToy:
@@ -120,6 +144,13 @@ bool& dirty_flag(Dirty& d, Scene s) {
 void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
     bool& flag = dirty_flag(state.dirty, state.scene);
     if (!flag) return;
+    // The equivalence matrix can take seconds (emulated GPU backends): show one
+    // frame saying so before the UI waits for it.
+    if (state.scene == Scene::kEquivalence && !state.slow_refresh_announced) {
+        state.slow_refresh_announced = true;
+        return;
+    }
+    state.slow_refresh_announced = false;
     Dirty only{false, false, false, false, false};
     dirty_flag(only, state.scene) = true;
     flag = false;
@@ -224,6 +255,7 @@ int run(const Options& opt) {
                                                              << snap.n_heads << " heads)");
 
     // The shown scene is computed now, so bad input fails before a window opens.
+    state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
     for (const std::string* err : {&snap.toy.error, &snap.mask.error, &snap.kv.error,
                                    &snap.equivalence.error, &snap.timeline.error})
@@ -259,6 +291,7 @@ int run(const Options& opt) {
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
+    const std::vector<int> keys = opt.keys.empty() ? std::vector<int>{} : parse_keys(opt.keys);
     std::optional<ImVec2> hover;
     if (!opt.hover.empty()) {
         const std::vector<float> xy = parse_floats(opt.hover, "--hover");
@@ -270,7 +303,9 @@ int run(const Options& opt) {
 
     // 3. The frame loop. Headless runs a few frames (ImGui sizes windows over
     //    two frames) and keeps the last one.
-    const int n_frames = headless ? std::max(opt.frames, 4) : opt.frames;
+    // Scripted keys: key i goes down on frame 2 + 2i and up on the next frame.
+    const int key_frames = keys.empty() ? 0 : 4 + 2 * static_cast<int>(keys.size());
+    const int n_frames = headless ? std::max({opt.frames, 4, key_frames}) : opt.frames;
     PLAB_CHECK(!opt.report_frame_time || opt.frames >= 3,
                "--report-frame-time needs --frames 3 or more");
     std::vector<double> frame_ms, frame_cpu_ms;
@@ -289,6 +324,9 @@ int run(const Options& opt) {
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
         if (hover) io.MousePos = *hover;  // a resting pointer, for tooltip screenshots
+        for (int key : keys) io.KeysDown[key] = false;
+        if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(keys.size()))
+            io.KeysDown[keys[(frame - 2) / 2]] = true;
         ImGui::NewFrame();
         handle_keys(snap, state);
         force_tab = force_tab || state.scene != forced;
@@ -321,6 +359,12 @@ int run(const Options& opt) {
     }
 
     // 4. Results.
+    if (headless || !keys.empty()) {
+        const StepView v = step_view(snap, state);
+        std::printf("cursor: %s step %d/%d + %d/%d layers, playing: %s\n", scene_name(state.scene),
+                    v.stages_done, v.n_stages, v.layers_done, v.n_layers,
+                    state.playing ? "yes" : "no");
+    }
     if (target) {
         target->save_png(opt.screenshot);
         std::printf("wrote %s (%dx%d, scene %s)\n", opt.screenshot.c_str(), opt.width, opt.height,
@@ -381,6 +425,8 @@ int main(int argc, char** argv) {
     app.add_option("--frames", opt.frames, "Render this many frames, then exit (0: until closed)");
     app.add_option("--hover", opt.hover,
                    "Screenshots: put the mouse pointer at x,y (pixels) to show a tooltip");
+    app.add_option("--press", opt.keys,
+                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-5)");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
     try {

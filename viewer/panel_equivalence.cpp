@@ -56,7 +56,6 @@ void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
 }  // namespace
 
 void draw_equivalence(const Snapshot& snap, ViewerState& state) {
-    (void)state;
     const EquivalenceSnapshot& eq = snap.equivalence;
     ImGui::TextUnformatted(
         "Equivalence: every backend x chunk plan vs cpu-ref with the whole "
@@ -68,6 +67,12 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
         "bitwise. Fast backends (cpu on Eigen, gpu with tiled kernels) reorder sums; "
         "float addition is not associative, so they differ in the last bits, and the "
         "size of the difference changes with the chunk plan.");
+    if (state.dirty.equivalence) {
+        ImGui::TextColored(ImColor(colour::kClose),
+                           "Computing: every backend runs every chunk plan (emulated GPU "
+                           "backends take a few seconds on a CPU)...");
+        item_tooltip("Results are kept: moving the chunk-size slider re-runs one column only.");
+    }
     if (!eq.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", eq.error.c_str());
         return;

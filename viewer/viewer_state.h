@@ -43,6 +43,7 @@ struct ViewerState {
     int decode_steps = 4;  // decode steps after prefill in the KV panel
     int new_tokens = 8;    // tokens the timeline's request generates
     Dirty dirty;
+    bool slow_refresh_announced = false;  // a "computing..." frame was shown before a slow refresh
 
     // ---- the step cursor: `stage` engine calls done, plus `layer` layers of the next
     int stage = 1 << 20;  // starts at "everything done"; panels clamp it
