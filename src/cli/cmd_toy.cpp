@@ -91,9 +91,14 @@ void run(const ToyOptions& o) {
         std::printf("   bitwise equal to full: %s\n",
                     bitwise_equal(r.outputs, full.outputs) ? "yes" : "NO");
     }
-    std::cout << "\n"
-              << (all_equal ? "All " : "NOT all ") << runs.size()
-              << " chunk plans are bitwise equal to the full prefill.\n";
+    if (runs.size() == 1) {
+        std::cout << "\nThe chunk plan " << runs[0].plan.to_string()
+                  << (all_equal ? " is" : " is NOT") << " bitwise equal to the full prefill.\n";
+    } else {
+        std::cout << "\n"
+                  << (all_equal ? "All " : "NOT all ") << runs.size()
+                  << " chunk plans are bitwise equal to the full prefill.\n";
+    }
     if (!all_equal) throw Error("toy: a chunked run differs from the full run");
 }
 

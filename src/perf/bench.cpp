@@ -48,6 +48,7 @@ ModelConfig stories15m_config() {
     c.hidden_dim = 768;
     c.vocab_size = 32000;
     c.max_seq_len = 2048;
+    c.tied_embeddings = true;  // llama2.c's stories15M shares the classifier with the embeddings
     return c;
 }
 

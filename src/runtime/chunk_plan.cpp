@@ -48,8 +48,10 @@ ChunkPlan parse_chunk_plan(std::string_view text, int n_tokens) {
                    "chunk plan '" << text << "': '" << part << "' is not a whole number" << hint);
         PLAB_CHECK(value >= 1, "chunk plan '" << text << "': chunk length " << value
                                               << " must be at least 1" << hint);
-        PLAB_CHECK(value <= n_tokens, "chunk plan '" << text << "': chunk length " << value
-                                                     << " is longer than the prompt" << hint);
+        // A chunk *size* larger than the prompt is one chunk; a listed length cannot be.
+        PLAB_CHECK(value <= n_tokens || (start == 0 && comma == std::string_view::npos),
+                   "chunk plan '" << text << "': chunk length " << value
+                                  << " is longer than the prompt" << hint);
         lengths.push_back(static_cast<int>(value));
         if (comma == std::string_view::npos) break;
         start = comma + 1;

@@ -21,7 +21,8 @@ TEST_CASE("bad chunk plans say what is wrong and what is valid", "[chunk_plan]")
     REQUIRE_THROWS_WITH(parse_chunk_plan("a,b", 5), Catch::Contains("not a whole number"));
     REQUIRE_THROWS_WITH(parse_chunk_plan("", 5), Catch::Contains("empty chunk plan"));
     REQUIRE_THROWS_WITH(parse_chunk_plan("2,,3", 5), Catch::Contains("not a whole number"));
-    REQUIRE_THROWS_WITH(parse_chunk_plan("9", 5), Catch::Contains("longer than the prompt"));
+    REQUIRE_THROWS_WITH(parse_chunk_plan("9,1", 5), Catch::Contains("longer than the prompt"));
+    REQUIRE(parse_chunk_plan("9", 5).lengths == std::vector<int>{5});  // a size, not a length
     REQUIRE_THROWS_AS(parse_chunk_plan("full", 0), Error);
 }
 
