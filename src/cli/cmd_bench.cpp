@@ -78,7 +78,10 @@ void run(BenchCliOptions o) {
         "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy)\n\n",
         r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s);
     std::printf(
-        "Prefill (plan %s; FLOPs = projections + causal attention pairs + last-position logits)\n",
+        "Prefill of a cold prompt (plan %s), FLOPs counted as\n"
+        "  2*T*L*(D*H*Dh + 2*D*Hkv*Dh + H*Dh*D + 3*D*F)   projections and SwiGLU\n"
+        "  + 4*Dh*H*L * T(T+1)/2                           causal attention pairs\n"
+        "  + 2*D*V                                         logits of the last position\n",
         o.bench.chunks.c_str());
     std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
                 "tokens/s", "GFLOP/s", "of peak");

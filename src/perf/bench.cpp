@@ -66,6 +66,11 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     for (const std::string& name : o.backends) {
         auto backend = make_backend(name);
         DeviceModel model(*backend, weights);
+        {
+            // Warm-up, untimed: starts the thread pool and touches every weight once.
+            Session warm(model);
+            warm.prefill(bench_tokens(16, c.vocab_size), ChunkPlan{{16}});
+        }
         for (int n : o.lengths) {
             const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
             const ChunkPlan plan = parse_chunk_plan(o.chunks, n);
