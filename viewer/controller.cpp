@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "backends/registry.h"
@@ -84,15 +85,41 @@ std::string read_prompt_file(const std::string& path) {
 }
 
 // 2. Model and backends -------------------------------------------------------------
+namespace {
+
+std::optional<Controller::HeadHint> read_head_hint(const std::string& model_path) {
+    std::filesystem::path dir(model_path);
+    if (std::filesystem::is_regular_file(dir)) dir = dir.parent_path();
+    std::ifstream in(dir / "viewer.json");
+    if (!in.good()) return std::nullopt;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(in);
+        Controller::HeadHint h;
+        h.layer = j.at("attention_layer").get<int>();
+        h.head = j.at("attention_head").get<int>();
+        h.why = j.value("why", std::string());
+        return h;
+    } catch (const std::exception& e) {
+        PLAB_CHECK(false, (dir / "viewer.json").string()
+                              << ": " << e.what()
+                              << " (expected {\"attention_layer\": L, \"attention_head\": H})");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 Controller::Controller(const std::string& model_path) {
     if (!model_path.empty()) {
         model_ = load_model(model_path);
+        head_hint_ = read_head_hint(model_path);
         return;
     }
     const std::string path = default_model_path();
     if (std::filesystem::exists(std::filesystem::path(path) / "config.json") ||
         std::filesystem::is_regular_file(path)) {
         model_ = load_model(path);
+        head_hint_ = read_head_hint(path);
         return;
     }
     // No trained model shipped yet: a small seeded random model still shows

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/backend.h"
@@ -39,6 +40,14 @@ public:
 
     const Model& model() const { return model_; }
 
+    // The head the attention panel opens on: <model dir>/viewer.json, e.g.
+    // {"attention_layer": 1, "attention_head": 2, "why": "induction head"}; none when absent.
+    struct HeadHint {
+        int layer = 0, head = 0;
+        std::string why;
+    };
+    std::optional<HeadHint> head_hint() const { return head_hint_; }
+
 private:
     struct Device {
         std::unique_ptr<Backend> backend;
@@ -52,6 +61,7 @@ private:
 
     Model model_;
     bool random_model_ = false;
+    std::optional<HeadHint> head_hint_;
     std::map<std::string, Device> devices_;
     std::map<std::string, PrefillSnapshot> snapshots_;  // backend|plan|tokens -> result
 };

@@ -248,8 +248,10 @@ int run(const Options& opt) {
     PLAB_CHECK(std::find(snap.backend_names.begin(), snap.backend_names.end(), state.backend) !=
                    snap.backend_names.end(),
                "unknown backend '" << state.backend << "'");
-    state.attn_layer = opt.layer >= 0 ? opt.layer : snap.n_layers - 1;
-    state.attn_head = opt.head >= 0 ? opt.head : 0;
+    const auto hint = ctrl.head_hint();
+    state.attn_layer = opt.layer >= 0 ? opt.layer : hint ? hint->layer : snap.n_layers - 1;
+    state.attn_head = opt.head >= 0 ? opt.head : hint ? hint->head : 0;
+    if (hint) snap.head_hint = hint->why;
     PLAB_CHECK(state.attn_layer < snap.n_layers && state.attn_head < snap.n_heads,
                "--layer/--head out of range (the model has " << snap.n_layers << " layers and "
                                                              << snap.n_heads << " heads)");

@@ -134,7 +134,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &state.attn_head, 0, mask.n_heads - 1);
-    item_tooltip("Which query head. With grouped-query attention heads " +
+    item_tooltip((snap.head_hint.empty()
+                      ? std::string()
+                      : "The panel opened on this model's " + snap.head_hint + ".\n") +
+                 "Which query head. With grouped-query attention heads " +
                  std::to_string(mask.n_heads / std::max(1, mask.n_kv_heads)) +
                  " at a time share one K/V head (H=" + std::to_string(mask.n_heads) +
                  ", Hkv=" + std::to_string(mask.n_kv_heads) + ").");

@@ -115,6 +115,7 @@ struct Snapshot {
     bool random_model = false;  // no trained model was found: random weights
     std::vector<std::string> backend_names;
     int n_layers = 0, n_heads = 0;
+    std::string head_hint;  // why the attention panel opened on its head ("induction head")
     ToySnapshot toy;
     MaskSnapshot mask;
     KvSnapshot kv;
