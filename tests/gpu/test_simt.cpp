@@ -254,5 +254,6 @@ TEST_CASE("simt: atomics, launch limits and checked memory calls", "[gpu][simt]"
                         Contains("shared memory"));
     cudaFree(counter);
     int on_stack = 0;
-    REQUIRE_THROWS_WITH(PLAB_CUDA_CHECK(cudaFree(&on_stack)), Contains("cudaErrorInvalidValue"));
+    auto free_bad_pointer = [&] { PLAB_CUDA_CHECK(cudaFree(&on_stack)); };
+    REQUIRE_THROWS_WITH(free_bad_pointer(), Contains("cudaErrorInvalidValue"));
 }
