@@ -51,6 +51,10 @@ build: configure
 bench: build
 	$(PLAB) bench
 
+# README pictures of every viewer panel, rendered headless (Xvfb) into assets/screenshots/.
+screenshots: build
+	cmake --build $(BUILD_DIR) --target screenshots
+
 format:
 	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 

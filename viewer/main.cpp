@@ -55,6 +55,7 @@ struct Options {
     int frames = 0;
     bool report_frame_time = false;
     int prompt_tokens = 0;
+    int lesson = 0;
     std::string hover;  // "x,y": where the mouse pointer rests in a screenshot
     std::string keys;  // --press "home,right,down": keys pressed one after another (headless tests)
     int step = -1;
@@ -209,7 +210,11 @@ void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
 
 int run(const Options& opt) {
     // 1. Inputs, checked before any window opens.
-    const std::optional<Scene> scene = parse_scene(opt.scene);
+    PLAB_CHECK(opt.lesson >= 0 && opt.lesson <= kSceneCount,
+               "--lesson " << opt.lesson << " does not exist (lessons 1-5)");
+    const std::optional<Scene> scene =
+        opt.lesson > 0 ? std::optional<Scene>(static_cast<Scene>(opt.lesson - 1))
+                       : parse_scene(opt.scene);
     PLAB_CHECK(scene,
                "unknown scene '" << opt.scene << "' (valid: toy, mask, kv, equivalence, timeline)");
     PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
@@ -404,6 +409,8 @@ int main(int argc, char** argv) {
     plab::viewer::Options opt;
     CLI::App app{"plab-viewer: watch LLM prefill step by step (causal mask, chunks, KV cache)"};
     app.add_option("--scene", opt.scene, "Panel to open: toy, mask, kv, equivalence, timeline");
+    app.add_option("--lesson", opt.lesson,
+                   "Open the panel of lesson 1-5 (toy, mask, kv, equivalence, timeline)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");

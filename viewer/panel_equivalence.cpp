@@ -67,6 +67,9 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
         "bitwise. Fast backends (cpu on Eigen, gpu with tiled kernels) reorder sums; "
         "float addition is not associative, so they differ in the last bits, and the "
         "size of the difference changes with the chunk plan.");
+    ImGui::TextDisabled("%s",
+                        "Try: move chunk size. The fast rows change by tiny amounts; the reference "
+                        "rows stay bitwise.");
     if (state.dirty.equivalence) {
         ImGui::TextColored(ImColor(colour::kClose),
                            "Computing: every backend runs every chunk plan (emulated GPU "

@@ -61,6 +61,9 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
         "et al. 2023). Prefill writes a whole chunk per layer; each decode step then adds "
         "one position, reusing the cache instead of recomputing the prompt. Right arrow: "
         "one engine call; down arrow: one layer. Hover a slot or a block.");
+    ImGui::TextDisabled("%s",
+                        "Try: press Home, then the right arrow for one engine call or the down "
+                        "arrow for one layer; watch the blocks fill.");
 
     // 1. Inputs of this panel.
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);

@@ -121,6 +121,9 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         "Bands on the left are prefill chunks: a chunk's rows see all earlier keys from "
         "the KV cache (blue outline) plus their own (orange). Hover a cell for the tokens, "
         "the score and the probability. Slide 'chunk size': the picture does not change.");
+    ImGui::TextDisabled("%s",
+                        "Try: press Home, then the right arrow: each chunk adds its rows. Slide "
+                        "chunk size: the colours stay the same.");
     if (!mask.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", mask.error.c_str());
         return;

@@ -59,6 +59,9 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         "tokenizing, copying in, every prefill chunk, sampling, delivery. Prefill is one "
         "span inside it. Decode steps (one token each) come after. Hover a span for its "
         "times and arguments; the same trace opens in Perfetto (plab generate --trace).");
+    ImGui::TextDisabled("%s",
+                        "Try: set chunk size 1 (one token per chunk) and watch prefill grow inside "
+                        "TTFT; zoom to the first token.");
     ImGui::SameLine(0, ImGui::GetFontSize() * 2);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderInt("new tokens", &state.new_tokens, 1, 32)) state.dirty.timeline = true;

@@ -263,6 +263,9 @@ void draw_toy(const Snapshot& snap, ViewerState& state) {
         "chunk's queries read earlier keys from the KV cache, so the outputs do not "
         "change - not even in the last bit. Edit V, Q or K; pick a chunking; step with "
         "the right arrow.");
+    ImGui::TextDisabled("%s",
+                        "Try: press Home, then the right arrow to run one chunk at a time; pick "
+                        "chunking 1,3; set V to 1,2,3,4.");
     draw_inputs(state);
     const ToySnapshot& toy = snap.toy;
     if (!toy.error.empty()) {
