@@ -18,6 +18,7 @@
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "self_check.h"
 
 namespace plab::viewer {
 
@@ -180,124 +181,28 @@ std::vector<int32_t> Controller::encode(const ViewerState& state) const {
 
 void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap, bool print_checks,
                          bool& checks_failed) {
-    auto run = [&](bool& flag, auto&& fn, std::string& error, bool& ready) {
+    // Asks the engine for one part if it is dirty, then checks and reports the answer.
+    auto part = [&](bool& flag, auto& out, auto refresh_fn, auto check_fn) {
         if (!flag) return;
         flag = false;
         try {
-            error.clear();
-            fn();
-            ready = true;
+            (this->*refresh_fn)(state, out);
+            out.ready = true;
+            const CheckResult r = check_fn(out);
+            print_check(print_checks, r.line);
+            if (!r.ok) checks_failed = true;
         } catch (const std::exception& e) {
-            error = e.what();
-            ready = false;
+            out.error = e.what();
+            out.ready = false;
             print_check(print_checks, std::string("error: ") + e.what());
             checks_failed = true;
         }
     };
-    auto fail_if = [&](bool ok) {
-        if (!ok) checks_failed = true;
-    };
-    run(
-        dirty.toy,
-        [&] {
-            refresh_toy(state, snap.toy);
-            print_check(print_checks, std::string("toy: chunked == full bitwise: ") +
-                                          (snap.toy.all_bitwise ? "yes" : "no") + " (plan " +
-                                          snap.toy.chunked.plan.to_string() + ", backend " +
-                                          snap.toy.backend + ")");
-            fail_if(snap.toy.all_bitwise || !snap.toy.reference);
-        },
-        snap.toy.error, snap.toy.ready);
-    run(
-        dirty.mask,
-        [&] {
-            refresh_mask(state, snap.mask);
-            // Check the engine's answer: each query row is a distribution over visible
-            // keys, and every future (masked) cell is exactly 0.
-            const int t = snap.mask.n_tokens();
-            bool ok = !snap.mask.maps.empty();
-            for (const AttentionMap& m : snap.mask.maps)
-                for (int q = 0; q < t && ok; ++q) {
-                    double sum = 0;
-                    for (int k = 0; k < t; ++k) {
-                        const float p = m.probs[static_cast<size_t>(q) * t + k];
-                        if (!is_visible(q, k) && p != 0.0f) ok = false;
-                        // The engine's scores: finite where visible, -inf where masked.
-                        const float s = m.scores.empty() ? 0.0f : m.scores[size_t(q) * t + k];
-                        if (m.scores.size() != m.probs.size() ||
-                            std::isfinite(s) != is_visible(q, k))
-                            ok = false;
-                        sum += p;
-                    }
-                    if (std::fabs(sum - 1.0) > 1e-4) ok = false;
-                }
-            print_check(
-                print_checks,
-                std::string(
-                    "mask: rows sum to 1, future cells have probability 0 and score -inf: ") +
-                    (ok ? "yes" : "no") + " (" + std::to_string(t) + " tokens, plan " +
-                    snap.mask.plan.to_string() + ", " + std::to_string(snap.mask.maps.size()) +
-                    " heads)");
-            fail_if(ok);
-        },
-        snap.mask.error, snap.mask.ready);
-    run(
-        dirty.kv,
-        [&] {
-            refresh_kv(state, snap.kv);
-            // The cache after prefill holds ceil(T/B) blocks; each decode step adds one position.
-            const KvSnapshot& kv = snap.kv;
-            bool ok = !kv.stages.empty();
-            int n_prefill = 0;
-            for (const KvStage& s : kv.stages) {
-                const int want_blocks = (s.length + kv.block_size - 1) / kv.block_size;
-                if (static_cast<int>(s.block_table.size()) != want_blocks) ok = false;
-                if (s.decode && s.n_pos != 1) ok = false;
-                if (!s.decode) n_prefill += s.n_pos;
-            }
-            if (n_prefill != kv.n_prompt) ok = false;
-            print_check(print_checks,
-                        std::string("kv: blocks = ceil(length/B) after every step, one slot per "
-                                    "decode step: ") +
-                            (ok ? "yes" : "no") + " (" + std::to_string(kv.n_prompt) +
-                            " prompt tokens, B=" + std::to_string(kv.block_size) + ")");
-            fail_if(ok);
-        },
-        snap.kv.error, snap.kv.ready);
-    run(
-        dirty.equivalence,
-        [&] {
-            refresh_equivalence(state, snap.equivalence);
-            const EquivalenceSnapshot& eq = snap.equivalence;
-            bool ok = !eq.cells.empty();
-            for (size_t r = 0; r < eq.backends.size(); ++r)
-                for (size_t c = 0; c < eq.plans.size(); ++c) {
-                    const size_t i = r * eq.plans.size() + c;
-                    if (!eq.errors[i].empty()) ok = false;
-                    if (eq.reference[r] && !eq.cells[i].bitwise()) ok = false;
-                }
-            print_check(print_checks,
-                        std::string("equivalence: reference backends bitwise equal for every "
-                                    "plan: ") +
-                            (ok ? "yes" : "no") + " (" + std::to_string(eq.backends.size()) +
-                            " backends x " + std::to_string(eq.plans.size()) + " plans)");
-            fail_if(ok);
-        },
-        snap.equivalence.error, snap.equivalence.ready);
-    run(
-        dirty.timeline,
-        [&] {
-            refresh_timeline(state, snap.timeline);
-            const TimelineSnapshot& tl = snap.timeline;
-            const bool ok = tl.ttft_us > 0 && tl.prefill_us > 0 && tl.ttft_us >= tl.prefill_us;
-            char line[200];
-            std::snprintf(line, sizeof line,
-                          "timeline: TTFT (%.0f us) >= prefill (%.0f us), different spans: %s",
-                          tl.ttft_us, tl.prefill_us, ok ? "yes" : "no");
-            print_check(print_checks, line);
-            fail_if(ok);
-        },
-        snap.timeline.error, snap.timeline.ready);
+    part(dirty.toy, snap.toy, &Controller::refresh_toy, check_toy);
+    part(dirty.mask, snap.mask, &Controller::refresh_mask, check_mask);
+    part(dirty.kv, snap.kv, &Controller::refresh_kv, check_kv);
+    part(dirty.equivalence, snap.equivalence, &Controller::refresh_equivalence, check_equivalence);
+    part(dirty.timeline, snap.timeline, &Controller::refresh_timeline, check_timeline);
 }
 
 // 3. Toy ---------------------------------------------------------------------------
