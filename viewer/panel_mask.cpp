@@ -203,7 +203,8 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const int every = std::max(1, static_cast<int>(std::ceil(font * 1.2f / cell)));
     for (int i = 0; i < t; i += every) {
         const std::string pos = std::to_string(i);
-        const std::string row = every == 1 ? token_label(mask.token_text[i]) : pos;
+        std::string row = every == 1 ? token_label(mask.token_text[i]) : pos;
+        if (row.size() > 7) row = row.substr(0, 6) + "~";  // long BPE tokens: hover shows all
         const float y = a.y + (i + 0.5f) * cell - font * 0.5f;
         dl->AddText(ImVec2(origin.x, y), IM_COL32(220, 220, 220, 255), row.c_str());
         if (i % (every * (every == 1 ? 2 : 3)) == 0)
