@@ -119,7 +119,9 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         dl->AddLine(ImVec2(x, axis_y + font * 1.2f), ImVec2(x, axis_y + font * 1.6f),
                     IM_COL32(180, 180, 180, 255));
         const std::string txt = format_us(us - t_begin);
-        dl->AddText(ImVec2(x - font, axis_y), IM_COL32(180, 180, 180, 255), txt.c_str());
+        const float w = ImGui::CalcTextSize(txt.c_str()).x;
+        const float tx = i == 0 ? x : i == 5 ? x - w : x - w * 0.5f;  // keep labels inside
+        dl->AddText(ImVec2(tx, axis_y), IM_COL32(180, 180, 180, 255), txt.c_str());
     }
 
     // 3. One lane per kind of span.
