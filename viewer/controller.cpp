@@ -307,6 +307,8 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
         logits = session.decode_step(next);
         record(true, first, 1, before);
     }
+    for (const KvStage& st : out.stages) out.decode_skipped -= st.decode ? 1 : 0;
+    out.decode_skipped += state.decode_steps;
 }
 
 // 6. Equivalence: backend × plan against cpu-ref "full" ------------------------------------

@@ -82,6 +82,15 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderInt("decode steps", &state.decode_steps, 0, 16)) state.dirty.kv = true;
     item_tooltip("Greedy decode steps after the prefill; each appends one position.");
+    if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImColor(colour::kClose),
+                           "(%d skipped: the model holds at most %d positions)", kv.decode_skipped,
+                           kv.stages.back().length);
+        item_tooltip(
+            "max_seq_len: the longest sequence the model (and its RoPE table and "
+            "cache) accepts.");
+    }
     if (!kv.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());
         return;

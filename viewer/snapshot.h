@@ -79,6 +79,7 @@ struct KvSnapshot {
     int block_size = 0, num_blocks = 0, n_layers = 0;
     std::size_t bytes_per_token = 0;
     int n_prompt = 0;                     // prompt positions (the rest are decoded)
+    int decode_skipped = 0;               // decode steps asked for but past max_seq_len
     std::vector<std::string> token_text;  // (prompt + decoded tokens)
     std::vector<KvStage> stages;          // prefill chunks, then decode steps
     std::string error;
