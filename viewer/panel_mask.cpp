@@ -184,6 +184,16 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(state.heatmap.id)), a, b);
     if (done_rows < t)
         dl->AddRectFilled(ImVec2(a.x, a.y + done_rows * cell), b, IM_COL32(30, 30, 36, 235));
+    // A label inside the masked triangle says why it is empty.
+    if (side > font * 20) {
+        const char* why = "masked: a token never attends to later tokens";
+        const ImVec2 sz = ImGui::CalcTextSize(why);
+        const ImVec2 p(b.x - sz.x - font, a.y + side * 0.12f);
+        dl->AddRectFilled(ImVec2(p.x - 4, p.y - 2), ImVec2(p.x + sz.x + 4, p.y + sz.y + 2),
+                          IM_COL32(30, 30, 36, 230), 3.0f);
+        dl->AddText(p, IM_COL32(230, 230, 230, 255), why);
+    }
+
     // 4. Chunk bands on the left, boundaries across, the current chunk outlined.
     for (size_t c = 0; c + 1 < starts.size(); ++c) {
         const float y0 = a.y + starts[c] * cell, y1 = a.y + starts[c + 1] * cell;
