@@ -1,8 +1,8 @@
 // plab-viewer: watch prefill happen — causal masks, chunk boundaries, the KV
 // cache filling up, full == chunked, and where the time to first token goes.
 //
-// What it teaches: the five panels of lessons 01-05 (toy attention, causal
-// mask, KV cache, bitwise equivalence, TTFT is not prefill), driven by the
+// What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
+// chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), driven by the
 // engine in src/ and never by math of its own. Left out on purpose: docking,
 // saved window layouts, multi-viewport — one window that projects well.
 //
@@ -210,11 +210,15 @@ void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
 
 int run(const Options& opt) {
     // 1. Inputs, checked before any window opens.
-    PLAB_CHECK(opt.lesson >= 0 && opt.lesson <= kSceneCount,
-               "--lesson " << opt.lesson << " does not exist (lessons 1-5)");
-    const std::optional<Scene> scene =
-        opt.lesson > 0 ? std::optional<Scene>(static_cast<Scene>(opt.lesson - 1))
-                       : parse_scene(opt.scene);
+    // The panel of each lesson in lessons/ (lesson 6, compute vs memory, is `plab bench`).
+    constexpr Scene kLessonScene[] = {Scene::kToy, Scene::kKv, Scene::kMask, Scene::kEquivalence,
+                                      Scene::kTimeline};
+    PLAB_CHECK(
+        opt.lesson >= 0 && opt.lesson <= 5,
+        "--lesson " << opt.lesson << " has no panel (lessons 1-5; lesson 6 is `plab bench`)");
+    const std::optional<Scene> scene = opt.lesson > 0
+                                           ? std::optional<Scene>(kLessonScene[opt.lesson - 1])
+                                           : parse_scene(opt.scene);
     PLAB_CHECK(scene,
                "unknown scene '" << opt.scene << "' (valid: toy, mask, kv, equivalence, timeline)");
     PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
     CLI::App app{"plab-viewer: watch LLM prefill step by step (causal mask, chunks, KV cache)"};
     app.add_option("--scene", opt.scene, "Panel to open: toy, mask, kv, equivalence, timeline");
     app.add_option("--lesson", opt.lesson,
-                   "Open the panel of lesson 1-5 (toy, mask, kv, equivalence, timeline)");
+                   "Open the panel of lesson 1-5 (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");

@@ -61,7 +61,7 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
         "Equivalence: every backend x chunk plan vs cpu-ref with the whole "
         "prompt in one chunk");
     help_marker(
-        "Lesson 04 - bitwise equivalence (lessons/04-bitwise-equivalence.md).\n\nChunked "
+        "Lesson 4 - bitwise equivalence (lessons/04-bitwise-equivalence.md).\n\nChunked "
         "prefill must equal full prefill. Reference backends (cpu-ref, gpu-ref) add in "
         "one fixed order with no fused multiply-add, so every cell of their rows is "
         "bitwise. Fast backends (cpu on Eigen, gpu with tiled kernels) reorder sums; "

@@ -1,6 +1,6 @@
 // Panel 3, KV cache growth: blocks filling chunk by chunk, then one slot per decode step.
 //
-// What it teaches (lessons/03-kv-cache.md): the paged KV cache (PagedAttention,
+// What it teaches (lessons/02-prefill-and-the-kv-cache.md): the paged KV cache (PagedAttention,
 // Kwon et al. 2023) keeps every position's K and V so that nothing is computed
 // twice. Each layer has its own pool of fixed-size blocks; the sequence's block
 // table maps logical block i (positions i·B..i·B+B-1) to a physical block.
@@ -56,7 +56,8 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     const KvSnapshot& kv = snap.kv;
     ImGui::TextUnformatted("KV cache growth: blocks per layer, filled chunk by chunk");
     help_marker(
-        "Lesson 03 - the KV cache (lessons/03-kv-cache.md).\n\nEvery layer keeps the K "
+        "Lesson 2 - prefill and the KV cache (lessons/02-prefill-and-the-kv-cache.md).\n\nEvery "
+        "layer keeps the K "
         "and V of every position in a pool of blocks of B positions (PagedAttention, Kwon "
         "et al. 2023). Prefill writes a whole chunk per layer; each decode step then adds "
         "one position, reusing the cache instead of recomputing the prompt. Right arrow: "

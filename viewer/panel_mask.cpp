@@ -1,6 +1,6 @@
 // Panel 2, causal mask and attention: who each token looks at, chunk by chunk.
 //
-// What it teaches (lessons/02-causal-mask.md): a heatmap of one head's
+// What it teaches (lessons/03-chunked-prefill.md; the mask itself is lesson 1): a heatmap of one head's
 // attention probabilities, row = query position, column = key position. The
 // upper triangle is the causal mask (hatched): a token never sees the future.
 // Chunk boundaries are drawn as bands: chunk c's queries (its rows) read every
@@ -115,7 +115,8 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const MaskSnapshot& mask = snap.mask;
     ImGui::TextUnformatted("Causal mask & attention: rows = queries, columns = keys");
     help_marker(
-        "Lesson 02 - the causal mask (lessons/02-causal-mask.md).\n\nEach row is one "
+        "Lesson 3 - chunked prefill (lessons/03-chunked-prefill.md); the causal mask is lesson "
+        "1.\n\nEach row is one "
         "query position's attention over the keys; colours are probabilities from the "
         "engine (each row sums to 1). Hatched cells are the future: masked, never read. "
         "Bands on the left are prefill chunks: a chunk's rows see all earlier keys from "

@@ -54,7 +54,7 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     const TimelineSnapshot& tl = snap.timeline;
     ImGui::TextUnformatted("Timeline of one request: TTFT is not prefill time");
     help_marker(
-        "Lesson 05 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md).\n\nTime to "
+        "Lesson 5 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md).\n\nTime to "
         "first token runs from the request's arrival until its first token is delivered: "
         "tokenizing, copying in, every prefill chunk, sampling, delivery. Prefill is one "
         "span inside it. Decode steps (one token each) come after. Hover a span for its "

@@ -1,6 +1,6 @@
 // Panel 1, the toy example: attention you can check by hand, full vs chunked.
 //
-// What it teaches (lessons/01-toy-attention.md): one head with head dimension
+// What it teaches (lessons/01-toy-example.md): one head with head dimension
 // 1 and four positions. With every query and key equal to 1, all visible
 // scores are equal, so the causal output at position p is the mean of values
 // 0..p: V = 2,4,8,10 gives 2, 3, 14/3, 6. Cutting the prompt into chunks
@@ -257,7 +257,8 @@ void draw_outputs(const ToySnapshot& toy, const StepView& step) {
 void draw_toy(const Snapshot& snap, ViewerState& state) {
     ImGui::TextUnformatted("Toy example: one head, head dimension 1, causal attention by hand");
     help_marker(
-        "Lesson 01 - toy attention (lessons/01-toy-attention.md).\n\nEvery query and key is "
+        "Lesson 1 - attention you can do by hand (lessons/01-toy-example.md).\n\nEvery query and "
+        "key is "
         "1, so all visible scores are equal and the output at position p is the mean of "
         "values 0..p: V = 2,4,8,10 gives 2, 3, 14/3, 6. Cut the prompt into chunks: a "
         "chunk's queries read earlier keys from the KV cache, so the outputs do not "
