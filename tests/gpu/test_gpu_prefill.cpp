@@ -159,3 +159,37 @@ TEST_CASE("plab toy --backend gpu-ref gives 2, 3, 14/3, 6 through the GPU attent
 }
 
 }  // namespace plab::test
+
+namespace plab::test {
+
+TEST_CASE("plab compare: a matrix of backends x plans vs cpu-ref, reference rows bitwise",
+          "[gpu][cli]") {
+    const CliResult r = run_cli(
+        {"compare", "--backends", "cpu-ref,gpu-ref,gpu", "--plans", "full;3;2,9,50", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["reference_backends_bitwise"].get<bool>());
+    REQUIRE(j["rows"].size() == 9);
+    for (const auto& row : j["rows"]) {
+        const std::string backend = row["backend"];
+        INFO(backend << " plan " << row["plan"]);
+        if (backend.rfind("gpu", 0) == 0) {
+            CHECK((backend.find("(emulated)") != std::string::npos ||
+                   backend.find("(native)") != std::string::npos));
+        }
+        if (row["reference"].get<bool>()) {
+            CHECK(row["logits_bitwise"].get<bool>());
+            CHECK(row["kv_bitwise"].get<bool>());
+        } else {
+            CHECK(row["logits_max_diff_relative"].get<double>() <= 1e-5);
+            CHECK(row["same_first_token"].get<bool>());
+        }
+    }
+    // A bad plan is one clear line and a non-zero exit.
+    const CliResult bad = run_cli({"compare", "--backends", "gpu-ref", "--plans", "full;5,5"});
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("plab: error:") != std::string::npos);
+}
+
+}  // namespace plab::test
