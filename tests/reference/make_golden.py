@@ -120,11 +120,18 @@ def make_random_model(name, spec):
     return os.path.relpath(out, REPO)
 
 
+def model_dir(model_rel):
+    """Repo-relative model path -> directory; $PLAB_MODEL stands in for assets/model."""
+    if model_rel == os.path.join("assets", "model") and os.environ.get("PLAB_MODEL"):
+        return os.environ["PLAB_MODEL"]
+    return os.path.join(REPO, model_rel)
+
+
 def write_golden(path, model_rel, cases, cfg_override=None):
     """cases: list of (name, text or None, tokens). Computes logits with the reference."""
     pairing = "half"
     if cfg_override is None:
-        cfg, w = reference_forward.read_model_dir(os.path.join(REPO, model_rel))
+        cfg, w = reference_forward.read_model_dir(model_dir(model_rel))
     else:
         cfg, w, pairing = cfg_override
     vocab = cfg["vocab_size"]
@@ -233,8 +240,8 @@ def make_shipped_goldens():
     # 2. The shipped model with its BPE tokenizer, on held-out story prompts.
     import bpe  # assets/recipe/bpe.py: the tokenizer's Python definition
     model_rel = os.path.join("assets", "model")
-    tok = bpe.Tokenizer.load(os.path.join(REPO, model_rel, "tokenizer.bpe"))
-    with open(os.path.join(REPO, model_rel, "eval", "completions.tsv")) as f:
+    tok = bpe.Tokenizer.load(os.path.join(model_dir(model_rel), "tokenizer.bpe"))
+    with open(os.path.join(model_dir(model_rel), "eval", "completions.tsv")) as f:
         rows = [line.rstrip("\n").split("\t") for line in f if not line.startswith("#")]
     prompts = [("heldout_give_back", next(r[1] for r in rows if r[0] == "give_back")),
                ("heldout_thanks", next(r[1] for r in rows if r[0] == "thanks")),

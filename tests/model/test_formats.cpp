@@ -1,0 +1,296 @@
+// File formats: llama2.c .bin (legacy and v1, shared or separate classifier)
+// and safetensors round trips give bitwise identical logits; the RoPE row
+// permutation is a true inverse pair; malformed files (wrong magic, truncated,
+// shape/vocab mismatch, headers that lie about sizes) are rejected with one
+// clear line.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "core/error.h"
+#include "model/llama2c.h"
+#include "model/model_io.h"
+#include "model/rope_permute.h"
+#include "model/safetensors.h"
+#include "model_test_util.h"
+#include "test_util.h"
+
+using namespace plab;
+using namespace plab::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / "plab_test_formats";
+    fs::create_directories(dir);
+    return (dir / name).string();
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+void spit(const std::string& path, const std::string& data) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+void require_error(const std::function<void()>& fn, const std::string& fragment) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        INFO("error message: " << msg);
+        CHECK(msg.find('\n') == std::string::npos);
+        REQUIRE(msg.find(fragment) != std::string::npos);
+        return;
+    }
+    FAIL("expected a plab::Error mentioning '" << fragment << "'");
+}
+
+ModelConfig l2c_config(bool tied) {
+    // llama2.c can express: head_dim = D/H, theta 1e4, eps 1e-5. GQA 6 -> 2 heads.
+    ModelConfig c = small_config(48, 2, 6, 2, 8, 96, 300, 64);
+    c.tied_embeddings = tied;
+    return c;
+}
+
+void require_same_weights(const Weights& a, const Weights& b) {
+    require_bitwise_equal(a.tok_embeddings, b.tok_embeddings, "tok_embeddings");
+    require_bitwise_equal(a.final_norm, b.final_norm, "final_norm");
+    require_bitwise_equal(a.classifier, b.classifier, "classifier");
+    REQUIRE(a.layers.size() == b.layers.size());
+    for (std::size_t l = 0; l < a.layers.size(); ++l) {
+        require_bitwise_equal(a.layers[l].wq, b.layers[l].wq, "wq");
+        require_bitwise_equal(a.layers[l].wk, b.layers[l].wk, "wk");
+        require_bitwise_equal(a.layers[l].wv, b.layers[l].wv, "wv");
+        require_bitwise_equal(a.layers[l].wo, b.layers[l].wo, "wo");
+        require_bitwise_equal(a.layers[l].w_gate, b.layers[l].w_gate, "w_gate");
+        require_bitwise_equal(a.layers[l].w_up, b.layers[l].w_up, "w_up");
+        require_bitwise_equal(a.layers[l].w_down, b.layers[l].w_down, "w_down");
+        require_bitwise_equal(a.layers[l].attn_norm, b.layers[l].attn_norm, "attn_norm");
+        require_bitwise_equal(a.layers[l].ffn_norm, b.layers[l].ffn_norm, "ffn_norm");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("rope permutation: half-split <-> interleaved are inverses and move rows as documented",
+          "[model][llama2c]") {
+    const int H = 3, Dh = 6, D = 5;
+    const std::vector<float> w = random_floats(std::size_t(H) * Dh * D, 3);
+    const auto il = rope_rows_half_to_interleaved(w, H, Dh, D);
+    require_bitwise_equal(rope_rows_interleaved_to_half(il, H, Dh, D), w, "round trip");
+    // Head 1, pair i = 2: half-split rows 1*6+2 and 1*6+5 become interleaved rows 1*6+4, 1*6+5.
+    for (int k = 0; k < D; ++k) {
+        REQUIRE(il[(6 + 4) * D + k] == w[(6 + 2) * D + k]);
+        REQUIRE(il[(6 + 5) * D + k] == w[(6 + 5) * D + k]);
+    }
+}
+
+TEST_CASE("llama2.c: export -> import gives bitwise identical weights and logits",
+          "[model][llama2c]") {
+    const std::vector<int32_t> tokens = random_tokens(19, 300, 5);
+    for (int version : {0, 1}) {
+        for (bool tied : {true, false}) {
+            INFO("version " << version << ", " << (tied ? "shared" : "separate") << " classifier");
+            const Weights w = make_random_weights(l2c_config(tied), 100 + version * 2 + tied);
+            const std::string path =
+                tmp_path("rt_v" + std::to_string(version) + (tied ? "s" : "u") + ".bin");
+            write_llama2c_checkpoint(w, path, version);
+            REQUIRE(looks_like_llama2c(path));
+            Llama2cInfo info;
+            const Weights back = read_llama2c_checkpoint(path, &info);
+            REQUIRE(info.version == version);
+            REQUIRE(info.shared_classifier == tied);
+            REQUIRE(back.config.tied_embeddings == tied);
+            require_same_weights(back, w);
+            const auto before = all_logits(w, "cpu-ref", tokens);
+            require_not_all_zero(before, "logits");
+            require_bitwise_equal(all_logits(back, "cpu-ref", tokens), before,
+                                  "logits after a llama2.c round trip");
+        }
+    }
+}
+
+TEST_CASE("llama2.c: the writer refuses configs the format cannot express",
+          "[model][llama2c][errors]") {
+    ModelConfig c = l2c_config(true);
+    c.rope_theta = 500000.0;
+    require_error(
+        [&] { write_llama2c_checkpoint(make_random_weights(c, 1), tmp_path("x.bin"), 1); },
+        "rope_theta");
+    c = small_config(40, 1, 3, 1, 10, 64, 260, 32);  // head_dim 10 != 40 / 3
+    require_error(
+        [&] { write_llama2c_checkpoint(make_random_weights(c, 1), tmp_path("x.bin"), 1); },
+        "head_dim = dim / n_heads");
+    require_error(
+        [&] {
+            write_llama2c_checkpoint(make_random_weights(l2c_config(true), 1), tmp_path("x.bin"),
+                                     2);
+        },
+        "use 0 (legacy) or 1");
+}
+
+TEST_CASE("safetensors: save -> load gives bitwise identical weights and logits",
+          "[model][safetensors]") {
+    const std::vector<int32_t> tokens = random_tokens(23, 258, 9);
+    for (bool tied : {true, false}) {
+        ModelConfig c = small_config(30, 2, 3, 1, 10, 70, 258, 64);  // GQA, head_dim 10
+        c.rope_theta = 500000.0;
+        c.tied_embeddings = tied;
+        const Weights w = make_random_weights(c, 40 + tied);
+        const std::string dir = tmp_path(tied ? "st_tied" : "st_sep");
+        save_model(w, "byte", dir);
+        const Model back = load_model(dir);
+        REQUIRE(back.weights.config.rope_theta == c.rope_theta);
+        REQUIRE(back.weights.config.head_dim == 10);
+        require_same_weights(back.weights, w);
+        const auto before = all_logits(w, "cpu-ref", tokens);
+        require_not_all_zero(before, "logits");
+        require_bitwise_equal(all_logits(back.weights, "cpu-ref", tokens), before,
+                              "logits after a safetensors round trip");
+    }
+}
+
+TEST_CASE("the shipped model survives safetensors -> llama2.c v0/v1 -> safetensors",
+          "[model][llama2c][shipped]") {
+    const Model m = load_model(shipped_model_dir());
+    REQUIRE(m.tokenizer->kind() == "bpe");
+    const std::vector<int32_t> tokens =
+        m.tokenizer->encode("Once upon a time, Mia and Leo went to the lake.", true);
+    const auto before = all_logits(m.weights, "cpu-ref", tokens);
+    for (int version : {0, 1}) {
+        const std::string bin = tmp_path("shipped_v" + std::to_string(version) + ".bin");
+        write_llama2c_checkpoint(m.weights, bin, version);
+        const Weights mid = read_llama2c_checkpoint(bin);
+        const std::string dir = tmp_path("shipped_back_v" + std::to_string(version));
+        save_model(mid, "byte", dir);
+        const Model back = load_model(dir);
+        require_bitwise_equal(all_logits(back.weights, "cpu-ref", tokens), before,
+                              "shipped model logits after safetensors -> llama2.c -> safetensors");
+    }
+}
+
+TEST_CASE("plab convert: both directions through the CLI keep the logits and the tokenizer",
+          "[model][llama2c][cli]") {
+    const std::string bin = tmp_path("cli_model.bin");
+    const std::string dir = tmp_path("cli_back");
+    auto r = run_cli({"convert", shipped_model_dir(), bin, "--to", "llama2c", "--version", "0"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(fs::exists(tmp_path("tokenizer.bpe")));
+    r = run_cli({"convert", bin, dir, "--to", "safetensors"});
+    REQUIRE(r.exit_code == 0);
+    const Model a = load_model(shipped_model_dir());
+    const Model b = load_model(dir);
+    REQUIRE(b.tokenizer->kind() == "bpe");
+    const auto tokens = a.tokenizer->encode("Tom had a red ball.", true);
+    REQUIRE(b.tokenizer->encode("Tom had a red ball.", true) == tokens);
+    require_bitwise_equal(all_logits(b.weights, "cpu-ref", tokens),
+                          all_logits(a.weights, "cpu-ref", tokens),
+                          "logits after plab convert there and back");
+    r = run_cli({"convert", shipped_model_dir(), tmp_path("x.txt"), "--to", "llama2c"});
+    REQUIRE(r.exit_code != 0);
+    REQUIRE(r.err.find("should end in .bin") != std::string::npos);
+}
+
+TEST_CASE("llama2.c: malformed checkpoints are rejected with a clear reason",
+          "[model][llama2c][errors]") {
+    const Weights w = make_random_weights(l2c_config(false), 77);
+    const std::string v0 = tmp_path("good_v0.bin"), v1 = tmp_path("good_v1.bin");
+    write_llama2c_checkpoint(w, v0, 0);
+    write_llama2c_checkpoint(w, v1, 1);
+    const std::string d0 = slurp(v0), d1 = slurp(v1);
+    const std::string bad = tmp_path("bad.bin");
+
+    spit(bad, d0.substr(0, d0.size() - 100));  // truncated
+    require_error([&] { read_llama2c_checkpoint(bad); }, "truncated");
+    spit(bad, d1.substr(0, 100));  // v1 magic, header cut short
+    require_error([&] { read_llama2c_checkpoint(bad); }, "v1 header alone is 256 bytes");
+    spit(bad, d0 + std::string(64, '\0'));  // extra bytes: the header undersells the file
+    require_error([&] { read_llama2c_checkpoint(bad); }, "header lies");
+
+    std::string lie = d0;  // header claims a larger vocabulary than the tensors hold
+    std::int32_t vocab = -400;
+    std::memcpy(lie.data() + 20, &vocab, 4);
+    spit(bad, lie);
+    require_error([&] { read_llama2c_checkpoint(bad); }, "implies");
+
+    std::string v2 = d1;  // the int8 export
+    std::int32_t version = 2;
+    std::memcpy(v2.data() + 4, &version, 4);
+    spit(bad, v2);
+    require_error([&] { read_llama2c_checkpoint(bad); }, "version 2 is not supported");
+
+    spit(bad, std::string("not a checkpoint at all, just some text here"));
+    require_error([&] { read_llama2c_checkpoint(bad); }, "not a llama2.c checkpoint");
+    spit(bad, "abc");
+    require_error([&] { read_llama2c_checkpoint(bad); }, "too short");
+}
+
+TEST_CASE("safetensors model dirs: malformed files are rejected with a clear reason",
+          "[model][safetensors][errors]") {
+    const std::string good = repo_path("tests/golden/models/rand_gqa_h3_dh10");
+    const std::string st = slurp(good + "/model.safetensors");
+    const std::string cfg = slurp(good + "/config.json");
+    const std::string dir = tmp_path("bad_st");
+    fs::create_directories(dir);
+    auto with = [&](const std::string& tensors, const std::string& config) {
+        spit(dir + "/model.safetensors", tensors);
+        spit(dir + "/config.json", config);
+    };
+    auto load = [&] { load_model(dir); };
+
+    with(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + st.substr(8),
+         cfg);  // wrong magic/length
+    REQUIRE_THROWS_AS(load(), Error);
+    with(st.substr(0, st.size() / 2), cfg);  // truncated data
+    REQUIRE_THROWS_AS(load(), Error);
+
+    std::uint64_t n;  // header lies: a tensor's data_offsets run past the data
+    std::memcpy(&n, st.data(), 8);
+    std::string header = st.substr(8, n);
+    const auto pos = header.find("\"data_offsets\":[0,");
+    REQUIRE(pos != std::string::npos);
+    std::string lied = header;
+    lied.replace(pos, 18, "\"data_offsets\":[9,");
+    with(st.substr(0, 8) + lied + st.substr(8 + n), cfg);
+    REQUIRE_THROWS_AS(load(), Error);
+
+    std::string cfg_vocab = cfg;  // vocab mismatch between config and tensors
+    const auto vp = cfg_vocab.find("\"vocab_size\": 258");
+    REQUIRE(vp != std::string::npos);
+    cfg_vocab.replace(vp, 17, "\"vocab_size\": 300");
+    with(st, cfg_vocab);
+    require_error(load, "needs [");
+
+    std::string cfg_small = cfg;  // vocab smaller than the tokenizer's 258
+    cfg_small.replace(vp, 17, "\"vocab_size\": 200");
+    with(st, cfg_small);
+    REQUIRE_THROWS_AS(load(), Error);
+
+    std::string cfg_tok = cfg;  // a tokenizer file that does not exist / is not known
+    const auto tp = cfg_tok.find("\"plab_tokenizer\": \"byte\"");
+    REQUIRE(tp != std::string::npos);
+    cfg_tok.replace(tp, 24, "\"plab_tokenizer\": \"nope.bpe\"");
+    with(st, cfg_tok);
+    require_error(load, "does not exist");
+    cfg_tok = cfg;
+    cfg_tok.replace(tp, 24, "\"plab_tokenizer\": \"sp.model\"");
+    with(st, cfg_tok);
+    require_error(load, "is not known");
+
+    // The CLI turns each of these into one line on stderr and a non-zero exit.
+    with(st.substr(0, st.size() / 2), cfg);
+    const auto r = run_cli({"info", "--model", dir});
+    REQUIRE(r.exit_code != 0);
+    REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
+    REQUIRE(r.err.find('\n') == r.err.size() - 1);
+}
