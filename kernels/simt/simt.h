@@ -28,7 +28,7 @@
 // threads never reach, or threads waiting at different barriers, is undefined
 // behaviour in CUDA; the emulator reports it as a plab::InternalError naming
 // the kernel, instead of hanging.
-// Lesson: lessons/06-gpu-kernels.md.
+// Lesson: lessons/04-bitwise-equivalence.md (gpu-ref, gpu and the emulation).
 #pragma once
 
 #include <cstddef>
