@@ -33,6 +33,8 @@ public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
         PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&result_), sizeof(int)));
     }
+    // Destructors and release() are noexcept: a failing cudaFree there cannot be
+    // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
         cudaFree(scratch_);
         cudaFree(result_);
