@@ -1,18 +1,18 @@
 // The SIMT emulator behind kernels/simt/simt.h when g++ compiles the kernels.
 //
-// What it teaches: how a GPU block behaves, in ~250 lines. Every thread of a
-// block is a fiber (ucontext: its own small stack, switched by swapcontext on
-// one OS thread). The scheduler runs the fibers in a shuffled order until
+// What it teaches: how a GPU block behaves, in a few hundred lines. Every
+// thread of a block is a fiber: its own small stack, all on one OS thread. The scheduler runs the fibers in a shuffled order until
 // each one either finishes or waits at a barrier; then it releases a barrier
 // that everyone it concerns has reached (__syncthreads: the whole block; a
 // warp shuffle: the warp's lanes), and repeats. If nothing can be released
 // while some fibers still wait, the kernel is broken (a barrier inside a
 // branch, or after an early return) and we say so with the kernel's name.
 //
-// Switching: makecontext gives each fiber its stack and swapcontext enters it
-// the first time; every later switch is _setjmp/_longjmp, which (unlike
-// swapcontext) does not save the signal mask with a system call, so a barrier
-// costs a few hundred nanoseconds instead of microseconds.
+// Switching: a fresh fiber is entered by pointing the stack pointer at its
+// stack and calling fiber_main (start_fiber; makecontext/swapcontext on other
+// CPUs); every later switch is _setjmp/_longjmp, which (unlike swapcontext)
+// saves no signal mask through a system call, so a barrier costs well under a
+// microsecond per thread.
 //
 // Left out on purpose: running blocks in parallel (blocks run one after
 // another, so function-local statics serve as __shared__), memory checking of
