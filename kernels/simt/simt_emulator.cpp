@@ -1,8 +1,9 @@
 // The SIMT emulator behind kernels/simt/simt.h when g++ compiles the kernels.
 //
 // What it teaches: how a GPU block behaves, in a few hundred lines. Every
-// thread of a block is a fiber: its own small stack, all on one OS thread. The scheduler runs the fibers in a shuffled order until
-// each one either finishes or waits at a barrier; then it releases a barrier
+// thread of a block is a fiber: its own small stack, all on one OS thread.
+// The scheduler runs the fibers in a shuffled order until each one either
+// finishes or waits at a barrier; then it releases a barrier
 // that everyone it concerns has reached (__syncthreads: the whole block; a
 // warp shuffle: the warp's lanes), and repeats. If nothing can be released
 // while some fibers still wait, the kernel is broken (a barrier inside a
