@@ -8,11 +8,13 @@
 //   embed.cu            gather rows of the token-embedding table
 //   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction
 //   matmul_ref.cu       one thread per output, strict_dot in k order (bitwise = cpu-ref)
-//   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively Parallel Processors")
+//   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
+//                       Parallel Processors", ch. 5)
 //   rope.cu             one thread per (row, head), core/rope.h rope_rotate
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   attention_ref.cu    one block per (query, head), scores in shared memory, core/attention_spec.h
-//   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein 2018; Dao et al. 2022)
+//   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
+//                       2018; FlashAttention, Dao et al. 2022)
 //   swiglu.cu, add.cu, fill.cu   elementwise
 //   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
 //   // clang-format on
