@@ -88,21 +88,23 @@ int main(int argc, char** argv) {
         std::cerr << lesson << ": no ```console block with a \"$ \" command: nothing to check\n";
         return 1;
     }
-    const auto scratch = std::filesystem::temp_directory_path() /
-                         ("plab_lesson_" + std::to_string(::getpid()));
+    const auto scratch =
+        std::filesystem::temp_directory_path() / ("plab_lesson_" + std::to_string(::getpid()));
     std::filesystem::create_directories(scratch);
     int failures = 0;
     for (const Step& s : steps) {
         const std::string out_path = (scratch / "out.txt").string();
-        const std::string cmd = "cd '" + scratch.string() + "' && PATH='" + bin_dir + "':\"$PATH\" " +
-                                s.command + " > '" + out_path + "' 2>&1 < /dev/null";
+        const std::string cmd = "cd '" + scratch.string() + "' && PATH='" + bin_dir +
+                                "':\"$PATH\" " + s.command + " > '" + out_path +
+                                "' 2>&1 < /dev/null";
         const int status = std::system(cmd.c_str());
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         std::ifstream f(out_path);
         std::vector<std::string> actual;
         for (std::string l; std::getline(f, l);) actual.push_back(rstrip(l));
         bool expects_error = false;
-        for (const auto& e : s.expected) expects_error |= e.find("plab: error:") != std::string::npos;
+        for (const auto& e : s.expected)
+            expects_error |= e.find("plab: error:") != std::string::npos;
         std::ostringstream why;
         if (expects_error ? code == 0 : code != 0) {
             why << "exit code " << code << (expects_error ? " (expected failure)" : "");
