@@ -98,4 +98,16 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     }
 }
 
+void CpuFastBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {
+    constexpr std::size_t kPiece = 16384;  // values per task: large enough to beat the fork cost
+    const std::ptrdiff_t pieces = static_cast<std::ptrdiff_t>((n + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static) if (pieces > 1)
+    for (std::ptrdiff_t p = 0; p < pieces; ++p) {
+        const std::size_t i0 = std::size_t(p) * kPiece, len = std::min(kPiece, n - i0);
+        Eigen::Map<const Eigen::ArrayXf> g(gate.data + i0, len), u(up.data + i0, len);
+        Eigen::Map<Eigen::ArrayXf> o(out.data + i0, len);
+        o = g / (1.0f + (-g).exp()) * u;  // silu(g) * u
+    }
+}
+
 }  // namespace plab

@@ -5,7 +5,7 @@
 // machine's peak. Decode is a matrix-*vector* product per weight (C = 1): each
 // weight is read once per token, so decode speed is set by memory bandwidth.
 //
-// Versions of the two ops it replaces (everything else is cpu-ref's code):
+// Versions of the ops it replaces (everything else is cpu-ref's code):
 //   matmul    C >= 8: Eigen's blocked, multi-threaded GEMM (x · wᵀ, RowMajor maps)
 //             C <  8: the weight rows are split between threads, each runs an
 //                     Eigen GEMV on its slice (Eigen does not thread GEMV itself)
@@ -14,7 +14,9 @@
 //             queries: S = Q·Kᵀ·scale (GEMM), mask the future, softmax with the
 //             library exp, O = P·V (GEMM). Tiles stop at their last query's
 //             position, so the causal triangle is (mostly) not computed.
-// Both reorder sums (GEMM blocking, vector lanes, FMA), so results differ from
+//   swiglu    Eigen's vectorised exp over the whole (C, F) block, split between
+//             threads (the reference's scalar strict_expf is ~10x slower here)
+// All three reorder sums or round differently (GEMM blocking, vector lanes, FMA), so results differ from
 // cpu-ref in the last bits and *can* change with the chunk plan; tests report
 // by how much (tolerance rel 1e-5 on logits).
 #pragma once
@@ -31,6 +33,7 @@ public:
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
+    void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
 };
 
 }  // namespace plab
