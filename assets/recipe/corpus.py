@@ -48,6 +48,9 @@ LETTERS_V = "aeiou"
 # Templated completion families: (name, the words that end the prompt).
 # The answer is always " " + a name that the story mentioned earlier.
 FAMILIES = ["give_back", "found_for", "thanks"]
+# Share of repeated-sequence stories. Copying is learnt late (a "phase change",
+# Olsson et al. 2022); a generous share makes it happen within a CPU budget.
+REPEAT_FRACTION = 0.3
 
 
 def made_up_word(rng):
@@ -139,16 +142,16 @@ STORY_MAKERS = {"give_back": story_give_back, "found_for": story_found_for, "tha
 def story_repeat(rng):
     """A made-up word list said twice (sometimes three times): induction food."""
     a, b = two_names(rng)
-    words = " ".join(made_up_word(rng) for _ in range(rng.randint(4, 16)))
+    words = " ".join(made_up_word(rng) for _ in range(rng.randint(4, 20)))
     text = f"{a} wrote a secret list: {words}. {b} read it again: {words}."
-    if rng.random() < 0.3:
+    if rng.random() < 0.5:
         text += f" {a} said it once more: {words}."
     return text + " The end."
 
 
 def make_story(rng):
     """One story as a single line of text (no newline), plus its completion if any."""
-    if rng.random() < 0.25:
+    if rng.random() < REPEAT_FRACTION:
         return story_repeat(rng), None
     family = rng.choice(FAMILIES)
     prompt, answer, tail = STORY_MAKERS[family](rng)

@@ -24,7 +24,7 @@ fi
 OUT=${OUT:-$REPO/assets/model}
 cd "$HERE"
 OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=2 \
-    $PY train.py --seed 1234 --steps "${STEPS:-700}" --threads 2 --out "$OUT"
+    $PY train.py --seed 1234 --steps "${STEPS:-1200}" --threads 2 --out "$OUT"
 if [ "$OUT" = "$REPO/assets/model" ]; then
     $PY "$REPO/tests/reference/make_golden.py" --only shipped
 fi

@@ -71,6 +71,24 @@ def heldout_loss(model, stream, starts, seq_len, n):
     return sum(losses) / len(losses)
 
 
+def copy_row(rng, length, vocab):
+    """[BOS] s s [BOS] s' s' ... with s random merged tokens (ids 258..V-1), 6-24 long.
+
+    The purest form of the corpus's repeated sequences: the second copy of s is
+    predictable only by finding the first copy and reading the token after the
+    current one's earlier occurrence. Without this signal a 1M-parameter model
+    needs far more than our CPU budget before its induction heads form (the
+    "phase change" of Olsson et al. 2022); with a quarter of each batch it
+    forms within a few hundred steps (see --copy-warmup). `plab eval` measures induction on fresh
+    random sequences, and the stories' name completions use the same circuit.
+    """
+    row = []
+    while len(row) < length:
+        s = list(rng.randint(bpe.FIRST_MERGE_ID, vocab, size=rng.randint(6, 25)))
+        row += [bpe.BOS] + s + s
+    return np.array(row[:length], dtype=np.int64)
+
+
 def save(args, model, tok, held_texts, held_completions, steps_done):
     """Export: model dir + tokenizer + the held-out split for `plab eval`."""
     tied = True
@@ -94,8 +112,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--train-stories", type=int, default=60000)
     ap.add_argument("--heldout-stories", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=700)
+    ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--copy-rows", type=int, default=6, help="rows per batch of random repeated tokens")
+    ap.add_argument("--copy-warmup", type=int, default=0, help="first steps on repeated tokens only")
+    ap.add_argument("--stop-at", type=int, default=0,
+                    help="export and stop after this many steps of the --steps schedule (0: run all)")
     ap.add_argument("--seq-len", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--threads", type=int, default=2)
@@ -138,8 +160,13 @@ def main():
             args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / (args.steps - warmup))))
         for g in opt.param_groups:
             g["lr"] = lr
-        idx = rng.choice(usable, size=args.batch)
-        x = torch.from_numpy(np.stack([train_stream[i:i + args.seq_len + 1] for i in idx]))
+        # Curriculum: the first copy_warmup steps are repeated random tokens only, so the
+        # induction circuit forms early; afterwards copy_rows rows per batch keep it alive.
+        n_copy = args.batch if step < args.copy_warmup else args.copy_rows
+        idx = rng.choice(usable, size=args.batch - n_copy)
+        rows = [train_stream[i:i + args.seq_len + 1] for i in idx]
+        rows += [copy_row(rng, args.seq_len + 1, tok.vocab_size) for _ in range(n_copy)]
+        x = torch.from_numpy(np.stack(rows))
         logits = model(x[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -148,9 +175,11 @@ def main():
         opt.step()
         if step % 50 == 0 or step == args.steps - 1:
             log(f"step {step:5d}/{args.steps} lr {lr:.2e} loss {loss.item():.4f}")
-        if (step + 1) % 100 == 0 or step == args.steps - 1:
+        if (step + 1) % 100 == 0 or step == args.steps - 1 or step + 1 == args.stop_at:
             # A snapshot every 100 steps: a long run interrupted still leaves a usable model.
             save(args, model, tok, held_texts, held_completions, step + 1)
+        if step + 1 == args.stop_at:
+            break
         if (step + 1) % 200 == 0 or step == args.steps - 1:
             acc = completion_accuracy(model, tok, held_completions, 200)
             hl = heldout_loss(model, held_stream, held_starts, args.seq_len, 40)
