@@ -183,7 +183,10 @@ Model load_model(const std::string& path) {
     w.validate();
 
     const auto j = nlohmann::json::parse(config_text);
-    const std::string tok = j.value("plab_tokenizer", std::string("byte"));
+    // A Hugging Face directory has no "plab_tokenizer": its tokenizer.json is not
+    // understood here, so prompts are token ids unless the vocabulary is the byte one.
+    const std::string tok =
+        j.value("plab_tokenizer", std::string(c.vocab_size == 258 ? "byte" : "ids"));
     m.tokenizer = load_tokenizer(tok, dir, c.vocab_size);
     PLAB_CHECK(m.tokenizer->vocab_size() <= c.vocab_size,
                config_path.string() << ": tokenizer has " << m.tokenizer->vocab_size()

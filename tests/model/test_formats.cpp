@@ -294,3 +294,21 @@ TEST_CASE("safetensors model dirs: malformed files are rejected with a clear rea
     REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
     REQUIRE(r.err.find('\n') == r.err.size() - 1);
 }
+
+TEST_CASE("a Hugging Face directory without plab_tokenizer takes prompts as token ids",
+          "[model][safetensors]") {
+    ModelConfig c = small_config(32, 1, 4, 2, 8, 48, 300, 32);
+    const Weights w = make_random_weights(c, 5);
+    const std::string dir = tmp_path("hf_no_tokenizer");
+    save_model(w, "byte", dir);
+    std::string cfg = slurp(dir + "/config.json");
+    const auto at = cfg.find("\"plab_tokenizer\"");
+    REQUIRE(at != std::string::npos);
+    cfg.erase(at, cfg.find('\n', at) - at);
+    cfg.erase(cfg.rfind(',', at), 1);  // the comma before the removed last key
+    spit(dir + "/config.json", cfg);
+    const Model m = load_model(dir);
+    REQUIRE(m.tokenizer->kind() == "ids");
+    REQUIRE(m.tokenizer->encode("1, 2 299", false) == std::vector<int32_t>{1, 2, 299});
+    require_error([&] { m.tokenizer->encode("hello", false); }, "token ids 0..299");
+}
