@@ -34,13 +34,11 @@
 #include "controller.h"
 #include "core/error.h"
 #include "panels.h"
+#include "runtime/generate.h"
 #include "ui_common.h"
 
 namespace plab::viewer {
 namespace {
-
-// A short prompt whose attention fits on a projector (byte tokens: one per character).
-constexpr const char* kDefaultPrompt = "Mia put the red ball in the box. Later, Mia found the";
 
 struct Options {
     std::string screenshot;  // "" = interactive
@@ -232,7 +230,7 @@ int run(const Options& opt) {
     state.print_checks = headless || opt.frames > 0;
     state.prompt = !opt.prompt_file.empty() ? read_prompt_file(opt.prompt_file)
                    : !opt.prompt.empty()    ? opt.prompt
-                                            : kDefaultPrompt;
+                                            : plab::kDefaultPrompt;
     PLAB_CHECK(opt.prompt_tokens >= 0, "--prompt-tokens must be >= 0");
     state.prompt_tokens = opt.prompt_tokens;
     if (!opt.chunks.empty()) {

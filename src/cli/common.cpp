@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "runtime/generate.h"
 
 namespace plab::cli {
 

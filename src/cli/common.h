@@ -12,11 +12,6 @@
 
 namespace plab::cli {
 
-// The built-in prompt used when none is given: in the shipped model's story
-// language, so its first token is a confident one (see assets/recipe).
-inline constexpr const char* kDefaultPrompt =
-    "Once upon a time, Emma and Ivy went to the library. Ivy had a soft clock.";
-
 // Where the prompt comes from: text, a file, or explicit token ids.
 struct PromptOptions {
     std::string text;

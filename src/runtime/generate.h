@@ -19,6 +19,12 @@
 
 namespace plab {
 
+// The built-in prompt of the CLI and the viewer: in the shipped model's story
+// language (assets/recipe), so its first token is a confident one, and short
+// enough that its attention map fits on a projector.
+inline constexpr const char* kDefaultPrompt =
+    "Once upon a time, Emma and Ivy went to the library. Ivy had a soft clock.";
+
 struct GenerateOptions {
     std::string chunks = "full";  // chunk plan text for the prefill
     int max_new_tokens = 32;
