@@ -15,6 +15,7 @@
 #include "backends/registry.h"
 #include "core/error.h"
 #include "core/kv_layout.h"
+#include "model/shapes.h"
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -125,15 +126,8 @@ Controller::Controller(const std::string& model_path) {
     }
     // No trained model shipped yet: a small seeded random model still shows
     // every mechanism (masks, chunks, cache), only the attention looks like noise.
-    ModelConfig c;
-    c.dim = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 16;
-    c.hidden_dim = 176;
-    c.vocab_size = 258;
-    c.max_seq_len = 512;
+    ModelConfig c = named_shape("small");
+    c.max_seq_len = 512;  // as long as the shipped model's context
     model_.weights = make_random_weights(c, 1234);
     model_.tokenizer = std::make_unique<ByteTokenizer>();
     model_.source = "random weights, seed 1234 (no model at " + path + ")";

@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "model/shapes.h"
 #include "perf/bench.h"
 
 namespace plab::cli {
@@ -21,24 +22,11 @@ struct BenchCliOptions {
     bool json = false;
 };
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t comma = s.find(',', start);
-        out.push_back(
-            s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return out;
-}
-
 void run(BenchCliOptions o) {
-    o.bench.backends = split(o.backends);
+    o.bench.backends = split_list(o.backends);
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
     PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
-    const Weights w = o.model.empty() ? make_random_weights(stories15m_config(), o.seed)
+    const Weights w = o.model.empty() ? make_random_weights(named_shape("stories15m"), o.seed)
                                       : load_model_arg(o.model).weights;
     const BenchReport r = run_bench(w, o.bench);
     if (o.json) {

@@ -18,7 +18,7 @@
 #include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
-#include "perf/bench.h"
+#include "model/shapes.h"
 #include "runtime/equivalence.h"
 
 namespace plab::cli {
@@ -36,18 +36,6 @@ struct CompareOptions {
     std::uint64_t seed = 15;
     bool json = false;
 };
-
-std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t comma = s.find(',', start);
-        out.push_back(s.substr(start, comma == std::string::npos ? comma : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return out;
-}
 
 // Plans are separated by ';' when one of them lists lengths ("full;3,1,4"),
 // by ',' otherwise ("full,1,5,16": a list of fixed chunk sizes).
@@ -73,33 +61,14 @@ struct Row {
     double median_ms = 0;
 };
 
-// One prefill of `tokens` with `plan`; its snapshot and wall time.
-PrefillSnapshot prefill_once(const DeviceModel& dm, const std::vector<int32_t>& tokens,
-                             const ChunkPlan& plan, const SessionOptions& so, double& ms) {
-    Session session(dm, so);
-    PrefillResult r = session.prefill(tokens, plan);
-    ms = r.prefill_us / 1000;
-    PrefillSnapshot s;
-    s.backend = dm.backend().name();
-    s.plan = plan;
-    s.last_logits = std::move(r.last_logits);
-    for (int l = 0; l < dm.config().n_layers; ++l) {
-        s.k.push_back(session.read_kv(l, false));
-        s.v.push_back(session.read_kv(l, true));
-    }
-    return s;
-}
-
 void run(const CompareOptions& o) {
     PLAB_CHECK(o.repeats >= 1, "--repeats " << o.repeats << " must be at least 1");
-    PLAB_CHECK(o.random.empty() || o.random == "stories15m",
-               "--random '" << o.random << "': the only random shape is 'stories15m'");
     // 1. The model and the prompts.
     Model model;
     if (o.random.empty()) {
         model = load_model_arg(o.model);
     } else {
-        model.weights = make_random_weights(stories15m_config(), o.seed);
+        model.weights = make_random_weights(named_shape(o.random), o.seed);
         model.source = "random stories15M shape, seed " + std::to_string(o.seed);
     }
     const ModelConfig& c = model.weights.config;
@@ -132,8 +101,7 @@ void run(const CompareOptions& o) {
     const DeviceModel ref_model(*cpu_ref, model.weights);
     for (const auto& tokens : prompts) {
         const int t = static_cast<int>(tokens.size());
-        double ref_ms = 0;
-        const PrefillSnapshot ref = prefill_once(ref_model, tokens, ChunkPlan{{t}}, so, ref_ms);
+        const PrefillSnapshot ref = run_prefill_snapshot(ref_model, tokens, ChunkPlan{{t}}, so);
         double scale = 0;
         for (float x : ref.last_logits) scale = std::max(scale, double(std::fabs(x)));
         for (const std::string& name : names) {
@@ -141,14 +109,14 @@ void run(const CompareOptions& o) {
             const DeviceModel dm(*backend, model.weights);
             for (const std::string& plan_text : split_plans(o.plans)) {
                 const ChunkPlan plan = parse_chunk_plan(plan_text, t);
-                double ms = 0;
-                PrefillSnapshot s = prefill_once(dm, tokens, plan, so, ms);  // also the warm-up
+                double us = 0;
+                PrefillSnapshot s = run_prefill_snapshot(dm, tokens, plan, so, &us);  // + warm-up
                 std::vector<double> times;
                 for (int i = 0; i < o.repeats && o.repeats > 1; ++i) {
-                    s = prefill_once(dm, tokens, plan, so, ms);
-                    times.push_back(ms);
+                    s = run_prefill_snapshot(dm, tokens, plan, so, &us);
+                    times.push_back(us / 1000);
                 }
-                if (times.empty()) times.push_back(ms);
+                if (times.empty()) times.push_back(us / 1000);
                 std::sort(times.begin(), times.end());
                 Row row;
                 row.tokens = t;

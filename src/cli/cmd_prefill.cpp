@@ -42,14 +42,7 @@ void run(const PrefillOptions& o) {
     so.block_size = o.block_size;
     Session session(dm, so, &trace);
     const PrefillResult r = session.prefill(tokens, plan);
-    PrefillSnapshot mine;
-    mine.backend = backend->name();
-    mine.plan = plan;
-    mine.last_logits = r.last_logits;
-    for (int l = 0; l < model.weights.config.n_layers; ++l) {
-        mine.k.push_back(session.read_kv(l, false));
-        mine.v.push_back(session.read_kv(l, true));
-    }
+    const PrefillSnapshot mine = snapshot_of(session, r);
     const PrefillSnapshot ref = run_prefill_snapshot(dm, tokens, other, so);
     const Difference d = compare_snapshots(mine, ref);
     const int32_t first = argmax(r.last_logits);

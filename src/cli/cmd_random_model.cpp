@@ -5,7 +5,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
-#include "perf/bench.h"
+#include "model/shapes.h"
 
 namespace plab::cli {
 namespace {
@@ -16,25 +16,8 @@ struct RandomModelOptions {
     std::uint64_t seed = 1;
 };
 
-// The small default: big enough to have GQA and several layers, small enough
-// that the cpu-ref backend answers instantly.
-ModelConfig small_shape() {
-    ModelConfig c;
-    c.dim = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.head_dim = 16;
-    c.hidden_dim = 176;
-    c.vocab_size = 258;
-    c.max_seq_len = 256;
-    return c;
-}
-
 void run(const RandomModelOptions& o) {
-    PLAB_CHECK(o.shape == "small" || o.shape == "stories15m",
-               "--shape '" << o.shape << "' is not known; use small or stories15m");
-    const ModelConfig c = o.shape == "small" ? small_shape() : stories15m_config();
+    const ModelConfig c = named_shape(o.shape);
     save_model(make_random_weights(c, o.seed), "byte", o.dir);
     std::printf("wrote a random %s model (%s, seed %llu) to %s\n", o.shape.c_str(),
                 c.summary().c_str(), static_cast<unsigned long long>(o.seed), o.dir.c_str());

@@ -62,6 +62,18 @@ Model load_model_arg(const std::string& path) {
     return load_model(path.empty() ? default_model_path() : path);
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = text.find(',', start);
+        out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
     std::vector<int> out;
     std::stringstream ss(text);

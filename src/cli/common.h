@@ -27,6 +27,8 @@ struct PromptOptions {
 void add_model_option(CLI::App* cmd, std::string& path);
 Model load_model_arg(const std::string& path);
 
+// "a,b,c" -> {"a", "b", "c"} (empty parts kept, so callers can reject them).
+std::vector<std::string> split_list(const std::string& text);
 std::vector<int> parse_int_list(const std::string& text, const std::string& what);
 std::vector<float> parse_float_list(const std::string& text, const std::string& what);
 

@@ -38,20 +38,6 @@ std::vector<int32_t> bench_tokens(int n, int vocab) {
 
 }  // namespace
 
-ModelConfig stories15m_config() {
-    ModelConfig c;
-    c.dim = 288;
-    c.n_layers = 6;
-    c.n_heads = 6;
-    c.n_kv_heads = 6;
-    c.head_dim = 48;
-    c.hidden_dim = 768;
-    c.vocab_size = 32000;
-    c.max_seq_len = 2048;
-    c.tied_embeddings = true;  // llama2.c's stories15M shares the classifier with the embeddings
-    return c;
-}
-
 BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     const ModelConfig& c = weights.config;
     for (int n : o.lengths) {

@@ -53,9 +53,6 @@ struct BenchReport {
     std::vector<DecodeBenchRow> decode;
 };
 
-// The stories15M shape (llama2.c's smallest TinyStories model) with random weights.
-ModelConfig stories15m_config();
-
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);
 
 }  // namespace plab

@@ -24,19 +24,25 @@ void diff(const std::vector<float>& a, const std::vector<float>& b, double& max_
 
 }  // namespace
 
-PrefillSnapshot run_prefill_snapshot(const DeviceModel& model, const std::vector<int32_t>& tokens,
-                                     const ChunkPlan& plan, const SessionOptions& options) {
-    Session session(model, options);
-    PrefillResult r = session.prefill(tokens, plan);
+PrefillSnapshot snapshot_of(const Session& session, const PrefillResult& result) {
     PrefillSnapshot s;
-    s.backend = model.backend().name();
-    s.plan = plan;
-    s.last_logits = std::move(r.last_logits);
-    for (int l = 0; l < model.config().n_layers; ++l) {
+    s.backend = session.model().backend().name();
+    s.plan = result.plan;
+    s.last_logits = result.last_logits;
+    for (int l = 0; l < session.model().config().n_layers; ++l) {
         s.k.push_back(session.read_kv(l, false));
         s.v.push_back(session.read_kv(l, true));
     }
     return s;
+}
+
+PrefillSnapshot run_prefill_snapshot(const DeviceModel& model, const std::vector<int32_t>& tokens,
+                                     const ChunkPlan& plan, const SessionOptions& options,
+                                     double* prefill_us) {
+    Session session(model, options);
+    const PrefillResult r = session.prefill(tokens, plan);
+    if (prefill_us != nullptr) *prefill_us = r.prefill_us;
+    return snapshot_of(session, r);
 }
 
 Difference compare_snapshots(const PrefillSnapshot& a, const PrefillSnapshot& b) {

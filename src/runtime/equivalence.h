@@ -23,8 +23,14 @@ struct PrefillSnapshot {
     std::vector<std::vector<float>> k, v;  // per layer: (T, Hkv·Dh)
 };
 
+// What `session` holds right after it prefilled `result` (from an empty cache).
+PrefillSnapshot snapshot_of(const Session& session, const PrefillResult& result);
+
+// A fresh session prefills `tokens` with `plan`; its snapshot. `prefill_us`,
+// when given, receives the prefill's wall time.
 PrefillSnapshot run_prefill_snapshot(const DeviceModel& model, const std::vector<int32_t>& tokens,
-                                     const ChunkPlan& plan, const SessionOptions& options = {});
+                                     const ChunkPlan& plan, const SessionOptions& options = {},
+                                     double* prefill_us = nullptr);
 
 struct Difference {
     double logits_max_abs = 0;

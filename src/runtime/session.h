@@ -53,6 +53,7 @@ public:
     // One decode step: appends `token` and returns the logits (V) of its position.
     std::vector<float> decode_step(int32_t token);
 
+    const DeviceModel& model() const { return model_; }
     int length() const { return seq_.length; }
     const Sequence& sequence() const { return seq_; }
     const KvCache& cache() const { return cache_; }

@@ -1,0 +1,40 @@
+#include "model/shapes.h"
+
+#include "core/error.h"
+
+namespace plab {
+
+std::vector<std::string> shape_names() {
+    return {"small", "stories15m"};
+}
+
+ModelConfig named_shape(const std::string& name) {
+    ModelConfig c;
+    if (name == "small") {
+        // Big enough for GQA and several layers, small enough that cpu-ref answers at once.
+        c.dim = 64;
+        c.n_layers = 2;
+        c.n_heads = 4;
+        c.n_kv_heads = 2;
+        c.head_dim = 16;
+        c.hidden_dim = 176;
+        c.vocab_size = 258;  // the byte tokenizer's 256 bytes + BOS + EOS
+        c.max_seq_len = 256;
+    } else if (name == "stories15m") {
+        c.dim = 288;
+        c.n_layers = 6;
+        c.n_heads = 6;
+        c.n_kv_heads = 6;
+        c.head_dim = 48;
+        c.hidden_dim = 768;
+        c.vocab_size = 32000;
+        c.max_seq_len = 2048;
+        c.tied_embeddings = true;  // llama2.c shares the classifier with the embeddings
+    } else {
+        PLAB_CHECK(false, "unknown model shape '" << name << "'; valid shapes: small, stories15m");
+    }
+    c.validate();
+    return c;
+}
+
+}  // namespace plab
