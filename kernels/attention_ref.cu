@@ -17,6 +17,21 @@
 
 namespace plab::PLAB_SIMT_NS {
 
+// Steps 1 and 2 of both kernels: every thread scores some of the visible keys
+// into shared memory; after the barrier, thread 0 alone takes the softmax
+// statistics in j order (the reference order); after the second barrier all
+// threads may read them.
+__device__ void scores_and_stats(float* scores, SoftmaxStats& stats, const float* qr,
+                                 const float* k_pool, const int32_t* block_table,
+                                 const AttentionShape& s, int kv_head, int pos) {
+    for (int j = threadIdx.x; j <= pos; j += blockDim.x) {
+        scores[j] = attention_score(qr, k_pool, block_table, s, kv_head, j);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) stats = attention_softmax_stats(scores, pos);
+    __syncthreads();
+}
+
 __global__ void attention_ref_kernel(float* out, const float* q, const float* k_pool,
                                      const float* v_pool, const int32_t* block_table,
                                      AttentionShape s) {
@@ -28,14 +43,7 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
     const float* qr = q + row * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, scores);  // (pos0 + C)
     __shared__ SoftmaxStats stats;
-    // 1. scores of the visible keys
-    for (int j = threadIdx.x; j <= pos; j += blockDim.x) {
-        scores[j] = attention_score(qr, k_pool, block_table, s, g, j);
-    }
-    __syncthreads();
-    // 2. softmax statistics, one thread, j order
-    if (threadIdx.x == 0) stats = attention_softmax_stats(scores, pos);
-    __syncthreads();
+    scores_and_stats(scores, stats, qr, k_pool, block_table, s, g, pos);
     // 3. output components
     for (int d = threadIdx.x; d < s.head_dim; d += blockDim.x) {
         out[row * s.head_dim + d] =
@@ -52,12 +60,7 @@ __global__ void attention_probs_kernel(float* probs, const float* q, const float
     const float* qr = q + (static_cast<long long>(i) * s.n_heads + head) * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, scores);  // (pos0 + C)
     __shared__ SoftmaxStats stats;
-    for (int j = threadIdx.x; j <= pos; j += blockDim.x) {
-        scores[j] = attention_score(qr, k_pool, block_table, s, g, j);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) stats = attention_softmax_stats(scores, pos);
-    __syncthreads();
+    scores_and_stats(scores, stats, qr, k_pool, block_table, s, g, pos);
     // attention_probability returns 0 for a masked key without reading its score.
     for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
         probs[static_cast<long long>(i) * n_keys + j] =

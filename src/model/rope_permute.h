@@ -30,29 +30,11 @@
 
 namespace plab {
 
-// w: (n_heads·Dh, cols) row-major, rows in the interleaved order -> half-split order.
-inline std::vector<float> rope_rows_interleaved_to_half(const std::vector<float>& w, int n_heads,
-                                                        int head_dim, int cols) {
-    PLAB_CHECK(head_dim % 2 == 0, "RoPE needs an even head_dim, got " << head_dim);
-    const std::size_t c = static_cast<std::size_t>(cols);
-    PLAB_ASSERT(w.size() == static_cast<std::size_t>(n_heads) * head_dim * c);
-    std::vector<float> out(w.size());
-    const int half = head_dim / 2;
-    for (int h = 0; h < n_heads; ++h) {
-        for (int s = 0; s < 2; ++s) {
-            for (int i = 0; i < half; ++i) {
-                const std::size_t dst = static_cast<std::size_t>(h * head_dim + s * half + i);
-                const std::size_t src = static_cast<std::size_t>(h * head_dim + 2 * i + s);
-                for (std::size_t k = 0; k < c; ++k) out[dst * c + k] = w[src * c + k];
-            }
-        }
-    }
-    return out;
-}
-
-// The inverse: rows in the half-split order -> interleaved order.
-inline std::vector<float> rope_rows_half_to_interleaved(const std::vector<float>& w, int n_heads,
-                                                        int head_dim, int cols) {
+// Reorders the rows of w: (n_heads·Dh, cols) row-major between the two
+// pairings. Row (h, 2i+s) of the interleaved order is row (h, s·Dh/2 + i) of
+// the half-split order, for s = 0, 1 (the two members of pair i).
+inline std::vector<float> rope_rows_permute(const std::vector<float>& w, int n_heads, int head_dim,
+                                            int cols, bool to_half_split) {
     PLAB_CHECK(head_dim % 2 == 0, "RoPE needs an even head_dim, got " << head_dim);
     const std::size_t c = static_cast<std::size_t>(cols);
     PLAB_ASSERT(w.size() == static_cast<std::size_t>(n_heads) * head_dim * c);
@@ -63,11 +45,24 @@ inline std::vector<float> rope_rows_half_to_interleaved(const std::vector<float>
             for (int i = 0; i < half; ++i) {
                 const std::size_t hs = static_cast<std::size_t>(h * head_dim + s * half + i);
                 const std::size_t il = static_cast<std::size_t>(h * head_dim + 2 * i + s);
-                for (std::size_t k = 0; k < c; ++k) out[il * c + k] = w[hs * c + k];
+                const std::size_t dst = to_half_split ? hs : il, src = to_half_split ? il : hs;
+                for (std::size_t k = 0; k < c; ++k) out[dst * c + k] = w[src * c + k];
             }
         }
     }
     return out;
+}
+
+// Interleaved (llama2.c, Meta) rows -> half-split (Hugging Face, this engine) rows.
+inline std::vector<float> rope_rows_interleaved_to_half(const std::vector<float>& w, int n_heads,
+                                                        int head_dim, int cols) {
+    return rope_rows_permute(w, n_heads, head_dim, cols, true);
+}
+
+// The inverse: half-split rows -> interleaved rows.
+inline std::vector<float> rope_rows_half_to_interleaved(const std::vector<float>& w, int n_heads,
+                                                        int head_dim, int cols) {
+    return rope_rows_permute(w, n_heads, head_dim, cols, false);
 }
 
 }  // namespace plab
