@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -34,6 +35,8 @@ std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
     } else {
         std::string t = text;
         if (!file.empty()) {
+            PLAB_CHECK(!std::filesystem::is_directory(file),
+                       "prompt file " << file << " is a directory; give a text file");
             std::ifstream f(file, std::ios::binary);
             PLAB_CHECK(f.good(), "cannot read prompt file " << file);
             std::stringstream ss;

@@ -100,6 +100,8 @@ TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
     const std::string long_prompt(300, 'a');  // > max_seq_len 256
     require_clean_error(run_cli({"prefill", "--model", model, "--prompt-file", "/dev/null"}),
                         "empty");
+    require_clean_error(run_cli({"prefill", "--model", model, "--prompt-file", "/"}),
+                        "is a directory");
     require_clean_error(run_cli({"prefill", "--model", model, long_prompt}),
                         "longer than the model's max_seq_len");
     require_clean_error(run_cli({"prefill", "--model", model, "--tokens", "1,2,999"}),
