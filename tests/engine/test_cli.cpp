@@ -23,12 +23,21 @@ void require_clean_error(const test::CliResult& r, const std::string& contains) 
     REQUIRE(r.err.find(contains) != std::string::npos);
 }
 
-fs::path small_model_dir() {
-    const fs::path d = fs::temp_directory_path() / ("plab_cli_model_" + std::to_string(::getpid()));
-    if (!fs::exists(d / "config.json")) {
-        REQUIRE(run_cli({"random-model", d.string(), "--seed", "3"}).exit_code == 0);
+// A random model written by the CLI itself, once per test process, removed at exit.
+struct TempModel {
+    fs::path dir = fs::temp_directory_path() / ("plab_cli_model_" + std::to_string(::getpid()));
+    ~TempModel() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
     }
-    return d;
+};
+
+fs::path small_model_dir() {
+    static const TempModel model;
+    if (!fs::exists(model.dir / "config.json")) {
+        REQUIRE(run_cli({"random-model", model.dir.string(), "--seed", "3"}).exit_code == 0);
+    }
+    return model.dir;
 }
 
 }  // namespace
