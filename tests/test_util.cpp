@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace plab::test {
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo, float hi) {
@@ -76,6 +78,19 @@ void require_not_all_zero(const std::vector<float>& v, const std::string& what) 
     for (float x : v) any = any || x != 0.0f;
     INFO(what);
     REQUIRE(any);
+}
+
+void require_error(const std::function<void()>& fn, const std::string& fragment) {
+    try {
+        fn();
+    } catch (const plab::Error& e) {
+        const std::string msg = e.what();
+        INFO("error message: " << msg);
+        CHECK(msg.find('\n') == std::string::npos);
+        REQUIRE(msg.find(fragment) != std::string::npos);
+        return;
+    }
+    FAIL("expected a plab::Error mentioning '" << fragment << "'");
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ void require_bitwise_equal(const std::vector<float>& actual, const std::vector<f
                            const std::string& what);
 // Fails if every element is zero (a comparison of two all-zero outputs proves nothing).
 void require_not_all_zero(const std::vector<float>& v, const std::string& what);
+
+// Fails unless fn throws a plab::Error whose one-line message contains `fragment`.
+void require_error(const std::function<void()>& fn, const std::string& fragment);
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 

@@ -41,19 +41,6 @@ void spit(const std::string& path, const std::string& data) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
 
-void require_error(const std::function<void()>& fn, const std::string& fragment) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        INFO("error message: " << msg);
-        CHECK(msg.find('\n') == std::string::npos);
-        REQUIRE(msg.find(fragment) != std::string::npos);
-        return;
-    }
-    FAIL("expected a plab::Error mentioning '" << fragment << "'");
-}
-
 ModelConfig l2c_config(bool tied) {
     // llama2.c can express: head_dim = D/H, theta 1e4, eps 1e-5. GQA 6 -> 2 heads.
     ModelConfig c = small_config(48, 2, 6, 2, 8, 96, 300, 64);

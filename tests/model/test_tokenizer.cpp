@@ -11,6 +11,7 @@
 #include "model/llama2c.h"
 #include "model/tokenizer_bpe.h"
 #include "model_test_util.h"
+#include "test_util.h"
 
 using namespace plab;
 using namespace plab::test;
@@ -68,19 +69,6 @@ std::string slurp(const std::string& path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
-}
-
-void require_error(const std::function<void()>& fn, const std::string& fragment) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        INFO("error message: " << msg);
-        CHECK(msg.find('\n') == std::string::npos);
-        REQUIRE(msg.find(fragment) != std::string::npos);
-        return;
-    }
-    FAIL("expected a plab::Error mentioning '" << fragment << "'");
 }
 
 }  // namespace
