@@ -35,6 +35,7 @@ void run(BenchCliOptions o) {
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
+        j["read_gb_per_s"] = r.machine.read_gb_per_s;
         for (const auto& p : r.prefill) {
             j["prefill"].push_back({{"backend", p.backend},
                                     {"tokens", p.tokens},
@@ -52,7 +53,9 @@ void run(BenchCliOptions o) {
                                    {"tokens_per_s", d.tokens_per_s},
                                    {"bytes_per_token", d.bytes_per_token},
                                    {"bound_tokens_per_s", d.bound_tokens_per_s},
-                                   {"fraction_of_bound", d.fraction_of_bound}});
+                                   {"fraction_of_bound", d.fraction_of_bound},
+                                   {"read_bound_tokens_per_s", d.read_bound_tokens_per_s},
+                                   {"fraction_of_read_bound", d.fraction_of_read_bound}});
         }
         print_json(j);
         return;
@@ -86,6 +89,13 @@ void run(BenchCliOptions o) {
         std::printf("  %-22s %8d %12.3f %12.1f %14.0f %12.1f %8.1f%%\n", d.backend.c_str(),
                     d.context, d.median_step_s * 1e3, d.tokens_per_s, d.bytes_per_token,
                     d.bound_tokens_per_s, 100 * d.fraction_of_bound);
+    }
+    for (const auto& d : r.decode) {
+        std::printf(
+            "  %s against the read bandwidth (%.1f GB/s, 1 GiB summed): bound %.1f tok/s, "
+            "reached %.1f%%\n",
+            d.backend.c_str(), r.machine.read_gb_per_s, d.read_bound_tokens_per_s,
+            100 * d.fraction_of_read_bound);
     }
 }
 

@@ -100,6 +100,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         d.bytes_per_token = decode_bytes(c, d.context);
         d.bound_tokens_per_s = r.machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
+        d.read_bound_tokens_per_s = r.machine.read_gb_per_s * 1e9 / d.bytes_per_token;
+        d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
         r.decode.push_back(d);
     }
     return r;

@@ -44,6 +44,8 @@ struct DecodeBenchRow {
     double bytes_per_token = 0;
     double bound_tokens_per_s = 0;  // copy bandwidth / bytes per token
     double fraction_of_bound = 0;
+    double read_bound_tokens_per_s = 0;  // read bandwidth / bytes per token
+    double fraction_of_read_bound = 0;
 };
 
 struct BenchReport {
