@@ -26,6 +26,7 @@ void run(const InfoOptions& o) {
         j["kv_bytes_per_token"] = kv_bytes;
         j["tokenizer"] = m.tokenizer->kind();
         j["backends"] = backend_names();
+        j["gpu_form"] = gpu_form_description();
         print_json(j);
         return;
     }
@@ -47,6 +48,7 @@ void run(const InfoOptions& o) {
     std::printf("Backends:");
     for (const auto& b : backend_names()) std::printf(" %s", b.c_str());
     std::printf("\n");
+    std::printf("  GPU backends: %s\n", gpu_form_description().c_str());
 }
 
 }  // namespace

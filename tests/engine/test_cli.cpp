@@ -94,6 +94,9 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
     REQUIRE(info["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 4);
     REQUIRE(info["parameters"].get<long>() > 100000);
+    const std::string gpu_form = info["gpu_form"];
+    REQUIRE((gpu_form.find("emulated") != std::string::npos ||
+             gpu_form.find("native") != std::string::npos));
 
     const auto b = run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "32",
                             "--repeats", "2", "--decode-steps", "3", "--json"});
