@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "perf/flops.h"
 #include "runtime/chunk_plan.h"
+#include "runtime/sampler.h"
 #include "runtime/session.h"
 
 namespace plab {
@@ -88,8 +89,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             const std::vector<float> logits = s.decode_step(token);
             backend->synchronize();
             steps.push_back(now_s() - t0);
-            token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
-                                         logits.begin());
+            token = argmax(logits);
         }
         DecodeBenchRow d;
         d.backend = backend->name();

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "runtime/sampler.h"
 
 namespace plab {
 namespace {
@@ -55,9 +56,7 @@ Difference compare_snapshots(const PrefillSnapshot& a, const PrefillSnapshot& b)
         diff(a.k[l], b.k[l], d.kv_max_abs, d.kv_bitwise);
         diff(a.v[l], b.v[l], d.kv_max_abs, d.kv_bitwise);
     }
-    d.same_argmax =
-        std::max_element(a.last_logits.begin(), a.last_logits.end()) - a.last_logits.begin() ==
-        std::max_element(b.last_logits.begin(), b.last_logits.end()) - b.last_logits.begin();
+    d.same_argmax = argmax(a.last_logits) == argmax(b.last_logits);
     return d;
 }
 

@@ -52,6 +52,14 @@ std::vector<AttentionProbe> all_heads(const ModelConfig& c) {
     return probes;
 }
 
+// A full prefill of `ids` on a fresh session, with the attention map of every head.
+PrefillResult prefill_probing_all_heads(const DeviceModel& model, const std::vector<int32_t>& ids) {
+    Session s(model);
+    ForwardProbes probes;
+    probes.attention = all_heads(model.config());
+    return s.prefill(ids, ChunkPlan{{int(ids.size())}}, probes);
+}
+
 std::string tail_words(const std::string& s, std::size_t n_chars) {
     return s.size() <= n_chars ? s : "..." + s.substr(s.size() - n_chars);
 }
@@ -139,10 +147,7 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
         std::vector<int32_t> ids{tok.bos_id() >= 0 ? tok.bos_id() : pool[n]};
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
-        Session s(model);
-        ForwardProbes probes;
-        probes.attention = all_heads(c);
-        const PrefillResult p = s.prefill(ids, parse_chunk_plan("full", int(ids.size())), probes);
+        const PrefillResult p = prefill_probing_all_heads(model, ids);
         // Query at 1+n+i holds s_i; its earlier copy sits at 1+i, so the target key is 2+i.
         for (std::size_t h = 0; h < heads.size(); ++h) {
             const AttentionMap& m = p.attention[h];
@@ -167,10 +172,7 @@ void score_previous_token(const DeviceModel& model, const Tokenizer& tok,
         std::vector<int32_t> ids = tok.encode(story, true);
         if (int(ids.size()) > c.max_seq_len) ids.resize(c.max_seq_len);
         if (ids.size() < 2) continue;
-        Session s(model);
-        ForwardProbes probes;
-        probes.attention = all_heads(c);
-        const PrefillResult p = s.prefill(ids, parse_chunk_plan("full", int(ids.size())), probes);
+        const PrefillResult p = prefill_probing_all_heads(model, ids);
         for (std::size_t h = 0; h < heads.size(); ++h) {
             const AttentionMap& m = p.attention[h];
             for (int t = 1; t < int(ids.size()); ++t)
