@@ -69,7 +69,7 @@ TEST_CASE("greedy decode of 32 tokens: KV cache == cache-free recompute", "[deco
     }
 }
 
-TEST_CASE("generate: first token from the last position, then decode; TTFT covers prefill",
+TEST_CASE("generate: first token from the last position, then decode, TTFT covers prefill",
           "[decode]") {
     const ModelConfig c = test::small_config(32, 2, 4, 2, 8, 48, 258, 64);
     auto be = make_backend("cpu-ref");

@@ -24,7 +24,7 @@ TEST_CASE("cpu-ref: the KV block size does not change a bit", "[prefill][equival
     test::check_block_size_invariance({b.get()});
 }
 
-TEST_CASE("cpu vs cpu-ref: within rel 1e-5 on logits, same greedy token; chunking drift reported",
+TEST_CASE("cpu vs cpu-ref: within rel 1e-5 on logits, same greedy token, chunking drift reported",
           "[prefill][equivalence]") {
     auto b = make_backend("cpu");
     double across_plans = 0;

@@ -13,7 +13,7 @@ TEST_CASE("greedy sampling is argmax, lowest index on ties", "[sampler]") {
     REQUIRE(s.sample({0.1f, 3.0f, -1.0f, 3.0f}) == 1);
 }
 
-TEST_CASE("seeded sampling repeats; top-k=1 and tiny top-p are greedy", "[sampler]") {
+TEST_CASE("seeded sampling repeats, top-k=1 and tiny top-p are greedy", "[sampler]") {
     const auto logits = test::random_floats(50, 3, -2, 2);
     SamplerOptions o;
     o.temperature = 1.0f;
