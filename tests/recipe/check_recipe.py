@@ -11,7 +11,8 @@ live in assets/recipe/recipe.json; this script checks, without torch or numpy:
                of recipe.json; train.py's model shape gives the shipped config.json.
   regenerate   recipe.json's seed and corpus/tokenizer settings rebuild the shipped
                tokenizer.bpe and eval/ files byte for byte (corpus + BPE in pure
-               Python, a few seconds).
+               Python, ~6 s of CPU). It pins the seed; bpe_stories only as far as
+               it changes the merges (7999 stories give the same 254 merges as 8000).
   run-sh       run.sh's guards: STEPS without OUT is refused, OUT naming the shipped
                model is refused, a relative OUT is taken from the caller's directory.
   self-test    the test of the test: scratch copies of the recipe that ask for
