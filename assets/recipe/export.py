@@ -12,11 +12,11 @@ import json
 import os
 import struct
 
-import numpy as np
-
 
 def write_safetensors(path, tensors, metadata=None):
     """tensors: dict name -> numpy array (any float dtype, written as F32), in name order."""
+    import numpy as np  # here, not at the top: tests/recipe reads hf_config where numpy is absent
+
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         arr = np.ascontiguousarray(tensors[name], dtype="<f4")
@@ -36,6 +36,8 @@ def write_safetensors(path, tensors, metadata=None):
 
 
 def read_safetensors(path):
+    import numpy as np  # see write_safetensors
+
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))

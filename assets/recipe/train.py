@@ -1,32 +1,45 @@
 """Train the shipped tiny model: corpus -> BPE -> PyTorch training -> model dir.
 
 What it teaches: the whole life of a small language model in one script,
-reproducible from one seed: generate the data, learn a tokenizer, train a
-Llama-style decoder with AdamW and a cosine schedule, check it on a held-out
-split it never saw, and export it in the engine's format.
+reproducible from one settings file: generate the data, learn a tokenizer, train
+a Llama-style decoder with AdamW and a cosine schedule, check it on a held-out
+split it never saw, and export it in the engine's format. Every default comes
+from recipe.json (settings.py); the export records the settings it used.
 
 What it leaves out: mixed precision, data parallelism, checkpoint resume,
 hyper-parameter search. Run it with Debian's /usr/bin/python3 (see run.sh).
 
-  /usr/bin/python3 train.py --out ../model            # the shipped model
-  /usr/bin/python3 train.py --steps 20 --out /tmp/m   # a smoke test
+  /usr/bin/python3 train.py --out /tmp/m              # recipe.json's model, elsewhere
+  /usr/bin/python3 train.py --steps 40 --out /tmp/m   # a smoke test
+  PLAB_RECIPE_DRY_RUN=1 /usr/bin/python3 train.py     # print the settings, train nothing
 """
 
-import argparse
 import json
 import math
 import os
 import random
+import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+import settings
 
-import bpe
-import corpus
-import export
-from model import TinyLlama
+if __name__ == "__main__":
+    # Settings before numpy and torch: a dry run (tests/recipe) must work where
+    # torch is absent, and OpenBLAS reads its thread count only when it is loaded.
+    ARGS = settings.parse_args()
+    if settings.dry_run_requested():
+        settings.print_dry_run(ARGS)
+        sys.exit(0)
+    settings.pin_threads(ARGS.threads)
+
+import numpy as np  # noqa: E402  (after pin_threads, see above)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import bpe  # noqa: E402
+import data  # noqa: E402
+import export  # noqa: E402
+from model import TinyLlama  # noqa: E402
 
 CONFIG = dict(dim=128, n_layers=4, n_heads=4, n_kv_heads=2, head_dim=32, hidden_dim=384,
               vocab_size=512, max_seq_len=512, rope_theta=10000.0, norm_eps=1e-5)
@@ -93,51 +106,27 @@ def save(args, model, tok, held_texts, held_completions, steps_done):
     """Export: model dir + tokenizer + the held-out split for `plab eval`."""
     tied = True
     tensors = export.torch_state_to_hf(model)
-    meta = {"recipe": "assets/recipe/train.py", "seed": args.seed, "steps": steps_done}
+    meta = settings.metadata(args, steps_done, torch.__version__, np.__version__)
     export.save_model_dir(args.out, CONFIG, tensors, "tokenizer.bpe", tied, meta)
-    tok.save(os.path.join(args.out, "tokenizer.bpe"))
-    eval_dir = os.path.join(args.out, "eval")
-    os.makedirs(eval_dir, exist_ok=True)
-    with open(os.path.join(eval_dir, "heldout.txt"), "w") as f:
-        for t in held_texts[:300]:
-            f.write(t + "\n")
-    with open(os.path.join(eval_dir, "completions.tsv"), "w") as f:
-        f.write("# family\tprompt\tanswer (held-out split; the answer is a name the prompt mentioned)\n")
-        for family, prompt, answer in held_completions[:300]:
-            f.write(f"{family}\t{prompt}\t{answer}\n")
+    data.write_tokenizer_and_eval(args.out, tok, held_texts, held_completions)
 
 
-def main():
-    ap = argparse.ArgumentParser(description="Train the Prefill Lab tiny model.")
-    ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--train-stories", type=int, default=60000)
-    ap.add_argument("--heldout-stories", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--copy-rows", type=int, default=6, help="rows per batch of random repeated tokens")
-    ap.add_argument("--copy-warmup", type=int, default=0, help="first steps on repeated tokens only")
-    ap.add_argument("--stop-at", type=int, default=0,
-                    help="export and stop after this many steps of the --steps schedule (0: run all)")
-    ap.add_argument("--seq-len", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "model"))
-    args = ap.parse_args()
-
+def main(args):
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     t0 = time.time()
+    log(f"settings {json.dumps(settings.settings_of(args))}; OPENBLAS_NUM_THREADS="
+        f"{os.environ.get('OPENBLAS_NUM_THREADS')}, torch {torch.__version__}, numpy {np.__version__}")
 
     # 1. Corpus: training and held-out splits come from different seeds.
-    train_texts, _ = corpus.make_split(args.seed, args.train_stories)
-    held_texts, held_completions = corpus.make_split(args.seed + 1, args.heldout_stories)
+    train_texts, held_texts, held_completions = data.splits(
+        args.seed, args.train_stories, args.heldout_stories)
     log(f"corpus: {len(train_texts)} training stories, {len(held_texts)} held-out stories")
 
     # 2. Tokenizer: byte-level BPE learned on (part of) the training split only.
-    tok = bpe.Tokenizer(bpe.train(train_texts[:8000], CONFIG["vocab_size"]))
-    assert tok.vocab_size == CONFIG["vocab_size"]
+    tok = data.tokenizer(train_texts, args.bpe_stories, CONFIG["vocab_size"])
     train_stream, train_starts = build_stream(tok, train_texts)
     held_stream, held_starts = build_stream(tok, held_texts)
     log(f"tokenizer: {tok.vocab_size} tokens; training stream {len(train_stream)} tokens "
@@ -192,4 +181,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)
