@@ -258,25 +258,39 @@ TEST_CASE("gpu kernels: swiglu and residual add", "[gpu][kernels]") {
 }
 
 TEST_CASE("gpu kernels: argmax picks the lowest index among equal maxima", "[gpu][kernels]") {
-    auto ref = make_backend("cpu-ref");
-    std::vector<std::unique_ptr<Backend>> gpus = gpu_backend_forms(GpuVariant::reference);
-    for (auto& b : gpu_backend_forms(GpuVariant::fast)) gpus.push_back(std::move(b));
+    // The expected index is known by construction, not asked of another
+    // backend: random values in [-1, 1) and a maximum of 5 planted at known
+    // places. The rule (greedy decoding's, runtime/sampler.h) is the lowest
+    // index among equal maxima, so a kernel that keeps the last or any
+    // occurrence, or depends on its reduction order, fails.
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(make_backend("cpu-ref"));
+    backends.push_back(make_backend("cpu"));
+    for (auto& b : gpu_backend_forms(GpuVariant::reference)) backends.push_back(std::move(b));
+    for (auto& b : gpu_backend_forms(GpuVariant::fast)) backends.push_back(std::move(b));
+    struct Planted {
+        const char* what;
+        std::vector<int> at;  // where the maximum goes, in the order it is written
+    };
     for (int n : {1, 7, 33, 129, 1000, 4099}) {
-        for (int ties : {0, 1}) {
-            auto x = random_floats(n, 1200 + n + ties);
-            if (ties != 0) {  // the maximum three times, late first
-                const float big = 5.0f;
-                for (int i : {n - 1, n / 2, n / 3}) x[i] = big;
+        for (const Planted& p : {Planted{"one maximum", {(2 * n) / 3}},
+                                 Planted{"three equal maxima, late first", {n - 1, n / 2, n / 3}},
+                                 Planted{"every element equal", {}}}) {
+            auto x = random_floats(n, 1200 + n);
+            int expect = n;
+            for (int i : p.at) {
+                x[std::size_t(i)] = 5.0f;
+                expect = std::min(expect, i);
             }
-            auto run = [&](Backend& b) {
-                DeviceArray a(b, x.size());
-                b.upload(a.buf(), x.data(), x.size());
-                return b.argmax(a.buf(), x.size());
-            };
-            const int expect = run(*ref);
-            for (auto& b : gpus) {
-                INFO("argmax n=" << n << " ties=" << ties << " on " << b->name());
-                REQUIRE(run(*b) == expect);
+            if (p.at.empty()) {  // all equal: the first element wins
+                std::fill(x.begin(), x.end(), 0.25f);
+                expect = 0;
+            }
+            for (auto& b : backends) {
+                DeviceArray a(*b, x.size());
+                b->upload(a.buf(), x.data(), x.size());
+                INFO("argmax n=" << n << ", " << p.what << ", on " << b->name());
+                REQUIRE(b->argmax(a.buf(), x.size()) == expect);
             }
         }
     }
