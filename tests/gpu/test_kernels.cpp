@@ -221,9 +221,9 @@ TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") 
     struct Case {
         int n_queries, pos0, n_heads, n_kv_heads, head_dim, block_size;
     };
-    for (const Case c :
-         {Case{1, 0, 1, 1, 1, 1}, Case{7, 0, 4, 2, 6, 4}, Case{1, 40, 3, 3, 8, 5},
-          Case{33, 5, 2, 1, 16, 7}, Case{7, 29, 4, 1, 10, 16}, Case{40, 90, 1, 1, 4, 3}}) {
+    for (const Case c : {Case{1, 0, 1, 1, 1, 1}, Case{7, 3, 3, 1, 7, 5}, Case{5, 2, 1, 1, 1, 2},
+                         Case{7, 0, 4, 2, 6, 4}, Case{1, 40, 3, 3, 8, 5}, Case{33, 5, 2, 1, 16, 7},
+                         Case{7, 29, 4, 1, 10, 16}, Case{40, 90, 1, 1, 4, 3}}) {
         AttentionShape s;
         s.n_queries = c.n_queries;
         s.pos0 = c.pos0;
