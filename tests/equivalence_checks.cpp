@@ -18,9 +18,9 @@ std::vector<float> slice(const std::vector<float>& v, std::size_t row, std::size
 }
 
 // The oracle of every check: cpu-ref's whole prefill — itself checked first
-// against an independent computation that never reuses a KV cache. Position t
-// is recomputed by a fresh session that prefills only tokens 0..t as one
-// chunk; its last row must give the whole prefill's logits of position t and
+// against a recompute that never carries a KV cache from one chunk to the
+// next. Position t is recomputed by a fresh session that prefills only tokens
+// 0..t as one chunk; its last row must give the whole prefill's logits of position t and
 // its K/V rows at t, bit for bit. That holds on a reference backend by
 // design (every row of a matmul, an RMSNorm and the causal attention is
 // computed alone, in one fixed order), and fails when a later token leaks

@@ -4,8 +4,8 @@
 // tests/gpu on each form (emulated, native) of gpu-ref and gpu.
 //
 // Oracles. cpu-ref's whole prefill is the oracle of every comparison; it is
-// itself checked against an independent computation that never reuses a KV
-// cache (position t recomputed from scratch from tokens 0..t). A comparison of
+// itself checked against a recompute that never carries a KV cache from one
+// chunk to the next (position t recomputed from scratch from tokens 0..t). A comparison of
 // cpu-ref's whole prefill with itself is determinism, not evidence: it is not
 // made, and each check asserts how many real comparisons it did make.
 #pragma once
