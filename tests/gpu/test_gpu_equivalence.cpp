@@ -5,8 +5,10 @@
 // What it shows: gpu-ref keeps every promise cpu-ref keeps — all 512 chunk
 // plans of a 10-token prompt, random configs (grouped-query attention, odd
 // head_dim with an unrotated last component, D != H·Dh), any KV block size —
-// and equals cpu-ref itself bit for bit. gpu keeps the fast backends' promise:
-// relative 1e-5 of the largest logit, the same greedy token, for every plan.
+// and equals cpu-ref itself bit for bit. gpu keeps the fast backends' promise
+// on the same random shapes and on a larger model: within 1e-5 of the largest
+// |logit|, and the same greedy token wherever cpu-ref's top two logits are
+// further apart than that tolerance allows to swap, for every plan.
 #include <catch2/catch.hpp>
 
 #include "equivalence_checks.h"
@@ -43,10 +45,12 @@ TEST_CASE("gpu-ref: the KV block size does not change a bit", "[gpu][prefill][eq
 TEST_CASE("gpu vs cpu-ref: within rel 1e-5 on logits, same greedy token, every plan",
           "[gpu][prefill][equivalence]") {
     for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
-        double across_plans = 0;
-        const double worst = check_fast_backend(*gpu, across_plans);
-        WARN(gpu->name() << " vs cpu-ref: max logit diff " << worst << " of max |logit|; across "
-                         << "chunk plans: " << across_plans);
+        const FastReport r = check_fast_backend(*gpu);
+        WARN(gpu->name() << " vs cpu-ref over " << r.comparisons << " runs: max logit diff "
+                         << r.worst << " of max |logit|; across chunk plans: " << r.across_plans
+                         << "; greedy token checked in " << r.argmax_checked << ", near ties "
+                         << r.near_ties);
+        REQUIRE(r.worst > 0);  // the tiled kernels really are a different computation
     }
 }
 

@@ -83,8 +83,12 @@ TEST_CASE("gpu-ref prefill: chunked == full == cpu-ref, bit for bit, on logits a
                                                        << vs_ref.kv_max_abs);
                     CHECK(vs_ref.logits_bitwise);
                     CHECK(vs_ref.kv_bitwise);
-                    const Difference vs_full = compare_snapshots(s, full);
-                    CHECK(vs_full.bitwise());
+                    // Chunked == full on the same backend; the full plan against
+                    // itself would only show determinism, so it is compared with
+                    // cpu-ref alone (above).
+                    if (plan.lengths != full.plan.lengths) {
+                        CHECK(compare_snapshots(s, full).bitwise());
+                    }
                 }
             }
         }
@@ -111,11 +115,17 @@ TEST_CASE("gpu prefill: within relative 1e-5 of cpu-ref, same greedy token", "[g
                 const ChunkPlan plan = parse_chunk_plan(plan_text, kPromptLength);
                 const PrefillSnapshot s = run_prefill_snapshot(model, tokens, plan, options);
                 INFO(setup.name << ", " << gpu->name() << ", plan " << plan.to_string());
-                require_allclose(s.last_logits, ref.last_logits, logits_tol, 1e-5,
+                // atol only (rtol 0): "relative 1e-5" means 1e-5 of the largest
+                // |logit|, the promise the test name states; an extra 1e-5·|logit|
+                // per element would double it on the largest logits.
+                require_allclose(s.last_logits, ref.last_logits, logits_tol, 0,
                                  "tiled GEMM and online softmax reorder sums (and native builds "
-                                 "fuse multiply-adds): relative 1e-5 of the logits' scale");
+                                 "fuse multiply-adds): 1e-5 of the largest |logit|");
                 const Difference d = compare_snapshots(s, ref);
-                INFO("K/V max abs " << d.kv_max_abs << " (tolerance " << kv_tol << ")");
+                WARN(setup.name << ", " << gpu->name() << ", plan " << plan.to_string()
+                                << ": logits max |diff| " << d.logits_max_abs << " (allowed "
+                                << logits_tol << "), K/V max |diff| " << d.kv_max_abs
+                                << " (allowed " << kv_tol << ")");
                 CHECK(d.kv_max_abs <= kv_tol);
                 CHECK(d.same_argmax);
             }
