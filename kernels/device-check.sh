@@ -12,7 +12,8 @@
 #      H=6, Dh=48, F=768, V=32000, max_seq_len 2048): prefill tokens/s (median
 #      of 3 runs after a warm-up), max |diff| of the last logits and of every
 #      cached K/V against cpu-ref, and the bitwise flag (`plab compare`).
-# `plab compare` exits non-zero if a reference backend is not bitwise equal.
+# `plab compare` exits non-zero if any row breaks its promise (reference rows
+# bitwise, fast rows within relative 1e-5 with the same first token).
 #
 # Usage
 #   on the GPU machine:   kernels/device-check.sh [--deps DIR]

@@ -1,5 +1,11 @@
 // `plab prefill`: one prompt, one chunk plan, one backend — and the proof that
-// the plan did not matter. Lessons: 02-prefill-and-the-kv-cache.md, 03-chunked-prefill.md.
+// the plan did not matter. Lessons: 02-prefill-and-the-kv-cache.md, 03-chunked-prefill.md,
+// 06-compute-vs-memory.md.
+//
+// The FLOP count is printed exactly (an integer, with its three terms) because
+// it is deterministic and lesson 6 checks it against a hand calculation. The
+// chunk lines come from the engine's own "kv append" trace events, so they show
+// where each chunk's K/V really went: which positions, which physical blocks.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +16,7 @@
 #include "perf/flops.h"
 #include "runtime/equivalence.h"
 #include "runtime/sampler.h"
+#include "trace/trace.h"
 
 namespace plab::cli {
 namespace {
@@ -81,13 +88,30 @@ void run(const PrefillOptions& o) {
                 backend->name().c_str());
     std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks)\n", t,
                 tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size());
+    // Whole numbers below 2^53, so %.0f prints them exactly.
     std::printf(
-        "Prefill: %.3f ms, %.0f tokens/s, %.3g FLOP (%.0f causal attention pairs per head and "
+        "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f causal attention pairs per head and "
         "layer)\n",
         r.prefill_us / 1000, t / (r.prefill_us * 1e-6), cost.total(), cost.attention_pairs);
+    std::printf("  FLOP = projections %.0f + attention %.0f + logits %.0f\n", cost.projection_flops,
+                cost.attention_flops, cost.logits_flops);
     std::printf("KV cache: %d blocks of %d positions in use, %zu bytes (%zu bytes per token)\n",
                 session.cache().blocks_in_use(), session.cache().block_size(),
                 session.cache().bytes_in_use(), session.cache().bytes_per_token());
+    // Where each chunk's K/V went (layer 0; every layer uses the same slots).
+    int chunk = 0;
+    const int shown_chunks = 12;
+    for (const TraceEvent& e : trace.events()) {
+        if (e.name != "kv append" || e.args.at("layer") != "0") continue;
+        if (chunk < shown_chunks) {
+            const std::string& blocks = e.args.at("blocks");
+            std::printf("  chunk %d: positions %s -> block%s %s\n", chunk,
+                        e.args.at("positions").c_str(),
+                        blocks.find(',') == std::string::npos ? "" : "s", blocks.c_str());
+        }
+        ++chunk;
+    }
+    if (chunk > shown_chunks) std::printf("  ... %d more chunks\n", chunk - shown_chunks);
     std::printf("First token (greedy, from the last position's distribution): %s (id %d)\n",
                 quoted_token(tok, first).c_str(), first);
     std::printf("Top-%d:", o.top);
