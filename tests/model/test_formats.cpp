@@ -3,6 +3,8 @@
 // permutation is a true inverse pair; malformed files (wrong magic, truncated,
 // shape/vocab mismatch, headers that lie about sizes) are rejected with one
 // clear line.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -24,10 +26,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One scratch directory per test process, removed at exit: ctest -j (and other
+// checkouts on the same machine) run these cases at once, and a file another
+// process is rewriting would fail a case with the wrong error message.
+struct ScratchDir {
+    fs::path path = fs::temp_directory_path() / ("plab_test_formats_" + std::to_string(::getpid()));
+    ~ScratchDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
 std::string tmp_path(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / "plab_test_formats";
-    fs::create_directories(dir);
-    return (dir / name).string();
+    static const ScratchDir dir;
+    fs::create_directories(dir.path);
+    return (dir.path / name).string();
 }
 
 std::string slurp(const std::string& path) {
