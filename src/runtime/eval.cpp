@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "runtime/chunk_plan.h"
@@ -148,15 +149,13 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
         const PrefillResult p = prefill_probing_all_heads(model, ids);
-        // Query at 1+n+i holds s_i; its earlier copy sits at 1+i, so the target key is 2+i.
+        // The tokens of s are distinct, so exactly the n queries of the second
+        // copy count: query 1+n+i holds s_i, first seen at 1+i, target key 2+i.
         for (std::size_t h = 0; h < heads.size(); ++h) {
-            const AttentionMap& m = p.attention[h];
-            double acc = 0;
-            for (int i = 0; i < n; ++i) {
-                const int q = 1 + n + i, k = 2 + i;
-                acc += m.probs[std::size_t(q - m.query_pos0) * m.n_keys + k];
-            }
-            sum[h] += acc / n;
+            AttentionMean trial_mean;
+            add_induction_attention(p.attention[h], ids, trial_mean);
+            PLAB_ASSERT(trial_mean.count == n);
+            sum[h] += trial_mean.value();
         }
     }
     for (std::size_t h = 0; h < heads.size(); ++h) heads[h].induction = sum[h] / o.induction_trials;
@@ -166,25 +165,60 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
 void score_previous_token(const DeviceModel& model, const Tokenizer& tok,
                           const std::vector<std::string>& stories, std::vector<HeadScore>& heads) {
     const ModelConfig& c = model.config();
-    std::vector<double> sum(heads.size(), 0.0);
-    long long count = 0;
+    std::vector<AttentionMean> mean(heads.size());
     for (const std::string& story : stories) {
         std::vector<int32_t> ids = tok.encode(story, true);
         if (int(ids.size()) > c.max_seq_len) ids.resize(c.max_seq_len);
         if (ids.size() < 2) continue;
         const PrefillResult p = prefill_probing_all_heads(model, ids);
-        for (std::size_t h = 0; h < heads.size(); ++h) {
-            const AttentionMap& m = p.attention[h];
-            for (int t = 1; t < int(ids.size()); ++t)
-                sum[h] += m.probs[std::size_t(t - m.query_pos0) * m.n_keys + (t - 1)];
-        }
-        count += int(ids.size()) - 1;
+        for (std::size_t h = 0; h < heads.size(); ++h)
+            add_previous_token_attention(p.attention[h], mean[h]);
     }
-    for (std::size_t h = 0; h < heads.size(); ++h)
-        heads[h].previous_token = count > 0 ? sum[h] / double(count) : 0.0;
+    for (std::size_t h = 0; h < heads.size(); ++h) heads[h].previous_token = mean[h].value();
+}
+
+// Every probe map is (n_queries, n_keys) and causal: its keys reach the last query.
+void check_attention_map(const AttentionMap& m) {
+    PLAB_CHECK(m.query_pos0 >= 0 && m.n_queries >= 0 && m.query_pos0 + m.n_queries <= m.n_keys &&
+                   m.probs.size() == std::size_t(m.n_queries) * std::size_t(m.n_keys),
+               "attention map of " << m.n_queries << " queries from position " << m.query_pos0
+                                   << " over " << m.n_keys << " keys holds " << m.probs.size()
+                                   << " weights; a causal map needs query_pos0 + n_queries <= "
+                                      "n_keys and n_queries * n_keys weights");
 }
 
 }  // namespace
+
+void add_previous_token_attention(const AttentionMap& m, AttentionMean& mean) {
+    check_attention_map(m);
+    for (int i = 0; i < m.n_queries; ++i) {
+        const int t = m.query_pos0 + i;
+        if (t < 1) continue;  // position 0 has no previous token
+        mean.sum += m.probs[std::size_t(i) * m.n_keys + (t - 1)];
+        ++mean.count;
+    }
+}
+
+void add_induction_attention(const AttentionMap& m, const std::vector<int32_t>& ids,
+                             AttentionMean& mean) {
+    check_attention_map(m);
+    const int end = m.query_pos0 + m.n_queries;
+    PLAB_CHECK(int(ids.size()) >= end, "induction score: " << ids.size()
+                                                           << " token ids for a map whose last "
+                                                              "query is at position "
+                                                           << end - 1);
+    // Walk the positions in order, remembering where each token was last seen:
+    // a query whose token was seen at p should attend to p+1 (<= the query).
+    std::unordered_map<int32_t, int> last_seen;
+    for (int t = 0; t < end; ++t) {
+        const auto seen = last_seen.find(ids[t]);
+        if (t >= m.query_pos0 && seen != last_seen.end()) {
+            mean.sum += m.probs[std::size_t(t - m.query_pos0) * m.n_keys + (seen->second + 1)];
+            ++mean.count;
+        }
+        last_seen[ids[t]] = t;
+    }
+}
 
 EvalOptions default_eval_options(const std::string& model_dir) {
     namespace fs = std::filesystem;

@@ -27,6 +27,7 @@
 
 #include "model/tokenizer.h"
 #include "runtime/device_model.h"
+#include "runtime/session.h"
 
 namespace plab {
 
@@ -77,6 +78,26 @@ struct EvalReport {
         return completions_total > 0 ? double(completions_correct) / completions_total : 0.0;
     }
 };
+
+// The head scorers, pure functions of one head's attention map (a probe of a
+// prefill: row i is query position query_pos0 + i, column k is key position k)
+// and the token ids at those positions. No model runs here, so they are tested
+// on synthetic maps (tests/model/test_eval.cpp). Each adds to a running
+// mean, so scores over many prompts weigh every query equally.
+struct AttentionMean {
+    double sum = 0;       // attention weights added
+    long long count = 0;  // how many were added
+    double value() const { return count > 0 ? sum / double(count) : 0.0; }
+};
+
+// Previous-token: for every query t >= 1, the attention it pays to key t-1.
+void add_previous_token_attention(const AttentionMap& map, AttentionMean& mean);
+
+// Induction: for every query whose token occurred earlier, the attention it
+// pays to the key just after that token's most recent earlier occurrence.
+// `ids` holds the token of every key position (at least n_keys of them).
+void add_induction_attention(const AttentionMap& map, const std::vector<int32_t>& ids,
+                             AttentionMean& mean);
 
 // The default held-out files of a model directory (they may not exist).
 EvalOptions default_eval_options(const std::string& model_dir);

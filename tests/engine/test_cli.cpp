@@ -60,14 +60,27 @@ TEST_CASE("plab toy prints 2, 3, 14/3, 6 and all chunk plans match", "[cli]") {
 
 TEST_CASE("plab prefill reports bitwise equivalence for cpu-ref, drift for cpu", "[cli]") {
     const std::string model = small_model_dir().string();
-    auto j = nlohmann::json::parse(
-        run_cli({"prefill", "--model", model, "--chunks", "3,1,4", "--backend", "cpu-ref",
-                 "--tokens", "256,1,2,3,4,5,6,7", "--json"})
-            .out);
-    REQUIRE(j["equivalence"]["logits_bitwise"] == true);
-    REQUIRE(j["equivalence"]["kv_bitwise"] == true);
-    REQUIRE(j["plan"] == "3,1,4");
-    REQUIRE(j["top"].size() == 5);
+    // 40 tokens in KV blocks of 16 (the default): three blocks, the last one
+    // half full. Plan 16,5,11,8 puts chunk boundaries on block boundaries (16,
+    // 32) and inside a block (21); plan 7,13,20 has chunks that start inside a
+    // block and run across the next boundary (chunk 7..19 crosses 16, chunk
+    // 20..39 crosses 32). Every one must match the whole-prompt prefill bitwise.
+    std::string tokens = "256";
+    for (int i = 1; i < 40; ++i) tokens += "," + std::to_string(i);
+    nlohmann::json j;
+    for (const std::string plan : {"16,5,11,8", "7,13,20"}) {
+        INFO("plan " << plan);
+        j = nlohmann::json::parse(run_cli({"prefill", "--model", model, "--chunks", plan,
+                                           "--backend", "cpu-ref", "--tokens", tokens, "--json"})
+                                      .out);
+        REQUIRE(j["tokens"].size() == 40);
+        REQUIRE(j["plan"] == plan);
+        REQUIRE(j["compared_plan"] == "40");
+        REQUIRE(j["kv_blocks"] == 3);  // ceil(40 / 16): the prompt really spans 3 blocks
+        REQUIRE(j["equivalence"]["logits_bitwise"] == true);
+        REQUIRE(j["equivalence"]["kv_bitwise"] == true);
+        REQUIRE(j["top"].size() == 5);
+    }
     j = nlohmann::json::parse(run_cli({"prefill", "--model", model, "--chunks", "5", "--backend",
                                        "cpu", "--json", "hello world, again"})
                                   .out);

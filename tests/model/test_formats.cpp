@@ -3,6 +3,8 @@
 // permutation is a true inverse pair; malformed files (wrong magic, truncated,
 // shape/vocab mismatch, headers that lie about sizes) are rejected with one
 // clear line.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -24,10 +26,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One scratch directory per test process, removed at exit: ctest -j (and other
+// checkouts on the same machine) run these cases at once, and a file another
+// process is rewriting would fail a case with the wrong error message.
+struct ScratchDir {
+    fs::path path = fs::temp_directory_path() / ("plab_test_formats_" + std::to_string(::getpid()));
+    ~ScratchDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
 std::string tmp_path(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / "plab_test_formats";
-    fs::create_directories(dir);
-    return (dir / name).string();
+    static const ScratchDir dir;
+    fs::create_directories(dir.path);
+    return (dir.path / name).string();
 }
 
 std::string slurp(const std::string& path) {
@@ -235,21 +248,35 @@ TEST_CASE("safetensors model dirs: malformed files are rejected with a clear rea
     };
     auto load = [&] { load_model(dir); };
 
+    // Each case names what is wrong, with the numbers that show it: a load that
+    // failed for some other reason would not pass.
     with(std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + st.substr(8),
          cfg);  // wrong magic/length
-    REQUIRE_THROWS_AS(load(), Error);
-    with(st.substr(0, st.size() / 2), cfg);  // truncated data
-    REQUIRE_THROWS_AS(load(), Error);
+    require_error(load, "header length 9223372036854775807 does not fit a " +
+                            std::to_string(st.size()) + "-byte file");
 
-    std::uint64_t n;  // header lies: a tensor's data_offsets run past the data
+    std::uint64_t n;  // the JSON header's length, little-endian (x86)
     std::memcpy(&n, st.data(), 8);
-    std::string header = st.substr(8, n);
+    const std::string header = st.substr(8, n);
+    with(st.substr(0, st.size() / 2), cfg);  // truncated data: the header survives, data does not
+    REQUIRE(8 + n < st.size() / 2);
+    require_error(load, "lie outside the " + std::to_string(st.size() / 2 - 8 - n) +
+                            " data bytes (file truncated or header lies)");
+
+    // Header lies: the tensor stored first now claims to start 9 bytes late,
+    // so its byte range no longer holds its shape.
     const auto pos = header.find("\"data_offsets\":[0,");
     REQUIRE(pos != std::string::npos);
+    const auto name_end = header.rfind("\":{", pos);
+    const auto name_begin = header.rfind('"', name_end - 1) + 1;
+    const std::string first = header.substr(name_begin, name_end - name_begin);
+    const std::uint64_t first_end = std::stoull(header.substr(pos + 18));
     std::string lied = header;
     lied.replace(pos, 18, "\"data_offsets\":[9,");
     with(st.substr(0, 8) + lied + st.substr(8 + n), cfg);
-    REQUIRE_THROWS_AS(load(), Error);
+    require_error(load, "tensor " + first + ": " + std::to_string(first_end - 9) +
+                            " bytes do not match its shape (" + std::to_string(first_end / 4) +
+                            " values of 4 bytes)");
 
     std::string cfg_vocab = cfg;  // vocab mismatch between config and tensors
     const auto vp = cfg_vocab.find("\"vocab_size\": 258");
@@ -258,10 +285,13 @@ TEST_CASE("safetensors model dirs: malformed files are rejected with a clear rea
     with(st, cfg_vocab);
     require_error(load, "needs [");
 
-    std::string cfg_small = cfg;  // vocab smaller than the tokenizer's 258
-    cfg_small.replace(vp, 17, "\"vocab_size\": 200");
-    with(st, cfg_small);
-    REQUIRE_THROWS_AS(load(), Error);
+    // Vocab smaller than the byte tokenizer's 258, tensors consistent with it:
+    // only the tokenizer check can object.
+    const std::string small_dir = tmp_path("bad_st_small_vocab");
+    save_model(make_random_weights(small_config(32, 1, 4, 2, 8, 48, 200, 32), 9), "byte",
+               small_dir);
+    require_error([&] { load_model(small_dir); },
+                  "config.json: tokenizer has 258 tokens but vocab_size is 200");
 
     std::string cfg_tok = cfg;  // a tokenizer file that does not exist / is not known
     const auto tp = cfg_tok.find("\"plab_tokenizer\": \"byte\"");

@@ -1,0 +1,25 @@
+# One check of the test of the registration guard: runs the guard (MODE guard)
+# or ctest itself (MODE ctest) over a scratch ctest tree DIR, and requires it
+# to fail (EXPECT_FAIL ON) or pass (OFF) with output matching every EXPECT<k>
+# regular expression. The whole output is printed, so a failure shows why.
+if(MODE STREQUAL "guard")
+  set(cmd "${CMAKE_COMMAND}" -DBUILD_DIR=${DIR} -DCTEST=${CTEST} -DBINARIES=${BINARY}
+          -P ${GUARD})
+elseif(MODE STREQUAL "ctest")
+  set(cmd "${CTEST}" --test-dir ${DIR})
+else()
+  message(FATAL_ERROR "MODE must be guard or ctest, not '${MODE}'")
+endif()
+execute_process(COMMAND ${cmd} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+set(all "${out}${err}")
+message("${all}exit status: ${rc}")
+if(EXPECT_FAIL AND rc EQUAL 0)
+  message(FATAL_ERROR "expected a failure (non-zero exit) over ${DIR}, got exit 0")
+elseif(NOT EXPECT_FAIL AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "expected a pass over ${DIR}, got exit status ${rc}")
+endif()
+foreach(k RANGE 1 9)
+  if(DEFINED EXPECT${k} AND NOT all MATCHES "${EXPECT${k}}")
+    message(FATAL_ERROR "output over ${DIR} lacks a line matching '${EXPECT${k}}'")
+  endif()
+endforeach()
