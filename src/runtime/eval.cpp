@@ -139,7 +139,10 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
     const int lo = tok.kind() == "bpe" ? 258 : 0;  // BPE: merged tokens, i.e. word-like pieces
     for (int id = lo; id < std::min(c.vocab_size, tok.vocab_size()); ++id)
         if (id != tok.bos_id() && id != tok.eos_id()) pool.push_back(id);
-    const int n = std::min({o.induction_len, int(pool.size()), (c.max_seq_len - 1) / 2});
+    // Without a BOS token the sequence starts with one more pool token (pool[n]), which must
+    // exist and stay distinct from s: keep one token of the pool in reserve for it.
+    const int spare = tok.bos_id() >= 0 ? 0 : 1;
+    const int n = std::min({o.induction_len, int(pool.size()) - spare, (c.max_seq_len - 1) / 2});
     PLAB_CHECK(n >= 2, "induction test needs at least 2 ordinary tokens and max_seq_len >= 5");
     std::mt19937_64 rng(o.seed);
     std::vector<double> sum(heads.size(), 0.0);
