@@ -1,0 +1,98 @@
+// ThreadPool: the engine's one set of worker threads, with dynamic work splitting.
+//
+// What it teaches: a parallel region costs something before any work is done
+// — a sleeping thread must be woken, and every thread must be *scheduled* by
+// the operating system. On a quiet machine that is microseconds; when another
+// program keeps a core busy, a woken thread may wait a whole time slice
+// (milliseconds) for a core. A region that splits its work statically into one
+// piece per thread and then waits at a barrier for every piece runs as slow as
+// its most delayed thread: issue 12 measured a 29-token prefill at 1 ms quiet
+// and 285 ms next to one spinning process, because each of its ~50 OpenMP
+// regions (Eigen's parallel GEMM spin-waits between its threads on top)
+// waited for a descheduled thread.
+//
+// This pool avoids that in two ways:
+//  1. Dynamic splitting: an op is cut into more tasks than threads, and each
+//     thread (the caller included) claims the next task from one shared
+//     counter. The caller never waits for a worker to *start*: if the worker
+//     is late, the caller runs every task itself, and the late worker finds
+//     nothing left. It only waits for tasks a worker has already claimed.
+//  2. Spin, then sleep: an idle worker spins briefly (the next op usually
+//     follows within microseconds), then sleeps on a futex
+//     (std::atomic::wait), so it does not burn a core a competitor or the
+//     caller's own serial code could use. The caller waiting for a claimed
+//     task does the same.
+// Whether an op is worth a region at all is the caller's decision (see
+// backends/cpu_fast.h: a FLOP threshold per thread).
+//
+// Left out: nested parallelism (a task that calls run() runs its tasks
+// inline), thread pinning, NUMA awareness.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace plab {
+
+class ThreadPool {
+public:
+    // `threads` counts the caller: 1 means no workers, every task runs inline.
+    explicit ThreadPool(int threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+    // Runs task(i) for every i in [0, n_tasks), on the caller and the
+    // workers; returns when all have finished. Which thread runs which task
+    // is decided at run time (first come, first served). With n_tasks <= 1,
+    // one thread, or when called from inside a task, runs them all inline.
+    template <class F>
+    void run(int n_tasks, F&& task) {
+        using Fn = std::remove_reference_t<F>;
+        run_erased(n_tasks, &call<Fn>,
+                   const_cast<void*>(static_cast<const void*>(std::addressof(task))));
+    }
+
+    // The engine's pool: one thread per CPU this process may run on
+    // (sched_getaffinity, so `taskset` and container limits are respected).
+    static ThreadPool& engine();
+    // How many CPUs this process may run on.
+    static int available_cpus();
+
+private:
+    using TaskFn = void (*)(void*, int);
+    template <class F>
+    static void call(void* f, int i) {
+        (*static_cast<F*>(f))(i);
+    }
+    void run_erased(int n_tasks, TaskFn fn, void* ctx);
+    // Claims and runs tasks of generation `gen` until none are left.
+    void work(std::uint32_t gen);
+    void worker_main();
+
+    std::vector<std::thread> workers_;
+    // (generation << 32) | next unclaimed task. A thread claims a task with a
+    // compare-exchange, so a thread that read an old generation can never
+    // claim a task of a newer one. kClosed in the low half: no more claims.
+    std::atomic<std::uint64_t> job_{0};
+    // The job's parameters, written by the caller before it publishes job_.
+    // Atomics because a late thread may read them while the next job writes
+    // them; its compare-exchange on job_ then fails and it discards them.
+    std::atomic<TaskFn> fn_{nullptr};
+    std::atomic<void*> ctx_{nullptr};
+    std::atomic<int> n_tasks_{0};
+    std::atomic<int> done_{0};             // tasks finished in the current job
+    std::atomic<std::uint32_t> epoch_{0};  // the current generation; workers sleep on it
+    std::atomic<bool> stop_{false};
+    std::mutex caller_;             // one job at a time
+    std::uint32_t generation_ = 0;  // jobs started (guarded by caller_)
+};
+
+}  // namespace plab
