@@ -2,6 +2,7 @@
 // the threads interleave; the cpu backend's threaded ops (sizes above the FLOP
 // threshold, so they really split) match cpu-ref within a proven bound; the
 // engine picks the thread count from the work; `plab bench --load` reports.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -119,6 +120,31 @@ TEST_CASE("cpu threads: the engine picks them from the work", "[threads]") {
     REQUIRE(cpu_threads_for(1e15) == 1);
     set_cpu_thread_cap(0);
     REQUIRE(cpu_threads_for(1e15) == cpus);
+}
+
+TEST_CASE("plab info says how many threads cpu uses and from which prompt length",
+          "[threads][cli]") {
+    const auto r = run_cli({"info", "--json"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["cpu_threads"] == cpu_threads());
+    REQUIRE(j["cpu_min_flops_per_thread"].get<double>() == kMinFlopsPerThread);
+    // The first prompt length whose widest per-layer GEMM gets a second thread,
+    // recomputed here from the printed config.
+    const auto& c = j["config"];
+    const double d = c["hidden_size"].get<double>();
+    const double widest =
+        std::max({c["intermediate_size"].get<double>(), d,
+                  c["num_attention_heads"].get<double>() * c["head_dim"].get<double>()});
+    const int from = j["cpu_threaded_prefill_from_tokens"];
+    if (cpu_threads() > 1) {
+        REQUIRE(from > 1);
+        REQUIRE(cpu_threads_for(2.0 * from * d * widest) > 1);
+        REQUIRE(cpu_threads_for(2.0 * (from - 1) * d * widest) == 1);
+    }
+    const auto text = run_cli({"info"});
+    REQUIRE(text.out.find("Threads of the cpu backend: up to " + std::to_string(cpu_threads())) !=
+            std::string::npos);
 }
 
 TEST_CASE("cpu matmul on many threads matches cpu-ref, awkward sizes", "[threads]") {
