@@ -6,10 +6,12 @@
 // program keeps a core busy, a woken thread may wait a whole time slice
 // (milliseconds) for a core. A region that splits its work statically into one
 // piece per thread and then waits at a barrier for every piece runs as slow as
-// its most delayed thread: issue 12 measured a 29-token prefill at 1 ms quiet
-// and 285 ms next to one spinning process, because each of its ~50 OpenMP
-// regions (Eigen's parallel GEMM spin-waits between its threads on top)
-// waited for a descheduled thread.
+// its most delayed thread. Issue 12: the shipped model's 29-token prefill took
+// 1 ms quiet and ~300 ms next to one spinning process. Timing its OpenMP
+// regions (an LD_PRELOAD wrapper around GOMP_parallel) on the busy machine
+// found 37 regions, of which the 28 inside Eigen's parallel GEMM (static
+// split, threads spin-waiting on each other's packed blocks) took 1372 ms of
+// a 1375 ms prefill — for GEMMs of 1-3 MFLOP that one thread does in ~20 us.
 //
 // This pool avoids that in two ways:
 //  1. Dynamic splitting: an op is cut into more tasks than threads, and each
@@ -17,11 +19,16 @@
 //     counter. The caller never waits for a worker to *start*: if the worker
 //     is late, the caller runs every task itself, and the late worker finds
 //     nothing left. It only waits for tasks a worker has already claimed.
+//     (Measured on the busy machine: a sleeping worker started a median
+//     16 ms after being woken; the caller did not wait for it.)
 //  2. Spin, then sleep: an idle worker spins briefly (the next op usually
 //     follows within microseconds), then sleeps on a futex
 //     (std::atomic::wait), so it does not burn a core a competitor or the
 //     caller's own serial code could use. The caller waiting for a claimed
-//     task does the same.
+//     task does the same. OpenMP's two policies each fail one way (issue 12):
+//     passive (sleep at once) pays a wake-up per region at every barrier,
+//     126 ms for that prefill; active (spin forever) keeps a core busy while
+//     the engine is idle, e.g. under the viewer's renderer.
 // Whether an op is worth a region at all is the caller's decision (see
 // backends/cpu_fast.h: a FLOP threshold per thread).
 //
@@ -53,6 +60,7 @@ public:
     // workers; returns when all have finished. Which thread runs which task
     // is decided at run time (first come, first served). With n_tasks <= 1,
     // one thread, or when called from inside a task, runs them all inline.
+    // Tasks must not throw (a worker has nowhere to send the exception).
     template <class F>
     void run(int n_tasks, F&& task) {
         using Fn = std::remove_reference_t<F>;
