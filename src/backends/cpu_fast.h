@@ -40,8 +40,8 @@ namespace plab {
 // kind (2-vCPU AMD EPYC VM, AVX-512, stories15M shapes, 200 interleaved calls
 // of this file's matmul on 1 thread vs 2 pool threads; /tmp harness, numbers
 // in the issue 12 report):
-//   - one thread runs these GEMMs at ~105-130 GFLOP/s (29x288x288, 4.8 MFLOP:
-//     37 us; 128x768x288, 57 MFLOP: 370-440 us); so 8 MFLOP is ~70 us;
+//   - one thread runs these GEMMs at ~110-150 GFLOP/s (29x288x288, 4.8 MFLOP:
+//     37 us; 128x768x288, 57 MFLOP: 370-440 us); so 8 MFLOP is ~55-70 us;
 //   - splitting into tiles costs 5-13 % more CPU time in total (re-packing
 //     the shared operand per tile), measured when the 2nd thread got no core;
 //   - a worker asleep on a futex needs tens of microseconds to run when a core

@@ -213,7 +213,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     }
     if (!o.load) return r;
     r.load_cpu = last_allowed_cpu();
-    SpinningCompetitor competitor(r.load_cpu, 600);
+    // An hour: longer than any bench here (each row stops after budget_s).
+    SpinningCompetitor competitor(r.load_cpu, 3600);
     for (Loaded& l : loaded) {
         const std::string name = l.backend->name();
         for (int n : o.lengths) {
