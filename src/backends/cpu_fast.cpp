@@ -4,10 +4,12 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace plab {
 namespace {
@@ -19,7 +21,72 @@ using ConstMapMat = Eigen::Map<const RowMat>;
 
 constexpr int kQueryTile = 32;  // queries per attention tile
 
+// GEMM tasks per thread. More tasks than threads is what makes the split
+// dynamic: a thread the OS deschedules delays only the tile it holds, the
+// others take the rest. More tasks also re-pack the shared operand more often
+// (each tile packs its rows of x and of w again: 5-13 % more CPU time in all
+// at 4 per thread, measured; see kMinFlopsPerThread in cpu_fast.h).
+constexpr int kTasksPerThread = 4;
+constexpr int kRowTile = 256;  // at most this many rows of x per GEMM tile
+constexpr int kColAlign = 16;  // tile widths in w rows: a multiple of the AVX-512 lanes
+// SwiGLU's cost in GEMM-FLOP equivalents per value, for the same threshold:
+// measured 0.19 ns a value on one thread, ~20 FLOPs at the ~105 GFLOP/s one
+// thread's GEMM runs at (exp is a ~20-op polynomial, then +, /, *).
+constexpr double kSwigluFlopsPerValue = 24;
+
+// Eigen runs a product on OpenMP threads of its own whenever
+// omp_get_max_threads() > 1 on the calling thread. Here that would put an
+// OpenMP team (static split, spin-waits between its threads: the cause of
+// issue 12) inside every pool task, so each Eigen product in this file runs
+// under this guard: one thread per product, the pool does the splitting.
+class SerialEigen {
+public:
+    SerialEigen() : saved_(omp_get_max_threads()) {
+        if (saved_ != 1) omp_set_num_threads(1);
+    }
+    ~SerialEigen() {
+        if (saved_ != 1) omp_set_num_threads(saved_);
+    }
+    SerialEigen(const SerialEigen&) = delete;
+    SerialEigen& operator=(const SerialEigen&) = delete;
+
+private:
+    int saved_;
+};
+
+// task(i) for i in [0, n_tasks): on the calling thread alone when `threads`
+// is 1 (no wake-up, nothing to wait for), else on the engine's pool.
+template <class F>
+void run_tasks(int threads, int n_tasks, const F& task) {
+    if (threads <= 1) {
+        SerialEigen serial;
+        for (int i = 0; i < n_tasks; ++i) task(i);
+        return;
+    }
+    ThreadPool::engine().run(n_tasks, [&](int i) {
+        SerialEigen serial;
+        task(i);
+    });
+}
+
+std::atomic<int> g_thread_cap{0};  // set_cpu_thread_cap(); 0: none
+
 }  // namespace
+
+int cpu_threads() {
+    static const int cpus = ThreadPool::available_cpus();  // once: it is a system call
+    return cpus;
+}
+
+int cpu_threads_for(double flops) {
+    const int cap = g_thread_cap.load(std::memory_order_relaxed);
+    const int most = cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
+    return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most);
+}
+
+void set_cpu_thread_cap(int threads) {
+    g_thread_cap.store(std::max(0, threads));
+}
 
 void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
     PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&
@@ -27,19 +94,23 @@ void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k)
     ConstMapMat X(x.data, m, k);
     ConstMapMat W(w.data, n, k);
     MapMat O(out.data, m, n);
-    if (m >= 8) {
-        O.noalias() = X * W.transpose();
-        return;
-    }
-    // Few rows (decode): memory-bound; split the weight rows between threads.
-    const int threads = omp_get_max_threads();
-    const int per = (n + threads - 1) / threads;
-#pragma omp parallel for schedule(static) if (std::size_t(n) * k > 65536)
-    for (int t = 0; t < threads; ++t) {
-        const int n0 = t * per, n1 = std::min(n, n0 + per);
-        if (n0 >= n1) continue;
-        O.middleCols(n0, n1 - n0).noalias() = X * W.middleRows(n0, n1 - n0).transpose();
-    }
+    const int threads = cpu_threads_for(2.0 * m * n * k);
+    // Tiles of (rows of x) x (rows of w), each one single-threaded Eigen
+    // product (a GEMV when m is 1). Few rows (decode) split w only: the op is
+    // memory-bound and each thread streams its share of the weights.
+    const int row_tiles = threads == 1 ? 1 : (m + kRowTile - 1) / kRowTile;
+    const int col_tiles = threads == 1 ? 1
+                                       : std::clamp(threads * kTasksPerThread / row_tiles, 1,
+                                                    (n + kColAlign - 1) / kColAlign);
+    const int rows_per = (m + row_tiles - 1) / row_tiles;
+    const int cols_per = ((n + col_tiles - 1) / col_tiles + kColAlign - 1) / kColAlign * kColAlign;
+    const int cols_tiles = (n + cols_per - 1) / cols_per;  // after rounding the width up
+    run_tasks(threads, row_tiles * cols_tiles, [&](int t) {
+        const int r0 = (t / cols_tiles) * rows_per, r1 = std::min(m, r0 + rows_per);
+        const int c0 = (t % cols_tiles) * cols_per, c1 = std::min(n, c0 + cols_per);
+        O.block(r0, c0, r1 - r0, c1 - c0).noalias() =
+            X.middleRows(r0, r1 - r0) * W.middleRows(c0, c1 - c0).transpose();
+    });
 }
 
 void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
@@ -62,12 +133,14 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     // 2. Per (query head, tile of queries): GEMM, mask, softmax, GEMM.
     const int tiles = (s.n_queries + kQueryTile - 1) / kQueryTile;
     const int work = s.n_heads * tiles;
-#pragma omp parallel if (std::size_t(s.n_queries) * n_keys * s.n_heads > 32768)
+    // FLOPs: Q·Kᵀ and P·V over the visible (causal) pairs, 2 each per dim.
+    const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
+    const int threads = cpu_threads_for(4.0 * dh * s.n_heads * pairs);
     {
-        RowMat scores, ot;
-        std::vector<float> den(kQueryTile);
-#pragma omp for schedule(dynamic)
-        for (int wi = 0; wi < work; ++wi) {
+        // One task per (head, tile), claimed dynamically; scratch per thread.
+        const auto tile_task = [&](int wi) {
+            thread_local RowMat scores, ot;
+            thread_local std::vector<float> den(kQueryTile);
             const int h = wi / tiles, tile = wi % tiles;
             const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
             const int i0 = tile * kQueryTile, i1 = std::min(s.n_queries, i0 + kQueryTile);
@@ -94,20 +167,20 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
                 float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
                 for (int d = 0; d < dh; ++d) o[d] = ot(r, d) / den[r];
             }
-        }
+        };
+        run_tasks(threads, work, tile_task);
     }
 }
 
 void CpuFastBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {
     constexpr std::size_t kPiece = 16384;  // values per task: large enough to beat the fork cost
-    const std::ptrdiff_t pieces = static_cast<std::ptrdiff_t>((n + kPiece - 1) / kPiece);
-#pragma omp parallel for schedule(static) if (pieces > 1)
-    for (std::ptrdiff_t p = 0; p < pieces; ++p) {
+    const int pieces = static_cast<int>((n + kPiece - 1) / kPiece);
+    run_tasks(cpu_threads_for(kSwigluFlopsPerValue * double(n)), pieces, [&](int p) {
         const std::size_t i0 = std::size_t(p) * kPiece, len = std::min(kPiece, n - i0);
         Eigen::Map<const Eigen::ArrayXf> g(gate.data + i0, len), u(up.data + i0, len);
         Eigen::Map<Eigen::ArrayXf> o(out.data + i0, len);
         o = g / (1.0f + (-g).exp()) * u;  // silu(g) * u
-    }
+    });
 }
 
 }  // namespace plab

@@ -1,10 +1,9 @@
 // `plab bench`: prefill and decode speed, as fractions of this machine's
 // measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
-#include <omp.h>
-
 #include <cstdio>
 #include <memory>
 
+#include "backends/cpu_fast.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/shapes.h"
@@ -22,6 +21,22 @@ struct BenchCliOptions {
     bool json = false;
 };
 
+// The prefill table (its columns unchanged since lesson 6 shows them), then
+// the worst run of each row: a noisy neighbour shows up there first.
+void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
+    std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
+                "tokens/s", "GFLOP/s", "of peak");
+    for (const auto& p : rows) {
+        std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f %8.1f%%\n", p.backend.c_str(), p.tokens,
+                    p.runs, p.median_s * 1e3, p.tokens_per_s, p.gflops, 100 * p.fraction_of_peak);
+    }
+    std::printf("  %-22s %7s %12s %14s\n", "backend", "tokens", "worst ms", "worst/median");
+    for (const auto& p : rows) {
+        std::printf("  %-22s %7d %12.2f %13.2fx\n", p.backend.c_str(), p.tokens, p.worst_s * 1e3,
+                    p.worst_s / p.median_s);
+    }
+}
+
 void run(BenchCliOptions o) {
     o.bench.backends = split_list(o.backends);
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
@@ -36,26 +51,41 @@ void run(BenchCliOptions o) {
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
-        for (const auto& p : r.prefill) {
-            j["prefill"].push_back({{"backend", p.backend},
-                                    {"tokens", p.tokens},
-                                    {"runs", p.runs},
-                                    {"median_s", p.median_s},
-                                    {"tokens_per_s", p.tokens_per_s},
-                                    {"gflops", p.gflops},
-                                    {"fraction_of_peak", p.fraction_of_peak}});
-        }
-        for (const auto& d : r.decode) {
-            j["decode"].push_back({{"backend", d.backend},
-                                   {"context", d.context},
-                                   {"steps", d.steps},
-                                   {"median_step_s", d.median_step_s},
-                                   {"tokens_per_s", d.tokens_per_s},
-                                   {"bytes_per_token", d.bytes_per_token},
-                                   {"bound_tokens_per_s", d.bound_tokens_per_s},
-                                   {"fraction_of_bound", d.fraction_of_bound},
-                                   {"read_bound_tokens_per_s", d.read_bound_tokens_per_s},
-                                   {"fraction_of_read_bound", d.fraction_of_read_bound}});
+        j["cpu_threads"] = cpu_threads();
+        j["min_flops_per_thread"] = kMinFlopsPerThread;
+        const auto prefill_json = [](const PrefillBenchRow& p) {
+            nlohmann::json row = {{"backend", p.backend}, {"tokens", p.tokens},
+                                  {"runs", p.runs},       {"median_s", p.median_s},
+                                  {"worst_s", p.worst_s}, {"tokens_per_s", p.tokens_per_s},
+                                  {"gflops", p.gflops},   {"fraction_of_peak", p.fraction_of_peak}};
+            if (p.ratio_to_quiet > 0) row["ratio_to_quiet"] = p.ratio_to_quiet;
+            if (p.ratio_to_quiet_single_thread > 0)
+                row["ratio_to_quiet_single_thread"] = p.ratio_to_quiet_single_thread;
+            return row;
+        };
+        const auto decode_json = [](const DecodeBenchRow& d) {
+            nlohmann::json row = {{"backend", d.backend},
+                                  {"context", d.context},
+                                  {"steps", d.steps},
+                                  {"median_step_s", d.median_step_s},
+                                  {"tokens_per_s", d.tokens_per_s},
+                                  {"bytes_per_token", d.bytes_per_token},
+                                  {"bound_tokens_per_s", d.bound_tokens_per_s},
+                                  {"fraction_of_bound", d.fraction_of_bound},
+                                  {"read_bound_tokens_per_s", d.read_bound_tokens_per_s},
+                                  {"fraction_of_read_bound", d.fraction_of_read_bound}};
+            if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
+            return row;
+        };
+        for (const auto& p : r.prefill) j["prefill"].push_back(prefill_json(p));
+        for (const auto& d : r.decode) j["decode"].push_back(decode_json(d));
+        if (o.bench.load) {
+            j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
+            j["prefill_single_thread"] = nlohmann::json::array();
+            for (const auto& p : r.prefill_single_thread)
+                j["prefill_single_thread"].push_back(prefill_json(p));
+            for (const auto& p : r.prefill_load) j["prefill_load"].push_back(prefill_json(p));
+            for (const auto& d : r.decode_load) j["decode_load"].push_back(decode_json(d));
         }
         print_json(j);
         return;
@@ -74,12 +104,7 @@ void run(BenchCliOptions o) {
         "  + 4*Dh*H*L * T(T+1)/2                           causal attention pairs\n"
         "  + 2*D*V                                         logits of the last position\n",
         o.bench.chunks.c_str());
-    std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
-                "tokens/s", "GFLOP/s", "of peak");
-    for (const auto& p : r.prefill) {
-        std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f %8.1f%%\n", p.backend.c_str(), p.tokens,
-                    p.runs, p.median_s * 1e3, p.tokens_per_s, p.gflops, 100 * p.fraction_of_peak);
-    }
+    print_prefill_rows(r.prefill);
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
         "  every weight + the K/V of the context)\n");
@@ -96,6 +121,28 @@ void run(BenchCliOptions o) {
             "reached %.1f%%\n",
             d.backend.c_str(), r.machine.read_gb_per_s, d.read_bound_tokens_per_s,
             100 * d.fraction_of_read_bound);
+    }
+    std::printf(
+        "\nThreads: cpu uses up to %d (the CPUs this process may run on), one per %.0f MFLOP "
+        "of an op's work\n",
+        cpu_threads(), kMinFlopsPerThread / 1e6);
+    if (!o.bench.load) return;
+    std::printf("\nQuiet, cpu capped at 1 thread (the reference for the loaded runs):\n");
+    print_prefill_rows(r.prefill_single_thread);
+    std::printf("\nUnder load: one other process spinning on CPU %d\n", r.load_cpu);
+    print_prefill_rows(r.prefill_load);
+    std::printf("  %-22s %7s %18s %22s\n", "backend", "tokens", "median / quiet",
+                "median / quiet 1-thr");
+    for (const auto& p : r.prefill_load) {
+        std::printf("  %-22s %7d %17.2fx", p.backend.c_str(), p.tokens, p.ratio_to_quiet);
+        if (p.ratio_to_quiet_single_thread > 0)
+            std::printf(" %21.2fx\n", p.ratio_to_quiet_single_thread);
+        else
+            std::printf(" %22s\n", "-");
+    }
+    for (const auto& d : r.decode_load) {
+        std::printf("  %s decode under load: %.1f tokens/s, median step %.2fx the quiet one\n",
+                    d.backend.c_str(), d.tokens_per_s, d.ratio_to_quiet);
     }
 }
 
@@ -116,6 +163,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--decode-steps", o->bench.decode_steps, "decode steps timed")
         ->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the random weights")->capture_default_str();
+    cmd->add_flag("--load", o->bench.load,
+                  "measure again next to one process spinning on a CPU, and against a quiet "
+                  "single-thread run");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

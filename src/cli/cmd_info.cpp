@@ -1,7 +1,9 @@
 // `plab info`: what the model is, in numbers a student can check by hand.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
+#include "backends/cpu_fast.h"
 #include "backends/registry.h"
 #include "cli/common.h"
 
@@ -13,9 +15,22 @@ struct InfoOptions {
     bool json = false;
 };
 
+// The shortest prompt whose largest per-layer GEMM (the MLP's D x F, or the
+// attention projections when wider) gets more than one thread on `cpu`.
+int first_threaded_prompt(const ModelConfig& c) {
+    const double widest =
+        std::max({double(c.hidden_dim), double(c.n_heads) * c.head_dim, double(c.dim)});
+    for (int t = 1; t <= c.max_seq_len; ++t) {
+        if (cpu_threads_for(2.0 * t * c.dim * widest) > 1) return t;
+    }
+    return 0;  // never (one CPU, or a model too small)
+}
+
 void run(const InfoOptions& o) {
     const Model m = load_model_arg(o.model);
     const ModelConfig& c = m.weights.config;
+    const int threaded_from = first_threaded_prompt(c);
+    const double classifier_flops = 2.0 * c.dim * c.vocab_size;
     const std::size_t kv_bytes = c.kv_floats_per_token() * sizeof(float);
     if (o.json) {
         nlohmann::json j;
@@ -27,6 +42,10 @@ void run(const InfoOptions& o) {
         j["tokenizer"] = m.tokenizer->kind();
         j["backends"] = backend_names();
         j["gpu_form"] = gpu_form_description();
+        j["cpu_threads"] = cpu_threads();
+        j["cpu_min_flops_per_thread"] = kMinFlopsPerThread;
+        j["cpu_threaded_prefill_from_tokens"] = threaded_from;
+        j["cpu_decode_classifier_threads"] = cpu_threads_for(classifier_flops);
         print_json(j);
         return;
     }
@@ -49,6 +68,19 @@ void run(const InfoOptions& o) {
     for (const auto& b : backend_names()) std::printf(" %s", b.c_str());
     std::printf("\n");
     std::printf("  GPU backends: %s\n", gpu_form_description().c_str());
+    std::printf(
+        "Threads of the cpu backend: up to %d (the CPUs this process may run on); each op "
+        "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
+        "costs more\n  than it saves (measured; see src/backends/cpu_fast.h).\n",
+        cpu_threads(), kMinFlopsPerThread / 1e6);
+    if (threaded_from > 0) {
+        std::printf(
+            "  This model: prompts shorter than %d tokens prefill on 1 thread; decode's "
+            "classifier\n  (2*D*V = %.1f MFLOP) runs on %d.\n",
+            threaded_from, classifier_flops / 1e6, cpu_threads_for(classifier_flops));
+    } else {
+        std::printf("  This model: every op runs on 1 thread here.\n");
+    }
 }
 
 }  // namespace

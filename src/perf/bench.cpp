@@ -1,8 +1,18 @@
 #include "perf/bench.h"
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <thread>
 
+#include "backends/cpu_fast.h"
 #include "backends/registry.h"
 #include "core/error.h"
 #include "perf/flops.h"
@@ -37,6 +47,127 @@ std::vector<int32_t> bench_tokens(int n, int vocab) {
     return t;
 }
 
+// A competitor for the CPUs: a child process spinning on one CPU. A process,
+// not a thread, because that is what a browser or a compiler next to the
+// engine is (the scheduler shares cores between processes, not threads).
+// Bounded three ways: killed by the destructor, killed by the kernel when
+// this process dies (PR_SET_PDEATHSIG), and exiting by itself after max_s.
+class SpinningCompetitor {
+public:
+    SpinningCompetitor(int cpu, double max_s) {
+        const pid_t parent = ::getpid();
+        pid_ = ::fork();
+        PLAB_CHECK(pid_ >= 0, "could not start the --load competitor process (fork failed)");
+        if (pid_ == 0) {
+            // Child of a multi-threaded process: async-signal-safe calls only.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(0);
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            ::sched_setaffinity(0, sizeof(set), &set);
+            timespec t0{}, t{};
+            ::clock_gettime(CLOCK_MONOTONIC, &t0);
+            volatile std::uint64_t spin = 0;
+            do {
+                for (int i = 0; i < 1000000; ++i) spin = spin + 1;
+                ::clock_gettime(CLOCK_MONOTONIC, &t);
+            } while (double(t.tv_sec - t0.tv_sec) < max_s);
+            ::_exit(0);
+        }
+        // Let it reach its CPU before anything is timed.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ~SpinningCompetitor() {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+    }
+    SpinningCompetitor(const SpinningCompetitor&) = delete;
+    SpinningCompetitor& operator=(const SpinningCompetitor&) = delete;
+
+private:
+    pid_t pid_ = -1;
+};
+
+// The last CPU this process may run on: where the competitor spins.
+int last_allowed_cpu() {
+    cpu_set_t set;
+    PLAB_CHECK(::sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity failed");
+    int last = 0;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) last = c;
+    }
+    return last;
+}
+
+// Cold prefills of `n` tokens: one time per run, in seconds.
+std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o) {
+    const ModelConfig& c = model.config();
+    const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
+    const ChunkPlan plan = parse_chunk_plan(o.chunks, n);
+    std::vector<double> times;
+    const double start = now_s();
+    for (int i = 0; i < o.repeats; ++i) {
+        Session s(model);  // cold: an empty KV cache every run
+        times.push_back(s.prefill(tokens, plan).prefill_us * 1e-6);
+        if (now_s() - start > o.budget_s) break;
+    }
+    return times;
+}
+
+PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, int n,
+                            const std::vector<double>& times, double peak_gflops) {
+    PrefillBenchRow row;
+    row.backend = backend;
+    row.tokens = n;
+    row.runs = static_cast<int>(times.size());
+    row.median_s = median(times);
+    row.worst_s = *std::max_element(times.begin(), times.end());
+    row.tokens_per_s = n / row.median_s;
+    row.gflops = prefill_cost(c, n).total() / row.median_s / 1e9;
+    row.fraction_of_peak = row.gflops / peak_gflops;
+    return row;
+}
+
+// Prefills a short prompt, then times single-token steps.
+DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
+                          const MachineSpeed& machine) {
+    const ModelConfig& c = model.config();
+    Session s(model);
+    const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
+    s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
+    std::vector<double> steps;
+    int32_t token = prompt.back();
+    for (int i = 0; i < o.decode_steps; ++i) {
+        const double t0 = now_s();
+        const std::vector<float> logits = s.decode_step(token);
+        backend.synchronize();
+        steps.push_back(now_s() - t0);
+        token = argmax(logits);
+    }
+    DecodeBenchRow d;
+    d.backend = backend.name();
+    d.context = o.decode_prompt + o.decode_steps / 2;
+    d.steps = o.decode_steps;
+    d.median_step_s = median(steps);
+    d.tokens_per_s = 1.0 / d.median_step_s;
+    d.bytes_per_token = decode_bytes(c, d.context);
+    d.bound_tokens_per_s = machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
+    d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
+    d.read_bound_tokens_per_s = machine.read_gb_per_s * 1e9 / d.bytes_per_token;
+    d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
+    return d;
+}
+
+// Caps the cpu backend's threads for one scope (the single-thread reference).
+class CpuThreadCap {
+public:
+    explicit CpuThreadCap(int threads) { set_cpu_thread_cap(threads); }
+    ~CpuThreadCap() { set_cpu_thread_cap(0); }
+    CpuThreadCap(const CpuThreadCap&) = delete;
+    CpuThreadCap& operator=(const CpuThreadCap&) = delete;
+};
+
 }  // namespace
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
@@ -47,62 +178,63 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     }
     PLAB_CHECK(o.decode_prompt >= 1 && o.decode_prompt + o.decode_steps <= c.max_seq_len,
                "decode prompt + steps must fit in max_seq_len " << c.max_seq_len);
+    PLAB_CHECK(o.decode_steps >= 1, "--decode-steps must be at least 1");
     BenchReport r;
     r.config = c;
     r.machine = measure_machine();
+    struct Loaded {  // what the load pass needs of each backend
+        std::unique_ptr<Backend> backend;
+        std::unique_ptr<DeviceModel> model;
+    };
+    std::vector<Loaded> loaded;
     for (const std::string& name : o.backends) {
         auto backend = make_backend(name);
-        DeviceModel model(*backend, weights);
+        auto model = std::make_unique<DeviceModel>(*backend, weights);
         {
             // Warm-up, untimed: starts the thread pool and touches every weight once.
-            Session warm(model);
+            Session warm(*model);
             warm.prefill(bench_tokens(16, c.vocab_size), ChunkPlan{{16}});
         }
         for (int n : o.lengths) {
-            const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
-            const ChunkPlan plan = parse_chunk_plan(o.chunks, n);
-            std::vector<double> times;
-            const double start = now_s();
-            for (int i = 0; i < o.repeats; ++i) {
-                Session s(model);  // cold: an empty KV cache every run
-                times.push_back(s.prefill(tokens, plan).prefill_us * 1e-6);
-                if (now_s() - start > o.budget_s) break;
+            r.prefill.push_back(prefill_row(backend->name(), c, n, time_prefills(*model, n, o),
+                                            r.machine.gemm_gflops));
+        }
+        r.decode.push_back(decode_row(*backend, *model, o, r.machine));
+        if (o.load && name == "cpu") {
+            // The one backend whose thread count the engine decides per op.
+            CpuThreadCap cap(1);
+            for (int n : o.lengths) {
+                PrefillBenchRow row = prefill_row(
+                    backend->name(), c, n, time_prefills(*model, n, o), r.machine.gemm_gflops);
+                r.prefill_single_thread.push_back(row);
             }
-            PrefillBenchRow row;
-            row.backend = backend->name();
-            row.tokens = n;
-            row.runs = static_cast<int>(times.size());
-            row.median_s = median(times);
-            row.tokens_per_s = n / row.median_s;
-            row.gflops = prefill_cost(c, n).total() / row.median_s / 1e9;
-            row.fraction_of_peak = row.gflops / r.machine.gemm_gflops;
-            r.prefill.push_back(row);
         }
-        // Decode: prefill a short prompt, then time single-token steps.
-        Session s(model);
-        const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
-        s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
-        std::vector<double> steps;
-        int32_t token = prompt.back();
-        for (int i = 0; i < o.decode_steps; ++i) {
-            const double t0 = now_s();
-            const std::vector<float> logits = s.decode_step(token);
-            backend->synchronize();
-            steps.push_back(now_s() - t0);
-            token = argmax(logits);
+        if (o.load) loaded.push_back({std::move(backend), std::move(model)});
+    }
+    if (!o.load) return r;
+    r.load_cpu = last_allowed_cpu();
+    // An hour: longer than any bench here (each row stops after budget_s).
+    SpinningCompetitor competitor(r.load_cpu, 3600);
+    for (Loaded& l : loaded) {
+        const std::string name = l.backend->name();
+        for (int n : o.lengths) {
+            PrefillBenchRow row =
+                prefill_row(name, c, n, time_prefills(*l.model, n, o), r.machine.gemm_gflops);
+            for (const auto& q : r.prefill) {
+                if (q.backend == name && q.tokens == n)
+                    row.ratio_to_quiet = row.median_s / q.median_s;
+            }
+            for (const auto& q : r.prefill_single_thread) {
+                if (q.backend == name && q.tokens == n)
+                    row.ratio_to_quiet_single_thread = row.median_s / q.median_s;
+            }
+            r.prefill_load.push_back(row);
         }
-        DecodeBenchRow d;
-        d.backend = backend->name();
-        d.context = o.decode_prompt + o.decode_steps / 2;
-        d.steps = o.decode_steps;
-        d.median_step_s = median(steps);
-        d.tokens_per_s = 1.0 / d.median_step_s;
-        d.bytes_per_token = decode_bytes(c, d.context);
-        d.bound_tokens_per_s = r.machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
-        d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
-        d.read_bound_tokens_per_s = r.machine.read_gb_per_s * 1e9 / d.bytes_per_token;
-        d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
-        r.decode.push_back(d);
+        DecodeBenchRow d = decode_row(*l.backend, *l.model, o, r.machine);
+        for (const auto& q : r.decode) {
+            if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
+        }
+        r.decode_load.push_back(d);
     }
     return r;
 }

@@ -3,7 +3,13 @@
 // Prefill rows: tokens/s and achieved GFLOP/s (perf/flops.h) as a fraction of
 // the GEMM peak measured in the same run. Decode rows: tokens/s beside the
 // memory-bandwidth bound (bytes read per token / measured copy bandwidth).
-// Medians of several runs, because shared machines are noisy.
+// Medians of several runs, because shared machines are noisy; the worst run
+// beside it, because a noisy neighbour shows up there first.
+//
+// With `load`, every row is measured a second time while a competitor process
+// spins on one CPU (issue 12: a prefill that collapses next to a busy core),
+// and reported as a ratio to the quiet run. The cpu backend is also measured
+// quietly on a single thread, the reference a loaded run is held against.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +29,7 @@ struct BenchOptions {
     int decode_steps = 32;        // decode steps timed after a short prompt
     int decode_prompt = 128;      // context the decode steps start from
     std::string chunks = "full";  // chunk plan for the prefill rows
+    bool load = false;            // also measure next to one spinning process
 };
 
 struct PrefillBenchRow {
@@ -33,6 +40,10 @@ struct PrefillBenchRow {
     double tokens_per_s = 0;
     double gflops = 0;            // achieved: FLOPs of perf/flops.h / median time
     double fraction_of_peak = 0;  // gflops / measured GEMM peak
+    double worst_s = 0;           // slowest of the runs
+    // Rows measured under load only (0 otherwise):
+    double ratio_to_quiet = 0;                // median_s / the quiet row's median_s
+    double ratio_to_quiet_single_thread = 0;  // median_s / quiet 1-thread median (cpu only)
 };
 
 struct DecodeBenchRow {
@@ -46,6 +57,7 @@ struct DecodeBenchRow {
     double fraction_of_bound = 0;
     double read_bound_tokens_per_s = 0;  // read bandwidth / bytes per token
     double fraction_of_read_bound = 0;
+    double ratio_to_quiet = 0;  // under load: median_step_s / the quiet row's
 };
 
 struct BenchReport {
@@ -53,6 +65,12 @@ struct BenchReport {
     MachineSpeed machine;
     std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> decode;
+    // With BenchOptions::load: the cpu backend quietly on one thread, then
+    // every row again next to the competitor.
+    std::vector<PrefillBenchRow> prefill_single_thread;
+    std::vector<PrefillBenchRow> prefill_load;
+    std::vector<DecodeBenchRow> decode_load;
+    int load_cpu = -1;  // the CPU the competitor spun on
 };
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);

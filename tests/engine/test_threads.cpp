@@ -1,0 +1,275 @@
+// Threads (issue 12): the engine's pool runs every task exactly once however
+// the threads interleave; the cpu backend's threaded ops (sizes above the FLOP
+// threshold, so they really split) match cpu-ref within a proven bound; the
+// engine picks the thread count from the work; `plab bench --load` reports.
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "backends/cpu_fast.h"
+#include "backends/registry.h"
+#include "core/attention_spec.h"
+#include "core/thread_pool.h"
+#include "test_util.h"
+
+using namespace plab;
+using namespace plab::test;
+
+namespace {
+
+// Runs `jobs` jobs of varying task counts on `pool`; every task of every job
+// must run exactly once, and a job's tasks must all be done when run() returns.
+void check_every_task_once(ThreadPool& pool, int jobs, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::atomic<int>> hits(64);
+    for (int j = 0; j < jobs; ++j) {
+        const int n = 1 + int(rng() % 64);
+        for (auto& h : hits) h.store(0);
+        const bool slow = j % 16 == 0;  // now and then a task sleeps: others must take the rest
+        pool.run(n, [&](int i) {
+            if (slow && i == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+            hits[std::size_t(i)].fetch_add(1);
+        });
+        for (int i = 0; i < 64; ++i) {
+            INFO("job " << j << " of " << n << " tasks, task " << i);
+            REQUIRE(hits[std::size_t(i)].load() == (i < n ? 1 : 0));
+        }
+    }
+}
+
+// Fails unless |fast - ref| <= 2·k·2⁻²⁴·Σ|x·w| per output: any summation
+// order of k products is within γ_k·Σ|terms| of the exact sum (Higham, eq.
+// 3.5; FMA only shrinks it), so two orders are within twice that.
+void require_within_sum_bound(const std::vector<float>& fast, const std::vector<float>& ref,
+                              const std::vector<float>& x, const std::vector<float>& w, int m,
+                              int n, int k) {
+    for (int r = 0; r < m; ++r) {
+        for (int c = 0; c < n; ++c) {
+            double abs_sum = 0;
+            for (int i = 0; i < k; ++i)
+                abs_sum += std::fabs(double(x[std::size_t(r) * k + i]) * w[std::size_t(c) * k + i]);
+            const std::size_t o = std::size_t(r) * n + c;
+            const double bound = 2.0 * k * std::ldexp(1.0, -24) * abs_sum;
+            if (!(std::fabs(double(fast[o]) - ref[o]) <= bound)) {
+                FAIL("matmul " << m << "x" << n << "x" << k << " at (" << r << ", " << c
+                               << "): cpu " << fast[o] << " vs cpu-ref " << ref[o]
+                               << ", bound 2*k*2^-24*sum|x*w| = " << bound);
+            }
+        }
+    }
+}
+
+std::vector<float> run_matmul(Backend& b, const std::vector<float>& x, const std::vector<float>& w,
+                              int m, int n, int k) {
+    DeviceArray dx(b, x.size()), dw(b, w.size()), out(b, std::size_t(m) * n);
+    b.upload(dx.buf(), x.data(), x.size());
+    b.upload(dw.buf(), w.data(), w.size());
+    b.fill(out.buf(), NAN);  // a tile nobody wrote stays NaN and fails the bound
+    b.matmul(out.buf(), dx.buf(), dw.buf(), m, n, k);
+    std::vector<float> h(out.size());
+    b.download(h.data(), out.buf(), h.size());
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("thread pool: every task runs exactly once, any pool size", "[threads]") {
+    for (int threads : {1, 2, 3, 5}) {
+        INFO("pool of " << threads << " threads");
+        ThreadPool pool(threads);
+        REQUIRE(pool.size() == threads);
+        check_every_task_once(pool, 3000, 40 + std::uint64_t(threads));
+    }
+}
+
+TEST_CASE("thread pool: nested and concurrent run() calls run inline, never deadlock",
+          "[threads]") {
+    ThreadPool pool(3);
+    std::atomic<int> inner{0};
+    pool.run(8, [&](int) { pool.run(5, [&](int) { inner.fetch_add(1); }); });
+    REQUIRE(inner.load() == 40);
+    // Two callers at once: one gets the pool, the other runs its tasks itself.
+    std::atomic<long> sum_a{0}, sum_b{0};
+    std::thread other([&] {
+        for (int j = 0; j < 500; ++j) pool.run(20, [&](int i) { sum_b.fetch_add(i); });
+    });
+    for (int j = 0; j < 500; ++j) pool.run(20, [&](int i) { sum_a.fetch_add(i); });
+    other.join();
+    REQUIRE(sum_a.load() == 500L * 190);
+    REQUIRE(sum_b.load() == 500L * 190);
+}
+
+TEST_CASE("cpu threads: the engine picks them from the work", "[threads]") {
+    const int cpus = cpu_threads();
+    REQUIRE(cpus >= 1);
+    REQUIRE(cpus == ThreadPool::available_cpus());
+    REQUIRE(cpu_threads_for(0) == 1);
+    REQUIRE(cpu_threads_for(2 * kMinFlopsPerThread - 1) == 1);
+    REQUIRE(cpu_threads_for(2 * kMinFlopsPerThread) == std::min(2, cpus));
+    REQUIRE(cpu_threads_for(1e15) == cpus);
+    // The 29-token prompt of the stories15M shape: its largest op, the MLP's
+    // 2·T·D·F, stays on one thread (issue 12).
+    REQUIRE(cpu_threads_for(2.0 * 29 * 288 * 768) == 1);
+    set_cpu_thread_cap(1);
+    REQUIRE(cpu_threads_for(1e15) == 1);
+    set_cpu_thread_cap(0);
+    REQUIRE(cpu_threads_for(1e15) == cpus);
+}
+
+TEST_CASE("plab info says how many threads cpu uses and from which prompt length",
+          "[threads][cli]") {
+    const auto r = run_cli({"info", "--json"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["cpu_threads"] == cpu_threads());
+    REQUIRE(j["cpu_min_flops_per_thread"].get<double>() == kMinFlopsPerThread);
+    // The first prompt length whose widest per-layer GEMM gets a second thread,
+    // recomputed here from the printed config.
+    const auto& c = j["config"];
+    const double d = c["hidden_size"].get<double>();
+    const double widest =
+        std::max({c["intermediate_size"].get<double>(), d,
+                  c["num_attention_heads"].get<double>() * c["head_dim"].get<double>()});
+    const int from = j["cpu_threaded_prefill_from_tokens"];
+    if (cpu_threads() > 1) {
+        REQUIRE(from > 1);
+        REQUIRE(cpu_threads_for(2.0 * from * d * widest) > 1);
+        REQUIRE(cpu_threads_for(2.0 * (from - 1) * d * widest) == 1);
+    }
+    const auto text = run_cli({"info"});
+    REQUIRE(text.out.find("Threads of the cpu backend: up to " + std::to_string(cpu_threads())) !=
+            std::string::npos);
+}
+
+TEST_CASE("cpu matmul on many threads matches cpu-ref, awkward sizes", "[threads]") {
+    auto fast = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    struct Shape {
+        int m, n, k;
+    };
+    // Each above 2·kMinFlopsPerThread, so on 2+ CPUs it really splits: m = 1
+    // and 5 (decode: w rows only), 37 (one row tile), 300 (two row tiles of
+    // kRowTile 256, uneven); n not a multiple of the 16-wide tiles.
+    for (const Shape s :
+         {Shape{1, 20011, 401}, Shape{5, 1501, 1201}, Shape{37, 613, 353}, Shape{300, 517, 131}}) {
+        INFO("m=" << s.m << " n=" << s.n << " k=" << s.k << ", threads "
+                  << cpu_threads_for(2.0 * s.m * s.n * s.k));
+        REQUIRE(2.0 * s.m * s.n * s.k >= 2 * kMinFlopsPerThread);
+        const auto x = random_floats(std::size_t(s.m) * s.k, 70 + s.m, -1.0f, 1.0f);
+        const auto w = random_floats(std::size_t(s.n) * s.k, 71 + s.n, -1.0f, 1.0f);
+        const auto want = run_matmul(*ref, x, w, s.m, s.n, s.k);
+        require_not_all_zero(want, "cpu-ref matmul");
+        const auto got = run_matmul(*fast, x, w, s.m, s.n, s.k);
+        require_within_sum_bound(got, want, x, w, s.m, s.n, s.k);
+        // Which thread takes which tile changes from run to run; the result must not.
+        require_bitwise_equal(run_matmul(*fast, x, w, s.m, s.n, s.k), got, "a second threaded run");
+    }
+}
+
+TEST_CASE("cpu attention and swiglu on many threads match cpu-ref", "[threads]") {
+    auto fast = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    // Attention: 100 queries (4 tiles of 32, the last one short) after 123
+    // cached positions, 7 query heads sharing 1 K/V head, Dh 40, blocks of 16
+    // in shuffled order: 4·Dh·H·pairs ≈ 19 MFLOP, above the 2-thread threshold.
+    AttentionShape s;
+    s.n_queries = 100;
+    s.pos0 = 123;
+    s.n_heads = 7;
+    s.n_kv_heads = 1;
+    s.head_dim = 40;
+    s.block_size = 16;
+    s.scale = 1.0f / std::sqrt(40.0f);
+    const int n_keys = s.n_keys();
+    const int n_blocks = (n_keys + s.block_size - 1) / s.block_size;
+    std::vector<int32_t> table(static_cast<std::size_t>(n_blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937_64(5));
+    const int row = s.n_kv_heads * s.head_dim;
+    const auto k_pool = random_floats(std::size_t(n_blocks) * s.block_size * row, 80, -2, 2);
+    const auto v_pool = random_floats(k_pool.size(), 81);
+    const auto q = random_floats(std::size_t(s.n_queries) * s.n_heads * s.head_dim, 82, -2, 2);
+    const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1);
+    REQUIRE(4.0 * s.head_dim * s.n_heads * pairs >= 2 * kMinFlopsPerThread);
+    const auto attention = [&](Backend& b) {
+        DeviceArray dq(b, q.size()), dk(b, k_pool.size()), dv(b, v_pool.size()), out(b, q.size());
+        b.upload(dq.buf(), q.data(), q.size());
+        b.upload(dk.buf(), k_pool.data(), k_pool.size());
+        b.upload(dv.buf(), v_pool.data(), v_pool.size());
+        b.fill(out.buf(), NAN);
+        b.attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), table, s);
+        std::vector<float> h(out.size());
+        b.download(h.data(), out.buf(), h.size());
+        return h;
+    };
+    const auto want = attention(*ref);
+    require_not_all_zero(want, "cpu-ref attention");
+    require_allclose(attention(*fast), want, 1e-6, 1e-5,
+                     "GEMM blocking and the library expf instead of strict_expf: a few ulp on "
+                     "outputs of size ~1 (cpu's stated tolerance)");
+
+    // SwiGLU: 24 FLOPs a value counted, so 700,001 values split on 2+ CPUs.
+    const std::size_t n = 700001;
+    const auto gate = random_floats(n, 83, -4, 4), up = random_floats(n, 84);
+    const auto swiglu = [&](Backend& b) {
+        DeviceArray dg(b, n), du(b, n), out(b, n);
+        b.upload(dg.buf(), gate.data(), n);
+        b.upload(du.buf(), up.data(), n);
+        b.fill(out.buf(), NAN);
+        b.swiglu(out.buf(), dg.buf(), du.buf(), n);
+        std::vector<float> h(n);
+        b.download(h.data(), out.buf(), n);
+        return h;
+    };
+    const auto want_s = swiglu(*ref);
+    require_allclose(swiglu(*fast), want_s, 1e-6, 1e-5,
+                     "Eigen's vectorised exp against strict_expf: a few ulp");
+}
+
+TEST_CASE("plab bench --load reports quiet, single-thread and loaded rows", "[threads][cli]") {
+    const auto r = run_cli({"bench", "--backends", "cpu", "--lengths", "8,29", "--repeats", "3",
+                            "--decode-steps", "2", "--load", "--json"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["cpu_threads"].get<int>() >= 1);
+    REQUIRE(j["min_flops_per_thread"].get<double>() == kMinFlopsPerThread);
+    REQUIRE(j["load"]["cpu"].get<int>() >= 0);
+    for (const char* table : {"prefill", "prefill_single_thread", "prefill_load"}) {
+        INFO(table);
+        REQUIRE(j[table].size() == 2);
+        for (std::size_t i = 0; i < 2; ++i) {
+            const auto& row = j[table][i];
+            REQUIRE(row["backend"] == "cpu");
+            REQUIRE(row["tokens"] == (i == 0 ? 8 : 29));
+            REQUIRE(row["runs"] == 3);
+            REQUIRE(row["median_s"].get<double>() > 0);
+            REQUIRE(row["worst_s"].get<double>() >= row["median_s"].get<double>());
+            REQUIRE(row["tokens_per_s"].get<double>() > 0);
+        }
+    }
+    for (const auto& row : j["prefill_load"]) {
+        REQUIRE(row["ratio_to_quiet"].get<double>() > 0);
+        REQUIRE(row["ratio_to_quiet_single_thread"].get<double>() > 0);
+        // The ratio is the two medians' quotient, not a number of its own.
+        const auto& quiet = j["prefill"][row["tokens"] == 8 ? 0 : 1];
+        REQUIRE(row["ratio_to_quiet"].get<double>() ==
+                Approx(row["median_s"].get<double>() / quiet["median_s"].get<double>()));
+    }
+    REQUIRE(j["decode_load"].size() == 1);
+    REQUIRE(j["decode_load"][0]["ratio_to_quiet"].get<double>() > 0);
+
+    // The text form: the new columns and sections, and no load section without --load.
+    const auto t = run_cli({"bench", "--backends", "cpu", "--lengths", "8", "--repeats", "2",
+                            "--decode-steps", "2", "--load"});
+    REQUIRE(t.exit_code == 0);
+    REQUIRE(t.out.find("worst ms") != std::string::npos);
+    REQUIRE(t.out.find("Under load: one other process spinning on CPU") != std::string::npos);
+    REQUIRE(t.out.find("median / quiet 1-thr") != std::string::npos);
+}
