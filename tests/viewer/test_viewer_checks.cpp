@@ -241,6 +241,8 @@ TEST_CASE("chunk-size slider through more plans than the snapshot cache keeps", 
     // The equivalence matrix holds cpu-ref's "full" snapshot while it looks up
     // 16 more; a lookup past the cache's limit empties it. The held snapshot must
     // survive that: every cell is checked against the test's own comparison.
+    // Against the old cache (a reference into the map) this failed at chunk size
+    // 15: the freed snapshot's vectors had a garbage size ("a.size() == b.size()").
     Controller ctrl(tiny_model());
     ViewerState st = tiny_state();
     const Model& model = ctrl.model();
@@ -296,7 +298,7 @@ TEST_CASE("chunk-size slider through more plans than the snapshot cache keeps", 
                 // Fast rows: the cpu backend's threads may split sums differently from
                 // run to run (measured: 8.9e-7 vs 9.5e-7 for one cell), so the
                 // controller's and the test's runs agree within the promise, 1e-5 of
-                // max |logit|, not to the bit. Against a freed reference they did not.
+                // max |logit|, not to the bit.
                 REQUIRE(std::fabs(got.logits_max_abs - want.logits_max_abs) <=
                         1e-5 * eq.logit_scale);
                 REQUIRE(got.same_argmax == want.same_argmax);
