@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -134,6 +135,11 @@ Controller::Controller(const std::string& model_path) {
     random_model_ = true;
 }
 
+Controller::Controller(Model model) : model_(std::move(model)) {
+    PLAB_CHECK(model_.tokenizer != nullptr,
+               "the viewer needs a model with a tokenizer (" << model_.source << ")");
+}
+
 void Controller::fill_model_info(Snapshot& snap) const {
     const ModelConfig& c = model_.weights.config;
     snap.model_summary = c.summary();
@@ -255,6 +261,7 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     const std::vector<int32_t> tokens = encode(state);
     const int t = static_cast<int>(tokens.size());
     const ChunkPlan plan = parse_chunk_plan(state.chunks, t);
+    out.plan = plan;
     Trace trace;
     Session session(*dev.model, SessionOptions{state.block_size, 0}, &trace);
     out.block_size = session.cache().block_size();
@@ -314,7 +321,17 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
     std::vector<ChunkPlan> plans = {parse_chunk_plan("full", t), parse_chunk_plan("1", t),
                                     parse_chunk_plan(state.chunks, t), irregular_plan(t)};
     for (const ChunkPlan& p : plans) out.plans.push_back(p.to_string());
-    const PrefillSnapshot& reference = prefill_snapshot("cpu-ref", tokens, plans[0]);
+    // Held by shared_ptr: the lookups below may empty the cache (issue 8, item 10:
+    // a plain reference into the map dangled after many slider moves).
+    const std::shared_ptr<const PrefillSnapshot> reference =
+        prefill_snapshot("cpu-ref", tokens, plans[0]);
+    // The scale of the fast backends' promise (1e-5 of max |logit|) and how close
+    // the top two candidates are (a near tie may flip the greedy token legitimately).
+    std::vector<float> sorted = reference->last_logits;
+    for (float x : sorted) out.logit_scale = std::max(out.logit_scale, double(std::fabs(x)));
+    std::partial_sort(sorted.begin(), sorted.begin() + std::min<std::size_t>(2, sorted.size()),
+                      sorted.end(), std::greater<float>());
+    out.logit_top2_gap = sorted.size() >= 2 ? double(sorted[0]) - double(sorted[1]) : INFINITY;
     for (const std::string& name : backend_names()) {
         bool is_ref = false;
         std::string shown = name;
@@ -335,8 +352,9 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
         out.reference.push_back(is_ref);
         for (const ChunkPlan& plan : plans) {
             try {
-                const PrefillSnapshot& s = prefill_snapshot(name, tokens, plan);
-                out.cells.push_back(compare_snapshots(s, reference));
+                const std::shared_ptr<const PrefillSnapshot> s =
+                    prefill_snapshot(name, tokens, plan);
+                out.cells.push_back(compare_snapshots(*s, *reference));
                 out.errors.emplace_back();
             } catch (const std::exception& e) {
                 out.cells.emplace_back();
@@ -348,16 +366,19 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
 
 // Prefill snapshots are kept per (backend, plan, prompt): moving the chunk-size
 // slider re-runs one column, not the whole matrix (emulated GPU backends are slow).
-const PrefillSnapshot& Controller::prefill_snapshot(const std::string& backend,
-                                                    const std::vector<int32_t>& tokens,
-                                                    const ChunkPlan& plan) {
+// Emptying the cache only drops the cache's own references: a snapshot still
+// held by a caller lives until that caller lets it go.
+std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
+    const std::string& backend, const std::vector<int32_t>& tokens, const ChunkPlan& plan) {
     std::string key = backend + "|" + plan.to_string() + "|";
     for (int32_t t : tokens) key += std::to_string(t) + ",";
     auto it = snapshots_.find(key);
     if (it != snapshots_.end()) return it->second;
-    if (snapshots_.size() > 64) snapshots_.clear();
-    return snapshots_.emplace(key, run_prefill_snapshot(*device(backend).model, tokens, plan))
-        .first->second;
+    if (snapshots_.size() >= kMaxSnapshots) snapshots_.clear();
+    auto s = std::make_shared<const PrefillSnapshot>(
+        run_prefill_snapshot(*device(backend).model, tokens, plan));
+    snapshots_.emplace(key, s);
+    return s;
 }
 
 // 7. Timeline: one whole request under a Trace --------------------------------------------

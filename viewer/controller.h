@@ -25,6 +25,8 @@ public:
     // Loads `model_path`; "" means the default model, and falls back to seeded
     // random weights (flagged in the Snapshot) when no trained model is shipped.
     explicit Controller(const std::string& model_path);
+    // Uses an already loaded model (tests: a small seeded random model).
+    explicit Controller(Model model);
 
     void fill_model_info(Snapshot& snap) const;
 
@@ -39,6 +41,10 @@ public:
     void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
 
     const Model& model() const { return model_; }
+
+    // Prefill snapshots kept for the equivalence matrix before the cache is emptied.
+    static constexpr std::size_t kMaxSnapshots = 64;
+    std::size_t cached_snapshots() const { return snapshots_.size(); }
 
     // The head the attention panel opens on: <model dir>/viewer.json, e.g.
     // {"attention_layer": 1, "attention_head": 2, "why": "induction head"}; none when absent.
@@ -55,15 +61,18 @@ private:
     };
     Device& device(const std::string& backend_name);
     std::vector<int32_t> encode(const ViewerState& state) const;
-    const PrefillSnapshot& prefill_snapshot(const std::string& backend,
-                                            const std::vector<int32_t>& tokens,
-                                            const ChunkPlan& plan);
+    // Shared, not borrowed: the cache may drop its entries while a caller still
+    // holds one (the equivalence matrix keeps its reference across 16 lookups).
+    std::shared_ptr<const PrefillSnapshot> prefill_snapshot(const std::string& backend,
+                                                            const std::vector<int32_t>& tokens,
+                                                            const ChunkPlan& plan);
 
     Model model_;
     bool random_model_ = false;
     std::optional<HeadHint> head_hint_;
     std::map<std::string, Device> devices_;
-    std::map<std::string, PrefillSnapshot> snapshots_;  // backend|plan|tokens -> result
+    // backend|plan|tokens -> result; at most kMaxSnapshots, then emptied.
+    std::map<std::string, std::shared_ptr<const PrefillSnapshot>> snapshots_;
 };
 
 // Reads a prompt file; throws plab::Error with the path when it cannot.

@@ -58,7 +58,7 @@ struct Options {
     std::string keys;  // --press "home,right,down": keys pressed one after another (headless tests)
     int step = -1;
     int layer = -1, head = -1;
-    int block_size = 8;
+    int block_size = ViewerState{}.block_size;
     float font_size = 16.0f;
 };
 

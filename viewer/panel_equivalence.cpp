@@ -38,15 +38,23 @@ void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
         return;
     }
     const bool ref = eq.reference[row];
-    badge(ref ? "DIFFERS" : (d.same_argmax ? "close" : "argmax!"),
-          ref ? colour::kBad : (d.same_argmax ? colour::kClose : colour::kBad),
-          ref             ? "A reference backend must match bit for bit: this is a bug."
-          : d.same_argmax ? "Not bitwise, but the same most likely next token: the fast "
-                            "path summed in a different order."
+    // The fast promise: logits within 1e-5 of cpu-ref's max |logit| (see self_check.cpp).
+    const double rel = eq.logit_scale > 0 ? d.logits_max_abs / eq.logit_scale : 0;
+    const bool kept = rel <= 1e-5 && d.same_argmax;
+    badge(ref ? "DIFFERS" : (kept ? "close" : (d.same_argmax ? "> 1e-5" : "argmax!")),
+          ref ? colour::kBad : (kept ? colour::kClose : colour::kBad),
+          ref    ? "A reference backend must match bit for bit: this is a bug."
+          : kept ? "Not bitwise, but within the fast promise (1e-5 of max |logit|) and the "
+                   "same most likely next token: the fast path summed in a different order."
+          : d.same_argmax ? "More than 1e-5 of max |logit|: more than rounding."
                           : "The most likely next token differs: more than rounding.");
     char buf[64];
     std::snprintf(buf, sizeof buf, "logits %.2e", d.logits_max_abs);
     text_with_tip(buf, "Largest |difference| over the last position's logits (V values).");
+    if (!ref) {
+        std::snprintf(buf, sizeof buf, "= %.1e of max |logit|", rel);
+        text_with_tip(buf, "Relative to cpu-ref's largest |logit|; fast backends promise 1e-5.");
+    }
     std::snprintf(buf, sizeof buf, "K/V %.2e", d.kv_max_abs);
     text_with_tip(buf,
                   "Largest |difference| over every cached K and V value: all layers, "

@@ -265,11 +265,12 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     item_tooltip(
         "The positions this engine call wrote, and below its 'kv append' trace events "
         "(one per layer) exactly as the engine recorded them.");
-    if (ImGui::BeginTable("appends", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+    if (ImGui::BeginTable("appends", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("event");
         ImGui::TableSetupColumn("layer");
         ImGui::TableSetupColumn("positions");
         ImGui::TableSetupColumn("blocks");
+        ImGui::TableSetupColumn("slots");
         ImGui::TableHeadersRow();
         for (size_t i = 0; i < shown->appends.size(); ++i) {
             const TraceEvent& e = shown->appends[i];
@@ -292,6 +293,11 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             text_with_tip(arg("positions"), "Positions appended by this call.");
             ImGui::TableNextColumn();
             text_with_tip(arg("blocks"), "Physical blocks the positions went into.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("slots"),
+                          "Slots written, as runs first-last: slot = physical block x B + "
+                          "offset in the block. A chunk that starts inside a block continues "
+                          "that block's run.");
             ImGui::PopID();
         }
         ImGui::EndTable();

@@ -2,7 +2,8 @@
 //
 // What it teaches: a picture can lie; a check cannot. Every time the viewer
 // asks the engine for a scene, it checks the answer and prints one line
-// ("toy: chunked == full bitwise: yes"). Headless runs (tests, screenshots)
+// ("kv: ... match the plan and B after every call: yes"), comparing the engine's
+// answer with facts known without it. Headless runs (tests, screenshots)
 // exit non-zero when a line says "no", so a wrong picture never ships.
 #pragma once
 
@@ -17,13 +18,20 @@ struct CheckResult {
     std::string line;  // "<scene>: <property>: yes|no (<details>)"
 };
 
-// Chunked outputs have the bits of the full prefill (required of reference backends).
+// The toy's outputs are the means known by hand (2, 3, 14/3, 6 for the default
+// input): bitwise on reference backends, within a stated bound on fast ones; future
+// keys get probability 0; chunked == full bitwise on reference backends.
 CheckResult check_toy(const ToySnapshot& toy);
 // Rows sum to 1; future cells have probability 0 and score -inf.
 CheckResult check_mask(const MaskSnapshot& mask);
-// After every call the block table holds ceil(length/B) blocks; decode adds one slot.
+// After every engine call: the session's length is what the plan (or one decode
+// step) implies; the block table holds ceil(length/B) blocks and only grows; the
+// call's "kv append" events (one per layer) name the implied positions and the
+// slots block_table[p/B]*B + p%B; no slot is written twice.
 CheckResult check_kv(const KvSnapshot& kv);
-// Reference backends are bitwise equal to cpu-ref "full" for every plan.
+// Reference backends are bitwise equal to cpu-ref "full" for every plan; fast
+// backends keep their promise: logits within 1e-5 of max |logit|, the same greedy
+// token unless the top two logits are near-tied.
 CheckResult check_equivalence(const EquivalenceSnapshot& eq);
 // TTFT and prefill are different spans, and TTFT contains prefill.
 CheckResult check_timeline(const TimelineSnapshot& tl);

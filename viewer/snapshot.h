@@ -79,6 +79,7 @@ struct KvSnapshot {
     int block_size = 0, num_blocks = 0, n_layers = 0;
     std::size_t bytes_per_token = 0;
     int n_prompt = 0;                     // prompt positions (the rest are decoded)
+    ChunkPlan plan;                       // the prefill chunks, one engine call each
     int decode_skipped = 0;               // decode steps asked for but past max_seq_len
     std::vector<std::string> token_text;  // (prompt + decoded tokens)
     std::vector<KvStage> stages;          // prefill chunks, then decode steps
@@ -94,6 +95,9 @@ struct EquivalenceSnapshot {
     std::vector<std::string> plans;     // columns: plan text
     std::vector<Difference> cells;      // (rows, columns) row-major
     std::vector<std::string> errors;    // (rows, columns): non-empty when that run failed
+    // Of cpu-ref's "full" logits, what the fast backends' promise is measured against:
+    double logit_scale = 0;     // max |logit|
+    double logit_top2_gap = 0;  // largest logit minus the second largest
     std::string error;
 };
 

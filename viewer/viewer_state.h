@@ -39,7 +39,10 @@ struct ViewerState {
     std::string backend = "cpu-ref";
     ToyInput toy;
     std::string toy_chunks = "2";
-    int block_size = 8;    // B of the KV panel
+    // B of the KV panel. 16 (vLLM's default) against the default chunk size 8:
+    // every other chunk starts inside a half-filled block, the case a paged cache
+    // must get right (the chunk continues that block, the table only grows).
+    int block_size = 16;
     int decode_steps = 4;  // decode steps after prefill in the KV panel
     int new_tokens = 8;    // tokens the timeline's request generates
     Dirty dirty;

@@ -112,11 +112,22 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
             for (int b = pos0 / shape.block_size; b <= (pos0 + n - 1) / shape.block_size; ++b) {
                 blocks += (blocks.empty() ? "" : ",") + std::to_string(seq.block_table[b]);
             }
+            // The slots kv_append was given, as runs "first-last" of consecutive slots
+            // (one run per block touched): where each position really went.
+            std::string slot_runs;
+            for (std::size_t i = 0; i < slots.size(); ++i) {
+                if (i > 0 && slots[i] == slots[i - 1] + 1) continue;
+                std::size_t e = i;
+                while (e + 1 < slots.size() && slots[e + 1] == slots[e] + 1) ++e;
+                slot_runs += (slot_runs.empty() ? "" : ",") + std::to_string(slots[i]) + "-" +
+                             std::to_string(slots[e]);
+            }
             trace->instant(
                 "kv append", "kv",
                 {{"layer", std::to_string(l)},
                  {"positions", std::to_string(pos0) + "-" + std::to_string(pos0 + n - 1)},
-                 {"blocks", blocks}});
+                 {"blocks", blocks},
+                 {"slots", slot_runs}});
         }
         // 5. Causal attention of the n queries over cache positions 0..pos0+n-1.
         be.attention(ws.att.buf(), ws.q.buf(), cache.k_pool(l), cache.v_pool(l), seq.block_table,
