@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/llama2c.h"
+#include "model/model_io.h"
 #include "model/tokenizer_bpe.h"
 
 namespace plab::cli {
