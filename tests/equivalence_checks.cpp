@@ -46,10 +46,10 @@ PrefillSnapshot oracle_prefill(const DeviceModel& cpu_ref, const std::vector<int
         require_bitwise_equal(p.last_logits, slice(r.all_logits, std::size_t(t), V),
                               "logits of position " + std::to_string(t));
         for (int l = 0; l < c.n_layers; ++l) {
-            require_bitwise_equal(slice(prefix.read_kv(l, false), std::size_t(t), row),
+            require_bitwise_equal(slice(prefix.read_kv(l, KvPart::K), std::size_t(t), row),
                                   slice(oracle.k[std::size_t(l)], std::size_t(t), row),
                                   "K of layer " + std::to_string(l));
-            require_bitwise_equal(slice(prefix.read_kv(l, true), std::size_t(t), row),
+            require_bitwise_equal(slice(prefix.read_kv(l, KvPart::V), std::size_t(t), row),
                                   slice(oracle.v[std::size_t(l)], std::size_t(t), row),
                                   "V of layer " + std::to_string(l));
         }

@@ -8,6 +8,11 @@
 // refuses configs the target cannot express. The tokenizer travels with the
 // weights when the target can hold it (tokenizer.bpe / tokenizer.bin beside
 // the output).
+//
+// llama2.c has two float32 headers: the legacy one (7 int32, what llama2.c's
+// own run.c reads) and the versioned "ak42" v1 header (export.py --version 1,
+// read by newer forks but not by run.c). The default is legacy, so the file
+// runs in `./run model.bin` as it is; `--header v1` writes the other.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,6 +20,7 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/llama2c.h"
+#include "model/model_io.h"
 #include "model/tokenizer_bpe.h"
 
 namespace plab::cli {
@@ -25,7 +31,7 @@ struct ConvertOptions {
     std::string in;
     std::string out;
     std::string to;
-    int version = 1;
+    std::string header = "legacy";  // "legacy" (run.c's 7 int32) or "v1" ("ak42")
 };
 
 // Writes the model's tokenizer into `dir` and returns the name config.json should use.
@@ -56,14 +62,17 @@ void run(const ConvertOptions& o) {
                "llama2.c output '" << o.out << "' should end in .bin (e.g. model.bin)");
     const fs::path dir = fs::absolute(o.out).parent_path();
     fs::create_directories(dir);
-    write_llama2c_checkpoint(m.weights, o.out, o.version);
+    const int version = o.header == "v1" ? 1 : 0;
+    write_llama2c_checkpoint(m.weights, o.out, version);
     const std::string tok_name = save_tokenizer(*m.tokenizer, dir);
-    std::printf(
-        "wrote %s (llama2.c version %d, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
-        o.out.c_str(), o.version, m.weights.config.tied_embeddings ? "shared" : "separate",
-        tok_name == "byte" || tok_name == "ids"
-            ? "none written (load it back with prompts as token ids)"
-            : (dir / tok_name).string().c_str());
+    std::printf("wrote %s (llama2.c %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
+                o.out.c_str(),
+                version == 0 ? "legacy header, the one llama2.c's run.c reads"
+                             : "v1 \"ak42\" header, which llama2.c's run.c does not read",
+                m.weights.config.tied_embeddings ? "shared" : "separate",
+                tok_name == "byte" || tok_name == "ids"
+                    ? "none written (load it back with prompts as token ids)"
+                    : (dir / tok_name).string().c_str());
 }
 
 }  // namespace
@@ -80,8 +89,11 @@ void add_convert_command(CLI::App& app) {
     cmd->add_option("--to", o->to, "target format")
         ->required()
         ->check(CLI::IsMember({"safetensors", "llama2c"}));
-    cmd->add_option("--version", o->version, "llama2.c version: 0 (legacy header) or 1 (\"ak42\")")
-        ->check(CLI::IsMember({0, 1}));
+    cmd->add_option("--header", o->header,
+                    "llama2.c header: legacy (7 int32, what llama2.c's run.c reads; the default) "
+                    "or v1 (export.py --version 1, magic \"ak42\", 256 bytes)")
+        ->check(CLI::IsMember({"legacy", "v1"}))
+        ->capture_default_str();
     cmd->callback([o] { run(*o); });
 }
 

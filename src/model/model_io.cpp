@@ -10,6 +10,8 @@
 #include "model/llama2c.h"
 #include "model/safetensors.h"
 #include "model/tokenizer_bpe.h"
+#include "model/tokenizer_ids.h"
+#include "model/tokenizer_llama2c.h"
 
 namespace plab {
 namespace fs = std::filesystem;
@@ -135,13 +137,10 @@ std::string config_to_json(const ModelConfig& c, const std::string& tokenizer_na
     return j.dump(2) + "\n";
 }
 
-Model load_model(const std::string& path) {
-    fs::path p(path);
-    PLAB_CHECK(fs::exists(p), "model path " << path
-                                            << " does not exist; pass --model DIR with a "
-                                               "config.json and model.safetensors");
-    // A llama2.c checkpoint (interleaved RoPE rows, permuted on load): model/llama2c.h.
-    if (fs::is_regular_file(p) && p.extension() == ".bin") return load_llama2c_model(path);
+namespace {
+
+// A Hugging Face style directory: config.json + model.safetensors (half-split RoPE rows).
+Model load_hf_directory(const fs::path& p) {
     fs::path dir = fs::is_directory(p) ? p : p.parent_path();
     const fs::path config_path = dir / "config.json";
     const fs::path tensors_path = dir / "model.safetensors";
@@ -192,6 +191,66 @@ Model load_model(const std::string& path) {
                config_path.string() << ": tokenizer has " << m.tokenizer->vocab_size()
                                     << " tokens but vocab_size is " << c.vocab_size);
     return m;
+}
+
+// A llama2.c .bin (interleaved RoPE rows, permuted on load: model/llama2c.h) plus,
+// when present beside it, tokenizer.bin (or the tokenizer.bpe that `plab convert`
+// writes for BPE models); without one, an IdTokenizer (prompts given as token ids).
+Model load_llama2c_model(const fs::path& p) {
+    const std::string path = p.string();
+    Model m;
+    Llama2cInfo info;
+    m.weights = read_llama2c_checkpoint(path, &info);
+    m.source = path + " (llama2.c v" + std::to_string(info.version) + ")";
+    const fs::path dir = p.parent_path();
+    if (fs::exists(dir / "tokenizer.bin")) {
+        m.tokenizer = std::make_unique<Llama2cTokenizer>(
+            Llama2cTokenizer::load((dir / "tokenizer.bin").string(), m.weights.config.vocab_size));
+    } else if (fs::exists(dir / "tokenizer.bpe")) {  // written by `plab convert` for BPE models
+        m.tokenizer =
+            std::make_unique<BpeTokenizer>(BpeTokenizer::load((dir / "tokenizer.bpe").string()));
+        PLAB_CHECK(m.tokenizer->vocab_size() <= m.weights.config.vocab_size,
+                   (dir / "tokenizer.bpe").string()
+                       << " has " << m.tokenizer->vocab_size() << " tokens but " << path
+                       << " has vocab_size " << m.weights.config.vocab_size);
+    } else {
+        m.tokenizer = std::make_unique<IdTokenizer>(m.weights.config.vocab_size,
+                                                    Llama2cTokenizer::kBos, Llama2cTokenizer::kEos);
+    }
+    return m;
+}
+
+// The model formats `load_model` knows, tried in order; the first that
+// recognises the path loads it. A new format (GGUF, ...) is one more row here
+// and one more file under model/, not another branch inside load_model.
+struct ModelFormat {
+    const char* name;
+    bool (*recognises)(const fs::path& p);
+    Model (*load)(const fs::path& p);
+};
+
+constexpr ModelFormat kFormats[] = {
+    {"llama2.c checkpoint",
+     [](const fs::path& p) { return fs::is_regular_file(p) && p.extension() == ".bin"; },
+     load_llama2c_model},
+    // Last: any other path is read as (a file inside) a safetensors directory, so
+    // its errors ("has no config.json") name what such a directory needs.
+    {"safetensors directory", [](const fs::path&) { return true; }, load_hf_directory},
+};
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+    const fs::path p(path);
+    PLAB_CHECK(fs::exists(p), "model path " << path
+                                            << " does not exist; pass --model DIR with a "
+                                               "config.json and model.safetensors");
+    for (const ModelFormat& f : kFormats) {
+        if (f.recognises(p)) return f.load(p);
+    }
+    std::string names;
+    for (const ModelFormat& f : kFormats) names += std::string(names.empty() ? "" : ", ") + f.name;
+    throw Error("model path " + path + " is in no format plab reads (" + names + ")");
 }
 
 void save_model(const Weights& w, const std::string& tokenizer_name, const std::string& dir_text) {

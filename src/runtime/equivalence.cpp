@@ -31,8 +31,8 @@ PrefillSnapshot snapshot_of(const Session& session, const PrefillResult& result)
     s.plan = result.plan;
     s.last_logits = result.last_logits;
     for (int l = 0; l < session.model().config().n_layers; ++l) {
-        s.k.push_back(session.read_kv(l, false));
-        s.v.push_back(session.read_kv(l, true));
+        s.k.push_back(session.read_kv(l, KvPart::K));
+        s.v.push_back(session.read_kv(l, KvPart::V));
     }
     return s;
 }

@@ -77,9 +77,9 @@ void KvCache::retain(int block) {
     ++ref_counts_[block];
 }
 
-std::vector<float> KvCache::read(const Sequence& seq, int layer, bool values) const {
+std::vector<float> KvCache::read(const Sequence& seq, int layer, KvPart part) const {
     PLAB_ASSERT(layer >= 0 && layer < n_layers_);
-    const Buffer pool = values ? v_pools_[layer].buf() : k_pools_[layer].buf();
+    const Buffer pool = part == KvPart::V ? v_pools_[layer].buf() : k_pools_[layer].buf();
     std::vector<float> out(std::size_t(seq.length) * row_size_);
     for (int pos = 0; pos < seq.length; ++pos) {
         const int slot = kv_slot(seq.block_table.data(), pos, block_size_);

@@ -26,6 +26,9 @@ struct Sequence {
     int length = 0;                    // positions stored (0..length-1)
 };
 
+// Which half of the cache a read returns: the keys or the values.
+enum class KvPart { K, V };
+
 class KvCache {
 public:
     KvCache(Backend& backend, const ModelConfig& config, int block_size, int num_blocks);
@@ -54,7 +57,7 @@ public:
 
     // K or V of `seq`'s positions 0..length-1 for one layer, in logical order,
     // downloaded to the host: // (length, Hkv·Dh). For equivalence reports.
-    std::vector<float> read(const Sequence& seq, int layer, bool values) const;
+    std::vector<float> read(const Sequence& seq, int layer, KvPart part) const;
 
 private:
     int allocate_block();

@@ -57,9 +57,9 @@ public:
     int length() const { return seq_.length; }
     const Sequence& sequence() const { return seq_; }
     const KvCache& cache() const { return cache_; }
-    // K (values=false) or V of every cached position of one layer: (length, Hkv·Dh).
-    std::vector<float> read_kv(int layer, bool values) const {
-        return cache_.read(seq_, layer, values);
+    // K or V of every cached position of one layer: (length, Hkv·Dh).
+    std::vector<float> read_kv(int layer, KvPart part) const {
+        return cache_.read(seq_, layer, part);
     }
 
 private:

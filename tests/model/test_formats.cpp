@@ -182,7 +182,7 @@ TEST_CASE("plab convert: both directions through the CLI keep the logits and the
           "[model][llama2c][cli]") {
     const std::string bin = tmp_path("cli_model.bin");
     const std::string dir = tmp_path("cli_back");
-    auto r = run_cli({"convert", shipped_model_dir(), bin, "--to", "llama2c", "--version", "0"});
+    auto r = run_cli({"convert", shipped_model_dir(), bin, "--to", "llama2c"});
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     REQUIRE(fs::exists(tmp_path("tokenizer.bpe")));
@@ -199,6 +199,77 @@ TEST_CASE("plab convert: both directions through the CLI keep the logits and the
     r = run_cli({"convert", shipped_model_dir(), tmp_path("x.txt"), "--to", "llama2c"});
     REQUIRE(r.exit_code != 0);
     REQUIRE(r.err.find("should end in .bin") != std::string::npos);
+}
+
+namespace {
+
+// Every float of every tensor, in a fixed order, for a bitwise comparison.
+std::vector<float> all_floats(const Weights& w) {
+    std::vector<float> v;
+    auto add = [&](const std::vector<float>& t) { v.insert(v.end(), t.begin(), t.end()); };
+    add(w.tok_embeddings);
+    for (const auto& l : w.layers) {
+        for (const auto* t :
+             {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+            add(*t);
+    }
+    add(w.final_norm);
+    add(w.classifier);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("plab convert --to llama2c writes the legacy header run.c reads by default",
+          "[model][llama2c][cli]") {
+    // A separate classifier (negative vocab in the legacy header) and a shared one.
+    for (const bool tied : {false, true}) {
+        INFO("tied " << tied);
+        const Weights w = make_random_weights(l2c_config(tied), tied ? 31 : 32);
+        const std::string dir = tmp_path(tied ? "legacy_src_tied" : "legacy_src_sep");
+        save_model(w, "ids", dir);
+        const std::string bin = tmp_path(tied ? "legacy_tied.bin" : "legacy_sep.bin");
+        const auto r = run_cli({"convert", dir, bin, "--to", "llama2c"});
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+
+        // The first 28 bytes are run.c's Config: 7 int32, vocab negative when unshared.
+        const std::string bytes = slurp(bin);
+        REQUIRE(bytes.size() > 28);
+        std::int32_t h[7];
+        std::memcpy(h, bytes.data(), sizeof h);
+        const ModelConfig& c = w.config;
+        CHECK(h[0] == c.dim);
+        CHECK(h[1] == c.hidden_dim);
+        CHECK(h[2] == c.n_layers);
+        CHECK(h[3] == c.n_heads);
+        CHECK(h[4] == c.n_kv_heads);
+        CHECK(h[5] == (tied ? c.vocab_size : -c.vocab_size));
+        CHECK(h[6] == c.max_seq_len);
+        REQUIRE(r.out.find("legacy header, the one llama2.c's run.c reads") != std::string::npos);
+
+        // Round trip: the same floats, bit for bit, read back as version 0.
+        Llama2cInfo info;
+        const Weights back = read_llama2c_checkpoint(bin, &info);
+        REQUIRE(info.version == 0);
+        REQUIRE(info.shared_classifier == tied);
+        require_bitwise_equal(all_floats(back), all_floats(w), "weights after convert to legacy");
+    }
+    // The other header, by name: "ak42" magic then version 1.
+    const std::string dir = tmp_path("legacy_src_sep");
+    const std::string v1 = tmp_path("v1.bin");
+    auto r = run_cli({"convert", dir, v1, "--to", "llama2c", "--header", "v1"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out.find("v1 \"ak42\" header") != std::string::npos);
+    REQUIRE(slurp(v1).substr(0, 4) == "24ka");  // 0x616b3432 ("ak42") little-endian
+    Llama2cInfo info;
+    const Weights back = read_llama2c_checkpoint(v1, &info);
+    REQUIRE(info.version == 1);
+    require_bitwise_equal(all_floats(back), all_floats(make_random_weights(l2c_config(false), 32)),
+                          "weights after convert to v1");
+    r = run_cli({"convert", dir, v1, "--to", "llama2c", "--header", "v2"});
+    REQUIRE(r.exit_code != 0);
 }
 
 TEST_CASE("llama2.c: malformed checkpoints are rejected with a clear reason",

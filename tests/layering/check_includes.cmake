@@ -1,0 +1,188 @@
+# The house's layering, read from the includes: cmake -DROOT=<repo> -P check_includes.cmake
+#
+# What it keeps true (ARCHITECTURE.md, "Dependencies point one way"):
+#   1. No include loop inside src/. A "room" is a file without its extension,
+#      so model/model_io.h and model/model_io.cpp are one room: a .cpp never
+#      gets included, but model_io.cpp including llama2c.h while llama2c.h
+#      includes model_io.h is still two rooms that need each other (the loop
+#      issue 18 removed). Only `#include "..."` counts; <...> are other projects.
+#   2. src/backends/ and kernels/ do not include each other: the registry sits
+#      above both, the Backend interface below both.
+# Every quoted include must resolve (beside the file, then src/, the repo root,
+# kernels/: the include paths the CMake targets use), or the check fails: an
+# include it cannot see is an arrow it cannot check.
+# Fails with one line per problem; tests/layering/selftest.cmake shows it does.
+
+cmake_minimum_required(VERSION 3.20)  # cmake_path, and while(TRUE) as a condition
+
+if(NOT DEFINED ROOT)
+  message(FATAL_ERROR "check_includes.cmake: pass -DROOT=<the repository root>")
+endif()
+
+# Cross includes between src/backends/ and kernels/ that exist today, each with
+# the issue that removes it. An entry that no longer occurs fails the check too,
+# so the list can only shrink.
+set(KNOWN_EXCEPTIONS
+  # The backend registry still lives in src/backends/ (it creates the GPU backends
+  # of kernels/); the Engine issue (#10) moves it above both. Moving it now would
+  # touch its 21 includers across cli/, viewer/, perf/ and tests/.
+  "src/backends/registry.cpp -> kernels/gpu_backend.h"
+  # GpuBackend implements the Backend interface, which still lives in
+  # src/backends/backend.h; it belongs below both (core/), with the same issue (#10).
+  "kernels/gpu_backend.h -> src/backends/backend.h"
+)
+
+file(GLOB_RECURSE _files RELATIVE "${ROOT}"
+     "${ROOT}/src/*.h" "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/src/*.cu"
+     "${ROOT}/src/*.cuh" "${ROOT}/kernels/*.h" "${ROOT}/kernels/*.hpp" "${ROOT}/kernels/*.cpp"
+     "${ROOT}/kernels/*.cu" "${ROOT}/kernels/*.cuh")
+list(SORT _files)
+list(LENGTH _files _n_files)
+if(_n_files EQUAL 0)
+  message(FATAL_ERROR "check_includes.cmake: no source files under ${ROOT}/src or ${ROOT}/kernels")
+endif()
+
+function(room_of path out)  # "src/model/llama2c.cpp" -> "src/model/llama2c"
+  string(REGEX REPLACE "\\.[^./]*$" "" _r "${path}")
+  set(${out} "${_r}" PARENT_SCOPE)
+endfunction()
+function(id_of name out)
+  string(MAKE_C_IDENTIFIER "${name}" _id)
+  set(${out} "${_id}" PARENT_SCOPE)
+endfunction()
+
+set(_problems "")
+macro(problem)  # one problem, its pieces joined into one line
+  string(CONCAT _p ${ARGN})
+  list(APPEND _problems "${_p}")
+endmacro()
+set(_src_rooms "")
+set(_edges "")  # "from -> to", file level
+set(_n_includes 0)
+foreach(_f IN LISTS _files)
+  room_of("${_f}" _room)
+  if(_f MATCHES "^src/")
+    list(APPEND _src_rooms "${_room}")
+  endif()
+  get_filename_component(_dir "${_f}" DIRECTORY)
+  file(STRINGS "${ROOT}/${_f}" _lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
+  foreach(_line IN LISTS _lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" _name "${_line}")
+    math(EXPR _n_includes "${_n_includes} + 1")
+    set(_to "")
+    foreach(_base IN ITEMS "${_dir}" "src" "." "kernels")
+      cmake_path(SET _cand NORMALIZE "${_base}/${_name}")
+      if(EXISTS "${ROOT}/${_cand}" AND NOT IS_DIRECTORY "${ROOT}/${_cand}")
+        set(_to "${_cand}")
+        break()
+      endif()
+    endforeach()
+    if(_to STREQUAL "")
+      problem("${_f}: #include \"${_name}\" resolves nowhere (looked beside it, in "
+                            "src/, the repository root and kernels/)")
+      continue()
+    endif()
+    list(APPEND _edges "${_f} -> ${_to}")
+    room_of("${_to}" _to_room)
+    if(NOT _to_room STREQUAL _room)
+      id_of("${_room}" _id)
+      list(APPEND _out_${_id} "${_to_room}")
+      id_of("${_room}__${_to_room}" _eid)
+      if(NOT DEFINED _why_${_eid})
+        set(_why_${_eid} "${_f} includes ${_to}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES _src_rooms)
+list(LENGTH _src_rooms _n_rooms)
+
+# 1. Loops inside src/: peel off rooms that include no remaining room; what
+# cannot be peeled lies on a loop or above one. Then walk one loop to name it.
+set(_left ${_src_rooms})
+set(_changed TRUE)
+while(_changed)
+  set(_changed FALSE)
+  foreach(_r IN LISTS _left)
+    id_of("${_r}" _id)
+    set(_needs FALSE)
+    foreach(_t IN LISTS _out_${_id})
+      list(FIND _left "${_t}" _k)
+      if(NOT _k EQUAL -1)
+        set(_needs TRUE)
+        break()
+      endif()
+    endforeach()
+    if(NOT _needs)
+      list(REMOVE_ITEM _left "${_r}")
+      set(_changed TRUE)
+    endif()
+  endforeach()
+endwhile()
+if(_left)
+  list(GET _left 0 _at)
+  set(_path "")
+  while(TRUE)
+    list(FIND _path "${_at}" _seen)
+    if(NOT _seen EQUAL -1)
+      break()
+    endif()
+    list(APPEND _path "${_at}")
+    id_of("${_at}" _id)
+    foreach(_t IN LISTS _out_${_id})
+      list(FIND _left "${_t}" _k)
+      if(NOT _k EQUAL -1)
+        set(_at "${_t}")
+        break()
+      endif()
+    endforeach()
+  endwhile()
+  list(SUBLIST _path ${_seen} -1 _loop)
+  list(APPEND _loop "${_at}")
+  string(REPLACE ";" " -> " _loop_text "${_loop}")
+  set(_because "")
+  list(LENGTH _loop _len)
+  math(EXPR _last "${_len} - 2")
+  foreach(_i RANGE 0 ${_last})
+    math(EXPR _j "${_i} + 1")
+    list(GET _loop ${_i} _a)
+    list(GET _loop ${_j} _b)
+    id_of("${_a}__${_b}" _eid)
+    list(APPEND _because "${_why_${_eid}}")
+  endforeach()
+  string(REPLACE ";" ", " _because_text "${_because}")
+  problem("include loop inside src/: ${_loop_text} (${_because_text}). A room "
+                        "must sit above what it includes, so one of these includes has to go")
+endif()
+
+# 2. src/backends/ <-> kernels/, file by file, against the known exceptions.
+set(_unused ${KNOWN_EXCEPTIONS})
+set(_n_known 0)
+foreach(_e IN LISTS _edges)
+  if(_e MATCHES "^src/backends/.* -> kernels/" OR _e MATCHES "^kernels/.* -> src/backends/")
+    list(FIND KNOWN_EXCEPTIONS "${_e}" _k)
+    if(_k EQUAL -1)
+      problem("${_e}: src/backends/ and kernels/ must not include each other "
+                            "(ARCHITECTURE.md: the registry sits above both, the Backend "
+                            "interface below both)")
+    else()
+      list(REMOVE_ITEM _unused "${_e}")
+      math(EXPR _n_known "${_n_known} + 1")
+    endif()
+  endif()
+endforeach()
+foreach(_e IN LISTS _unused)
+  problem("known exception '${_e}' no longer occurs: remove it from "
+                        "KNOWN_EXCEPTIONS in tests/layering/check_includes.cmake")
+endforeach()
+
+if(_problems)
+  foreach(_p IN LISTS _problems)
+    message(NOTICE "${_p}")  # unwrapped: one line each
+  endforeach()
+  list(LENGTH _problems _n_problems)
+  message(FATAL_ERROR "${_n_problems} layering problem(s), listed above")
+endif()
+message(STATUS "layering ok: ${_n_files} files, ${_n_includes} quoted includes, ${_n_rooms} rooms "
+               "in src/ with no include loop; src/backends/ <-> kernels/ only the ${_n_known} "
+               "known exception(s)")

@@ -1,0 +1,54 @@
+# The test of the layering check: copies src/ and kernels/ into SCRATCH, adds
+# one include that breaks a rule, runs check_includes.cmake on the copy and
+# requires it to fail naming the break. The real tree is never touched.
+#   cmake -DROOT=<repo> -DSCRATCH=<dir> -DCASE=loop|backends_to_kernels|kernels_to_backends
+#         -P selftest.cmake
+cmake_minimum_required(VERSION 3.20)
+foreach(_v ROOT SCRATCH CASE)
+  if(NOT DEFINED ${_v})
+    message(FATAL_ERROR "selftest.cmake: pass -D${_v}=...")
+  endif()
+endforeach()
+
+# CASE -> the file that gets one more include, the include, what the check must say.
+if(CASE STREQUAL "loop")
+  # The loop issue 18 removed: the checkpoint header needing the model loader again.
+  set(_file "src/model/llama2c.h")
+  set(_include "model/model_io.h")
+  set(_expect "include loop inside src/: [^\n]*src/model/llama2c -> src/model/model_io")
+elseif(CASE STREQUAL "backends_to_kernels")
+  set(_file "src/backends/cpu_ref.h")
+  set(_include "kernels.h")
+  set(_expect "src/backends/cpu_ref.h -> kernels/kernels.h: src/backends/ and kernels/ must not")
+elseif(CASE STREQUAL "kernels_to_backends")
+  set(_file "kernels/add.cu")
+  set(_include "backends/cpu_ref.h")
+  set(_expect "kernels/add.cu -> src/backends/cpu_ref.h: src/backends/ and kernels/ must not")
+else()
+  message(FATAL_ERROR "selftest.cmake: unknown CASE ${CASE}")
+endif()
+
+file(REMOVE_RECURSE "${SCRATCH}")
+file(MAKE_DIRECTORY "${SCRATCH}")
+file(COPY "${ROOT}/src" "${ROOT}/kernels" DESTINATION "${SCRATCH}")
+if(NOT EXISTS "${SCRATCH}/${_file}")
+  message(FATAL_ERROR "selftest.cmake: ${_file} is gone; pick another file for CASE ${CASE}")
+endif()
+file(APPEND "${SCRATCH}/${_file}" "\n#include \"${_include}\"\n")
+
+# First the untouched copy passes (so the failure below is the injected include's).
+execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${ROOT} -P "${CMAKE_CURRENT_LIST_DIR}/check_includes.cmake"
+                RESULT_VARIABLE _rc0 OUTPUT_VARIABLE _out0 ERROR_VARIABLE _out0)
+if(NOT _rc0 EQUAL 0)
+  message(FATAL_ERROR "the real tree fails the layering check, so this test proves nothing:\n${_out0}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${SCRATCH} -P "${CMAKE_CURRENT_LIST_DIR}/check_includes.cmake"
+                RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+file(REMOVE_RECURSE "${SCRATCH}")
+if(_rc EQUAL 0)
+  message(FATAL_ERROR "CASE ${CASE}: ${_file} + #include \"${_include}\" passed the layering check:\n${_out}")
+endif()
+if(NOT _out MATCHES "${_expect}")
+  message(FATAL_ERROR "CASE ${CASE}: the check failed but did not say /${_expect}/:\n${_out}")
+endif()
+message(STATUS "CASE ${CASE}: ${_file} + #include \"${_include}\" is caught:\n${_out}")
