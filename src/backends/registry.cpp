@@ -14,7 +14,7 @@ namespace {
 // The one CUDA-vs-no-CUDA decision of the program: a CUDA device present →
 // the native kernels; no device, or a build without nvcc → the same kernels
 // emulated on the CPU (kernels/simt). The backend's name says which ran.
-bool gpu_is_native() {
+[[maybe_unused]] bool gpu_is_native() {
 #if PLAB_HAVE_CUDA
     return gpu_native::device_count() > 0;
 #else
