@@ -69,13 +69,19 @@ public:
     // k, v (C, Hkv·Dh); k_pool, v_pool (num_blocks·B, Hkv·Dh)
     virtual void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
                            std::span<const int32_t> slots, int row_size) = 0;
-    // Causal attention of a chunk's queries over cached positions 0..pos0+i.
+    // Attention of a chunk's queries over the cached positions 0..pos0+C-1
+    // under shape.mask (core/mask.h; causal by default): query i sees the
+    // keys the mask lets position pos0+i see, with the mask's score modifiers.
+    // A backend that cannot obey a mask throws a plab::Error saying so.
     // out, q (C, H, Dh); block_table: physical block of each logical block
     virtual void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                            std::span<const int32_t> block_table, const AttentionShape& shape) = 0;
-    // Attention probabilities of one head (a probe for the viewer); masked = 0.
-    // probs (C, pos0 + C)
-    virtual void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+    // A probe for the viewer, one head: the attention probabilities (masked
+    // cells exactly 0) and, when `scores` is not empty (data != nullptr), the
+    // modified scaled scores the probabilities were computed from (masked
+    // cells -inf) — both from this backend, never recomputed beside it.
+    // probs, scores (C, pos0 + C)
+    virtual void attention_probs(Buffer probs, Buffer scores, Buffer q, Buffer k_pool,
                                  std::span<const int32_t> block_table, const AttentionShape& shape,
                                  int head) = 0;
     // out = silu(gate) * up, elementwise over n values (SwiGLU)

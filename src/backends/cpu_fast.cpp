@@ -45,6 +45,9 @@ void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k)
 void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                                std::span<const int32_t> block_table, const AttentionShape& s) {
     const int n_keys = s.n_keys(), dh = s.head_dim, row = s.n_kv_heads * dh;
+    PLAB_CHECK(s.mask.n_terms == 0 && !s.mask.alibi && s.mask.softcap == 0.0f,
+               "the cpu backend's attention obeys only the causal mask so far; use --backend "
+               "cpu-ref for other masks and score modifiers");
     PLAB_ASSERT(std::size_t(n_keys + s.block_size - 1) / s.block_size <= block_table.size());
     // 1. Gather K and V of every visible position, per KV head, in logical order.
     //    // (Hkv, n_keys, Dh) each

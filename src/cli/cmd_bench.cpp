@@ -32,6 +32,7 @@ void run(BenchCliOptions o) {
     if (o.json) {
         nlohmann::json j;
         j["model"] = o.model.empty() ? "random stories15M shape" : o.model;
+        j["mask"] = o.bench.mask;
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
@@ -116,6 +117,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--decode-steps", o->bench.decode_steps, "decode steps timed")
         ->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the random weights")->capture_default_str();
+    add_mask_option(cmd, o->bench.mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

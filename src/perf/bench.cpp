@@ -47,6 +47,15 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     }
     PLAB_CHECK(o.decode_prompt >= 1 && o.decode_prompt + o.decode_steps <= c.max_seq_len,
                "decode prompt + steps must fit in max_seq_len " << c.max_seq_len);
+    // The mask bound to each benchmark prompt (random ids: no BOS, so no docs:bos).
+    auto session_for = [&](const std::vector<int32_t>& tokens) {
+        SessionOptions so;
+        MaskContext mc;
+        mc.tokens = tokens;
+        mc.n_heads = c.n_heads;
+        so.mask = make_mask(o.mask, mc);
+        return so;
+    };
     BenchReport r;
     r.config = c;
     r.machine = measure_machine();
@@ -55,8 +64,9 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         DeviceModel model(*backend, weights);
         {
             // Warm-up, untimed: starts the thread pool and touches every weight once.
-            Session warm(model);
-            warm.prefill(bench_tokens(16, c.vocab_size), ChunkPlan{{16}});
+            const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
+            Session warm(model, session_for(warm_tokens));
+            warm.prefill(warm_tokens, ChunkPlan{{16}});
         }
         for (int n : o.lengths) {
             const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
@@ -64,7 +74,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             std::vector<double> times;
             const double start = now_s();
             for (int i = 0; i < o.repeats; ++i) {
-                Session s(model);  // cold: an empty KV cache every run
+                Session s(model, session_for(tokens));  // cold: an empty KV cache every run
                 times.push_back(s.prefill(tokens, plan).prefill_us * 1e-6);
                 if (now_s() - start > o.budget_s) break;
             }
@@ -79,8 +89,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             r.prefill.push_back(row);
         }
         // Decode: prefill a short prompt, then time single-token steps.
-        Session s(model);
         const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
+        Session s(model, session_for(prompt));
         s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
         std::vector<double> steps;
         int32_t token = prompt.back();

@@ -23,6 +23,7 @@ struct BenchOptions {
     int decode_steps = 32;        // decode steps timed after a short prompt
     int decode_prompt = 128;      // context the decode steps start from
     std::string chunks = "full";  // chunk plan for the prefill rows
+    std::string mask = "causal";  // attention mask of every prefill and decode (mask_spec.h)
 };
 
 struct PrefillBenchRow {

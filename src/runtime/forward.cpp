@@ -31,34 +31,9 @@ void Workspace::ensure_logits(int rows, int vocab) {
     logits_capacity_ = n;
 }
 
-// Scaled scores q·k/sqrt(Dh) of one head, for the viewer's hover tooltip: the
-// chunk's queries (after RoPE) against the cached keys, through the same
-// attention_score() the reference backends use; masked (future) cells are -inf.
-static std::vector<float> probe_scores(Backend& be, const Workspace& ws, const KvCache& cache,
-                                       const Sequence& seq, const AttentionShape& s, int layer,
-                                       int head) {
-    std::vector<float> q(std::size_t(s.n_queries) * s.n_heads * s.head_dim);
-    be.download(q.data(), ws.q.buf(), q.size());
-    const Buffer pool = cache.k_pool(layer);
-    std::vector<float> k(pool.size);
-    be.download(k.data(), pool, k.size());
-    const int kv_head = kv_head_of(head, s.n_heads, s.n_kv_heads);
-    std::vector<float> out(std::size_t(s.n_queries) * s.n_keys());
-    for (int i = 0; i < s.n_queries; ++i) {
-        const float* qi = q.data() + (std::size_t(i) * s.n_heads + head) * s.head_dim;
-        for (int j = 0; j < s.n_keys(); ++j) {
-            out[std::size_t(i) * s.n_keys() + j] =
-                is_visible(s.pos0 + i, j)
-                    ? attention_score(qi, k.data(), seq.block_table.data(), s, kv_head, j)
-                    : -INFINITY;
-        }
-    }
-    return out;
-}
-
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
                           std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace) {
+                          const ForwardProbes& probes, Trace* trace, const Mask& mask) {
     const ModelConfig& c = model.config();
     Backend& be = model.backend();
     const int n = static_cast<int>(tokens.size());  // C
@@ -92,6 +67,7 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
     shape.head_dim = c.head_dim;
     shape.block_size = cache.block_size();
     shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    shape.mask = mask;
 
     ChunkOutput out;
     for (int l = 0; l < c.n_layers; ++l) {
@@ -118,20 +94,27 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
                  {"positions", std::to_string(pos0) + "-" + std::to_string(pos0 + n - 1)},
                  {"blocks", blocks}});
         }
-        // 5. Causal attention of the n queries over cache positions 0..pos0+n-1.
+        // 5. Masked attention of the n queries over cache positions 0..pos0+n-1
+        //    (causal unless the session was given another mask).
         be.attention(ws.att.buf(), ws.q.buf(), cache.k_pool(l), cache.v_pool(l), seq.block_table,
                      shape);
         for (const AttentionProbe& p : probes.attention) {
             if (p.layer != l) continue;
+            // Probabilities and scores both come from the backend that computed them.
             const std::size_t cells = std::size_t(n) * shape.n_keys();
             DeviceArray probs(be, cells);
-            be.attention_probs(probs.buf(), ws.q.buf(), cache.k_pool(l), seq.block_table, shape,
-                               p.head);
+            DeviceArray scores;
+            if (probes.attention_scores) scores = DeviceArray(be, cells);
+            be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(l),
+                               seq.block_table, shape, p.head);
             std::vector<float> host(cells);
             be.download(host.data(), probs.buf(), cells);
             out.attention_probs.push_back(std::move(host));
-            if (probes.attention_scores)
-                out.attention_scores.push_back(probe_scores(be, ws, cache, seq, shape, l, p.head));
+            if (probes.attention_scores) {
+                std::vector<float> host_scores(cells);
+                be.download(host_scores.data(), scores.buf(), cells);
+                out.attention_scores.push_back(std::move(host_scores));
+            }
         }
         // 6. Output projection and residual.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
