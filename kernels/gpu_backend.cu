@@ -32,12 +32,16 @@ class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
         PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&result_), sizeof(int)));
+        PLAB_CUDA_CHECK(
+            cudaMalloc(reinterpret_cast<void**>(&tile_counts_), 3 * sizeof(unsigned long long)));
+        reset_attention_tile_counts();
     }
     // Destructors and release() are noexcept: a failing cudaFree there cannot be
     // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
         cudaFree(scratch_);
         cudaFree(mask_scratch_);
+        cudaFree(tile_counts_);
         cudaFree(result_);
     }
     GpuBackend(const GpuBackend&) = delete;
@@ -137,13 +141,10 @@ public:
             PLAB_CHECK(s.head_dim <= kFlashMaxHeadDim,
                        "the gpu backend's attention supports head_dim <= "
                            << kFlashMaxHeadDim << ", got " << s.head_dim << "; use gpu-ref");
-            PLAB_CHECK(s.mask.n_terms == 0 && !s.mask.alibi && s.mask.softcap == 0.0f,
-                       "the gpu backend's flash attention obeys only the causal mask so far; "
-                       "use --backend gpu-ref for other masks and score modifiers");
             const dim3 grid(blocks_for(s.n_queries, kFlashQueries), s.n_heads);
             const std::size_t tile_bytes = 2 * sizeof(float) * kFlashKeys * s.head_dim;
             PLAB_LAUNCH(attention_flash_kernel, grid, kFlashQueries, tile_bytes, out.data, q.data,
-                        k_pool.data, v_pool.data, d_table, ds);
+                        k_pool.data, v_pool.data, d_table, ds, tile_counts_);
         }
     }
 
@@ -159,6 +160,18 @@ public:
         const AttentionShape ds = with_device_mask(s);
         PLAB_LAUNCH(attention_probs_kernel, s.n_queries, 64, scores_bytes(s), probs.data,
                     scores.data, q.data, k_pool.data, d_table, ds, head);
+    }
+
+    // The flash kernel counts its tiles on the device; reading them waits for it.
+    AttentionTileCounts attention_tile_counts() const override {
+        if (variant_ == GpuVariant::reference) return {};
+        unsigned long long c[3] = {0, 0, 0};
+        PLAB_CUDA_CHECK(cudaMemcpy(c, tile_counts_, sizeof c, cudaMemcpyDeviceToHost));
+        return {kFlashQueries, kFlashKeys, static_cast<long long>(c[0]),
+                static_cast<long long>(c[1]), static_cast<long long>(c[2])};
+    }
+    void reset_attention_tile_counts() override {
+        PLAB_CUDA_CHECK(cudaMemset(tile_counts_, 0, 3 * sizeof(unsigned long long)));
     }
 
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override {
@@ -240,7 +253,8 @@ private:
     }
 
     GpuVariant variant_;
-    int* result_ = nullptr;  // argmax result on the device
+    int* result_ = nullptr;                      // argmax result on the device
+    unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
     int32_t* scratch_ = nullptr;
     std::size_t scratch_capacity_ = 0;
     uint32_t* mask_scratch_ = nullptr;  // the current mask's data words on the device

@@ -3,6 +3,7 @@
 // again here, from the definition, as an independent oracle (it never calls core/mask.h).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "runtime/mask_spec.h"
 
 namespace plab::test {
@@ -135,6 +137,32 @@ inline MaskContext mask_context(const std::vector<int32_t>& tokens, int n_heads)
     mc.bos_id = kMaskBos;
     mc.n_heads = n_heads;
     return mc;
+}
+
+// The tile counts a tiled attention kernel must report for a prefill with
+// `plan` under `mask`, from the mask's classification of the kernel's own tiling
+// (query tiles from each chunk's first query, key tiles aligned to position 0),
+// times layers and heads.
+inline AttentionTileCounts expected_tile_counts(const Mask& mask, const ChunkPlan& plan,
+                                                int n_layers, int n_heads, int query_tile,
+                                                int key_tile) {
+    AttentionTileCounts c;
+    int pos0 = 0;
+    for (int len : plan.lengths) {
+        const int n_keys = pos0 + len;
+        for (int i0 = 0; i0 < len; i0 += query_tile) {
+            const int qa = pos0 + i0, qb = pos0 + std::min(len, i0 + query_tile) - 1;
+            for (int k0 = 0; k0 < n_keys; k0 += key_tile) {
+                const TileClass t =
+                    mask.classify_tile(qa, qb, k0, std::min(n_keys, k0 + key_tile) - 1);
+                (t == TileClass::empty     ? c.skipped
+                 : t == TileClass::partial ? c.partial
+                                           : c.full) += static_cast<long long>(n_layers) * n_heads;
+            }
+        }
+        pos0 += len;
+    }
+    return c;
 }
 
 }  // namespace plab::test

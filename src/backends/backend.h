@@ -35,6 +35,17 @@ struct Buffer {
     Buffer slice(std::size_t offset, std::size_t n) const { return Buffer{data + offset, n}; }
 };
 
+// What a tiled attention kernel did with its (query tile × key tile) pairs,
+// by the mask's classification (core/mask.h classify_tile): empty tiles are
+// skipped (never loaded or scored), partial ones test each cell, full ones none.
+struct AttentionTileCounts {
+    int query_tile = 0;  // queries per tile, counted from the chunk's first query
+    int key_tile = 0;    // keys per tile, aligned to absolute positions 0, key_tile, ...
+    long long skipped = 0;
+    long long partial = 0;
+    long long full = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -84,6 +95,10 @@ public:
     virtual void attention_probs(Buffer probs, Buffer scores, Buffer q, Buffer k_pool,
                                  std::span<const int32_t> block_table, const AttentionShape& shape,
                                  int head) = 0;
+    // Tile counts of attention() since the last reset, summed over heads and
+    // calls; all zero for backends that do not tile (the reference ones).
+    virtual AttentionTileCounts attention_tile_counts() const { return {}; }
+    virtual void reset_attention_tile_counts() {}
     // out = silu(gate) * up, elementwise over n values (SwiGLU)
     virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
     // x += y over n values (the residual stream)

@@ -257,6 +257,17 @@ struct Mask {
         return any_visible ? TileClass::full : TileClass::empty;
     }
 
+    // The position RoPE rotates the token at cache position p by: under packed
+    // documents it restarts at 0 in each document (as packed training does), so
+    // a document gives the same K, V and outputs as when it runs alone;
+    // otherwise it is p itself. The KV cache still stores the token at slot p.
+    PLAB_HD int rope_position(int p) const {
+        for (int i = 0; i < n_terms; ++i) {
+            if (terms[i].kind == MaskKind::docs) return p - doc_start(terms[i], p);
+        }
+        return p;
+    }
+
     // ---- score modifiers ----------------------------------------------------
     // The scaled score q·k/sqrt(Dh) of (query q, key k) in head `head`, modified:
     // ALiBi first (a linear distance penalty instead of position embeddings),

@@ -31,6 +31,24 @@ void Workspace::ensure_logits(int rows, int vocab) {
     logits_capacity_ = n;
 }
 
+// RoPE for rows 0..n-1 at cache positions pos0.., each rotated by its
+// mask.rope_position: one rope call per run of consecutive positions (the
+// whole chunk under every mask but packed documents, whose positions restart
+// at each document's first token).
+static void rope_by_document(Backend& be, Buffer x, int n, int n_heads, int head_dim, int pos0,
+                             const Mask& mask, const DeviceModel& model) {
+    const std::size_t row = std::size_t(n_heads) * head_dim;
+    int i = 0;
+    while (i < n) {
+        const int start = mask.rope_position(pos0 + i);
+        int j = i + 1;
+        while (j < n && mask.rope_position(pos0 + j) == start + (j - i)) ++j;
+        be.rope(x.slice(std::size_t(i) * row, std::size_t(j - i) * row), j - i, n_heads, head_dim,
+                start, model.rope_cos.buf(), model.rope_sin.buf());
+        i = j;
+    }
+}
+
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
                           std::span<const int32_t> tokens, Workspace& ws,
                           const ForwardProbes& probes, Trace* trace, const Mask& mask) {
@@ -72,15 +90,14 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
     ChunkOutput out;
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
-        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position.
+        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position
+        //    (the position within its document under packed documents).
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
         be.matmul(ws.q.buf(), ws.xb.buf(), w.wq.buf(), n, qd, D);
         be.matmul(ws.k.buf(), ws.xb.buf(), w.wk.buf(), n, kvd, D);
         be.matmul(ws.v.buf(), ws.xb.buf(), w.wv.buf(), n, kvd, D);
-        be.rope(ws.q.buf(), n, c.n_heads, c.head_dim, pos0, model.rope_cos.buf(),
-                model.rope_sin.buf());
-        be.rope(ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, model.rope_cos.buf(),
-                model.rope_sin.buf());
+        rope_by_document(be, ws.q.buf(), n, c.n_heads, c.head_dim, pos0, mask, model);
+        rope_by_document(be, ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, mask, model);
         // 4. Keep K and V: later chunks and decode steps read them from the cache.
         be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
         if (trace != nullptr && trace->enabled) {

@@ -140,3 +140,31 @@ TEST_CASE("--mask: bad specs and refused plans give one line and exit 1", "[mask
                                     "softcap:0", "--tokens", kTokens}),
                            "the cap must be a positive number");
 }
+
+TEST_CASE(
+    "plab eval --mask on the shipped model: the induction score falls with a window "
+    "shorter than the copy distance and stays with a longer one",
+    "[mask][cli][eval]") {
+    // [BOS] s s with 24 random tokens: the query at 1+24+i looks for key 2+i, 23 positions back.
+    auto eval = [](const std::string& mask) {
+        const auto r =
+            run_cli({"eval", "--backend", "cpu", "--stories", "0", "--max-completions", "0",
+                     "--trials", "3", "--induction-len", "24", "--mask", mask, "--json"});
+        INFO("stderr: " << r.err);
+        REQUIRE(r.exit_code == 0);
+        const auto j = nlohmann::json::parse(r.out);
+        REQUIRE(j["mask"] == mask);
+        return j["best_induction"]["score"].get<double>();
+    };
+    const double causal = eval("causal");
+    const double longer = eval("window:30");   // sees the earlier occurrence (23 back)
+    const double shorter = eval("window:20");  // cannot: the target key is masked
+    WARN("best induction score: causal " << causal << ", window:30 " << longer << ", window:20 "
+                                         << shorter);
+    REQUIRE(causal >= 0.5);  // the shipped model has an induction head (tests/model/test_eval.cpp)
+    // A masked key gets probability exactly 0, so no head can attend to the target.
+    REQUIRE(shorter == 0.0);
+    // The window keeps the target in view; losing the first keys (BOS among them)
+    // costs a little: within 0.1 of causal.
+    REQUIRE(longer >= causal - 0.1);
+}
