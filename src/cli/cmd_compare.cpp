@@ -162,8 +162,9 @@ void run(const CompareOptions& o) {
         j["reference_backends_bitwise"] = reference_ok;
         print_json(j);
     } else {
-        std::printf("Model: %s (%s)\nGPU backends: %s\nMask: %s\n", model.source.c_str(),
-                    c.summary().c_str(), gpu_form_description().c_str(), o.mask.c_str());
+        std::printf("Model: %s (%s)\nGPU backends: %s\n", model.source.c_str(), c.summary().c_str(),
+                    gpu_form_description().c_str());
+        if (o.mask != "causal") std::printf("Mask: %s\n", o.mask.c_str());
         std::printf(
             "Each row: last-position logits and every cached K/V against cpu-ref's full "
             "prefill\n(KV blocks of %d positions; time: median of %d run%s%s).\n\n",

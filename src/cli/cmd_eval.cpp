@@ -72,10 +72,10 @@ void run(const EvalCliOptions& o) {
         print_json(j);
         return;
     }
-    std::printf(
-        "Model: %s (backend %s, mask %s%s)\n", m.source.c_str(), backend->name().c_str(),
-        o.mask.c_str(),
-        o.mask == "causal" ? "" : "; the model was trained causal, so this is an experiment");
+    std::printf("Model: %s (backend %s)\n", m.source.c_str(), backend->name().c_str());
+    if (o.mask != "causal")
+        std::printf("Mask: %s (the model was trained causal: this is an experiment)\n",
+                    o.mask.c_str());
     if (r.n_stories > 0) {
         std::printf("Held-out next-token prediction (%d stories, %lld predictions):\n", r.n_stories,
                     r.n_predictions);

@@ -87,8 +87,9 @@ void run(const PrefillOptions& o) {
     const ModelConfig& c = model.weights.config;
     std::printf("Model: %s (%s)\nBackend: %s\n", model.source.c_str(), c.summary().c_str(),
                 backend->name().c_str());
-    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks); mask %s\n", t,
-                tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(), o.mask.c_str());
+    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks)%s%s\n", t,
+                tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(),
+                mask.is_causal() ? "" : "; mask ", mask.is_causal() ? "" : o.mask.c_str());
     std::printf(
         "Prefill: %.3f ms, %.0f tokens/s, %.3g FLOP (%.0f causal attention pairs per head and "
         "layer)\n",

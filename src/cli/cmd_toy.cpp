@@ -96,11 +96,18 @@ void run(const ToyOptions& o) {
         print_json(j);
         return;
     }
-    std::cout << "Toy example: one head, head dimension 1, mask " << o.mask << " (backend "
-              << backend->name() << ")\n"
-              << "Query p attends to the keys the mask lets it see (causal: 0..p); weights are "
-                 "softmax(q_p * k_j) over those.\n\n"
-              << "  pos        q        k        v   output (full prefill)   exact\n";
+    if (bound.is_causal()) {
+        std::cout << "Toy example: one head, head dimension 1, causal attention (backend "
+                  << backend->name() << ")\n"
+                  << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over "
+                     "those.\n\n";
+    } else {
+        std::cout << "Toy example: one head, head dimension 1, mask " << o.mask << " (backend "
+                  << backend->name() << ")\n"
+                  << "Query p attends to the keys the mask lets it see; weights are "
+                     "softmax(q_p * k_j) over those.\n\n";
+    }
+    std::cout << "  pos        q        k        v   output (full prefill)   exact\n";
     for (int p = 0; p < t; ++p) {
         std::printf("  %3d %8s %8s %8s   %-22s  %s\n", p, exact(in.queries[p]).c_str(),
                     exact(in.keys[p]).c_str(), exact(in.values[p]).c_str(),

@@ -111,7 +111,7 @@ std::string toy_exact_output(const ToyInput& input, int position, const Mask& ma
         den == 1 ? std::to_string(num) : std::to_string(num) + "/" + std::to_string(den);
     const bool contiguous = seen.back() - seen.front() + 1 == static_cast<int>(seen.size());
     std::string which;
-    if (contiguous && seen.size() > 1) {
+    if (contiguous) {
         which = "v" + std::to_string(seen.front()) + "..v" + std::to_string(seen.back());
     } else {
         for (int j : seen) which += (which.empty() ? "v" : ",v") + std::to_string(j);

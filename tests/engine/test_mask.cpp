@@ -229,7 +229,7 @@ TEST_CASE("masks: the ALiBi slopes are the paper's", "[mask]") {
     REQUIRE(alibi_slopes(8)[7] == 1.0 / 256);
 }
 
-TEST_CASE("masks: visible(), the key range and the tile classification agree on every cell",
+TEST_CASE("masks: visible() / the key range and the tile classification agree on every cell",
           "[mask]") {
     const fs::path dir = temp_dir();
     const int t = 37;
@@ -286,7 +286,7 @@ ModelConfig mask_model_config(int variant) {
 }  // namespace
 
 TEST_CASE(
-    "masks: all 512 chunk plans of a 10-token prompt are bitwise equal to full, and "
+    "masks: all 512 chunk plans of a 10-token prompt are bitwise equal to full / and "
     "prefix-LM refuses exactly the plans that split its prefix",
     "[mask][prefill][equivalence]") {
     const fs::path dir = temp_dir();
@@ -343,7 +343,7 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("masks: the refusal names the rule and a plan that works, and that plan works",
+TEST_CASE("masks: the refusal names the rule and a plan that works / and that plan works",
           "[mask][prefill]") {
     auto backend = make_backend("cpu-ref");
     const ModelConfig c = mask_model_config(1);
@@ -366,7 +366,7 @@ TEST_CASE("masks: the refusal names the rule and a plan that works, and that pla
     REQUIRE(nearest_valid_plan(so.mask.view(), fixed_chunk_plan(10, 1)).to_string() == "6,1,1,1,1");
 }
 
-TEST_CASE("masks: a window at least as long as the prompt is causal, bit for bit",
+TEST_CASE("masks: a window at least as long as the prompt is causal / bit for bit",
           "[mask][prefill]") {
     auto backend = make_backend("cpu-ref");
     for (int variant : {0, 1}) {
@@ -468,7 +468,7 @@ TEST_CASE(
     require_error([&] { make_mask("docs:bos", no_bos); }, "needs a tokenizer with a BOS token");
 }
 
-TEST_CASE("masks: a custom mask covers its rows only; decoding past it is refused", "[mask]") {
+TEST_CASE("masks: a custom mask covers its rows only and decoding past it is refused", "[mask]") {
     const fs::path dir = temp_dir();
     auto backend = make_backend("cpu-ref");
     const ModelConfig c = mask_model_config(0);
@@ -491,7 +491,7 @@ TEST_CASE("masks: a custom mask covers its rows only; decoding past it is refuse
 }
 
 TEST_CASE(
-    "masks on the cpu fast backend: within 1e-5 of cpu-ref, same greedy token, and it "
+    "masks on the cpu fast backend: within 1e-5 of cpu-ref / same greedy token / and it "
     "skips exactly the tiles the mask calls empty",
     "[mask][prefill][fast]") {
     const fs::path dir = temp_dir();
@@ -535,7 +535,7 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("packed documents: each document's logits and K/V equal running it alone, bitwise",
+TEST_CASE("packed documents: each document's logits and K/V equal running it alone / bitwise",
           "[mask][prefill][docs]") {
     const fs::path dir = temp_dir();
     auto backend = make_backend("cpu-ref");

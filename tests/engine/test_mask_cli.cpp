@@ -43,7 +43,7 @@ const std::string kTokens = "256,1,2,3,4,5,6,7,8,9";  // 10 tokens of the byte t
 
 }  // namespace
 
-TEST_CASE("plab mask draws the mask, its tile map and the pairs saved against causal",
+TEST_CASE("plab mask draws the mask / its tile map and the pairs saved against causal",
           "[mask][cli]") {
     const auto r = run_cli({"mask", "window:3", "--length", "8", "--tile", "4", "--json"});
     REQUIRE(r.exit_code == 0);
@@ -72,7 +72,7 @@ TEST_CASE("plab mask draws the mask, its tile map and the pairs saved against ca
         REQUIRE(help.out.find(word) != std::string::npos);
 }
 
-TEST_CASE("--mask on prefill, compare, generate, toy, bench and eval; JSON names it",
+TEST_CASE("plab --mask on prefill / compare / generate / toy / bench and eval and JSON names it",
           "[mask][cli]") {
     const std::string model = small_model();
     auto j =
@@ -117,7 +117,7 @@ TEST_CASE("--mask on prefill, compare, generate, toy, bench and eval; JSON names
     REQUIRE(j["mask"] == "window:4");
 }
 
-TEST_CASE("--mask: bad specs and refused plans give one line and exit 1", "[mask][cli]") {
+TEST_CASE("plab --mask: bad specs and refused plans give one line and exit 1", "[mask][cli]") {
     const std::string model = small_model();
     auto prefill = [&](const std::string& mask, const std::string& chunks = "full") {
         return run_cli(

@@ -63,7 +63,7 @@ std::vector<std::vector<float>> attention_everything(Backend& b, const Attention
 
 }  // namespace
 
-TEST_CASE("gpu-ref masked attention op: outputs, probabilities and scores equal cpu-ref bitwise",
+TEST_CASE("gpu-ref masked attention op: outputs / probabilities and scores equal cpu-ref bitwise",
           "[gpu][mask]") {
     const fs::path dir = temp_dir();
     auto cpu = make_backend("cpu-ref");
@@ -107,7 +107,7 @@ TEST_CASE("gpu-ref masked attention op: outputs, probabilities and scores equal 
     }
 }
 
-TEST_CASE("gpu-ref masked prefill: logits and every K/V equal cpu-ref bitwise, chunked or not",
+TEST_CASE("gpu-ref masked prefill: logits and every K/V equal cpu-ref bitwise / chunked or not",
           "[gpu][mask][prefill]") {
     const fs::path dir = temp_dir();
     auto cpu = make_backend("cpu-ref");
@@ -142,7 +142,7 @@ TEST_CASE("gpu-ref masked prefill: logits and every K/V equal cpu-ref bitwise, c
 }
 
 TEST_CASE(
-    "masks on the gpu fast backend: within 1e-5 of cpu-ref, same greedy token, and the "
+    "masks on the gpu fast backend: within 1e-5 of cpu-ref / same greedy token / and the "
     "flash kernel skips exactly the tiles the mask calls empty",
     "[gpu][mask][prefill][fast]") {
     const fs::path dir = temp_dir();
