@@ -9,6 +9,8 @@
 //      refused (one line naming the rule and a plan that works);
 //   4. as a window at least as long as the prompt, is causal bit for bit;
 //   5. shows probes with exactly 0 probability and -inf score in every masked cell.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -28,10 +30,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A folder for this process's mask files, removed when the process exits.
+struct TempDir {
+    fs::path path = fs::temp_directory_path() / ("plab_mask_test_" + std::to_string(::getpid()));
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
 fs::path temp_dir() {
-    const fs::path d = fs::temp_directory_path() / ("plab_mask_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
+    static const TempDir dir;
+    return dir.path;
 }
 
 // Paged K/V pools holding T random positions behind a scrambled block table,

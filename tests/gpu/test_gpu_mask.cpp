@@ -7,6 +7,8 @@
 // on every output, probability and probe score — on the attention op alone and
 // on whole chunked prefills of random GQA models with odd head_dim. Runs
 // emulated everywhere, natively too where a CUDA device is present.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -24,11 +26,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
-    const fs::path d =
+// A folder for this process's mask files, removed when the process exits.
+struct TempDir {
+    fs::path path =
         fs::temp_directory_path() / ("plab_gpu_mask_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+fs::path temp_dir() {
+    static const TempDir dir;
+    return dir.path;
 }
 
 // Everything the attention op and its probe return, for one backend.
