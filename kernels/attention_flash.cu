@@ -1,4 +1,4 @@
-// Tiled causal attention with online softmax over the paged KV cache (the gpu backend).
+// Tiled masked attention with online softmax over the paged KV cache (the gpu backend).
 //
 // What it teaches: attention without ever storing a row of scores. The block
 // handles 32 queries of one head, one query per thread. It walks the keys in
@@ -19,12 +19,16 @@
 //
 //   // clang-format off
 //   keys ->   tile 0    tile 1    tile 2
-//   q 40    [xxxxxxxx][xxxxxxxx][x.......]   x visible, . masked (j > p)
-//   q 41    [xxxxxxxx][xxxxxxxx][xx......]   a tile past the block's last query is not loaded
+//   q 40    [xxxxxxxx][xxxxxxxx][x.......]   x visible, . masked (causal: j > p)
+//   q 41    [xxxxxxxx][xxxxxxxx][xx......]   full, full, partial; an empty tile is not loaded
 //   // clang-format on
 //
-// Causal masking: a key j > p contributes nothing; tiles beyond the block's
-// last query position are skipped. Every thread, with or without a query,
+// Masking (core/mask.h): the mask classifies each (query tile x key tile);
+// an empty tile is skipped — not loaded, not scored — and counted in
+// tile_counts[0] (partial [1], full [2]); inside a partial tile each query
+// asks visible(pos, j); score modifiers (ALiBi, soft-capping) apply to each
+// visible score. Under the causal mask the tiles past the block's last query
+// are the skipped ones. Every thread, with or without a query,
 // takes part in the loads and the barriers (no early return before a
 // __syncthreads: the emulator reports that as an error).
 // Left out: splitting Dh across threads, warp-level matrix ops, splitting
@@ -37,17 +41,26 @@ namespace plab::PLAB_SIMT_NS {
 
 __global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
                                        const float* v_pool, const int32_t* block_table,
-                                       AttentionShape s) {
+                                       AttentionShape s, unsigned long long* tile_counts) {
     const int dh = s.head_dim;
     const int h = blockIdx.y;
     const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
+    const int n_keys = s.n_keys();
     const int first_query = blockIdx.x * kFlashQueries;
     const int last_query = min(s.n_queries, first_query + kFlashQueries) - 1;
-    const int last_pos = s.pos0 + last_query;  // the block's furthest visible key
+    const int first_pos = s.pos0 + first_query, last_q_pos = s.pos0 + last_query;
     const int i = first_query + static_cast<int>(threadIdx.x);
     const bool has_query = i < s.n_queries;
     const int pos = s.pos0 + i;
     const long long row = static_cast<long long>(i) * s.n_heads + h;
+    const bool modifies = s.mask.alibi || s.mask.softcap > 0.0f;
+
+    // The block's furthest visible key: the largest end of its queries' key
+    // ranges (the last query's position under causal; further under prefix-LM).
+    // Every thread computes the same value, so the loop below stays uniform.
+    int last_key = 0;
+    for (int p = first_pos; p <= last_q_pos; ++p) last_key = max(last_key, s.mask.key_range(p).hi);
+    last_key = min(last_key, n_keys - 1);
 
     PLAB_DYNAMIC_SHARED(float, tiles);  // K tile (kFlashKeys, Dh), then V tile (kFlashKeys, Dh)
     float* k_tile = tiles;
@@ -62,13 +75,19 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
     float m = -INFINITY;  // running max
     float l = 0.0f;       // running denominator
 
-    for (int t0 = 0; t0 <= last_pos; t0 += kFlashKeys) {
+    int visited = 0;  // key tiles looked at; the ones past last_key are skipped without a look
+    for (int t0 = 0; t0 <= last_key; t0 += kFlashKeys, ++visited) {
+        const int t1 = min(t0 + kFlashKeys, n_keys) - 1;
+        // 0. The mask's verdict on this (query tile x key tile), the same for every thread.
+        const TileClass cls = s.mask.classify_tile(first_pos, last_q_pos, t0, t1);
+        if (threadIdx.x == 0) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
+        if (cls == TileClass::empty) continue;  // skipped: never loaded, never scored
         // 1. Load the tile's K and V rows through the block table.
         for (int e = threadIdx.x; e < kFlashKeys * dh; e += blockDim.x) {
             const int jj = e / dh;
             const int d = e % dh;
             const int j = t0 + jj;
-            if (j <= last_pos) {
+            if (j <= t1) {
                 const long long off =
                     kv_offset(kv_slot(block_table, j, s.block_size), g, s.n_kv_heads, dh) + d;
                 k_tile[e] = k_pool[off];
@@ -76,30 +95,42 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
             }
         }
         __syncthreads();  // the tile is complete
-        // 2. Fold the visible keys of the tile into the running softmax.
-        const int n_visible = has_query ? min(kFlashKeys, pos - t0 + 1) : 0;
-        if (n_visible > 0) {
+        // 2. Fold the keys this query may see into the running softmax.
+        if (has_query) {
             float scores[kFlashKeys];
             float tile_max = -INFINITY;
-            for (int jj = 0; jj < n_visible; ++jj) {
+            for (int jj = 0; jj <= t1 - t0; ++jj) {
+                const int j = t0 + jj;
+                if (cls == TileClass::partial && !s.mask.visible(pos, j)) {
+                    scores[jj] = -INFINITY;  // masked
+                    continue;
+                }
                 float dot = 0.0f;
                 for (int d = 0; d < dh; ++d) dot += q_reg[d] * k_tile[jj * dh + d];
+                if (modifies) dot = s.mask.modify_score(dot, h, pos, j);
                 scores[jj] = dot;
                 tile_max = fmaxf(tile_max, dot);
             }
-            const float m_new = fmaxf(m, tile_max);
-            const float correction = expf(m - m_new);  // exp(-inf) = 0 on the first tile
-            l *= correction;
-            for (int d = 0; d < dh; ++d) acc[d] *= correction;
-            for (int jj = 0; jj < n_visible; ++jj) {
-                const float p = expf(scores[jj] - m_new);
-                l += p;
-                for (int d = 0; d < dh; ++d) acc[d] += p * v_tile[jj * dh + d];
+            if (tile_max > -INFINITY) {
+                const float m_new = fmaxf(m, tile_max);
+                const float correction = expf(m - m_new);  // exp(-inf) = 0 on the first tile
+                l *= correction;
+                for (int d = 0; d < dh; ++d) acc[d] *= correction;
+                for (int jj = 0; jj <= t1 - t0; ++jj) {
+                    if (scores[jj] == -INFINITY) continue;
+                    const float p = expf(scores[jj] - m_new);
+                    l += p;
+                    for (int d = 0; d < dh; ++d) acc[d] += p * v_tile[jj * dh + d];
+                }
+                m = m_new;
             }
-            m = m_new;
         }
         __syncthreads();  // everyone is done with the tile before it is overwritten
     }
+    // Tiles past the block's furthest visible key are empty by the key ranges: skipped too.
+    const int key_tiles = (n_keys + kFlashKeys - 1) / kFlashKeys;
+    if (threadIdx.x == 0 && key_tiles > visited)
+        atomicAdd(&tile_counts[0], static_cast<unsigned long long>(key_tiles - visited));
     if (has_query) {
         for (int d = 0; d < dh; ++d) out[row * dh + d] = acc[d] / l;
     }

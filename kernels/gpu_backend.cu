@@ -32,11 +32,16 @@ class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
         PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&result_), sizeof(int)));
+        PLAB_CUDA_CHECK(
+            cudaMalloc(reinterpret_cast<void**>(&tile_counts_), 3 * sizeof(unsigned long long)));
+        reset_attention_tile_counts();
     }
     // Destructors and release() are noexcept: a failing cudaFree there cannot be
     // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
         cudaFree(scratch_);
+        cudaFree(mask_scratch_);
+        cudaFree(tile_counts_);
         cudaFree(result_);
     }
     GpuBackend(const GpuBackend&) = delete;
@@ -128,9 +133,10 @@ public:
         check_attention(block_table, s);
         if (s.n_queries == 0) return;
         const int32_t* d_table = to_device(block_table);
+        const AttentionShape ds = with_device_mask(s);
         if (variant_ == GpuVariant::reference) {
             PLAB_LAUNCH(attention_ref_kernel, dim3(s.n_queries, s.n_heads), 64, scores_bytes(s),
-                        out.data, q.data, k_pool.data, v_pool.data, d_table, s);
+                        out.data, q.data, k_pool.data, v_pool.data, d_table, ds);
         } else {
             PLAB_CHECK(s.head_dim <= kFlashMaxHeadDim,
                        "the gpu backend's attention supports head_dim <= "
@@ -138,20 +144,34 @@ public:
             const dim3 grid(blocks_for(s.n_queries, kFlashQueries), s.n_heads);
             const std::size_t tile_bytes = 2 * sizeof(float) * kFlashKeys * s.head_dim;
             PLAB_LAUNCH(attention_flash_kernel, grid, kFlashQueries, tile_bytes, out.data, q.data,
-                        k_pool.data, v_pool.data, d_table, s);
+                        k_pool.data, v_pool.data, d_table, ds, tile_counts_);
         }
     }
 
-    void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+    void attention_probs(Buffer probs, Buffer scores, Buffer q, Buffer k_pool,
                          std::span<const int32_t> block_table, const AttentionShape& s,
                          int head) override {
         check_attention(block_table, s);
-        PLAB_ASSERT(head >= 0 && head < s.n_heads &&
-                    probs.size >= std::size_t(s.n_queries) * s.n_keys());
+        const std::size_t cells = std::size_t(s.n_queries) * s.n_keys();
+        PLAB_ASSERT(head >= 0 && head < s.n_heads && probs.size >= cells);
+        PLAB_ASSERT(scores.data == nullptr || scores.size >= cells);
         if (s.n_queries == 0) return;
         const int32_t* d_table = to_device(block_table);
-        PLAB_LAUNCH(attention_probs_kernel, s.n_queries, 64, scores_bytes(s), probs.data, q.data,
-                    k_pool.data, d_table, s, head);
+        const AttentionShape ds = with_device_mask(s);
+        PLAB_LAUNCH(attention_probs_kernel, s.n_queries, 64, scores_bytes(s), probs.data,
+                    scores.data, q.data, k_pool.data, d_table, ds, head);
+    }
+
+    // The flash kernel counts its tiles on the device; reading them waits for it.
+    AttentionTileCounts attention_tile_counts() const override {
+        if (variant_ == GpuVariant::reference) return {};
+        unsigned long long c[3] = {0, 0, 0};
+        PLAB_CUDA_CHECK(cudaMemcpy(c, tile_counts_, sizeof c, cudaMemcpyDeviceToHost));
+        return {kFlashQueries, kFlashKeys, static_cast<long long>(c[0]),
+                static_cast<long long>(c[1]), static_cast<long long>(c[2])};
+    }
+    void reset_attention_tile_counts() override {
+        PLAB_CUDA_CHECK(cudaMemset(tile_counts_, 0, 3 * sizeof(unsigned long long)));
     }
 
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override {
@@ -196,6 +216,25 @@ private:
         return scratch_;
     }
 
+    // The mask's data words (documents, custom bits, ALiBi slopes) live in host
+    // memory; kernels get a copy of the shape whose mask points to a device copy.
+    AttentionShape with_device_mask(const AttentionShape& s) {
+        AttentionShape ds = s;
+        if (s.mask.data_words == 0) return ds;
+        const std::size_t n = static_cast<std::size_t>(s.mask.data_words);
+        if (n > mask_capacity_) {
+            PLAB_CUDA_CHECK(cudaFree(mask_scratch_));
+            mask_scratch_ = nullptr;
+            mask_capacity_ = std::max<std::size_t>(n, 256);
+            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&mask_scratch_),
+                                       mask_capacity_ * sizeof(uint32_t)));
+        }
+        PLAB_CUDA_CHECK(
+            cudaMemcpy(mask_scratch_, s.mask.data, n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+        ds.mask.data = mask_scratch_;
+        return ds;
+    }
+
     static void check_attention(std::span<const int32_t> block_table, const AttentionShape& s) {
         PLAB_ASSERT(s.n_queries >= 0 && s.pos0 >= 0 && s.block_size > 0 && s.n_kv_heads > 0 &&
                     s.n_heads % s.n_kv_heads == 0);
@@ -214,9 +253,12 @@ private:
     }
 
     GpuVariant variant_;
-    int* result_ = nullptr;  // argmax result on the device
+    int* result_ = nullptr;                      // argmax result on the device
+    unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
     int32_t* scratch_ = nullptr;
     std::size_t scratch_capacity_ = 0;
+    uint32_t* mask_scratch_ = nullptr;  // the current mask's data words on the device
+    std::size_t mask_capacity_ = 0;
 };
 
 }  // namespace

@@ -63,12 +63,14 @@ __global__ void kv_append_kernel(float* k_pool, float* v_pool, const float* k, c
 __global__ void attention_ref_kernel(float* out, const float* q, const float* k_pool,
                                      const float* v_pool, const int32_t* block_table,
                                      AttentionShape s);
-// probs (C, pos0 + C) of one head; masked cells 0
-__global__ void attention_probs_kernel(float* probs, const float* q, const float* k_pool,
-                                       const int32_t* block_table, AttentionShape s, int head);
+// probs, scores_out (C, pos0 + C) of one head; masked cells 0 and -inf; scores_out may be null
+__global__ void attention_probs_kernel(float* probs, float* scores_out, const float* q,
+                                       const float* k_pool, const int32_t* block_table,
+                                       AttentionShape s, int head);
+// tile_counts (3): key tiles skipped (empty), partial, full — added to, never reset here
 __global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
                                        const float* v_pool, const int32_t* block_table,
-                                       AttentionShape s);
+                                       AttentionShape s, unsigned long long* tile_counts);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

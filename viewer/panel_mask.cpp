@@ -7,7 +7,7 @@
 // earlier key from the KV cache (blue) plus their own keys (orange), so the
 // rows come out the same whatever the chunking. The probabilities are the
 // engine's attention probe (Session::prefill with ForwardProbes); the masked
-// cells are placed with the engine's is_visible().
+// cells are placed with the engine's Mask{}.visible() (core/mask.h).
 #include <imgui.h>
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kv_layout.h"
+#include "core/mask.h"
 #include "panels.h"
 #include "ui_common.h"
 
@@ -59,7 +59,7 @@ void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerSta
             const int k = cell_of(x);
             const bool col_edge = x > 0 && cell_of(x - 1) != k;
             ImU32 c;
-            if (!is_visible(q, k))  // the engine's causal rule
+            if (!Mask{}.visible(q, k))  // the engine's causal rule
                 c = (x + y) % 8 < 2 ? colour::kHatch : colour::kMasked;
             else
                 c = probability_colour(map.probs[static_cast<size_t>(q) * t + k],
@@ -84,7 +84,7 @@ void cell_tooltip(const MaskSnapshot& mask, const AttentionMap& map, int q, int 
     ImGui::BeginTooltip();
     ImGui::Text("query %d '%s'  ->  key %d '%s'", q, token_label(mask.token_text[q]).c_str(), k,
                 token_label(mask.token_text[k]).c_str());
-    if (!is_visible(q, k)) {
+    if (!Mask{}.visible(q, k)) {
         ImGui::TextColored(ImColor(colour::kHatch), "masked (future): key %d comes after query %d",
                            k, q);
         ImGui::TextUnformatted(

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/kv_layout.h"
+#include "core/mask.h"
 #include "panels.h"
 #include "ui_common.h"
 
@@ -147,7 +147,7 @@ void draw_grid(const ToySnapshot& toy, const StepView& step) {
         for (int k = 0; k < t; ++k) {
             const ImVec2 a(grid.x + k * cell, grid.y + q * cell);
             const ImVec2 b(a.x + cell - 2, a.y + cell - 2);
-            const bool visible = is_visible(q, k);  // the engine's one causal rule
+            const bool visible = Mask{}.visible(q, k);  // the engine's one causal rule
             const float p = toy.chunked.probs[static_cast<size_t>(q) * t + k];
             std::string tip;
             if (!visible) {

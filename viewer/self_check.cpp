@@ -14,7 +14,7 @@
 #include <numeric>
 #include <set>
 
-#include "core/kv_layout.h"
+#include "core/mask.h"
 
 namespace plab::viewer {
 namespace {
@@ -159,7 +159,7 @@ CheckResult check_mask(const MaskSnapshot& mask) {
             double sum = 0;
             for (int k = 0; k < t; ++k) {
                 const std::size_t i = static_cast<std::size_t>(q) * t + k;
-                const bool visible = is_visible(q, k);
+                const bool visible = Mask{}.visible(q, k);
                 if (!visible && m.probs[i] != 0.0f) ok = false;
                 if (std::isfinite(m.scores[i]) != visible) ok = false;
                 sum += m.probs[i];

@@ -35,6 +35,17 @@ struct Buffer {
     Buffer slice(std::size_t offset, std::size_t n) const { return Buffer{data + offset, n}; }
 };
 
+// What a tiled attention kernel did with its (query tile × key tile) pairs,
+// by the mask's classification (core/mask.h classify_tile): empty tiles are
+// skipped (never loaded or scored), partial ones test each cell, full ones none.
+struct AttentionTileCounts {
+    int query_tile = 0;  // queries per tile, counted from the chunk's first query
+    int key_tile = 0;    // keys per tile, aligned to absolute positions 0, key_tile, ...
+    long long skipped = 0;
+    long long partial = 0;
+    long long full = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -69,15 +80,25 @@ public:
     // k, v (C, Hkv·Dh); k_pool, v_pool (num_blocks·B, Hkv·Dh)
     virtual void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
                            std::span<const int32_t> slots, int row_size) = 0;
-    // Causal attention of a chunk's queries over cached positions 0..pos0+i.
+    // Attention of a chunk's queries over the cached positions 0..pos0+C-1
+    // under shape.mask (core/mask.h; causal by default): query i sees the
+    // keys the mask lets position pos0+i see, with the mask's score modifiers.
+    // A backend that cannot obey a mask throws a plab::Error saying so.
     // out, q (C, H, Dh); block_table: physical block of each logical block
     virtual void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                            std::span<const int32_t> block_table, const AttentionShape& shape) = 0;
-    // Attention probabilities of one head (a probe for the viewer); masked = 0.
-    // probs (C, pos0 + C)
-    virtual void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+    // A probe for the viewer, one head: the attention probabilities (masked
+    // cells exactly 0) and, when `scores` is not empty (data != nullptr), the
+    // modified scaled scores the probabilities were computed from (masked
+    // cells -inf) — both from this backend, never recomputed beside it.
+    // probs, scores (C, pos0 + C)
+    virtual void attention_probs(Buffer probs, Buffer scores, Buffer q, Buffer k_pool,
                                  std::span<const int32_t> block_table, const AttentionShape& shape,
                                  int head) = 0;
+    // Tile counts of attention() since the last reset, summed over heads and
+    // calls; all zero for backends that do not tile (the reference ones).
+    virtual AttentionTileCounts attention_tile_counts() const { return {}; }
+    virtual void reset_attention_tile_counts() {}
     // out = silu(gate) * up, elementwise over n values (SwiGLU)
     virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
     // x += y over n values (the residual stream)

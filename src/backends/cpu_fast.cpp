@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -20,6 +21,7 @@ using MapMat = Eigen::Map<RowMat>;
 using ConstMapMat = Eigen::Map<const RowMat>;
 
 constexpr int kQueryTile = 32;  // queries per attention tile
+constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to position 0
 
 // GEMM tasks per thread. More tasks than threads is what makes the split
 // dynamic: a thread the OS deschedules delays only the tile it holds, the
@@ -117,7 +119,9 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
                                std::span<const int32_t> block_table, const AttentionShape& s) {
     const int n_keys = s.n_keys(), dh = s.head_dim, row = s.n_kv_heads * dh;
     PLAB_ASSERT(std::size_t(n_keys + s.block_size - 1) / s.block_size <= block_table.size());
-    // 1. Gather K and V of every visible position, per KV head, in logical order.
+    const Mask& mask = s.mask;
+    const bool modifies = mask.alibi || mask.softcap > 0.0f;
+    // 1. Gather K and V of every cached position, per KV head, in logical order.
     //    // (Hkv, n_keys, Dh) each
     std::vector<float> kg(std::size_t(s.n_kv_heads) * n_keys * dh);
     std::vector<float> vg(kg.size());
@@ -130,46 +134,108 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
             std::copy(vs, vs + dh, vg.data() + (std::size_t(g) * n_keys + j) * dh);
         }
     }
-    // 2. Per (query head, tile of queries): GEMM, mask, softmax, GEMM.
+    // 2. Per (query head, tile of queries): classify the key tiles, GEMM the
+    //    runs of non-empty ones, mask partial tiles, softmax, GEMM with V.
     const int tiles = (s.n_queries + kQueryTile - 1) / kQueryTile;
+    const int key_tiles = (n_keys + kKeyTile - 1) / kKeyTile;
     const int work = s.n_heads * tiles;
-    // FLOPs: Q·Kᵀ and P·V over the visible (causal) pairs, 2 each per dim.
+    // FLOPs: Q·Kᵀ and P·V, 2 each per dim and pair, estimated over the causal
+    // pairs (an upper bound for the masks that see less; only picks the threads).
     const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
     const int threads = cpu_threads_for(4.0 * dh * s.n_heads * pairs);
-    {
-        // One task per (head, tile), claimed dynamically; scratch per thread.
-        const auto tile_task = [&](int wi) {
-            thread_local RowMat scores, ot;
-            thread_local std::vector<float> den(kQueryTile);
-            const int h = wi / tiles, tile = wi % tiles;
-            const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
-            const int i0 = tile * kQueryTile, i1 = std::min(s.n_queries, i0 + kQueryTile);
-            const int rows = i1 - i0;
-            const int keys = s.pos0 + i1;  // the tile's last query sees keys 0..keys-1
-            // Q rows of head h are strided by H·Dh in the (C, H, Dh) buffer.
-            Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> Q(
-                q.data + (std::size_t(i0) * s.n_heads + h) * dh, rows, dh,
-                Eigen::OuterStride<>(s.n_heads * dh));
-            ConstMapMat K(kg.data() + std::size_t(g) * n_keys * dh, keys, dh);
-            ConstMapMat V(vg.data() + std::size_t(g) * n_keys * dh, keys, dh);
-            scores.noalias() = (Q * K.transpose()) * s.scale;
-            for (int r = 0; r < rows; ++r) {
-                const int visible = s.pos0 + i0 + r + 1;  // causal mask: keys 0..pos
-                auto srow = scores.row(r);
-                const float m = srow.head(visible).maxCoeff();
-                srow.head(visible) = (srow.head(visible).array() - m).exp();
-                srow.tail(keys - visible).setZero();
-                den[r] = srow.head(visible).sum();
+    // One task per (head, tile), claimed dynamically; scratch per thread.
+    const auto tile_task = [&](int wi) {
+        thread_local RowMat scores, ot;
+        thread_local std::vector<float> den;
+        thread_local std::vector<TileClass> cls;
+        den.resize(kQueryTile);
+        cls.resize(static_cast<std::size_t>(key_tiles));
+        long long skipped = 0, partial = 0, full = 0;
+        const int h = wi / tiles, tile = wi % tiles;
+        const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
+        const int i0 = tile * kQueryTile, i1 = std::min(s.n_queries, i0 + kQueryTile);
+        const int rows = i1 - i0;
+        const int qa = s.pos0 + i0, qb = s.pos0 + i1 - 1;  // the tile's query positions
+        // 2a. The mask's verdict on each key tile; the GEMM spans the non-empty ones.
+        int first = key_tiles, last = -1;
+        for (int kt = 0; kt < key_tiles; ++kt) {
+            const int k0 = kt * kKeyTile, k1 = std::min(n_keys, k0 + kKeyTile) - 1;
+            cls[kt] = mask.classify_tile(qa, qb, k0, k1);
+            if (cls[kt] == TileClass::empty) {
+                ++skipped;
+                continue;
             }
-            // Unnormalised e·V, divided once per output (like the reference).
-            ot.noalias() = scores * V;
-            for (int r = 0; r < rows; ++r) {
-                float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
-                for (int d = 0; d < dh; ++d) o[d] = ot(r, d) / den[r];
+            (cls[kt] == TileClass::full ? full : partial) += 1;
+            first = std::min(first, kt);
+            last = kt;
+        }
+        PLAB_ASSERT(last >= 0);  // every query sees a key (mask_spec.cpp checks it)
+        const int klo = first * kKeyTile, khi = std::min(n_keys, (last + 1) * kKeyTile);
+        // Q rows of head h are strided by H·Dh in the (C, H, Dh) buffer.
+        Eigen::Map<const RowMat, 0, Eigen::OuterStride<>> Q(
+            q.data + (std::size_t(i0) * s.n_heads + h) * dh, rows, dh,
+            Eigen::OuterStride<>(s.n_heads * dh));
+        ConstMapMat K(kg.data() + std::size_t(g) * n_keys * dh, n_keys, dh);
+        ConstMapMat V(vg.data() + std::size_t(g) * n_keys * dh, n_keys, dh);
+        scores.resize(rows, khi - klo);
+        // 2b. One GEMM per run of consecutive non-empty key tiles; empty tiles are -inf.
+        for (int kt = first; kt <= last;) {
+            const int k0 = kt * kKeyTile;
+            if (cls[kt] == TileClass::empty) {
+                const int k1 = std::min(n_keys, k0 + kKeyTile);
+                scores.middleCols(k0 - klo, k1 - k0).setConstant(-INFINITY);
+                ++kt;
+                continue;
             }
-        };
-        run_tasks(threads, work, tile_task);
-    }
+            int end = kt;
+            while (end + 1 <= last && cls[end + 1] != TileClass::empty) ++end;
+            const int k1 = std::min(n_keys, (end + 1) * kKeyTile);
+            scores.middleCols(k0 - klo, k1 - k0).noalias() =
+                (Q * K.middleRows(k0, k1 - k0).transpose()) * s.scale;
+            // 2c. Partial tiles ask the mask cell by cell; modifiers touch visible cells.
+            for (int t = kt; t <= end; ++t) {
+                if (cls[t] == TileClass::full && !modifies) continue;
+                const int c0 = t * kKeyTile, c1 = std::min(n_keys, c0 + kKeyTile);
+                for (int r = 0; r < rows; ++r) {
+                    for (int j = c0; j < c1; ++j) {
+                        float& x = scores(r, j - klo);
+                        if (cls[t] == TileClass::partial && !mask.visible(qa + r, j))
+                            x = -INFINITY;
+                        else if (modifies)
+                            x = mask.modify_score(x, h, qa + r, j);
+                    }
+                }
+            }
+            kt = end + 1;
+        }
+        // 2d. Softmax with the library exp; masked cells are exactly 0.
+        for (int r = 0; r < rows; ++r) {
+            auto srow = scores.row(r).array();
+            const float m = srow.maxCoeff();
+            srow = (srow == -INFINITY).select(0.0f, (srow - m).exp());
+            den[r] = srow.sum();
+        }
+        // Unnormalised e·V, divided once per output (like the reference).
+        ot.noalias() = scores * V.middleRows(klo, khi - klo);
+        for (int r = 0; r < rows; ++r) {
+            float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
+            for (int d = 0; d < dh; ++d) o[d] = ot(r, d) / den[r];
+        }
+        tiles_skipped_ += skipped;
+        tiles_partial_ += partial;
+        tiles_full_ += full;
+    };
+    run_tasks(threads, work, tile_task);
+}
+
+AttentionTileCounts CpuFastBackend::attention_tile_counts() const {
+    return {kQueryTile, kKeyTile, tiles_skipped_.load(), tiles_partial_.load(), tiles_full_.load()};
+}
+
+void CpuFastBackend::reset_attention_tile_counts() {
+    tiles_skipped_ = 0;
+    tiles_partial_ = 0;
+    tiles_full_ = 0;
 }
 
 void CpuFastBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {

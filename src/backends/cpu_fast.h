@@ -11,9 +11,11 @@
 //                     Eigen GEMV on its slice (Eigen does not thread GEMV itself)
 //   attention per K/V head: gather the cached K and V of positions 0..p+C-1 into
 //             contiguous (n_keys, Dh) matrices; per query head and tile of 32
-//             queries: S = Q·Kᵀ·scale (GEMM), mask the future, softmax with the
-//             library exp, O = P·V (GEMM). Tiles stop at their last query's
-//             position, so the causal triangle is (mostly) not computed.
+//             queries: the mask classifies each tile of 32 keys (core/mask.h);
+//             empty tiles are skipped and counted, runs of the others get
+//             S = Q·Kᵀ·scale (GEMM), partial tiles test each cell, score
+//             modifiers apply, softmax with the library exp, O = P·V (GEMM).
+//             Under the causal mask the tiles past the diagonal are skipped.
 //   swiglu    Eigen's vectorised exp over the whole (C, F) block, split between
 //             threads (the reference's scalar strict_expf is ~10x slower here)
 // All three reorder sums or round differently (GEMM blocking, vector lanes, FMA), so results differ from
@@ -30,6 +32,8 @@
 // prefill of the stories15M shape (largest op ~13 MFLOP) stays on one thread,
 // while 128 tokens and up use every core for their GEMMs.
 #pragma once
+
+#include <atomic>
 
 #include "backends/cpu_ref.h"
 
@@ -71,6 +75,11 @@ public:
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
+    AttentionTileCounts attention_tile_counts() const override;
+    void reset_attention_tile_counts() override;
+
+private:
+    std::atomic<long long> tiles_skipped_{0}, tiles_partial_{0}, tiles_full_{0};
 };
 
 }  // namespace plab

@@ -83,8 +83,9 @@ void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
     }
 }
 
-// One (query, head) row at a time: scores s_0..s_p, their softmax statistics,
-// then each output component — all through core/attention_spec.h.
+// One (query, head) row at a time: scores over the query's key range (masked
+// cells -inf), their softmax statistics, then each output component — all
+// through core/attention_spec.h.
 void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                               std::span<const int32_t> block_table, const AttentionShape& s) {
     PLAB_ASSERT(std::size_t(s.n_keys() + s.block_size - 1) / s.block_size <= block_table.size());
@@ -98,10 +99,11 @@ void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool
             const int pos = s.pos0 + i;
             const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
             const float* qr = q.data + std::size_t(row) * s.head_dim;
-            for (int j = 0; j <= pos; ++j) {
-                scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, g, j);
+            const KeyRange r = attention_key_range(s, pos);
+            for (int j = r.lo; j <= r.hi; ++j) {
+                scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, h, pos, j);
             }
-            const SoftmaxStats st = attention_softmax_stats(scores.data(), pos);
+            const SoftmaxStats st = attention_softmax_stats(scores.data(), s, pos);
             float* o = out.data + std::size_t(row) * s.head_dim;
             for (int d = 0; d < s.head_dim; ++d) {
                 o[d] = attention_output(scores.data(), st, v_pool.data, block_table.data(), s, g,
@@ -111,23 +113,26 @@ void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool
     }
 }
 
-void CpuRefBackend::attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+void CpuRefBackend::attention_probs(Buffer probs, Buffer scores_out, Buffer q, Buffer k_pool,
                                     std::span<const int32_t> block_table, const AttentionShape& s,
                                     int head) {
     const int n_keys = s.n_keys();
     PLAB_ASSERT(probs.size >= std::size_t(s.n_queries) * n_keys);
+    PLAB_ASSERT(scores_out.data == nullptr || scores_out.size >= std::size_t(s.n_queries) * n_keys);
     std::vector<float> scores(static_cast<std::size_t>(n_keys));
-    const int g = kv_head_of(head, s.n_heads, s.n_kv_heads);
     for (int i = 0; i < s.n_queries; ++i) {
         const int pos = s.pos0 + i;
         const float* qr = q.data + (std::size_t(i) * s.n_heads + head) * s.head_dim;
-        for (int j = 0; j <= pos; ++j) {
-            scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, g, j);
+        const KeyRange r = attention_key_range(s, pos);
+        for (int j = r.lo; j <= r.hi; ++j) {
+            scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, head, pos, j);
         }
-        const SoftmaxStats st = attention_softmax_stats(scores.data(), pos);
+        const SoftmaxStats st = attention_softmax_stats(scores.data(), s, pos);
         for (int j = 0; j < n_keys; ++j) {
-            probs.data[std::size_t(i) * n_keys + j] =
-                attention_probability(scores.data(), st, pos, j);
+            const std::size_t cell = std::size_t(i) * n_keys + j;
+            probs.data[cell] = attention_probability(scores.data(), st, s, pos, j);
+            if (scores_out.data != nullptr)
+                scores_out.data[cell] = attention_probe_score(scores.data(), s, pos, j);
         }
     }
 }

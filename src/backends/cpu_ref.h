@@ -32,7 +32,7 @@ public:
                    int row_size) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
-    void attention_probs(Buffer probs, Buffer q, Buffer k_pool,
+    void attention_probs(Buffer probs, Buffer scores, Buffer q, Buffer k_pool,
                          std::span<const int32_t> block_table, const AttentionShape& shape,
                          int head) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;

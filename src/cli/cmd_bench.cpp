@@ -47,6 +47,7 @@ void run(BenchCliOptions o) {
     if (o.json) {
         nlohmann::json j;
         j["model"] = o.model.empty() ? "random stories15M shape" : o.model;
+        j["mask"] = o.bench.mask;
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
@@ -166,6 +167,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_flag("--load", o->bench.load,
                   "measure again next to one process spinning on a CPU, and against a quiet "
                   "single-thread run");
+    add_mask_option(cmd, o->bench.mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

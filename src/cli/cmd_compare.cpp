@@ -43,6 +43,7 @@ struct CompareOptions {
     int repeats = 1;
     std::uint64_t seed = 15;
     double tolerance = 1e-5;  // the fast backends' promise, relative to max |cpu-ref logit|
+    std::string mask = "causal";
     bool json = false;
 };
 
@@ -139,6 +140,11 @@ void run(const CompareOptions& o) {
     const DeviceModel ref_model(*cpu_ref, model.weights);
     for (const auto& tokens : prompts) {
         const int t = static_cast<int>(tokens.size());
+        MaskContext mc;  // a random model has no tokenizer, hence no BOS for docs:bos
+        mc.tokens = tokens;
+        mc.bos_id = model.tokenizer ? model.tokenizer->bos_id() : -1;
+        mc.n_heads = c.n_heads;
+        so.mask = make_mask(o.mask, mc);
         const PrefillSnapshot ref = run_prefill_snapshot(ref_model, tokens, ChunkPlan{{t}}, so);
         double scale = 0;
         for (float x : ref.last_logits) scale = std::max(scale, double(std::fabs(x)));
@@ -183,6 +189,7 @@ void run(const CompareOptions& o) {
         j["model"] = model.source;
         j["gpu_form"] = gpu_form_description();
         j["block_size"] = o.block_size;
+        j["mask"] = o.mask;
         for (const Row& r : rows) {
             j["rows"].push_back({{"tokens", r.tokens},
                                  {"backend", r.backend},
@@ -209,6 +216,7 @@ void run(const CompareOptions& o) {
     } else {
         std::printf("Model: %s (%s)\nGPU backends: %s\n", model.source.c_str(), c.summary().c_str(),
                     gpu_form_description().c_str());
+        if (o.mask != "causal") std::printf("Mask: %s\n", o.mask.c_str());
         std::printf(
             "Each row: last-position logits and every cached K/V against cpu-ref's full "
             "prefill\n(KV blocks of %d positions; time: median of %d run%s%s).\n\n",
@@ -274,6 +282,7 @@ void add_compare_command(CLI::App& app) {
                     "the fast backends' promise: largest logits |diff| relative to the largest "
                     "|cpu-ref logit|")
         ->capture_default_str();
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

@@ -24,6 +24,7 @@ struct EvalCliOptions {
     int completions_max = 300;
     int trials = 8;
     int induction_len = 32;
+    std::string mask = "causal";
     bool json = false;
 };
 
@@ -37,6 +38,7 @@ void run(const EvalCliOptions& o) {
     eo.max_completions = o.completions_max;
     eo.induction_trials = o.trials;
     eo.induction_len = o.induction_len;
+    eo.mask = o.mask;
     auto backend = make_backend(o.backend);
     const DeviceModel dm(*backend, m.weights);
     const EvalReport r = evaluate(dm, *m.tokenizer, eo);
@@ -45,6 +47,7 @@ void run(const EvalCliOptions& o) {
         nlohmann::json j;
         j["model"] = m.source;
         j["backend"] = backend->name();
+        j["mask"] = o.mask;
         j["heldout"] = eo.heldout_path;
         j["stories"] = r.n_stories;
         j["predictions"] = r.n_predictions;
@@ -70,6 +73,9 @@ void run(const EvalCliOptions& o) {
         return;
     }
     std::printf("Model: %s (backend %s)\n", m.source.c_str(), backend->name().c_str());
+    if (o.mask != "causal")
+        std::printf("Mask: %s (the model was trained causal: this is an experiment)\n",
+                    o.mask.c_str());
     if (r.n_stories > 0) {
         std::printf("Held-out next-token prediction (%d stories, %lld predictions):\n", r.n_stories,
                     r.n_predictions);
@@ -124,6 +130,7 @@ void add_eval_command(CLI::App& app) {
         ->check(CLI::PositiveNumber);
     cmd->add_option("--induction-len", o->induction_len, "random tokens per copy")
         ->check(CLI::Range(2, 1000));
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

@@ -17,6 +17,7 @@ struct GenerateCliOptions {
     std::string backend = "cpu";
     GenerateOptions gen;
     std::string trace;
+    std::string mask = "causal";
     bool no_stop = false;
     bool json = false;
 };
@@ -25,6 +26,7 @@ void run(GenerateCliOptions o) {
     const Model model = load_model_arg(o.model);
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     o.gen.stop_at_eos = !o.no_stop;
+    o.gen.session.mask = resolve_mask(o.mask, tokens, model);
     auto backend = make_backend(o.backend);
     const DeviceModel dm(*backend, model.weights);
     Trace trace;
@@ -37,6 +39,7 @@ void run(GenerateCliOptions o) {
     if (o.json) {
         nlohmann::json j;
         j["backend"] = backend->name();
+        j["mask"] = o.mask;
         j["prompt_tokens"] = r.prompt_tokens;
         j["new_tokens"] = r.new_tokens;
         j["text"] = r.text;
@@ -77,6 +80,7 @@ void add_generate_command(CLI::App& app) {
     cmd->add_option("--seed", o->gen.sampler.seed, "sampling seed")->capture_default_str();
     cmd->add_option("--block-size", o->gen.session.block_size, "KV cache block size")
         ->capture_default_str();
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");

@@ -29,6 +29,7 @@ struct PrefillOptions {
     int block_size = 16;
     int top = 5;
     std::string trace;
+    std::string mask = "causal";
     bool json = false;
 };
 
@@ -37,9 +38,14 @@ void run(const PrefillOptions& o) {
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     const int t = static_cast<int>(tokens.size());
     const ChunkPlan plan = parse_chunk_plan(o.chunks, t);
+    const BoundMask mask = resolve_mask(o.mask, tokens, model);
+    check_plan_for_mask(mask.view(), plan);
     // The plan we compare against: the whole prompt at once, or, when the
-    // plan *is* the whole prompt, one token at a time.
-    const ChunkPlan other = plan.lengths.size() == 1 ? fixed_chunk_plan(t, 1) : ChunkPlan{{t}};
+    // plan *is* the whole prompt, one token at a time (as far as the mask
+    // allows: a prefix-LM prefix stays in one chunk).
+    const ChunkPlan other = plan.lengths.size() == 1
+                                ? nearest_valid_plan(mask.view(), fixed_chunk_plan(t, 1))
+                                : ChunkPlan{{t}};
     PLAB_CHECK(o.top >= 1, "--top " << o.top << " must be at least 1");
 
     auto backend = make_backend(o.backend);
@@ -47,6 +53,7 @@ void run(const PrefillOptions& o) {
     Trace trace;
     SessionOptions so;
     so.block_size = o.block_size;
+    so.mask = mask;
     Session session(dm, so, &trace);
     const PrefillResult r = session.prefill(tokens, plan);
     const PrefillSnapshot mine = snapshot_of(session, r);
@@ -63,6 +70,7 @@ void run(const PrefillOptions& o) {
         j["backend"] = backend->name();
         j["model"] = model.source;
         j["tokens"] = tokens;
+        j["mask"] = o.mask;
         j["plan"] = plan.to_string();
         j["compared_plan"] = other.to_string();
         j["prefill_ms"] = r.prefill_us / 1000;
@@ -86,8 +94,9 @@ void run(const PrefillOptions& o) {
     const ModelConfig& c = model.weights.config;
     std::printf("Model: %s (%s)\nBackend: %s\n", model.source.c_str(), c.summary().c_str(),
                 backend->name().c_str());
-    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks)\n", t,
-                tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size());
+    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks)%s%s\n", t,
+                tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(),
+                mask.is_causal() ? "" : "; mask ", mask.is_causal() ? "" : o.mask.c_str());
     // Whole numbers below 2^53, so %.0f prints them exactly.
     std::printf(
         "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f causal attention pairs per head and "
@@ -152,6 +161,7 @@ void add_prefill_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--top", o->top, "how many top probabilities to print")->capture_default_str();
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the prefill here");
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

@@ -7,6 +7,7 @@
 #include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "runtime/mask_spec.h"
 #include "toy/toy.h"
 
 namespace plab::cli {
@@ -18,6 +19,7 @@ struct ToyOptions {
     std::string keys;     // default: all 1
     std::string chunks = "all";
     std::string backend = "cpu-ref";
+    std::string mask = "causal";
     bool json = false;
 };
 
@@ -35,34 +37,53 @@ void run(const ToyOptions& o) {
     in.validate();
     const int t = in.n_tokens();
 
+    // The toy has no tokenizer (docs:bos cannot apply) and one head (ALiBi slope 1/256).
+    const std::vector<int32_t> positions(static_cast<std::size_t>(t), 0);
+    MaskContext mc;
+    mc.tokens = positions;
+    mc.n_heads = 1;
+    const BoundMask bound = make_mask(o.mask, mc);
+    const Mask mask = bound.view();
     std::vector<ChunkPlan> plans;
+    int refused = 0;
     if (o.chunks == "all") {
         PLAB_CHECK(t <= 12, "--chunks all: " << t
                                              << " positions have too many plans to list; give a "
                                                 "plan such as 2,2 or a chunk size");
-        plans = all_chunk_plans(t);
+        // Every plan the mask allows (a prefix-LM prefix must stay in one chunk).
+        for (ChunkPlan& p : all_chunk_plans(t)) {
+            try {
+                check_plan_for_mask(mask, p);
+                plans.push_back(std::move(p));
+            } catch (const Error&) {
+                ++refused;
+            }
+        }
     } else {
         plans.push_back(parse_chunk_plan(o.chunks, t));
+        check_plan_for_mask(mask, plans.back());  // refused with the rule and a plan that works
     }
     auto backend = make_backend(o.backend);
-    const ToyRun full = run_toy(*backend, in, ChunkPlan{{t}});
+    const ToyRun full = run_toy(*backend, in, ChunkPlan{{t}}, mask);
     std::vector<ToyRun> runs;
     bool all_equal = true;
     for (const ChunkPlan& p : plans) {
-        runs.push_back(run_toy(*backend, in, p));
+        runs.push_back(run_toy(*backend, in, p, mask));
         all_equal = all_equal && bitwise_equal(runs.back().outputs, full.outputs);
     }
 
     if (o.json) {
         nlohmann::json j;
         j["backend"] = backend->name();
+        j["mask"] = o.mask;
+        j["plans_refused_by_mask"] = refused;
         j["values"] = in.values;
         j["queries"] = in.queries;
         j["keys"] = in.keys;
         j["full"] = full.outputs;
         j["probs"] = full.probs;
         nlohmann::json exacts = nlohmann::json::array();
-        for (int p = 0; p < t; ++p) exacts.push_back(toy_exact_output(in, p));
+        for (int p = 0; p < t; ++p) exacts.push_back(toy_exact_output(in, p, mask));
         j["exact"] = exacts;
         nlohmann::json chunked = nlohmann::json::array();
         for (const ToyRun& r : runs) {
@@ -75,14 +96,22 @@ void run(const ToyOptions& o) {
         print_json(j);
         return;
     }
-    std::cout << "Toy example: one head, head dimension 1, causal attention (backend "
-              << backend->name() << ")\n"
-              << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over those.\n\n"
-              << "  pos        q        k        v   output (full prefill)   exact\n";
+    if (bound.is_causal()) {
+        std::cout << "Toy example: one head, head dimension 1, causal attention (backend "
+                  << backend->name() << ")\n"
+                  << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over "
+                     "those.\n\n";
+    } else {
+        std::cout << "Toy example: one head, head dimension 1, mask " << o.mask << " (backend "
+                  << backend->name() << ")\n"
+                  << "Query p attends to the keys the mask lets it see; weights are "
+                     "softmax(q_p * k_j) over those.\n\n";
+    }
+    std::cout << "  pos        q        k        v   output (full prefill)   exact\n";
     for (int p = 0; p < t; ++p) {
         std::printf("  %3d %8s %8s %8s   %-22s  %s\n", p, exact(in.queries[p]).c_str(),
                     exact(in.keys[p]).c_str(), exact(in.values[p]).c_str(),
-                    exact(full.outputs[p]).c_str(), toy_exact_output(in, p).c_str());
+                    exact(full.outputs[p]).c_str(), toy_exact_output(in, p, mask).c_str());
     }
     std::cout << "\nChunked prefill: each chunk's queries read earlier keys from the KV cache.\n";
     for (const ToyRun& r : runs) {
@@ -98,6 +127,10 @@ void run(const ToyOptions& o) {
         std::cout << "\n"
                   << (all_equal ? "All " : "NOT all ") << runs.size()
                   << " chunk plans are bitwise equal to the full prefill.\n";
+    }
+    if (refused > 0) {
+        std::cout << refused << " plans were refused: they split the mask's bidirectional part, "
+                  << "where a query needs keys after its chunk.\n";
     }
     if (!all_equal) throw Error("toy: a chunked run differs from the full run");
 }
@@ -115,6 +148,7 @@ void add_toy_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--backend", o->backend, "backend running the attention op")
         ->capture_default_str();
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

@@ -61,6 +61,22 @@ void add_model_option(CLI::App* cmd, std::string& path) {
                     "$PLAB_MODEL or assets/model");
 }
 
+void add_mask_option(CLI::App* cmd, std::string& spec) {
+    cmd->add_option("--mask", spec,
+                    "attention mask, e.g. causal, window:8, window:8+sink:2, prefix:6, docs:5,7, "
+                    "file:m.txt, +alibi, +softcap:30 (grammar: plab mask --help)")
+        ->capture_default_str();
+}
+
+BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& tokens,
+                       const Model& model) {
+    MaskContext ctx;
+    ctx.tokens = tokens;
+    ctx.bos_id = model.tokenizer->bos_id();
+    ctx.n_heads = model.weights.config.n_heads;
+    return make_mask(spec, ctx);
+}
+
 Model load_model_arg(const std::string& path) {
     return load_model(path.empty() ? default_model_path() : path);
 }

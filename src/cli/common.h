@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/model_io.h"
+#include "runtime/mask_spec.h"
 
 namespace plab::cli {
 
@@ -25,6 +26,12 @@ struct PromptOptions {
 };
 
 void add_model_option(CLI::App* cmd, std::string& path);
+
+// --mask SPEC (runtime/mask_spec.h grammar; `plab mask --help`), default causal.
+void add_mask_option(CLI::App* cmd, std::string& spec);
+// The spec bound to this prompt and model (BOS id for docs:bos, heads for ALiBi).
+BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& tokens,
+                       const Model& model);
 Model load_model_arg(const std::string& path);
 
 // "a,b,c" -> {"a", "b", "c"} (empty parts kept, so callers can reject them).
@@ -49,5 +56,6 @@ void add_eval_command(CLI::App& app);     // cmd_eval.cpp: held-out evaluation, 
 void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> llama2.c
 void add_random_model_command(CLI::App& app);
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp: backends x plans vs cpu-ref
+void add_mask_command(CLI::App& app);     // cmd_mask.cpp: print a mask, its tile map, its grammar
 
 }  // namespace plab::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     plab::cli::add_convert_command(app);
     plab::cli::add_random_model_command(app);
     plab::cli::add_compare_command(app);
+    plab::cli::add_mask_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

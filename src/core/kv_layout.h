@@ -15,12 +15,6 @@
 
 namespace plab {
 
-// The causal mask: a query at position q may look at keys 0..q, never ahead.
-// Prefill computes all known positions in parallel, but this rule still holds.
-PLAB_HD inline bool is_visible(int query_pos, int key_pos) {
-    return key_pos <= query_pos;
-}
-
 // Physical slot of logical position `pos` for a sequence with this block table.
 PLAB_HD inline int kv_slot(const int* block_table, int pos, int block_size) {
     return block_table[pos / block_size] * block_size + pos % block_size;

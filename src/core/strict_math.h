@@ -134,4 +134,32 @@ PLAB_HD inline float strict_rms_inverse(float sum_sq, int n, float eps) {
     return strict_div(1.0f, strict_sqrt(strict_add(mean, eps)));
 }
 
+// tanh(x) for float from strict_expf, the same bits on every backend (used by
+// tanh soft-capping, Gemma 2; core/mask.h). Near 0 the exp form
+// 1 - 2/(e^2x + 1) would cancel away the small result, so |x| < 0.5 uses the
+// odd Taylor series x - x^3/3 + 2x^5/15 - ... up to x^17 (truncation below
+// 1e-8 relative there); beyond, (1 - e^-2|x|) / (1 + e^-2|x|) keeps e^-2|x| <= 0.37,
+// so the subtraction loses at most a bit or two.
+PLAB_HD inline float strict_tanhf(float x) {
+    if (!(x == x)) return x;  // NaN stays NaN
+    const float ax = x < 0.0f ? -x : x;
+    float t;
+    if (ax < 0.5f) {
+        const float x2 = strict_mul(x, x);
+        float p = 6404582.0f / 10854718875.0f;
+        p = strict_sub(929569.0f / 638512875.0f, strict_mul(p, x2));
+        p = strict_sub(21844.0f / 6081075.0f, strict_mul(p, x2));
+        p = strict_sub(1382.0f / 155925.0f, strict_mul(p, x2));
+        p = strict_sub(62.0f / 2835.0f, strict_mul(p, x2));
+        p = strict_sub(17.0f / 315.0f, strict_mul(p, x2));
+        p = strict_sub(2.0f / 15.0f, strict_mul(p, x2));
+        p = strict_sub(1.0f / 3.0f, strict_mul(p, x2));
+        p = strict_sub(1.0f, strict_mul(p, x2));
+        return strict_mul(x, p);
+    }
+    const float e = strict_expf(strict_mul(-2.0f, ax));
+    t = strict_div(strict_sub(1.0f, e), strict_add(1.0f, e));
+    return x < 0.0f ? -t : t;
+}
+
 }  // namespace plab

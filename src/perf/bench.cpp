@@ -100,6 +100,17 @@ int last_allowed_cpu() {
     return last;
 }
 
+// The mask bound to one benchmark prompt (random ids: no BOS, so no docs:bos).
+SessionOptions session_for(const std::vector<int32_t>& tokens, const ModelConfig& c,
+                           const BenchOptions& o) {
+    SessionOptions so;
+    MaskContext mc;
+    mc.tokens = tokens;
+    mc.n_heads = c.n_heads;
+    so.mask = make_mask(o.mask, mc);
+    return so;
+}
+
 // Cold prefills of `n` tokens: one time per run, in seconds.
 std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o) {
     const ModelConfig& c = model.config();
@@ -108,7 +119,7 @@ std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOp
     std::vector<double> times;
     const double start = now_s();
     for (int i = 0; i < o.repeats; ++i) {
-        Session s(model);  // cold: an empty KV cache every run
+        Session s(model, session_for(tokens, c, o));  // cold: an empty KV cache every run
         times.push_back(s.prefill(tokens, plan).prefill_us * 1e-6);
         if (now_s() - start > o.budget_s) break;
     }
@@ -133,8 +144,8 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
 DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
                           const MachineSpeed& machine) {
     const ModelConfig& c = model.config();
-    Session s(model);
     const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
+    Session s(model, session_for(prompt, c, o));
     s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
     std::vector<double> steps;
     int32_t token = prompt.back();
@@ -192,8 +203,9 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         auto model = std::make_unique<DeviceModel>(*backend, weights);
         {
             // Warm-up, untimed: starts the thread pool and touches every weight once.
-            Session warm(*model);
-            warm.prefill(bench_tokens(16, c.vocab_size), ChunkPlan{{16}});
+            const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
+            Session warm(*model, session_for(warm_tokens, c, o));
+            warm.prefill(warm_tokens, ChunkPlan{{16}});
         }
         for (int n : o.lengths) {
             r.prefill.push_back(prefill_row(backend->name(), c, n, time_prefills(*model, n, o),

@@ -30,6 +30,7 @@ struct BenchOptions {
     int decode_prompt = 128;      // context the decode steps start from
     std::string chunks = "full";  // chunk plan for the prefill rows
     bool load = false;            // also measure next to one spinning process
+    std::string mask = "causal";  // attention mask of every prefill and decode (mask_spec.h)
 };
 
 struct PrefillBenchRow {

@@ -53,9 +53,23 @@ std::vector<AttentionProbe> all_heads(const ModelConfig& c) {
     return probes;
 }
 
+// Session options with the eval's mask bound to this prompt (the model was
+// trained causal: any other mask is an experiment whose cost the scores show).
+SessionOptions masked_session(const DeviceModel& model, const Tokenizer& tok,
+                              const std::string& mask, const std::vector<int32_t>& ids) {
+    SessionOptions so;
+    MaskContext mc;
+    mc.tokens = ids;
+    mc.bos_id = tok.bos_id();
+    mc.n_heads = model.config().n_heads;
+    so.mask = make_mask(mask, mc);
+    return so;
+}
+
 // A full prefill of `ids` on a fresh session, with the attention map of every head.
-PrefillResult prefill_probing_all_heads(const DeviceModel& model, const std::vector<int32_t>& ids) {
-    Session s(model);
+PrefillResult prefill_probing_all_heads(const DeviceModel& model, const Tokenizer& tok,
+                                        const std::string& mask, const std::vector<int32_t>& ids) {
+    Session s(model, masked_session(model, tok, mask, ids));
     ForwardProbes probes;
     probes.attention = all_heads(model.config());
     return s.prefill(ids, ChunkPlan{{int(ids.size())}}, probes);
@@ -66,7 +80,7 @@ std::string tail_words(const std::string& s, std::size_t n_chars) {
 }
 
 // 1. Loss and next-token accuracy over whole stories ([BOS] story [EOS]).
-void score_next_tokens(const DeviceModel& model, const Tokenizer& tok,
+void score_next_tokens(const DeviceModel& model, const Tokenizer& tok, const std::string& mask,
                        const std::vector<std::string>& stories, EvalReport& r) {
     const int V = model.config().vocab_size;
     double loss_sum = 0;
@@ -75,7 +89,7 @@ void score_next_tokens(const DeviceModel& model, const Tokenizer& tok,
         std::vector<int32_t> ids = tok.encode(story, true);
         ids.push_back(tok.eos_id());
         if (int(ids.size()) > model.config().max_seq_len) ids.resize(model.config().max_seq_len);
-        Session s(model);
+        Session s(model, masked_session(model, tok, mask, ids));
         ForwardProbes probes;
         probes.all_logits = true;
         const PrefillResult p = s.prefill(ids, parse_chunk_plan("full", int(ids.size())), probes);
@@ -94,7 +108,7 @@ void score_next_tokens(const DeviceModel& model, const Tokenizer& tok,
 }
 
 // 2. Templated completions: greedy continuation must reproduce the answer's tokens.
-void score_completions(const DeviceModel& model, const Tokenizer& tok,
+void score_completions(const DeviceModel& model, const Tokenizer& tok, const std::string& mask,
                        const std::vector<std::string>& lines, int max_n, EvalReport& r) {
     const int V = model.config().vocab_size;
     for (const std::string& line : lines) {
@@ -108,8 +122,8 @@ void score_completions(const DeviceModel& model, const Tokenizer& tok,
         const std::vector<int32_t> want = tok.encode(answer, false);
         PLAB_CHECK(!want.empty(),
                    "completion answer is empty in line '" << tail_words(line, 60) << "'");
-        Session s(model);
         const std::vector<int32_t> ids = tok.encode(prompt, true);
+        Session s(model, masked_session(model, tok, mask, ids));
         std::vector<float> logits =
             s.prefill(ids, parse_chunk_plan("full", int(ids.size()))).last_logits;
         std::vector<int32_t> got;
@@ -151,9 +165,8 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
         std::vector<int32_t> ids{tok.bos_id() >= 0 ? tok.bos_id() : pool[n]};
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
-        const PrefillResult p = prefill_probing_all_heads(model, ids);
-        // The tokens of s are distinct, so exactly the n queries of the second
-        // copy count: query 1+n+i holds s_i, first seen at 1+i, target key 2+i.
+        const PrefillResult p = prefill_probing_all_heads(model, tok, o.mask, ids);
+        // Query at 1+n+i holds s_i; its earlier copy sits at 1+i, so the target key is 2+i.
         for (std::size_t h = 0; h < heads.size(); ++h) {
             AttentionMean trial_mean;
             add_induction_attention(p.attention[h], ids, trial_mean);
@@ -165,7 +178,7 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
 }
 
 // 3b. Previous token: mean attention on key t-1 from query t >= 1, on held-out stories.
-void score_previous_token(const DeviceModel& model, const Tokenizer& tok,
+void score_previous_token(const DeviceModel& model, const Tokenizer& tok, const std::string& mask,
                           const std::vector<std::string>& stories, std::vector<HeadScore>& heads) {
     const ModelConfig& c = model.config();
     std::vector<AttentionMean> mean(heads.size());
@@ -173,7 +186,7 @@ void score_previous_token(const DeviceModel& model, const Tokenizer& tok,
         std::vector<int32_t> ids = tok.encode(story, true);
         if (int(ids.size()) > c.max_seq_len) ids.resize(c.max_seq_len);
         if (ids.size() < 2) continue;
-        const PrefillResult p = prefill_probing_all_heads(model, ids);
+        const PrefillResult p = prefill_probing_all_heads(model, tok, mask, ids);
         for (std::size_t h = 0; h < heads.size(); ++h)
             add_previous_token_attention(p.attention[h], mean[h]);
     }
@@ -248,10 +261,10 @@ EvalReport evaluate(const DeviceModel& model, const Tokenizer& tok, const EvalOp
         std::vector<std::string> scored(
             stories.begin(),
             stories.begin() + std::min<std::size_t>(stories.size(), o.max_stories));
-        score_next_tokens(model, tok, scored, r);
+        score_next_tokens(model, tok, o.mask, scored, r);
     }
     if (!o.completions_path.empty()) {
-        score_completions(model, tok, read_lines(o.completions_path), o.max_completions, r);
+        score_completions(model, tok, o.mask, read_lines(o.completions_path), o.max_completions, r);
     }
     for (const AttentionProbe& p : all_heads(c)) r.heads.push_back({p.layer, p.head, 0, 0});
     score_induction(model, tok, o, r.heads);
@@ -259,7 +272,7 @@ EvalReport evaluate(const DeviceModel& model, const Tokenizer& tok, const EvalOp
         std::vector<std::string> few(
             stories.begin(),
             stories.begin() + std::min<std::size_t>(stories.size(), o.prev_token_stories));
-        score_previous_token(model, tok, few, r.heads);
+        score_previous_token(model, tok, o.mask, few, r.heads);
     }
     auto by = [&](double HeadScore::*field) {
         return *std::max_element(

@@ -40,6 +40,8 @@ struct EvalOptions {
     int induction_trials = 8;  // random sequences averaged
     int prev_token_stories = 40;
     std::uint64_t seed = 1;
+    // The attention mask of every prefill (runtime/mask_spec.h), bound to each prompt.
+    std::string mask = "causal";
 };
 
 struct HeadScore {

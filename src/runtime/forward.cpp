@@ -31,34 +31,27 @@ void Workspace::ensure_logits(int rows, int vocab) {
     logits_capacity_ = n;
 }
 
-// Scaled scores q·k/sqrt(Dh) of one head, for the viewer's hover tooltip: the
-// chunk's queries (after RoPE) against the cached keys, through the same
-// attention_score() the reference backends use; masked (future) cells are -inf.
-static std::vector<float> probe_scores(Backend& be, const Workspace& ws, const KvCache& cache,
-                                       const Sequence& seq, const AttentionShape& s, int layer,
-                                       int head) {
-    std::vector<float> q(std::size_t(s.n_queries) * s.n_heads * s.head_dim);
-    be.download(q.data(), ws.q.buf(), q.size());
-    const Buffer pool = cache.k_pool(layer);
-    std::vector<float> k(pool.size);
-    be.download(k.data(), pool, k.size());
-    const int kv_head = kv_head_of(head, s.n_heads, s.n_kv_heads);
-    std::vector<float> out(std::size_t(s.n_queries) * s.n_keys());
-    for (int i = 0; i < s.n_queries; ++i) {
-        const float* qi = q.data() + (std::size_t(i) * s.n_heads + head) * s.head_dim;
-        for (int j = 0; j < s.n_keys(); ++j) {
-            out[std::size_t(i) * s.n_keys() + j] =
-                is_visible(s.pos0 + i, j)
-                    ? attention_score(qi, k.data(), seq.block_table.data(), s, kv_head, j)
-                    : -INFINITY;
-        }
+// RoPE for rows 0..n-1 at cache positions pos0.., each rotated by its
+// mask.rope_position: one rope call per run of consecutive positions (the
+// whole chunk under every mask but packed documents, whose positions restart
+// at each document's first token).
+static void rope_by_document(Backend& be, Buffer x, int n, int n_heads, int head_dim, int pos0,
+                             const Mask& mask, const DeviceModel& model) {
+    const std::size_t row = std::size_t(n_heads) * head_dim;
+    int i = 0;
+    while (i < n) {
+        const int start = mask.rope_position(pos0 + i);
+        int j = i + 1;
+        while (j < n && mask.rope_position(pos0 + j) == start + (j - i)) ++j;
+        be.rope(x.slice(std::size_t(i) * row, std::size_t(j - i) * row), j - i, n_heads, head_dim,
+                start, model.rope_cos.buf(), model.rope_sin.buf());
+        i = j;
     }
-    return out;
 }
 
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
                           std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace) {
+                          const ForwardProbes& probes, Trace* trace, const Mask& mask) {
     const ModelConfig& c = model.config();
     Backend& be = model.backend();
     const int n = static_cast<int>(tokens.size());  // C
@@ -92,19 +85,19 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
     shape.head_dim = c.head_dim;
     shape.block_size = cache.block_size();
     shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    shape.mask = mask;
 
     ChunkOutput out;
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
-        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position.
+        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position
+        //    (the position within its document under packed documents).
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
         be.matmul(ws.q.buf(), ws.xb.buf(), w.wq.buf(), n, qd, D);
         be.matmul(ws.k.buf(), ws.xb.buf(), w.wk.buf(), n, kvd, D);
         be.matmul(ws.v.buf(), ws.xb.buf(), w.wv.buf(), n, kvd, D);
-        be.rope(ws.q.buf(), n, c.n_heads, c.head_dim, pos0, model.rope_cos.buf(),
-                model.rope_sin.buf());
-        be.rope(ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, model.rope_cos.buf(),
-                model.rope_sin.buf());
+        rope_by_document(be, ws.q.buf(), n, c.n_heads, c.head_dim, pos0, mask, model);
+        rope_by_document(be, ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, mask, model);
         // 4. Keep K and V: later chunks and decode steps read them from the cache.
         be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
         if (trace != nullptr && trace->enabled) {
@@ -129,20 +122,27 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
                  {"blocks", blocks},
                  {"slots", slot_runs}});
         }
-        // 5. Causal attention of the n queries over cache positions 0..pos0+n-1.
+        // 5. Masked attention of the n queries over cache positions 0..pos0+n-1
+        //    (causal unless the session was given another mask).
         be.attention(ws.att.buf(), ws.q.buf(), cache.k_pool(l), cache.v_pool(l), seq.block_table,
                      shape);
         for (const AttentionProbe& p : probes.attention) {
             if (p.layer != l) continue;
+            // Probabilities and scores both come from the backend that computed them.
             const std::size_t cells = std::size_t(n) * shape.n_keys();
             DeviceArray probs(be, cells);
-            be.attention_probs(probs.buf(), ws.q.buf(), cache.k_pool(l), seq.block_table, shape,
-                               p.head);
+            DeviceArray scores;
+            if (probes.attention_scores) scores = DeviceArray(be, cells);
+            be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(l),
+                               seq.block_table, shape, p.head);
             std::vector<float> host(cells);
             be.download(host.data(), probs.buf(), cells);
             out.attention_probs.push_back(std::move(host));
-            if (probes.attention_scores)
-                out.attention_scores.push_back(probe_scores(be, ws, cache, seq, shape, l, p.head));
+            if (probes.attention_scores) {
+                std::vector<float> host_scores(cells);
+                be.download(host_scores.data(), scores.buf(), cells);
+                out.attention_scores.push_back(std::move(host_scores));
+            }
         }
         // 6. Output projection and residual.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);

@@ -5,7 +5,7 @@
 //
 //   // clang-format off
 //   x ─► RMSNorm ─► Q,K,V projections ─► RoPE(Q,K) ─► append K,V to the KV cache
-//     ─► causal attention of the chunk's C queries over cache positions 0..p+C-1
+//     ─► masked attention of the chunk's C queries over cache positions 0..p+C-1
 //     ─► output projection ─► + x ─► RMSNorm ─► SwiGLU MLP ─► + x
 //   // clang-format on
 //
@@ -62,8 +62,11 @@ private:
 
 // Runs one chunk of `tokens` for `seq` (whose cached length is the chunk's
 // offset p), appending its K/V to the cache. Emits per-layer KV append events.
+// `mask` (core/mask.h; causal by default) decides which keys each query sees;
+// the caller has checked that every key it allows is in the cache by the end
+// of this chunk (runtime/mask_spec.h, check_plan_for_mask).
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
                           std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace);
+                          const ForwardProbes& probes, Trace* trace, const Mask& mask = {});
 
 }  // namespace plab

@@ -20,6 +20,7 @@ int blocks_for(const ModelConfig& c, const SessionOptions& o) {
 Session::Session(const DeviceModel& model, SessionOptions options, Trace* trace)
     : model_(model),
       trace_(trace),
+      mask_(options.mask),
       cache_(model.backend(), model.config(), options.block_size,
              blocks_for(model.config(), options)),
       ws_(model.backend()) {}
@@ -42,6 +43,16 @@ void Session::check_tokens(std::span<const int32_t> tokens) const {
                             << "; shorten the prompt");
 }
 
+// A custom mask covers the positions of its file only; a query past it has no row.
+void Session::check_mask_limit(int n_new) const {
+    const int limit = mask_.limit();
+    PLAB_CHECK(limit == 0 || seq_.length + n_new <= limit,
+               "mask '" << mask_.spec() << "' covers positions 0.." << limit - 1 << " but position "
+                        << std::max(seq_.length, limit)
+                        << " would need a row of it; give a mask file with a row for every "
+                           "position (prompt and new tokens)");
+}
+
 PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan& plan,
                                const ForwardProbes& probes) {
     check_tokens(tokens);
@@ -49,6 +60,9 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
                "chunk plan " << plan.to_string() << " covers " << plan.n_tokens()
                              << " tokens but the prompt has " << tokens.size());
     for (int len : plan.lengths) PLAB_CHECK(len >= 1, "chunk lengths must be at least 1");
+    check_mask_limit(static_cast<int>(tokens.size()));
+    const Mask mask = mask_.view();
+    check_plan_for_mask(mask, plan, seq_.length);
 
     PrefillResult r;
     r.plan = plan;
@@ -75,8 +89,8 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         const int len = plan.lengths[c];
         const double tc = trace_ ? trace_->now_us() : 0;
         const int pos0 = seq_.length;
-        ChunkOutput out =
-            forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_, probes, trace_);
+        ChunkOutput out = forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_,
+                                        probes, trace_, mask);
         if (trace_) {
             trace_->span("prefill chunk", "prefill", tc,
                          {{"chunk", std::to_string(c)},
@@ -116,7 +130,8 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
 std::vector<float> Session::decode_step(int32_t token) {
     const int32_t one[1] = {token};
     check_tokens(one);
-    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_);
+    check_mask_limit(1);
+    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_, mask_.view());
     return std::move(out.logits);
 }
 

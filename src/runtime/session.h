@@ -12,16 +12,19 @@
 
 #include "runtime/chunk_plan.h"
 #include "runtime/forward.h"
+#include "runtime/mask_spec.h"
 
 namespace plab {
 
 struct SessionOptions {
     int block_size = 16;  // B: positions per KV block
     int num_blocks = 0;   // blocks in the pool; 0 = enough for max_seq_len
+    BoundMask mask{};     // the attention mask (runtime/mask_spec.h); causal by default
 };
 
 // Attention probabilities of one (layer, head) over a prefill. Row i is the
-// query at position query_pos0 + i; column j is key position j; masked cells 0.
+// query at position query_pos0 + i; column j is key position j; masked cells 0
+// (under prefix-LM a prefix query's row has cells right of the diagonal too).
 struct AttentionMap {
     AttentionProbe probe;
     int query_pos0 = 0;
@@ -48,6 +51,8 @@ public:
     Session& operator=(const Session&) = delete;
 
     // Prefills `tokens` (appended after whatever is cached) chunk by chunk.
+    // A plan the mask does not allow (a chunk boundary inside a prefix-LM
+    // prefix) is refused with a plab::Error naming a plan that works.
     PrefillResult prefill(std::span<const int32_t> tokens, const ChunkPlan& plan,
                           const ForwardProbes& probes = {});
     // One decode step: appends `token` and returns the logits (V) of its position.
@@ -57,6 +62,7 @@ public:
     int length() const { return seq_.length; }
     const Sequence& sequence() const { return seq_; }
     const KvCache& cache() const { return cache_; }
+    const BoundMask& mask() const { return mask_; }
     // K or V of every cached position of one layer: (length, Hkv·Dh).
     std::vector<float> read_kv(int layer, KvPart part) const {
         return cache_.read(seq_, layer, part);
@@ -64,9 +70,11 @@ public:
 
 private:
     void check_tokens(std::span<const int32_t> tokens) const;
+    void check_mask_limit(int n_new) const;
 
     const DeviceModel& model_;
     Trace* trace_;
+    BoundMask mask_;
     KvCache cache_;
     Sequence seq_;
     Workspace ws_;

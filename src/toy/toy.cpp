@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/kv_layout.h"
+#include "runtime/mask_spec.h"
 
 namespace plab {
 namespace {
@@ -28,12 +29,13 @@ void ToyInput::validate() const {
     }
 }
 
-ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan) {
+ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan, const Mask& mask) {
     input.validate();
     const int n = input.n_tokens();
     PLAB_CHECK(plan.n_tokens() == n, "toy: chunk plan " << plan.to_string() << " covers "
                                                         << plan.n_tokens() << " positions, not "
                                                         << n);
+    check_plan_for_mask(mask, plan);
     // One head, head dimension 1: q, k and v of a position are single numbers.
     const int n_blocks = (n + kToyBlockSize - 1) / kToyBlockSize;
     DeviceArray k_pool(backend, std::size_t(n_blocks) * kToyBlockSize);
@@ -67,10 +69,11 @@ ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan) {
         s.head_dim = 1;
         s.block_size = kToyBlockSize;
         s.scale = 1.0f;  // 1/sqrt(Dh) with Dh = 1
+        s.mask = mask;
         const std::span<const int32_t> table(
             block_table.data(), std::size_t((pos0 + len + kToyBlockSize - 1) / kToyBlockSize));
         backend.attention(out.buf(), q.buf(), k_pool.buf(), v_pool.buf(), table, s);
-        backend.attention_probs(probs.buf(), q.buf(), k_pool.buf(), table, s, 0);
+        backend.attention_probs(probs.buf(), Buffer{}, q.buf(), k_pool.buf(), table, s, 0);
         backend.download(run.outputs.data() + pos0, out.buf(), len);
         std::vector<float> p(std::size_t(len) * (pos0 + len));
         backend.download(p.data(), probs.buf(), p.size());
@@ -83,22 +86,37 @@ ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan) {
     return run;
 }
 
-std::string toy_exact_output(const ToyInput& input, int position) {
-    // Equal scores q_p·k_j for all visible j make every weight 1/(p+1): the output is a mean.
-    for (int j = 0; j <= position; ++j) {
-        if (input.queries[position] * input.keys[j] != input.queries[position] * input.keys[0])
+std::string toy_exact_output(const ToyInput& input, int position, const Mask& mask) {
+    // Equal scores q_p·k_j for all visible j make every weight 1/(number visible):
+    // the output is a mean. ALiBi makes the scores unequal on purpose.
+    if (mask.alibi) return "";
+    std::vector<int> seen;
+    for (int j = 0; j < input.n_tokens(); ++j) {
+        if (mask.visible(position, j)) seen.push_back(j);
+    }
+    if (seen.empty()) return "";
+    long long sum = 0;
+    for (int j : seen) {
+        if (input.queries[position] * input.keys[j] !=
+            input.queries[position] * input.keys[seen[0]])
             return "";
         if (input.values[j] != std::floor(input.values[j])) return "";
+        sum += static_cast<long long>(input.values[j]);
     }
-    long long sum = 0;
-    for (int j = 0; j <= position; ++j) sum += static_cast<long long>(input.values[j]);
-    long long den = position + 1;
+    long long den = static_cast<long long>(seen.size());
     const long long g = std::gcd(sum < 0 ? -sum : sum, den);
     const long long num = g > 0 ? sum / g : sum;
     den = g > 0 ? den / g : den;
     std::string frac =
         den == 1 ? std::to_string(num) : std::to_string(num) + "/" + std::to_string(den);
-    return frac + " = mean of v0..v" + std::to_string(position);
+    const bool contiguous = seen.back() - seen.front() + 1 == static_cast<int>(seen.size());
+    std::string which;
+    if (contiguous) {
+        which = "v" + std::to_string(seen.front()) + "..v" + std::to_string(seen.back());
+    } else {
+        for (int j : seen) which += (which.empty() ? "v" : ",v") + std::to_string(j);
+    }
+    return frac + " = mean of " + which;
 }
 
 }  // namespace plab

@@ -32,11 +32,13 @@ struct ToyRun {
     std::vector<float> probs;    // (T, T): attention probabilities, masked 0
 };
 
-// Runs the toy through `backend` with KV blocks of 2 positions.
-ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan);
+// Runs the toy through `backend` with KV blocks of 2 positions, under `mask`
+// (causal by default; a plan the mask does not allow is refused).
+ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan,
+               const Mask& mask = {});
 
 // "14/3 = mean of v0..v2" when position p's visible scores are all equal and
 // the values are integers (so the exact answer is a fraction); "" otherwise.
-std::string toy_exact_output(const ToyInput& input, int position);
+std::string toy_exact_output(const ToyInput& input, int position, const Mask& mask = {});
 
 }  // namespace plab

@@ -270,7 +270,7 @@ TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") 
             name + " probabilities of the last head",
             [&](Backend& b) {
                 OpRun r(b, {q, k_pool}, std::size_t(c.n_queries) * n_keys);
-                b.attention_probs(r.out.buf(), r[0], r[1], table, s, head);
+                b.attention_probs(r.out.buf(), Buffer{}, r[0], r[1], table, s, head);
                 return r.result();
             },
             0, 0, "both GPU variants use the reference probe kernel: exact");
