@@ -102,10 +102,10 @@ CheckResult check_toy(const ToySnapshot& toy) {
             for (int j = 0; j < t; ++j) {
                 const float prob = run->probs[static_cast<std::size_t>(p) * t + j];
                 // The causal mask: a future key gets exactly 0 on every backend.
-                if (!is_visible(p, j) && prob != 0.0f)
+                if (!Mask{}.visible(p, j) && prob != 0.0f)
                     f.add(where + ": future key " + std::to_string(j) + " has probability " +
                           std::to_string(prob));
-                if (!is_visible(p, j) || !k.known) continue;
+                if (!Mask{}.visible(p, j) || !k.known) continue;
                 const float want = 1.0f / static_cast<float>(p + 1);
                 if (toy.reference ? !same_bits(prob, want)
                                   : std::fabs(double(prob) - want) > fast_tolerance(p, 1.0))

@@ -573,8 +573,8 @@ TEST_CASE("packed documents: each document's logits and K/V equal running it alo
         const PrefillResult r = s.prefill(tokens, plan, all);
         std::vector<std::vector<float>> kv;
         for (int l = 0; l < c.n_layers; ++l) {
-            kv.push_back(s.read_kv(l, false));
-            kv.push_back(s.read_kv(l, true));
+            kv.push_back(s.read_kv(l, KvPart::K));
+            kv.push_back(s.read_kv(l, KvPart::V));
         }
         return std::make_pair(r.all_logits, kv);
     };
@@ -597,7 +597,8 @@ TEST_CASE("packed documents: each document's logits and K/V equal running it alo
                     const std::vector<float> part(
                         packed_kv.begin() + std::size_t(start) * row,
                         packed_kv.begin() + std::size_t(start + len) * row);
-                    require_bitwise_equal(part, alone.read_kv(l, which == 1),
+                    require_bitwise_equal(part,
+                                          alone.read_kv(l, which == 1 ? KvPart::V : KvPart::K),
                                           which ? "V, packed vs alone" : "K, packed vs alone");
                 }
             }
