@@ -148,6 +148,7 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
         thread_local RowMat scores, ot;
         thread_local std::vector<float> den;
         thread_local std::vector<TileClass> cls;
+        thread_local Eigen::Array<float, 1, Eigen::Dynamic> e_row;
         den.resize(kQueryTile);
         cls.resize(static_cast<std::size_t>(key_tiles));
         long long skipped = 0, partial = 0, full = 0;
@@ -208,11 +209,15 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
             }
             kt = end + 1;
         }
-        // 2d. Softmax with the library exp; masked cells are exactly 0.
+        // 2d. Softmax with Eigen's vectorised exp; masked cells are exactly 0.
+        //     (Two steps: Eigen 3.4 evaluates a select() one scalar at a time, so
+        //     an exp inside it would call libm's expf per cell: measured 1.7x
+        //     slower prefill at 128 tokens on the shipped model.)
         for (int r = 0; r < rows; ++r) {
             auto srow = scores.row(r).array();
             const float m = srow.maxCoeff();
-            srow = (srow == -INFINITY).select(0.0f, (srow - m).exp());
+            e_row = (srow - m).exp();
+            srow = (srow == -INFINITY).select(0.0f, e_row);
             den[r] = srow.sum();
         }
         // Unnormalised e·V, divided once per output (like the reference).
