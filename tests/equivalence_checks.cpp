@@ -122,6 +122,8 @@ std::vector<ChunkPlan> plans_of(int n, std::mt19937& rng) {
     return plans;
 }
 
+}  // namespace
+
 // The gap between the largest and the second largest logit (by value, not
 // through the engine's argmax, so a broken argmax cannot widen the near ties).
 double top_two_gap(const std::vector<float>& logits) {
@@ -136,8 +138,6 @@ double top_two_gap(const std::vector<float>& logits) {
     }
     return first - second;
 }
-
-}  // namespace
 
 const std::vector<RandomShape>& random_shapes() {
     static const std::vector<RandomShape> shapes = {

@@ -36,6 +36,10 @@ void check_random_configs(const std::vector<Backend*>& references, int prompts_p
 // Reference backends: KV block size 1 with chunks of 5 == block size 16, whole.
 void check_block_size_invariance(const std::vector<Backend*>& references);
 
+// The gap between the largest and the second largest logit, by value: below
+// twice a fast backend's tolerance its greedy token may legitimately differ.
+double top_two_gap(const std::vector<float>& logits);
+
 // What check_fast_backend saw (reported by the tests, not hidden).
 struct FastReport {
     double worst = 0;         // max |logit - cpu-ref| / max |cpu-ref logit|, all runs

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/registry.h"
+#include "equivalence_checks.h"
 #include "gpu_test_util.h"
 #include "runtime/equivalence.h"
 #include "test_util.h"
@@ -127,7 +128,12 @@ TEST_CASE("gpu prefill: within relative 1e-5 of cpu-ref, same greedy token", "[g
                                 << logits_tol << "), K/V max |diff| " << d.kv_max_abs
                                 << " (allowed " << kv_tol << ")");
                 CHECK(d.kv_max_abs <= kv_tol);
-                CHECK(d.same_argmax);
+                // Same greedy token, unless cpu-ref's top two logits are so close that
+                // two errors within the tolerance could swap them (as check_fast_backend).
+                if (test::top_two_gap(ref.last_logits) > 2 * logits_tol)
+                    CHECK(d.same_argmax);
+                else
+                    WARN("near tie: cpu-ref's top-2 gap is within twice the tolerance");
             }
         }
     }
