@@ -15,8 +15,13 @@ PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0) {
 }
 
 double decode_bytes(const ModelConfig& c, int ctx) {
-    return double(c.n_params()) * sizeof(float) +
-           double(ctx) * c.kv_floats_per_token() * sizeof(float);
+    // Every weight is read once per step, except the token-embedding table: the
+    // step looks up one row of it. A tied classifier reads the whole table
+    // anyway (logits = x · Eᵀ), so only an untied table is counted as one row.
+    const double embedding = double(c.vocab_size) * c.dim;
+    const double params = c.tied_embeddings ? double(c.n_params())
+                                            : double(c.n_params()) - embedding + c.dim;
+    return params * sizeof(float) + double(ctx) * c.kv_floats_per_token() * sizeof(float);
 }
 
 }  // namespace plab

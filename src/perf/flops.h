@@ -30,7 +30,8 @@ struct PrefillCost {
 // Cost of prefilling n tokens after pos0 already cached tokens.
 PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0 = 0);
 
-// Bytes a decode step at context length `ctx` must read: all weights + K/V of ctx positions.
+// Bytes a decode step at context length `ctx` must read: every weight once (of an
+// untied token-embedding table only the one row looked up) + K/V of ctx positions.
 double decode_bytes(const ModelConfig& c, int ctx);
 
 }  // namespace plab
