@@ -13,8 +13,9 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
                "max new tokens " << options.max_new_tokens << " must be at least 1");
     options.sampler.validate();
     GenerateResult r;
-    // 1. The request arrives. (One request, so its queue wait is ~0; the span
-    //    is recorded anyway: under load it is often the largest part of TTFT.)
+    // 1. The request is handed to the engine: TTFT's clock starts here (no
+    //    client or network before it). One request on an idle engine, so its
+    //    queue wait is ~0; the span is recorded so the trace has every stage.
     const double t_request = trace.now_us();
     trace.span("queue", "request", t_request);
 
