@@ -6,6 +6,7 @@
 #include "backends/cpu_fast.h"
 #include "backends/registry.h"
 #include "cli/common.h"
+#include "perf/flops.h"
 
 namespace plab::cli {
 namespace {
@@ -39,6 +40,7 @@ void run(const InfoOptions& o) {
         j["parameters"] = c.n_params();
         j["weight_bytes"] = c.n_params() * sizeof(float);
         j["kv_bytes_per_token"] = kv_bytes;
+        j["attention_overtakes_projections_at_tokens"] = attention_overtakes_projections_at(c);
         j["tokenizer"] = m.tokenizer->kind();
         j["backends"] = backend_names();
         j["gpu_form"] = gpu_form_description();
@@ -64,6 +66,10 @@ void run(const InfoOptions& o) {
         kv_bytes, c.n_layers, c.n_kv_heads, c.head_dim);
     std::printf("  a full %d-token context holds %.2f MB of K/V\n", c.max_seq_len,
                 double(kv_bytes) * c.max_seq_len / 1e6);
+    std::printf(
+        "Prefill FLOPs: attention (grows as T^2) exceeds projections + MLP (grow as T) from T = "
+        "%d tokens\n",
+        attention_overtakes_projections_at(c));
     std::printf("Backends:");
     for (const auto& b : backend_names()) std::printf(" %s", b.c_str());
     std::printf("\n");

@@ -14,13 +14,29 @@ PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0) {
     return k;
 }
 
+int attention_overtakes_projections_at(const ModelConfig& c) {
+    // attention / projections grows with T (it is ∝ T+1): double, then bisect.
+    const auto attention_wins = [&](int t) {
+        const PrefillCost k = prefill_cost(c, t);
+        return k.attention_flops > k.projection_flops;
+    };
+    int hi = 1;
+    while (!attention_wins(hi)) hi *= 2;
+    int lo = hi / 2;  // attention does not win at lo (or lo is 0)
+    while (hi - lo > 1) {
+        const int mid = lo + (hi - lo) / 2;
+        (attention_wins(mid) ? hi : lo) = mid;
+    }
+    return hi;
+}
+
 double decode_bytes(const ModelConfig& c, int ctx) {
     // Every weight is read once per step, except the token-embedding table: the
     // step looks up one row of it. A tied classifier reads the whole table
     // anyway (logits = x · Eᵀ), so only an untied table is counted as one row.
     const double embedding = double(c.vocab_size) * c.dim;
-    const double params = c.tied_embeddings ? double(c.n_params())
-                                            : double(c.n_params()) - embedding + c.dim;
+    const double params =
+        c.tied_embeddings ? double(c.n_params()) : double(c.n_params()) - embedding + c.dim;
     return params * sizeof(float) + double(ctx) * c.kv_floats_per_token() * sizeof(float);
 }
 

@@ -30,6 +30,12 @@ struct PrefillCost {
 // Cost of prefilling n tokens after pos0 already cached tokens.
 PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0 = 0);
 
+// The prompt length from which a cold prefill's attention FLOPs exceed its
+// projection and MLP FLOPs: attention grows as T², the rest as T, so below this
+// length prefill time is *not* dominated by the quadratic term (lesson 6).
+// The smallest T with prefill_cost(c, T).attention_flops > .projection_flops.
+int attention_overtakes_projections_at(const ModelConfig& c);
+
 // Bytes a decode step at context length `ctx` must read: every weight once (of an
 // untied token-embedding table only the one row looked up) + K/V of ctx positions.
 double decode_bytes(const ModelConfig& c, int ctx);
