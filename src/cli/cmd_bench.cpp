@@ -52,6 +52,7 @@ void run(BenchCliOptions o) {
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
+        j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
         j["cpu_threads"] = cpu_threads();
         j["min_flops_per_thread"] = kMinFlopsPerThread;
         const auto prefill_json = [](const PrefillBenchRow& p) {
@@ -97,8 +98,13 @@ void run(BenchCliOptions o) {
     std::printf(
         "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3 "
         "Eigen),\n"
-        "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy)\n\n",
-        r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s);
+        "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy),\n"
+        "  read bandwidth %.1f GB/s (1 GiB summed)\n"
+        "Ridge point: %.1f GFLOP/s / %.1f GB/s = %.1f FLOP per byte read: an op doing fewer\n"
+        "  FLOPs per byte it reads is memory-bound here (roofline model, Williams et al. 2009)\n\n",
+        r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s, r.machine.read_gb_per_s,
+        r.machine.gemm_gflops, r.machine.read_gb_per_s,
+        r.machine.gemm_gflops / r.machine.read_gb_per_s);
     std::printf(
         "Prefill of a cold prompt (plan %s), FLOPs counted as\n"
         "  2*T*L*(D*H*Dh + 2*D*Hkv*Dh + H*Dh*D + 3*D*F)   projections and SwiGLU\n"
