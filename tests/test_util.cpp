@@ -1,11 +1,14 @@
 #include "test_util.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -134,6 +137,25 @@ CliResult run_cli(const std::vector<std::string>& args) {
     std::string cmd = shell_quote(PLAB_CLI);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     return run_command(cmd);
+}
+
+void require_one_line_cli_error(const CliResult& r, const std::string& fragment) {
+    INFO("stderr: " << r.err << "stdout: " << r.out);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
+    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    REQUIRE(r.err.find(fragment) != std::string::npos);
+}
+
+CliRandomModel::CliRandomModel(const std::string& name, int seed)
+    : dir((std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid())))
+              .string()) {
+    REQUIRE(run_cli({"random-model", dir, "--seed", std::to_string(seed)}).exit_code == 0);
+}
+
+CliRandomModel::~CliRandomModel() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace plab::test

@@ -44,4 +44,19 @@ CliResult run_cli(const std::vector<std::string>& args);
 // Runs any command line through the shell, capturing stdout and stderr.
 CliResult run_command(const std::string& command_line);
 
+// Bad input's contract: exit 1, one line on stderr starting "plab: error: "
+// that contains `fragment`.
+void require_one_line_cli_error(const CliResult& r, const std::string& fragment);
+
+// A seeded random model written by `plab random-model` into a folder of the
+// temp directory named `name` + the process id; removed when destroyed (keep
+// one as a function-local static: written once per test process).
+struct CliRandomModel {
+    CliRandomModel(const std::string& name, int seed);
+    ~CliRandomModel();
+    CliRandomModel(const CliRandomModel&) = delete;
+    CliRandomModel& operator=(const CliRandomModel&) = delete;
+    std::string dir;
+};
+
 }  // namespace plab::test

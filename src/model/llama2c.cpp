@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/binary_read.h"
 #include "model/rope_permute.h"
 
 namespace plab {
@@ -18,23 +19,6 @@ namespace {
 constexpr std::uint32_t kMagicV1 = 0x616b3432u;  // "ak42" read as a little-endian uint32
 constexpr std::size_t kV1HeaderBytes = 256;
 constexpr std::size_t kLegacyHeaderBytes = 7 * 4;
-
-std::vector<char> read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    PLAB_CHECK(f.good(), "cannot open " << path << ": expected a readable llama2.c .bin file");
-    const auto size = static_cast<std::size_t>(f.tellg());
-    f.seekg(0);
-    std::vector<char> data(size);
-    f.read(data.data(), static_cast<std::streamsize>(size));
-    PLAB_CHECK(f.good() || size == 0, "could not read " << path);
-    return data;
-}
-
-std::int32_t i32_at(const std::vector<char>& d, std::size_t off) {
-    std::int32_t v;
-    std::memcpy(&v, d.data() + off, 4);
-    return v;
-}
 
 // The 7 header ints, in file order.
 struct Header {
@@ -145,7 +129,7 @@ bool looks_like_llama2c(const std::string& path) {
 }
 
 Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info) {
-    const std::vector<char> d = read_file(path);
+    const std::vector<char> d = read_binary_file(path, "a readable llama2.c .bin file");
     PLAB_CHECK(d.size() >= kLegacyHeaderBytes,
                path << ": " << d.size() << " bytes is too short for a llama2.c checkpoint (the "
                     << "header alone is 28 bytes)");

@@ -9,28 +9,9 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "model/binary_read.h"
 
 namespace plab {
-namespace {
-
-std::vector<char> read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    PLAB_CHECK(f.good(), "cannot open " << path << ": expected a readable llama2.c tokenizer.bin");
-    const auto size = static_cast<std::size_t>(f.tellg());
-    f.seekg(0);
-    std::vector<char> data(size);
-    f.read(data.data(), static_cast<std::streamsize>(size));
-    PLAB_CHECK(f.good() || size == 0, "could not read " << path);
-    return data;
-}
-
-std::int32_t i32_at(const std::vector<char>& d, std::size_t off) {
-    std::int32_t v;
-    std::memcpy(&v, d.data() + off, 4);
-    return v;
-}
-
-}  // namespace
 
 Llama2cTokenizer::Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores)
     : pieces_(std::move(pieces)), scores_(std::move(scores)) {
@@ -39,7 +20,7 @@ Llama2cTokenizer::Llama2cTokenizer(std::vector<std::string> pieces, std::vector<
 }
 
 Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int vocab_size) {
-    const std::vector<char> d = read_file(path);
+    const std::vector<char> d = read_binary_file(path, "a readable llama2.c tokenizer.bin");
     PLAB_CHECK(d.size() >= 4, path << ": too short for a llama2.c tokenizer.bin");
     const std::int32_t max_len = i32_at(d, 0);
     PLAB_CHECK(max_len > 0 && max_len <= 4096, path << ": max_token_length " << max_len

@@ -14,29 +14,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One line on stderr, starting "plab: error:", exit 1, nothing on stdout.
-void require_clean_error(const test::CliResult& r, const std::string& contains) {
-    INFO("stderr: " << r.err << "stdout: " << r.out);
-    REQUIRE(r.exit_code == 1);
-    REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
-    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    REQUIRE(r.err.find(contains) != std::string::npos);
-}
-
-// A random model written by the CLI itself, once per test process, removed at exit.
-struct TempModel {
-    fs::path dir = fs::temp_directory_path() / ("plab_cli_model_" + std::to_string(::getpid()));
-    ~TempModel() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-};
+using test::require_one_line_cli_error;
 
 fs::path small_model_dir() {
-    static const TempModel model;
-    if (!fs::exists(model.dir / "config.json")) {
-        REQUIRE(run_cli({"random-model", model.dir.string(), "--seed", "3"}).exit_code == 0);
-    }
+    static const test::CliRandomModel model("plab_cli_model", 3);
     return model.dir;
 }
 
@@ -123,31 +104,32 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
 TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
     const std::string model = small_model_dir().string();
     const std::string long_prompt(300, 'a');  // > max_seq_len 256
-    require_clean_error(run_cli({"prefill", "--model", model, "--prompt-file", "/dev/null"}),
-                        "empty");
-    require_clean_error(run_cli({"prefill", "--model", model, "--prompt-file", "/"}),
-                        "is a directory");
-    require_clean_error(run_cli({"prefill", "--model", model, long_prompt}),
-                        "longer than the model's max_seq_len");
-    require_clean_error(run_cli({"prefill", "--model", model, "--tokens", "1,2,999"}),
-                        "out of range");
-    require_clean_error(run_cli({"prefill", "--model", model, "--tokens", "1,x"}),
-                        "not a whole number");
-    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "0", "abc"}),
-                        "at least 1");
-    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "2,-1,4", "abc"}),
-                        "at least 1");
-    require_clean_error(run_cli({"prefill", "--model", model, "--chunks", "1,1", "abc"}),
-                        "sums to 2");
-    require_clean_error(run_cli({"prefill", "--model", model, "--backend", "tpu"}),
-                        "valid backends: cpu-ref, cpu");
-    require_clean_error(run_cli({"prefill", "--model", "/nonexistent"}), "does not exist");
-    require_clean_error(run_cli({"toy", "--values", "1,2", "--keys", "1"}),
-                        "one of each per position");
-    require_clean_error(run_cli({"toy", "--values", "1,nan"}), "not a finite number");
-    require_clean_error(run_cli({"generate", "--model", model, "--temperature", "-1"}),
-                        "temperature");
-    require_clean_error(run_cli({"prefill", "--model", model, "--block-size", "0"}), "block size");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--prompt-file", "/dev/null"}),
+                               "empty");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--prompt-file", "/"}),
+                               "is a directory");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, long_prompt}),
+                               "longer than the model's max_seq_len");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--tokens", "1,2,999"}),
+                               "out of range");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--tokens", "1,x"}),
+                               "not a whole number");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--chunks", "0", "abc"}),
+                               "at least 1");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--chunks", "2,-1,4", "abc"}),
+                               "at least 1");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--chunks", "1,1", "abc"}),
+                               "sums to 2");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--backend", "tpu"}),
+                               "valid backends: cpu-ref, cpu");
+    require_one_line_cli_error(run_cli({"prefill", "--model", "/nonexistent"}), "does not exist");
+    require_one_line_cli_error(run_cli({"toy", "--values", "1,2", "--keys", "1"}),
+                               "one of each per position");
+    require_one_line_cli_error(run_cli({"toy", "--values", "1,nan"}), "not a finite number");
+    require_one_line_cli_error(run_cli({"generate", "--model", model, "--temperature", "-1"}),
+                               "temperature");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--block-size", "0"}),
+                               "block size");
 
     // A truncated model file.
     const fs::path broken =
@@ -155,7 +137,7 @@ TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
     fs::remove_all(broken);
     fs::copy(model, broken);
     fs::resize_file(broken / "model.safetensors", 1000);
-    require_clean_error(run_cli({"info", "--model", broken.string()}), "model.safetensors");
+    require_one_line_cli_error(run_cli({"info", "--model", broken.string()}), "model.safetensors");
     fs::remove_all(broken);
 
     // Usage errors come from CLI11: non-zero, no crash.

@@ -15,28 +15,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void require_one_line_error(const test::CliResult& r, const std::string& contains) {
-    INFO("stderr: " << r.err << "stdout: " << r.out);
-    REQUIRE(r.exit_code == 1);
-    REQUIRE(r.err.rfind("plab: error: ", 0) == 0);
-    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    REQUIRE(r.err.find(contains) != std::string::npos);
-}
-
-struct TempModel {
-    fs::path dir =
-        fs::temp_directory_path() / ("plab_mask_cli_model_" + std::to_string(::getpid()));
-    ~TempModel() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-};
+using test::require_one_line_cli_error;
 
 std::string small_model() {
-    static const TempModel model;
-    if (!fs::exists(model.dir / "config.json"))
-        REQUIRE(run_cli({"random-model", model.dir.string(), "--seed", "5"}).exit_code == 0);
-    return model.dir.string();
+    static const test::CliRandomModel model("plab_mask_cli_model", 5);
+    return model.dir;
 }
 
 const std::string kTokens = "256,1,2,3,4,5,6,7,8,9";  // 10 tokens of the byte tokenizer
@@ -123,22 +106,22 @@ TEST_CASE("plab --mask: bad specs and refused plans give one line and exit 1", "
         return run_cli(
             {"prefill", "--model", model, "--mask", mask, "--chunks", chunks, "--tokens", kTokens});
     };
-    require_one_line_error(prefill("window:0"), "the window W must be at least 1, got 0");
-    require_one_line_error(prefill("window:-2"), "must be at least 1, got -2");
-    require_one_line_error(prefill("zigzag:3"), "unknown mask kind 'zigzag'");
-    require_one_line_error(prefill("prefix:11"), "longer than the prompt of 10");
-    require_one_line_error(prefill("docs:4,4"), "sum to 8 but the prompt has 10 tokens");
-    require_one_line_error(prefill("file:/nonexistent/m.txt"), "cannot read mask file");
-    require_one_line_error(prefill("%%%"), "unknown mask kind");
-    require_one_line_error(prefill("prefix:6", "3,7"),
-                           "splits the bidirectional prefix (positions 0..5) at position 3");
-    require_one_line_error(run_cli({"toy", "--mask", "prefix:3", "--chunks", "1,3"}),
-                           "e.g. plan 3,1");
-    require_one_line_error(run_cli({"mask", "window:0", "--length", "8"}), "at least 1");
-    require_one_line_error(run_cli({"mask", "docs:3,3", "--length", "8"}), "must sum to 8");
-    require_one_line_error(run_cli({"generate", "--model", model, "--backend", "cpu-ref", "--mask",
-                                    "softcap:0", "--tokens", kTokens}),
-                           "the cap must be a positive number");
+    require_one_line_cli_error(prefill("window:0"), "the window W must be at least 1, got 0");
+    require_one_line_cli_error(prefill("window:-2"), "must be at least 1, got -2");
+    require_one_line_cli_error(prefill("zigzag:3"), "unknown mask kind 'zigzag'");
+    require_one_line_cli_error(prefill("prefix:11"), "longer than the prompt of 10");
+    require_one_line_cli_error(prefill("docs:4,4"), "sum to 8 but the prompt has 10 tokens");
+    require_one_line_cli_error(prefill("file:/nonexistent/m.txt"), "cannot read mask file");
+    require_one_line_cli_error(prefill("%%%"), "unknown mask kind");
+    require_one_line_cli_error(prefill("prefix:6", "3,7"),
+                               "splits the bidirectional prefix (positions 0..5) at position 3");
+    require_one_line_cli_error(run_cli({"toy", "--mask", "prefix:3", "--chunks", "1,3"}),
+                               "e.g. plan 3,1");
+    require_one_line_cli_error(run_cli({"mask", "window:0", "--length", "8"}), "at least 1");
+    require_one_line_cli_error(run_cli({"mask", "docs:3,3", "--length", "8"}), "must sum to 8");
+    require_one_line_cli_error(run_cli({"generate", "--model", model, "--backend", "cpu-ref",
+                                        "--mask", "softcap:0", "--tokens", kTokens}),
+                               "the cap must be a positive number");
 }
 
 TEST_CASE(
