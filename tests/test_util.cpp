@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -137,6 +139,25 @@ CliResult run_cli(const std::vector<std::string>& args) {
     std::string cmd = shell_quote(PLAB_CLI);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     return run_command(cmd);
+}
+
+std::filesystem::path process_temp_dir(const std::string& name) {
+    struct Dir {
+        std::filesystem::path path;
+        ~Dir() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static std::map<std::string, std::unique_ptr<Dir>> dirs;  // destroyed at exit
+    auto& d = dirs[name];
+    if (!d) {
+        d = std::make_unique<Dir>();
+        d->path =
+            std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+    }
+    std::filesystem::create_directories(d->path);
+    return d->path;
 }
 
 void require_one_line_cli_error(const CliResult& r, const std::string& fragment) {

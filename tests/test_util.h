@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct CliResult {
 CliResult run_cli(const std::vector<std::string>& args);
 // Runs any command line through the shell, capturing stdout and stderr.
 CliResult run_command(const std::string& command_line);
+
+// A scratch folder for this test process, temp dir / (name + "_" + pid): created on
+// first use, removed when the process exits (ctest -j runs many processes at once,
+// and another checkout's tests may run beside them).
+std::filesystem::path process_temp_dir(const std::string& name);
 
 // Bad input's contract: exit 1, one line on stderr starting "plab: error: "
 // that contains `fragment`.

@@ -31,18 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A folder for this process's mask files, removed when the process exits.
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("plab_mask_test_" + std::to_string(::getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 fs::path temp_dir() {
-    static const TempDir dir;
-    return dir.path;
+    return test::process_temp_dir("plab_mask_test");
 }
 
 // Paged K/V pools holding T random positions behind a scrambled block table,

@@ -27,19 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A folder for this process's mask files, removed when the process exits.
-struct TempDir {
-    fs::path path =
-        fs::temp_directory_path() / ("plab_gpu_mask_test_" + std::to_string(::getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 fs::path temp_dir() {
-    static const TempDir dir;
-    return dir.path;
+    return test::process_temp_dir("plab_gpu_mask_test");
 }
 
 // Everything the attention op and its probe return, for one backend.

@@ -29,18 +29,8 @@ namespace {
 // One scratch directory per test process, removed at exit: ctest -j (and other
 // checkouts on the same machine) run these cases at once, and a file another
 // process is rewriting would fail a case with the wrong error message.
-struct ScratchDir {
-    fs::path path = fs::temp_directory_path() / ("plab_test_formats_" + std::to_string(::getpid()));
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 std::string tmp_path(const std::string& name) {
-    static const ScratchDir dir;
-    fs::create_directories(dir.path);
-    return (dir.path / name).string();
+    return (test::process_temp_dir("plab_test_formats") / name).string();
 }
 
 std::string slurp(const std::string& path) {
