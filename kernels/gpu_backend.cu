@@ -268,13 +268,33 @@ std::unique_ptr<Backend> make_gpu_backend(GpuVariant variant) {
 }
 
 #if !PLAB_SIMT_EMULATED
-int device_count() {
+NativeProbe probe() {
+    NativeProbe p;
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();  // no driver or no device: clear the sticky error, report none
-        return 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    // The error is sticky for the next cudaGetLastError: clear it, so a later
+    // checked call reports its own failure, not this one.
+    cudaGetLastError();
+    if (err == cudaSuccess && n > 0) {
+        p.status = NativeProbe::Status::found;
+        p.devices = n;
+    } else if (err == cudaSuccess || err == cudaErrorNoDevice) {
+        p.status = NativeProbe::Status::no_device;
+    } else {
+        // Anything else (cudaErrorInsufficientDriver when libcuda is missing or
+        // older than this runtime needs) is not "no device": say what it was.
+        p.status = NativeProbe::Status::cuda_error;
+        p.error = std::string(cudaGetErrorName(err)) + " (" + std::to_string(int(err)) +
+                  "): " + cudaGetErrorString(err);
+        if (err == cudaErrorInsufficientDriver) {
+            p.error += " (libcuda.so is missing, or older than this build's CUDA runtime needs)";
+        }
     }
-    return n;
+    return p;
+}
+
+int device_count() {
+    return probe().devices;
 }
 
 std::string device_name() {
