@@ -28,6 +28,16 @@
 namespace plab::PLAB_SIMT_NS {
 namespace {
 
+// PLAB_GPU_FORM_NAME_FOR_TESTS=native makes the emulated form call itself
+// "(native)". Read here and nowhere else: it changes the name only, never
+// which kernels run. It exists so that the tests lesson_*.with_native_name
+// (tests/lessons/CMakeLists.txt) can rerun the lessons with the name a GPU
+// machine prints and prove that no compared output depends on "(emulated)".
+bool emulated_named_native_for_tests() {
+    const char* v = std::getenv("PLAB_GPU_FORM_NAME_FOR_TESTS");
+    return v != nullptr && std::string(v) == "native";
+}
+
 class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
@@ -49,7 +59,8 @@ public:
 
     std::string name() const override {
         return std::string(variant_ == GpuVariant::reference ? "gpu-ref" : "gpu") +
-               (PLAB_SIMT_EMULATED ? " (emulated)" : " (native)");
+               (PLAB_SIMT_EMULATED && !emulated_named_native_for_tests() ? " (emulated)"
+                                                                         : " (native)");
     }
     bool is_reference() const override { return variant_ == GpuVariant::reference; }
 
