@@ -28,6 +28,16 @@
 namespace plab::PLAB_SIMT_NS {
 namespace {
 
+// PLAB_GPU_FORM_NAME_FOR_TESTS=native makes the emulated form call itself
+// "(native)". Read here and nowhere else: it changes the name only, never
+// which kernels run. It exists so that the tests lesson_*.with_native_name
+// (tests/lessons/CMakeLists.txt) can rerun the lessons with the name a GPU
+// machine prints and prove that no compared output depends on "(emulated)".
+bool emulated_named_native_for_tests() {
+    const char* v = std::getenv("PLAB_GPU_FORM_NAME_FOR_TESTS");
+    return v != nullptr && std::string(v) == "native";
+}
+
 class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
@@ -49,7 +59,8 @@ public:
 
     std::string name() const override {
         return std::string(variant_ == GpuVariant::reference ? "gpu-ref" : "gpu") +
-               (PLAB_SIMT_EMULATED ? " (emulated)" : " (native)");
+               (PLAB_SIMT_EMULATED && !emulated_named_native_for_tests() ? " (emulated)"
+                                                                         : " (native)");
     }
     bool is_reference() const override { return variant_ == GpuVariant::reference; }
 
@@ -268,13 +279,33 @@ std::unique_ptr<Backend> make_gpu_backend(GpuVariant variant) {
 }
 
 #if !PLAB_SIMT_EMULATED
-int device_count() {
+NativeProbe probe() {
+    NativeProbe p;
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();  // no driver or no device: clear the sticky error, report none
-        return 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    // The error is sticky for the next cudaGetLastError: clear it, so a later
+    // checked call reports its own failure, not this one.
+    cudaGetLastError();
+    if (err == cudaSuccess && n > 0) {
+        p.status = NativeProbe::Status::found;
+        p.devices = n;
+    } else if (err == cudaSuccess || err == cudaErrorNoDevice) {
+        p.status = NativeProbe::Status::no_device;
+    } else {
+        // Anything else (cudaErrorInsufficientDriver when libcuda is missing or
+        // older than this runtime needs) is not "no device": say what it was.
+        p.status = NativeProbe::Status::cuda_error;
+        p.error = std::string(cudaGetErrorName(err)) + " (" + std::to_string(int(err)) +
+                  "): " + cudaGetErrorString(err);
+        if (err == cudaErrorInsufficientDriver) {
+            p.error += " (libcuda.so is missing, or older than this build's CUDA runtime needs)";
+        }
     }
-    return n;
+    return p;
+}
+
+int device_count() {
+    return probe().devices;
 }
 
 std::string device_name() {

@@ -7,6 +7,10 @@
 // src/backends/registry.cpp: a CUDA device present → native; otherwise, or
 // when the build had no nvcc (PLAB_HAVE_CUDA == 0) → emulated. Every name the
 // backends print says which form ran: "gpu-ref (native)", "gpu (emulated)".
+// Why it is emulated is never guessed: NativeProbe keeps "no device", "the
+// driver refused" and "built without CUDA" apart, because on a host whose
+// driver is too old for the runtime every native test would otherwise pass
+// silently in emulation (issue 14).
 // Host-only header: g++ and nvcc both include it.
 #pragma once
 
@@ -22,8 +26,26 @@ enum class GpuVariant {
     fast,       // "gpu": tiled GEMM, FlashAttention-style online softmax
 };
 
+// What asking the CUDA runtime for devices found. The registry fills in
+// built_without_cuda itself: without nvcc there is no runtime to ask.
+struct NativeProbe {
+    enum class Status {
+        found,               // devices > 0: the native kernels run
+        no_device,           // the runtime and driver work, but see no CUDA device
+        cuda_error,          // cudaGetDeviceCount failed: e.g. no driver or one too old
+        built_without_cuda,  // this build has no nvcc (PLAB_HAVE_CUDA == 0)
+    };
+    Status status = Status::built_without_cuda;
+    int devices = 0;
+    // For cuda_error: "cudaErrorInsufficientDriver (35): CUDA driver version is
+    // insufficient for CUDA runtime version", the runtime's own words.
+    std::string error;
+};
+
 namespace gpu_native {
-// CUDA devices visible to this process; 0 when there is no driver or device.
+// Asks cudaGetDeviceCount once per call; never throws.
+NativeProbe probe();
+// CUDA devices visible to this process; 0 when probe() is not `found`.
 int device_count();
 // "NVIDIA H200 (sm_90)" for device 0, "" without one.
 std::string device_name();

@@ -1,5 +1,6 @@
 #include "backends/registry.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "backends/cpu_fast.h"
@@ -12,19 +13,44 @@ namespace plab {
 namespace {
 
 // The one CUDA-vs-no-CUDA decision of the program: a CUDA device present →
-// the native kernels; no device, or a build without nvcc → the same kernels
-// emulated on the CPU (kernels/simt). The backend's name says which ran.
-[[maybe_unused]] bool gpu_is_native() {
+// the native kernels; no device, a CUDA error (no driver, or one too old), or
+// a build without nvcc → the same kernels emulated on the CPU (kernels/simt).
+// The backend's name says which ran; gpu_form_description says why.
+NativeProbe native_probe() {
 #if PLAB_HAVE_CUDA
-    return gpu_native::device_count() > 0;
+    return gpu_native::probe();
 #else
-    return false;
+    return NativeProbe{};  // built_without_cuda
 #endif
 }
 
+// Why the GPU backends are not native, in words that name the fix.
+std::string emulation_reason(const NativeProbe& p) {
+    switch (p.status) {
+        case NativeProbe::Status::no_device:
+            return "built with CUDA, but no CUDA device found";
+        case NativeProbe::Status::cuda_error:
+            return "built with CUDA, but the CUDA driver could not be used: " + p.error;
+        case NativeProbe::Status::built_without_cuda:
+            return "built without nvcc (configure with -DPLAB_CUDA=ON where nvcc exists)";
+        case NativeProbe::Status::found:
+            break;
+    }
+    return "";
+}
+
+// PLAB_REQUIRE_NATIVE=1: a device run must never pass silently in emulation.
+bool native_required() {
+    const char* v = std::getenv("PLAB_REQUIRE_NATIVE");
+    return v != nullptr && std::string(v) == "1";
+}
+
 std::unique_ptr<Backend> make_gpu(GpuVariant variant) {
+    require_native_gpu_if_asked();
 #if PLAB_HAVE_CUDA
-    if (gpu_is_native()) return gpu_native::make_gpu_backend(variant);
+    if (native_probe().status == NativeProbe::Status::found) {
+        return gpu_native::make_gpu_backend(variant);
+    }
 #endif
     return gpu_emulated::make_gpu_backend(variant);
 }
@@ -36,12 +62,20 @@ std::vector<std::string> backend_names() {
 }
 
 std::string gpu_form_description() {
+    const NativeProbe p = native_probe();
 #if PLAB_HAVE_CUDA
-    if (gpu_is_native()) return "native CUDA on " + gpu_native::device_name();
-    return "emulated on the CPU (built with CUDA, but no CUDA device found)";
-#else
-    return "emulated on the CPU (built without nvcc)";
+    if (p.status == NativeProbe::Status::found)
+        return "native CUDA on " + gpu_native::device_name();
 #endif
+    return "emulated on the CPU (" + emulation_reason(p) + ")";
+}
+
+void require_native_gpu_if_asked() {
+    if (!native_required()) return;
+    const NativeProbe p = native_probe();
+    PLAB_CHECK(p.status == NativeProbe::Status::found,
+               "PLAB_REQUIRE_NATIVE=1, but the GPU backends would run emulated: "
+                   << emulation_reason(p) << "; unset PLAB_REQUIRE_NATIVE to allow emulation");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {

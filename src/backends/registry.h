@@ -18,7 +18,14 @@ std::vector<std::string> backend_names();
 // Throws plab::Error listing the valid names for an unknown one.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 // How "gpu-ref" and "gpu" run here: "native CUDA on NVIDIA H200 (sm_90)" or
-// "emulated on the CPU (...why...)".
+// "emulated on the CPU (...why...)", the why one of three: no CUDA device, a
+// CUDA error (the runtime's own words, e.g. an insufficient driver), or a
+// build without nvcc.
 std::string gpu_form_description();
+// With PLAB_REQUIRE_NATIVE=1 in the environment, throws plab::Error (one line
+// naming why) when the GPU backends would run emulated; otherwise does
+// nothing. make_backend("gpu"/"gpu-ref") and the GPU tests call it, so a
+// device run cannot pass silently in emulation.
+void require_native_gpu_if_asked();
 
 }  // namespace plab

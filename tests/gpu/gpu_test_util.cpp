@@ -1,12 +1,18 @@
 #include "gpu_test_util.h"
 
+#include "backends/registry.h"
+
 namespace plab::test {
 
 std::vector<std::unique_ptr<Backend>> gpu_backend_forms(GpuVariant variant) {
+    // PLAB_REQUIRE_NATIVE=1 (kernels/device-check.sh): no device means the
+    // test fails with the reason, instead of passing on the emulated form alone.
+    require_native_gpu_if_asked();
     std::vector<std::unique_ptr<Backend>> forms;
     forms.push_back(gpu_emulated::make_gpu_backend(variant));
 #if PLAB_HAVE_CUDA
-    if (gpu_native::device_count() > 0) forms.push_back(gpu_native::make_gpu_backend(variant));
+    if (gpu_native::probe().status == NativeProbe::Status::found)
+        forms.push_back(gpu_native::make_gpu_backend(variant));
 #endif
     return forms;
 }

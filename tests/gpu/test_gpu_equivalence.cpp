@@ -25,6 +25,17 @@ std::vector<Backend*> pointers(const std::vector<std::unique_ptr<Backend>>& v) {
 
 }  // namespace
 
+// Names the forms this machine runs (printed: WARN), so a run shows whether
+// the native kernels were tested at all. Under PLAB_REQUIRE_NATIVE=1 without a
+// device it fails with the reason: the ctest gpu_require_native_fails_without_device
+// (tests/gpu/CMakeLists.txt) runs it so and checks both outcomes.
+TEST_CASE("gpu_backend_forms: the forms of gpu-ref this machine runs", "[gpu][forms]") {
+    const auto forms = gpu_backend_forms(GpuVariant::reference);
+    REQUIRE(!forms.empty());
+    for (const auto& b : forms) WARN("gpu_backend_forms: " << b->name());
+    CHECK(forms.front()->name() == "gpu-ref (emulated)");
+}
+
 TEST_CASE("gpu-ref: all 512 chunk plans of a 10-token prompt equal cpu-ref's full prefill",
           "[gpu][prefill][equivalence]") {
     const auto forms = gpu_backend_forms(GpuVariant::reference);

@@ -8,8 +8,13 @@
 // lines to appear in the real output in the same order. A command must exit 0
 // unless its shown output contains "plab: error:" — then it must fail.
 //
-// Inside a shown line, everything matches literally except two markers:
+// Inside a shown line, everything matches literally except three markers:
 //   "…"        any text (timings, paths, machine-dependent columns);
+//   "[[gpu-form]]" the form a GPU backend ran in, "(emulated)" or
+//              "(native)", with the column padding after it (the two words
+//              differ in length, so a table's next column moves). A lesson
+//              writes "gpu-ref [[gpu-form]] 10" and passes on a laptop and on
+//              a GPU machine alike; nothing else about the row is loosened.
 //   "[[a..b]]" one number whose value lies in [a, b], bounds included, e.g.
 //              "[[1e-8..1e-5]]" pins a floating-point difference to an
 //              exponent from -8 to -6 where its last digits vary by machine.
@@ -98,6 +103,7 @@ double parse_bound(const std::string& text, const std::string& marker) {
 
 Pattern pattern_of(const std::string& shown) {
     static const std::string ellipsis = "\xE2\x80\xA6";
+    static const std::string gpu_form = "[[gpu-form]]";
     Pattern p;
     std::string re;
     for (std::size_t i = 0; i < shown.size();) {
@@ -106,7 +112,14 @@ Pattern pattern_of(const std::string& shown) {
             // Before a number marker, "…" must not end inside the number (it
             // would otherwise swallow leading digits and let a wrong value pass
             // as its last digit): it is empty or ends in a non-number character.
-            re += shown.compare(i, 2, "[[") == 0 ? "(?:.*[^-+.0-9eE])?" : ".*";
+            re += shown.compare(i, 2, "[[") == 0 && shown.compare(i, gpu_form.size(), gpu_form) != 0
+                      ? "(?:.*[^-+.0-9eE])?"
+                      : ".*";
+            continue;
+        }
+        if (shown.compare(i, gpu_form.size(), gpu_form) == 0) {
+            re += "\\((?:emulated|native)\\) *";  // the padding the shorter name leaves
+            i += gpu_form.size();
             continue;
         }
         if (shown.compare(i, 2, "[[") == 0) {
