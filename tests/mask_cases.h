@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "runtime/equivalence.h"
 #include "runtime/mask_spec.h"
 
 namespace plab::test {
@@ -163,6 +165,25 @@ inline AttentionTileCounts expected_tile_counts(const Mask& mask, const ChunkPla
         pos0 += len;
     }
     return c;
+}
+
+// Prefills `tokens` with `plan` on a tiled (fast) backend and requires the tiles
+// it counted to be exactly those the mask's classification calls empty, partial
+// and full: the kernel skips what it says and no more.
+inline PrefillSnapshot prefill_checking_tiles(Backend& fast, const DeviceModel& model,
+                                              const std::vector<int32_t>& tokens,
+                                              const ChunkPlan& plan, const SessionOptions& so) {
+    fast.reset_attention_tile_counts();
+    PrefillSnapshot got = run_prefill_snapshot(model, tokens, plan, so);
+    const AttentionTileCounts n = fast.attention_tile_counts();
+    const AttentionTileCounts e =
+        expected_tile_counts(so.mask.view(), plan, model.config().n_layers, model.config().n_heads,
+                             n.query_tile, n.key_tile);
+    REQUIRE(n.query_tile == 32);
+    REQUIRE(n.skipped == e.skipped);
+    REQUIRE(n.partial == e.partial);
+    REQUIRE(n.full == e.full);
+    return got;
 }
 
 }  // namespace plab::test
