@@ -1,86 +1,199 @@
 #!/usr/bin/env bash
-# kernels/device-check.sh: the GPU path on a real CUDA device, in under 5 minutes.
+# kernels/device-check.sh: the GPU path on a real CUDA device, in under 10 minutes
+# on an H200 including the build.
 #
-# What it does, in order (each step prints its wall time):
-#   1. builds natively: Release, only this GPU's architecture (so ~1-2 minutes),
-#   2. runs the GPU tests (ctest -L test_gpu): every kernel and whole prefills,
-#      natively *and* emulated (tests/gpu/gpu_test_util.h runs both forms),
-#   3. checks that the registry picked the native kernels ("gpu-ref (native)"),
-#      and that gpu-ref stays bitwise equal to cpu-ref under chunked prefill,
-#   4. prints the table last: per backend (cpu-ref, gpu-ref, gpu) and prompt
-#      length (128, 512, 2048) on a random stories15M-shaped model (D=288, L=6,
-#      H=6, Dh=48, F=768, V=32000, max_seq_len 2048): prefill tokens/s (median
-#      of 3 runs after a warm-up), max |diff| of the last logits and of every
-#      cached K/V against cpu-ref, and the bitwise flag (`plab compare`).
-# `plab compare` exits non-zero if any row breaks its promise (reference rows
-# bitwise, fast rows within relative 1e-5 with the same first token).
+# Steps (each prints its wall time; each step's output is written to a log file
+# first and checked afterwards, so a failing step shows what it printed):
+#   0. prerequisites, one line each: bash, CMake >= 3.25, a C++ compiler, nvcc,
+#      the header-only libraries (from --deps or the system), nvidia-smi and a
+#      device; python3 for the recipe tests,
+#   1. native build: Release, only this GPU's architecture, viewer off,
+#   2. the GPU tests with PLAB_REQUIRE_NATIVE=1 (a machine whose CUDA cannot be
+#      used fails here instead of passing in emulation), every kernel and whole
+#      prefills natively *and* emulated (tests/gpu/gpu_test_util.h runs both),
+#   3. every other test (lessons included: no "(emulated)" literal may remain),
+#   4. the registry picked the native kernels; chunked gpu-ref == cpu-ref,
+#   5. each kernel's registers, stack frame (local memory) and shared memory,
+#      read from the compiled sm_XX code (cuobjdump),
+#   6. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
+#      length (128, 512, 2048) on a random stories15M-shaped model: prefill
+#      time and tokens/s (median of 3 runs after a warm-up), max |diff| of the
+#      last logits and of every cached K/V against cpu-ref, bitwise, the first
+#      token, and whether the row kept its promise (`plab compare`, which exits
+#      non-zero when a row breaks it). The cpu row is the fast CPU backend: the
+#      gpu row's difference from cpu-ref can be read against it.
 #
 # Usage
-#   on the GPU machine:   kernels/device-check.sh [--deps DIR]
+#   on the GPU machine:   kernels/device-check.sh [--deps DIR] [--logs DIR]
+#   anywhere:             kernels/device-check.sh --dry-run [--deps DIR]
 #   on a dev machine:     kernels/device-check.sh --pack-deps DIR
+# --dry-run prints the prerequisites found and the steps, builds and runs nothing.
 # --pack-deps copies this machine's header-only build dependencies (Eigen 3,
 # CLI11, nlohmann_json, Catch2 v2) with their CMake files into DIR, for a GPU
 # machine that has CUDA and CMake but not these (pass the copy with --deps).
+# --logs DIR keeps every step's log there (default: next to the build folder).
 # Environment: PLAB_DEVICE_BUILD (build folder, default build-device),
-# PLAB_CUDA_ARCHITECTURES (default: the GPU's own, from nvidia-smi).
-set -euo pipefail
+# PLAB_CUDA_ARCHITECTURES (default: the GPU's own, from nvidia-smi),
+# PLAB_DEVICE_LENGTHS (the table's prompt lengths, default 128,512,2048).
+set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${PLAB_DEVICE_BUILD:-$root/build-device}"
+lengths="${PLAB_DEVICE_LENGTHS:-128,512,2048}"
 deps=""
+logs=""
+dry_run=0
 
-if [[ "${1:-}" == "--pack-deps" ]]; then
-    dir="${2:?--pack-deps needs a folder}"
-    mkdir -p "$dir"
-    # Keep /usr's layout: the CMake config files find their headers relative to themselves.
-    (cd /usr && cp -r --parents include/eigen3 share/eigen3/cmake include/CLI share/cmake/CLI11 \
-        include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 \
-        lib/libCatch2WithMain.a "$dir"/)
-    du -sh "$dir"
-    exit 0
-fi
-if [[ "${1:-}" == "--deps" ]]; then
-    deps="$(cd "${2:?--deps needs a folder}" && pwd)"
-fi
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+    --pack-deps)
+        mkdir -p "${2:?--pack-deps needs a folder}" || exit 2
+        dir="$(cd "$2" && pwd)"
+        # Keep /usr's layout: the CMake config files find their headers relative to themselves.
+        (cd /usr && cp -r --parents include/eigen3 share/eigen3/cmake include/CLI share/cmake/CLI11 \
+            include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 "$dir"/)
+        du -sh "$dir"
+        exit 0
+        ;;
+    --deps) deps="$(cd "${2:?--deps needs a folder}" && pwd)" || exit 2; shift 2 ;;
+    --logs) logs="${2:?--logs needs a folder}"; shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    *)
+        echo "device-check: unknown option '$1'; expected --deps DIR, --logs DIR, --dry-run or --pack-deps DIR" >&2
+        exit 2
+        ;;
+    esac
+done
+logs="${logs:-$build-logs}"
 
 step() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)"; }
 start=$(date +%s)
+missing=0
+found() { printf '  ok       %-22s %s\n' "$1" "$2"; }
+lacking() { printf '  MISSING  %-22s %s\n' "$1" "$2"; missing=$((missing + 1)); }
 
-step "0. device"
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L; then
-    echo "device-check: no NVIDIA GPU visible (nvidia-smi); this check needs one" >&2
+# version_at_least A B: is dotted version A >= B?
+version_at_least() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]; }
+
+# header DIR-RELATIVE-PATH NAME: a header-only library, from --deps or the system.
+header() {
+    local rel="$1" name="$2" d
+    for d in ${deps:+"$deps/include"} /usr/include /usr/local/include; do
+        if [[ -e "$d/$rel" ]]; then found "$name" "$d/$rel"; return; fi
+    done
+    lacking "$name" "no $rel under ${deps:+$deps/include, }/usr/include or /usr/local/include (run --pack-deps DIR on a dev machine, pass --deps DIR)"
+}
+
+step "0. prerequisites"
+if command -v cmake >/dev/null; then
+    v="$(cmake --version | head -n 1 | awk '{print $3}')"
+    if version_at_least "$v" 3.25; then found cmake "$v"; else lacking cmake "$v is older than 3.25 (CMakePresets.json version 6)"; fi
+else
+    lacking cmake "not on PATH (needs >= 3.25)"
+fi
+cxx="${CXX:-$(command -v g++ || command -v c++ || true)}"
+if [[ -n "$cxx" ]]; then found "C++ compiler" "$cxx ($("$cxx" --version | head -n 1))"; else lacking "C++ compiler" "no g++ or c++ on PATH"; fi
+nvcc_bin="$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)"
+if [[ -n "$nvcc_bin" ]]; then found nvcc "$nvcc_bin ($("$nvcc_bin" --version | grep -o 'release [0-9.]*'))"; else lacking nvcc "not on PATH or in /usr/local/cuda/bin"; fi
+header eigen3/Eigen/Core "Eigen 3"
+header CLI/CLI.hpp CLI11
+header nlohmann/json.hpp nlohmann_json
+header catch2/catch.hpp "Catch2 v2"
+if command -v python3 >/dev/null; then found python3 "$(python3 --version 2>&1) (recipe tests)"; else lacking python3 "not on PATH (tests/recipe need it)"; fi
+device=""
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    device="$(nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader | head -n 1)"
+    found "CUDA device" "$device"
+else
+    if ((dry_run)); then
+        printf '  none     %-22s %s\n' "CUDA device" "no GPU visible to nvidia-smi (a real run stops here)"
+    else
+        lacking "CUDA device" "no GPU visible to nvidia-smi; this check needs one"
+    fi
+fi
+arch="${PLAB_CUDA_ARCHITECTURES:-}"
+if [[ -z "$arch" && -n "$device" ]]; then
+    arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')"
+fi
+arch="${arch:-90}"
+echo "  build for CUDA architecture(s): $arch; build folder $build; logs in $logs"
+
+steps=(
+    "1. native build (Release, PLAB_CUDA_ARCHITECTURES=$arch, viewer off)"
+    "2. GPU tests with PLAB_REQUIRE_NATIVE=1 (ctest -L test_gpu|test_gpu_mask), native and emulated"
+    "3. every other test (ctest -LE 'test_gpu|viewer')"
+    "4. gpu-ref runs natively (plab toy); chunked gpu-ref and gpu against cpu-ref (plab compare, 5 plans)"
+    "5. registers, stack frame and shared memory of every kernel (cuobjdump --dump-resource-usage)"
+    "6. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
+)
+if ((dry_run)); then
+    echo
+    echo "steps a real run takes:"
+    printf '  %s\n' "${steps[@]}"
+    echo
+    if ((missing)); then echo "device-check --dry-run: $missing prerequisite(s) missing"; else echo "device-check --dry-run: every prerequisite found"; fi
+    exit 0
+fi
+if ((missing)); then
+    echo "device-check: $missing prerequisite(s) missing (see above); nothing was built" >&2
     exit 2
 fi
-nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv
-arch="${PLAB_CUDA_ARCHITECTURES:-}"
-if [[ -z "$arch" ]]; then
-    cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')"
-    arch="${cap:-90}"
-fi
-echo "building for CUDA architecture(s): $arch"
+mkdir -p "$logs"
 
-step "1. native build (Release)"
+# run_step NAME LOG COMMAND...: runs COMMAND with its output in LOG, then shows
+# the log's end and stops the check when COMMAND failed.
+run_step() {
+    local log="$logs/$1.log"
+    shift
+    "$@" >"$log" 2>&1
+    local rc=$?
+    tail -n 25 "$log"
+    if ((rc != 0)); then
+        echo "device-check: step failed (exit $rc); whole log: $log" >&2
+        exit 1
+    fi
+}
+
+step "${steps[0]}"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPLAB_CUDA=ON \
-    -DPLAB_VIEWER=OFF -DPLAB_CUDA_ARCHITECTURES="$arch" ${deps:+-DCMAKE_PREFIX_PATH="$deps"} \
-    >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
-grep -E "native CUDA kernels" "$build.configure.log"
-cmake --build "$build" -j "$(nproc)" --target plab_cli test_gpu
+run_step configure cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPLAB_CUDA=ON \
+    -DPLAB_VIEWER=OFF -DPLAB_CUDA_ARCHITECTURES="$arch" ${deps:+-DCMAKE_PREFIX_PATH="$deps"}
+grep -q "native CUDA kernels ON" "$logs/configure.log" ||
+    { echo "device-check: CMake did not enable the native CUDA kernels (see $logs/configure.log)" >&2; exit 1; }
+run_step build cmake --build "$build" -j "$(nproc)"
 
-step "2. GPU tests, native and emulated"
+step "${steps[1]}"
 # PLAB_CUDA_SYNC=1: every launch waits for its kernel, so a fault names the kernel.
-PLAB_CUDA_SYNC=1 ctest --test-dir "$build" -L test_gpu -j 4 --output-on-failure
+run_step gpu-tests env PLAB_REQUIRE_NATIVE=1 PLAB_CUDA_SYNC=1 \
+    ctest --test-dir "$build" -L 'test_gpu|test_gpu_mask' -j 8 --output-on-failure
 
-step "3. the registry runs the native kernels; chunked gpu-ref == cpu-ref"
+step "${steps[2]}"
+run_step other-tests ctest --test-dir "$build" -LE 'test_gpu|viewer' -j "$(nproc)" --output-on-failure
+
+step "${steps[3]}"
 plab="$build/plab"
-"$plab" toy --backend gpu-ref | tee /dev/stderr | grep -q "gpu-ref (native)" ||
-    { echo "device-check: gpu-ref did not run natively" >&2; exit 1; }
-"$plab" compare --random stories15m --lengths 300 --backends gpu-ref,gpu \
+run_step toy "$plab" toy --backend gpu-ref
+grep -q "gpu-ref (native)" "$logs/toy.log" ||
+    { echo "device-check: gpu-ref did not run natively (see $logs/toy.log)" >&2; exit 1; }
+run_step chunked "$plab" compare --random stories15m --lengths 300 --backends gpu-ref,gpu \
     --plans "full;1;7;64;100,1,199" --block-size 16
 
-step "4. prefill on a stories15M-shaped model: speed and difference from cpu-ref"
-"$plab" compare --random stories15m --lengths 128,512,2048 --backends cpu-ref,gpu-ref,gpu \
-    --plans full --repeats 3
+step "${steps[4]}"
+if command -v cuobjdump >/dev/null; then
+    cuobjdump --dump-resource-usage "$plab" >"$logs/resources.log" 2>&1
+    # One line per kernel: its (demangled-enough) name and its resource line.
+    awk '/Function/ {name=$2} /REG:/ {sub(/^[ \t]*/, ""); print name ": " $0}' "$logs/resources.log" |
+        sed 's/^_Z[0-9]*//' | sort -u | head -n 60
+else
+    echo "(cuobjdump not on PATH: skipped)"
+fi
+
+step "${steps[5]}"
+"$plab" compare --random stories15m --lengths "$lengths" --backends cpu-ref,cpu,gpu-ref,gpu \
+    --plans full --repeats 3 >"$logs/table.log" 2>&1
+rc=$?
+cat "$logs/table.log"
 echo
-echo "device-check: done in $(($(date +%s) - start)) s"
+echo "device-check: done in $(($(date +%s) - start)) s (table exit $rc)"
+exit $rc
