@@ -51,7 +51,8 @@ while [[ $# -gt 0 ]]; do
         dir="$(cd "$2" && pwd)"
         # Keep /usr's layout: the CMake config files find their headers relative to themselves.
         (cd /usr && cp -r --parents include/eigen3 share/eigen3/cmake include/CLI share/cmake/CLI11 \
-            include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 "$dir"/)
+            include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 \
+            lib/libCatch2WithMain.a "$dir"/)
         du -sh "$dir"
         exit 0
         ;;
