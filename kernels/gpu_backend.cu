@@ -2,8 +2,7 @@
 //
 // What it teaches: the host side of GPU programming. Buffers are device
 // memory (cudaMalloc); small integer arrays (tokens, KV slots, a block table)
-// are copied to a reusable device scratch area before the kernel that reads
-// them; every CUDA call is checked (PLAB_CUDA_CHECK) and every launch goes
+// are kept on the device and copied again only when they change; every CUDA call is checked (PLAB_CUDA_CHECK) and every launch goes
 // through PLAB_LAUNCH, which names the kernel in any error. The two variants
 // share the elementwise kernels and differ where speed and bits trade off:
 //
@@ -15,15 +14,24 @@
 //   argmax      argmax_ref_kernel                argmax_fast_kernel
 //   // clang-format on
 //
-// Left out: streams and overlap (every op runs on the default stream, so
-// stream order alone keeps scratch copies and kernels in sequence), pinned
-// host memory, CUDA graphs.
+// Timing that measures kernels (issue 14): the small integer arrays stay on
+// the device between ops (ResidentArray) and cross the bus only when they
+// change — once per chunk for the KV slots and the block table, which every
+// layer shares — asynchronously from pinned host memory; and with
+// set_device_op_timing(true) every op is bracketed by two CUDA events
+// (OpClock), so `plab bench` can say how much of a prefill's wall time the
+// kernels themselves took.
+//
+// Left out: several streams and overlap (every op runs on the default stream,
+// so stream order alone keeps copies and kernels in sequence), CUDA graphs.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gpu_backend.h"
 #include "kernels.h"
+#include "simt/simt_async.h"
 
 namespace plab::PLAB_SIMT_NS {
 namespace {
@@ -38,6 +46,137 @@ bool emulated_named_native_for_tests() {
     return v != nullptr && std::string(v) == "native";
 }
 
+// Device-side op timing: a pair of CUDA events per op, reused between reads.
+class OpClock {
+public:
+    OpClock() = default;
+    ~OpClock() {
+        for (auto& e : events_) {
+            cudaEventDestroy(e.start);
+            cudaEventDestroy(e.stop);
+        }
+    }
+    OpClock(const OpClock&) = delete;
+    OpClock& operator=(const OpClock&) = delete;
+
+    bool on = false;
+
+    // Records the start of op `name`; returns its index, or -1 when timing is off.
+    int start(const char* name) {
+        if (!on) return -1;
+        if (used_ == events_.size()) {
+            Pair p;
+            PLAB_CUDA_CHECK(cudaEventCreate(&p.start));
+            PLAB_CUDA_CHECK(cudaEventCreate(&p.stop));
+            events_.push_back(p);
+        }
+        events_[used_].name = name;
+        PLAB_CUDA_CHECK(cudaEventRecord(events_[used_].start, 0));
+        return static_cast<int>(used_++);
+    }
+    // Records the end of op i. Unchecked because it runs in a destructor: a
+    // failing record here is reported by the next checked call.
+    void stop(int i) noexcept {
+        if (i >= 0) cudaEventRecord(events_[std::size_t(i)].stop, 0);
+    }
+    // Every op timed since the last take, in launch order (waits for the last one).
+    std::vector<DeviceOpTime> take() {
+        std::vector<DeviceOpTime> out;
+        if (used_ == 0) return out;
+        PLAB_CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1].stop));
+        for (std::size_t i = 0; i < used_; ++i) {
+            float from_first = 0, ms = 0;
+            PLAB_CUDA_CHECK(cudaEventElapsedTime(&from_first, events_[0].start, events_[i].start));
+            PLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].start, events_[i].stop));
+            out.push_back({events_[i].name, from_first, ms});
+        }
+        used_ = 0;
+        return out;
+    }
+
+private:
+    struct Pair {
+        cudaEvent_t start = nullptr;
+        cudaEvent_t stop = nullptr;
+        const char* name = "";
+    };
+    std::vector<Pair> events_;
+    std::size_t used_ = 0;  // pairs recorded since the last take()
+};
+
+// One op timed from construction to destruction (nothing when timing is off).
+class TimedOp {
+public:
+    TimedOp(OpClock& clock, const char* name) : clock_(clock), index_(clock.start(name)) {}
+    ~TimedOp() { clock_.stop(index_); }
+    TimedOp(const TimedOp&) = delete;
+    TimedOp& operator=(const TimedOp&) = delete;
+
+private:
+    OpClock& clock_;
+    int index_;
+};
+
+// A small array of 32-bit integers (tokens, KV slots, a block table, a mask's
+// data words) kept on the device between ops and copied again only when it
+// changes. Every layer of a chunk reads the same slots and block table, so
+// they cross the bus once per chunk instead of once per layer. The copy is
+// asynchronous, from pinned host memory: the host writes the pinned staging
+// area only after the device has finished reading its previous contents.
+template <typename T>
+class ResidentArray {
+public:
+    ResidentArray() = default;
+    ~ResidentArray() {
+        if (ready_ != nullptr) cudaEventDestroy(ready_);
+        cudaFreeHost(staging_);
+        cudaFree(device_);
+    }
+    ResidentArray(const ResidentArray&) = delete;
+    ResidentArray& operator=(const ResidentArray&) = delete;
+
+    const T* upload(std::span<const T> values, OpClock& clock) {
+        if (valid_ && values.size() == host_.size() &&
+            std::equal(values.begin(), values.end(), host_.begin())) {
+            return device_;  // already there: no copy
+        }
+        if (ready_ == nullptr) PLAB_CUDA_CHECK(cudaEventCreate(&ready_));
+        if (values.size() > capacity_) {
+            // cudaFree waits for the device, so no queued kernel still reads it.
+            PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
+            PLAB_CUDA_CHECK(cudaFree(device_));
+            PLAB_CUDA_CHECK(cudaFreeHost(staging_));
+            device_ = nullptr;
+            staging_ = nullptr;
+            capacity_ = std::max<std::size_t>(values.size(), 1024);
+            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_ * sizeof(T)));
+            PLAB_CUDA_CHECK(
+                cudaMallocHost(reinterpret_cast<void**>(&staging_), capacity_ * sizeof(T)));
+        } else {
+            // The previous copy out of the staging area must be done before it is rewritten.
+            PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
+        }
+        if (!values.empty()) std::memcpy(staging_, values.data(), values.size() * sizeof(T));
+        {
+            TimedOp t(clock, "upload");
+            PLAB_CUDA_CHECK(cudaMemcpyAsync(device_, staging_, values.size() * sizeof(T),
+                                            cudaMemcpyHostToDevice, 0));
+        }
+        PLAB_CUDA_CHECK(cudaEventRecord(ready_, 0));
+        host_.assign(values.begin(), values.end());
+        valid_ = true;
+        return device_;
+    }
+
+private:
+    T* device_ = nullptr;
+    T* staging_ = nullptr;  // pinned host memory
+    std::size_t capacity_ = 0;
+    cudaEvent_t ready_ = nullptr;  // recorded after the last copy out of staging_
+    std::vector<T> host_;          // what device_ holds now
+    bool valid_ = false;
+};
+
 class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
@@ -49,8 +188,6 @@ public:
     // Destructors and release() are noexcept: a failing cudaFree there cannot be
     // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
-        cudaFree(scratch_);
-        cudaFree(mask_scratch_);
         cudaFree(tile_counts_);
         cudaFree(result_);
     }
@@ -72,14 +209,17 @@ public:
     void release(Buffer b) noexcept override { cudaFree(b.data); }
     void upload(Buffer dst, const float* src, std::size_t n) override {
         PLAB_ASSERT(n <= dst.size);
+        TimedOp t(clock_, "upload");
         PLAB_CUDA_CHECK(cudaMemcpy(dst.data, src, n * sizeof(float), cudaMemcpyHostToDevice));
     }
     void download(float* dst, Buffer src, std::size_t n) override {
         PLAB_ASSERT(n <= src.size);
+        TimedOp t(clock_, "download");
         PLAB_CUDA_CHECK(cudaMemcpy(dst, src.data, n * sizeof(float), cudaMemcpyDeviceToHost));
     }
     void fill(Buffer dst, float value) override {
         const long long n = static_cast<long long>(dst.size);
+        TimedOp t(clock_, "fill");
         PLAB_LAUNCH(fill_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, dst.data, n,
                     value);
     }
@@ -88,8 +228,9 @@ public:
     void embed(Buffer out, std::span<const int32_t> tokens, Buffer table, int dim) override {
         PLAB_ASSERT(out.size >= tokens.size() * std::size_t(dim));
         for (int32_t t : tokens) PLAB_ASSERT(t >= 0 && std::size_t(t + 1) * dim <= table.size);
-        const int32_t* d_tokens = to_device(tokens);
+        const int32_t* d_tokens = tokens_.upload(tokens, clock_);
         const long long n = static_cast<long long>(tokens.size()) * dim;
+        TimedOp t(clock_, "embed");
         PLAB_LAUNCH(embed_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, out.data,
                     table.data, d_tokens, static_cast<int>(tokens.size()), dim);
     }
@@ -97,6 +238,7 @@ public:
     void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) override {
         PLAB_ASSERT(out.size >= std::size_t(rows) * dim && x.size >= std::size_t(rows) * dim);
         // 128 threads: D is a few hundred at most here; a multiple of 32 for the shuffles.
+        TimedOp t(clock_, "rmsnorm");
         if (variant_ == GpuVariant::reference) {
             PLAB_LAUNCH(rmsnorm_ref_kernel, rows, 128, 0, out.data, x.data, weight.data, dim, eps);
         } else {
@@ -107,6 +249,7 @@ public:
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override {
         PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&
                     w.size >= std::size_t(n) * k);
+        TimedOp t(clock_, "matmul");
         if (variant_ == GpuVariant::reference) {
             const long long outputs = static_cast<long long>(m) * n;
             PLAB_LAUNCH(matmul_ref_kernel, blocks_for(outputs, kThreadsPerBlock), kThreadsPerBlock,
@@ -121,6 +264,7 @@ public:
     void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
               Buffer sin) override {
         PLAB_ASSERT(std::size_t(pos0 + rows) * (head_dim / 2) <= cos.size);
+        TimedOp t(clock_, "rope");
         const long long n = static_cast<long long>(rows) * n_heads;
         PLAB_LAUNCH(rope_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, x.data, rows,
                     n_heads, head_dim, pos0, cos.data, sin.data);
@@ -132,8 +276,9 @@ public:
             PLAB_ASSERT(slot >= 0 && std::size_t(slot + 1) * row_size <= k_pool.size &&
                         std::size_t(slot + 1) * row_size <= v_pool.size);
         }
-        const int32_t* d_slots = to_device(slots);
+        const int32_t* d_slots = slots_.upload(slots, clock_);
         const long long n = static_cast<long long>(slots.size()) * row_size;
+        TimedOp t(clock_, "kv_append");
         PLAB_LAUNCH(kv_append_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0,
                     k_pool.data, v_pool.data, k.data, v.data, d_slots,
                     static_cast<int>(slots.size()), row_size);
@@ -143,8 +288,9 @@ public:
                    std::span<const int32_t> block_table, const AttentionShape& s) override {
         check_attention(block_table, s);
         if (s.n_queries == 0) return;
-        const int32_t* d_table = to_device(block_table);
+        const int32_t* d_table = block_table_.upload(block_table, clock_);
         const AttentionShape ds = with_device_mask(s);
+        TimedOp t(clock_, "attention");
         if (variant_ == GpuVariant::reference) {
             PLAB_LAUNCH(attention_ref_kernel, dim3(s.n_queries, s.n_heads), 64, scores_bytes(s),
                         out.data, q.data, k_pool.data, v_pool.data, d_table, ds);
@@ -167,8 +313,9 @@ public:
         PLAB_ASSERT(head >= 0 && head < s.n_heads && probs.size >= cells);
         PLAB_ASSERT(scores.data == nullptr || scores.size >= cells);
         if (s.n_queries == 0) return;
-        const int32_t* d_table = to_device(block_table);
+        const int32_t* d_table = block_table_.upload(block_table, clock_);
         const AttentionShape ds = with_device_mask(s);
+        TimedOp t(clock_, "attention_probs");
         PLAB_LAUNCH(attention_probs_kernel, s.n_queries, 64, scores_bytes(s), probs.data,
                     scores.data, q.data, k_pool.data, d_table, ds, head);
     }
@@ -181,18 +328,24 @@ public:
         return {kFlashQueries, kFlashKeys, static_cast<long long>(c[0]),
                 static_cast<long long>(c[1]), static_cast<long long>(c[2])};
     }
+    bool times_device_ops() const override { return true; }
+    void set_device_op_timing(bool on) override { clock_.on = on; }
+    std::vector<DeviceOpTime> take_device_op_times() override { return clock_.take(); }
+
     void reset_attention_tile_counts() override {
         PLAB_CUDA_CHECK(cudaMemset(tile_counts_, 0, 3 * sizeof(unsigned long long)));
     }
 
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override {
         const long long count = static_cast<long long>(n);
+        TimedOp t(clock_, "swiglu");
         PLAB_LAUNCH(swiglu_kernel, blocks_for(count, kThreadsPerBlock), kThreadsPerBlock, 0,
                     out.data, gate.data, up.data, count);
     }
 
     void add(Buffer x, Buffer y, std::size_t n) override {
         const long long count = static_cast<long long>(n);
+        TimedOp t(clock_, "add");
         PLAB_LAUNCH(add_kernel, blocks_for(count, kThreadsPerBlock), kThreadsPerBlock, 0, x.data,
                     y.data, count);
     }
@@ -200,6 +353,7 @@ public:
     int argmax(Buffer x, std::size_t n) override {
         PLAB_ASSERT(n > 0 && n <= x.size);
         const long long count = static_cast<long long>(n);
+        TimedOp t(clock_, "argmax");
         if (variant_ == GpuVariant::reference) {
             PLAB_LAUNCH(argmax_ref_kernel, 1, 1, 0, result_, x.data, count);
         } else {
@@ -211,38 +365,14 @@ public:
     }
 
 private:
-    // Copies a small host array into the device scratch area (grown as needed).
-    // Safe to reuse across ops: the default stream runs the copy only after
-    // the previous kernel that read the scratch has finished.
-    const int32_t* to_device(std::span<const int32_t> values) {
-        if (values.size() > scratch_capacity_) {
-            PLAB_CUDA_CHECK(cudaFree(scratch_));
-            scratch_ = nullptr;
-            scratch_capacity_ = std::max<std::size_t>(values.size(), 1024);
-            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch_),
-                                       scratch_capacity_ * sizeof(int32_t)));
-        }
-        PLAB_CUDA_CHECK(cudaMemcpy(scratch_, values.data(), values.size() * sizeof(int32_t),
-                                   cudaMemcpyHostToDevice));
-        return scratch_;
-    }
-
     // The mask's data words (documents, custom bits, ALiBi slopes) live in host
     // memory; kernels get a copy of the shape whose mask points to a device copy.
     AttentionShape with_device_mask(const AttentionShape& s) {
         AttentionShape ds = s;
         if (s.mask.data_words == 0) return ds;
-        const std::size_t n = static_cast<std::size_t>(s.mask.data_words);
-        if (n > mask_capacity_) {
-            PLAB_CUDA_CHECK(cudaFree(mask_scratch_));
-            mask_scratch_ = nullptr;
-            mask_capacity_ = std::max<std::size_t>(n, 256);
-            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&mask_scratch_),
-                                       mask_capacity_ * sizeof(uint32_t)));
-        }
-        PLAB_CUDA_CHECK(
-            cudaMemcpy(mask_scratch_, s.mask.data, n * sizeof(uint32_t), cudaMemcpyHostToDevice));
-        ds.mask.data = mask_scratch_;
+        ds.mask.data = mask_words_.upload(
+            std::span<const uint32_t>(s.mask.data, static_cast<std::size_t>(s.mask.data_words)),
+            clock_);
         return ds;
     }
 
@@ -266,10 +396,12 @@ private:
     GpuVariant variant_;
     int* result_ = nullptr;                      // argmax result on the device
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
-    int32_t* scratch_ = nullptr;
-    std::size_t scratch_capacity_ = 0;
-    uint32_t* mask_scratch_ = nullptr;  // the current mask's data words on the device
-    std::size_t mask_capacity_ = 0;
+    OpClock clock_;                              // device-side op timing, while clock_.on
+    // Integer arrays on the device, copied again only when they change:
+    ResidentArray<int32_t> tokens_;       // the chunk's token ids (embed)
+    ResidentArray<int32_t> slots_;        // the chunk's KV slots (kv_append, every layer)
+    ResidentArray<int32_t> block_table_;  // the sequence's block table (attention, every layer)
+    ResidentArray<uint32_t> mask_words_;  // the mask's data words
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/attention_spec.h"
 
@@ -44,6 +45,15 @@ struct AttentionTileCounts {
     long long skipped = 0;
     long long partial = 0;
     long long full = 0;
+};
+
+// One op as the device ran it, timed by the device itself (GPU backends: a
+// CUDA event recorded before and after the op's launches). A host clock around
+// a launch would time the launch, not the kernel: launches return at once.
+struct DeviceOpTime {
+    std::string op;       // the Backend method: "matmul", "attention", "upload", ...
+    double start_ms = 0;  // from the start of the first op timed
+    double ms = 0;        // device time of this op
 };
 
 class Backend {
@@ -105,6 +115,16 @@ public:
     virtual void add(Buffer x, Buffer y, std::size_t n) = 0;
     // Index of the largest of n values, lowest index on ties (greedy decoding).
     virtual int argmax(Buffer x, std::size_t n) = 0;
+
+    // ---- device timing (GPU backends) -----------------------------------------
+    // Whether this backend can time its ops on the device (CUDA events).
+    virtual bool times_device_ops() const { return false; }
+    // While on, every op is bracketed by two events. Off by default: recording
+    // events costs a little on every launch.
+    virtual void set_device_op_timing(bool /*on*/) {}
+    // The ops timed since timing was turned on or last taken, in launch order;
+    // waits for the device first. Empty for backends that do not time ops.
+    virtual std::vector<DeviceOpTime> take_device_op_times() { return {}; }
 };
 
 // Owns one Buffer of a backend; frees it on destruction (RAII).

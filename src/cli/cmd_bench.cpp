@@ -1,5 +1,6 @@
 // `plab bench`: prefill and decode speed, as fractions of this machine's
 // measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -34,6 +35,31 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     for (const auto& p : rows) {
         std::printf("  %-22s %7d %12.2f %13.2fx\n", p.backend.c_str(), p.tokens, p.worst_s * 1e3,
                     p.worst_s / p.median_s);
+    }
+}
+
+// Device time by op of the GPU backends: one more prefill per length with a
+// CUDA event before and after every op. What the events do not cover — host
+// work between launches, launch latency — is the wall time minus their sum.
+void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
+    for (const auto& b : rows) {
+        const bool emulated = b.backend.find("(emulated)") != std::string::npos;
+        std::printf(
+            "\nDevice time by op, %s, one prefill of %d tokens with a CUDA event before and "
+            "after every op%s:\n",
+            b.backend.c_str(), b.tokens,
+            emulated ? "\n  (emulated: the events read the host clock, so these time the "
+                       "emulator, not a GPU)"
+                     : "");
+        std::printf("  %-16s %9s %11s %9s\n", "op", "launches", "device ms", "of wall");
+        for (const auto& op : b.ops) {
+            std::printf("  %-16s %9d %11.3f %8.1f%%\n", op.op.c_str(), op.launches, op.ms,
+                        100 * op.ms / b.wall_ms);
+        }
+        std::printf(
+            "  every op %20.3f %8.1f%% of the %.3f ms wall time; the other %.3f ms are host "
+            "work and gaps between launches\n",
+            b.ops_ms, 100 * b.ops_ms / b.wall_ms, b.wall_ms, std::max(0.0, b.wall_ms - b.ops_ms));
     }
 }
 
@@ -81,6 +107,16 @@ void run(BenchCliOptions o) {
         };
         for (const auto& p : r.prefill) j["prefill"].push_back(prefill_json(p));
         for (const auto& d : r.decode) j["decode"].push_back(decode_json(d));
+        for (const auto& b : r.device_ops) {
+            nlohmann::json row = {{"backend", b.backend},
+                                  {"tokens", b.tokens},
+                                  {"wall_ms", b.wall_ms},
+                                  {"ops_ms", b.ops_ms},
+                                  {"ops", nlohmann::json::array()}};
+            for (const auto& op : b.ops)
+                row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
+            j["device_ops"].push_back(row);
+        }
         if (o.bench.load) {
             j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
             j["prefill_single_thread"] = nlohmann::json::array();
@@ -112,6 +148,7 @@ void run(BenchCliOptions o) {
         "  + 2*D*V                                         logits of the last position\n",
         o.bench.chunks.c_str());
     print_prefill_rows(r.prefill);
+    print_device_ops(r.device_ops);
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
         "  every weight + the K/V of the context)\n");

@@ -140,6 +140,34 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     return row;
 }
 
+// One more cold prefill of `n` tokens with every op timed on the device.
+DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model, int n,
+                                      const BenchOptions& o) {
+    const ModelConfig& c = model.config();
+    const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
+    Session s(model, session_for(tokens, c, o));
+    backend.synchronize();
+    backend.take_device_op_times();  // drop anything timed before
+    backend.set_device_op_timing(true);
+    const PrefillResult r = s.prefill(tokens, parse_chunk_plan(o.chunks, n));
+    backend.set_device_op_timing(false);
+    DeviceOpBreakdown b;
+    b.backend = backend.name();
+    b.tokens = n;
+    b.wall_ms = r.prefill_us * 1e-3;
+    for (const DeviceOpTime& t : backend.take_device_op_times()) {
+        auto it = std::find_if(b.ops.begin(), b.ops.end(),
+                               [&](const DeviceOpRow& row) { return row.op == t.op; });
+        if (it == b.ops.end()) it = b.ops.insert(b.ops.end(), DeviceOpRow{t.op, 0, 0});
+        it->launches += 1;
+        it->ms += t.ms;
+        b.ops_ms += t.ms;
+    }
+    std::stable_sort(b.ops.begin(), b.ops.end(),
+                     [](const DeviceOpRow& a, const DeviceOpRow& z) { return a.ms > z.ms; });
+    return b;
+}
+
 // Prefills a short prompt, then times single-token steps.
 DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
                           const MachineSpeed& machine) {
@@ -210,6 +238,10 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         for (int n : o.lengths) {
             r.prefill.push_back(prefill_row(backend->name(), c, n, time_prefills(*model, n, o),
                                             r.machine.gemm_gflops));
+        }
+        if (backend->times_device_ops()) {
+            for (int n : o.lengths)
+                r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
         }
         r.decode.push_back(decode_row(*backend, *model, o, r.machine));
         if (o.load && name == "cpu") {

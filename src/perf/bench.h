@@ -61,6 +61,23 @@ struct DecodeBenchRow {
     double ratio_to_quiet = 0;  // under load: median_step_s / the quiet row's
 };
 
+// One prefill of a backend that times its ops on the device (the GPU
+// backends: a CUDA event before and after every op), summed by op. The sum of
+// the op times against the wall time says how much of a prefill the kernels
+// and copies themselves took; the rest is host work and gaps between launches.
+struct DeviceOpRow {
+    std::string op;  // the Backend method: "matmul", "attention", "upload", ...
+    int launches = 0;
+    double ms = 0;
+};
+struct DeviceOpBreakdown {
+    std::string backend;
+    int tokens = 0;
+    double wall_ms = 0;            // this prefill's wall time (with the events recorded)
+    double ops_ms = 0;             // sum of every op's device time
+    std::vector<DeviceOpRow> ops;  // largest first
+};
+
 struct BenchReport {
     ModelConfig config;
     MachineSpeed machine;
@@ -72,6 +89,8 @@ struct BenchReport {
     std::vector<PrefillBenchRow> prefill_load;
     std::vector<DecodeBenchRow> decode_load;
     int load_cpu = -1;  // the CPU the competitor spun on
+    // One row per (GPU backend, length): device time by op.
+    std::vector<DeviceOpBreakdown> device_ops;
 };
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);

@@ -82,6 +82,20 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
     }
     if (probes.all_logits) r.all_logits.reserve(std::size_t(n_total) * V);
 
+    // The workspace is allocated before the clock starts, as an engine does at
+    // start-up: a prefill's time is its kernels and copies, not cudaMalloc.
+    const int longest = *std::max_element(plan.lengths.begin(), plan.lengths.end());
+    ws_.ensure(model_.config(), longest);
+    ws_.ensure_logits(probes.all_logits ? longest : 1, V);
+    // With Trace::device_ops, a GPU backend times every op on the device too.
+    Backend& backend = model_.backend();
+    const bool device_ops =
+        trace_ && trace_->enabled && trace_->device_ops && backend.times_device_ops();
+    if (device_ops) {
+        backend.take_device_op_times();  // drop ops timed before this prefill
+        backend.set_device_op_timing(true);
+    }
+
     const auto wall0 = std::chrono::steady_clock::now();
     const double t0 = trace_ ? trace_->now_us() : 0;
     int offset = 0;
@@ -117,12 +131,24 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         }
         offset += len;
     }
-    model_.backend().synchronize();
+    backend.synchronize();
     r.prefill_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - wall0).count();
     if (trace_) {
         trace_->span("prefill", "prefill", t0,
                      {{"tokens", std::to_string(n_total)}, {"plan", plan.to_string()}});
+    }
+    if (device_ops) {
+        // The device's own clock, placed on the trace's "device" track from the
+        // prefill's start: the first op started on the device at or after t0.
+        backend.set_device_op_timing(false);
+        for (const DeviceOpTime& op : backend.take_device_op_times()) {
+            trace_->add({op.op,
+                         "device",
+                         t0 + op.start_ms * 1e3,
+                         op.ms * 1e3,
+                         {{"clock", "device (CUDA events)"}}});
+        }
     }
     return r;
 }

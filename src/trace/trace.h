@@ -51,6 +51,10 @@ public:
 
     // When false, add() does nothing (benchmarks turn per-layer events off).
     bool enabled = true;
+    // When true, a GPU backend also times every op of a prefill on the device
+    // (CUDA events): spans of category "device", drawn on their own track.
+    // Off by default: the events cost a little on every launch.
+    bool device_ops = false;
 
 private:
     std::chrono::steady_clock::time_point origin_;

@@ -31,7 +31,14 @@ TEST_CASE("prefill emits chunk spans and per-layer KV appends with blocks", "[tr
     REQUIRE(chunk->args.at("length") == "5");
     REQUIRE(trace.find("prefill")->dur_us >= chunk->dur_us);
 
+    // Every event, after one metadata record naming the host track (a cpu
+    // backend has no device track: its ops are not timed on a device).
     const auto j = nlohmann::json::parse(trace.to_chrome_json());
-    REQUIRE(j["traceEvents"].size() == trace.events().size());
-    REQUIRE(j["traceEvents"][0].contains("ph"));
+    REQUIRE(j["traceEvents"].size() == trace.events().size() + 1);
+    REQUIRE(j["traceEvents"][0]["ph"] == "M");
+    REQUIRE(j["traceEvents"][0]["args"]["name"] == "host");
+    for (std::size_t i = 1; i < j["traceEvents"].size(); ++i) {
+        REQUIRE(j["traceEvents"][i]["name"] == trace.events()[i - 1].name);
+        REQUIRE(j["traceEvents"][i]["tid"] == 1);
+    }
 }

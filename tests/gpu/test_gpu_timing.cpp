@@ -1,0 +1,186 @@
+// Timing that measures kernels (issue 14 item 2): the GPU backends time every
+// op on the device (a CUDA event before and after it), keep the small integer
+// arrays resident between ops, and copy the KV slots and the block table once
+// per chunk rather than once per layer.
+//
+// What it shows: the op list of one prefill is exactly what forward.cpp
+// launches (counted here from the model's shape, not hard-coded), in launch
+// order; timing changes no bit of the result; an unchanged array is not copied
+// again, and a changed one is (a stale block table would give other logits).
+// Emulated everywhere (the events then read the host clock); natively too
+// where a CUDA device is present.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "backends/registry.h"
+#include "gpu_test_util.h"
+#include "model/model_io.h"
+#include "runtime/equivalence.h"
+#include "runtime/session.h"
+#include "test_util.h"
+
+namespace plab::test {
+namespace {
+
+std::map<std::string, int> launches_by_op(const std::vector<DeviceOpTime>& ops) {
+    std::map<std::string, int> n;
+    for (const DeviceOpTime& op : ops) n[op.op] += 1;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("gpu backends time every op of a prefill on the device, in launch order",
+          "[gpu][timing]") {
+    const ModelConfig c = small_config(48, 3, 4, 2, 12, 80, 67, 64);
+    const Weights weights = make_random_weights(c, 31);
+    const auto tokens = random_tokens(13, c.vocab_size, 32);
+    const ChunkPlan plan = parse_chunk_plan("5,8", 13);
+    const int chunks = 2, L = c.n_layers;
+
+    auto cpu = make_backend("cpu");
+    CHECK_FALSE(cpu->times_device_ops());
+    CHECK(cpu->take_device_op_times().empty());
+
+    for (GpuVariant variant : {GpuVariant::reference, GpuVariant::fast}) {
+        for (auto& gpu : gpu_backend_forms(variant)) {
+            INFO(gpu->name());
+            REQUIRE(gpu->times_device_ops());
+            const DeviceModel model(*gpu, weights);
+            // KV blocks of 4 positions: the block table grows from 2 to 4 blocks
+            // between the chunks (5 then 13 positions), so it changes too.
+            SessionOptions options;
+            options.block_size = 4;
+            const PrefillSnapshot untimed = run_prefill_snapshot(model, tokens, plan, options);
+
+            Session s(model, options);
+            gpu->take_device_op_times();
+            gpu->set_device_op_timing(true);
+            const PrefillResult r = s.prefill(tokens, plan);
+            gpu->set_device_op_timing(false);
+            const std::vector<DeviceOpTime> ops = gpu->take_device_op_times();
+
+            // Exactly the launches of runtime/forward.cpp, per chunk: per layer
+            // 7 projections, 2 RMSNorms, 2 RoPEs (Q, K), one KV append, one
+            // attention, one SwiGLU, 2 residual adds; then the final RMSNorm,
+            // the classifier and the logits' copy back.
+            const std::map<std::string, int> n = launches_by_op(ops);
+            CHECK(n.at("matmul") == chunks * (7 * L + 1));
+            CHECK(n.at("rmsnorm") == chunks * (2 * L + 1));
+            CHECK(n.at("rope") == chunks * 2 * L);
+            CHECK(n.at("kv_append") == chunks * L);
+            CHECK(n.at("attention") == chunks * L);
+            CHECK(n.at("swiglu") == chunks * L);
+            CHECK(n.at("add") == chunks * 2 * L);
+            CHECK(n.at("embed") == chunks);
+            CHECK(n.at("download") == chunks);
+            // Token ids, KV slots and the block table change between the two
+            // chunks and are copied once each per chunk: 3 per chunk, where
+            // copying the slots and the table for every layer would be 2L+1.
+            CHECK(n.at("upload") == 3 * chunks);
+
+            REQUIRE(!ops.empty());
+            CHECK(ops.front().start_ms == 0);
+            CHECK(ops.front().op == "upload");  // the first chunk's token ids, before embed
+            for (std::size_t i = 0; i < ops.size(); ++i) {
+                CHECK(ops[i].ms >= 0);
+                if (i > 0) CHECK(ops[i].start_ms >= ops[i - 1].start_ms);
+            }
+            // Timing is observation only: every bit of the result is unchanged.
+            CHECK(compare_snapshots(snapshot_of(s, r), untimed).bitwise());
+
+            // Off again: nothing is recorded.
+            Session quiet(model, SessionOptions{});
+            quiet.prefill(tokens, plan);
+            CHECK(gpu->take_device_op_times().empty());
+        }
+    }
+}
+
+TEST_CASE("gpu backends copy an unchanged array once and a changed one again", "[gpu][timing]") {
+    const ModelConfig c = small_config(48, 2, 4, 2, 12, 80, 67, 64);
+    const Weights weights = make_random_weights(c, 41);
+    const auto a = random_tokens(11, c.vocab_size, 42);
+    const auto b = random_tokens(11, c.vocab_size, 43);
+    REQUIRE(a != b);
+    const ChunkPlan full = parse_chunk_plan("full", 11);
+
+    for (auto& gpu : gpu_backend_forms(GpuVariant::reference)) {
+        INFO(gpu->name());
+        const DeviceModel model(*gpu, weights);
+        run_prefill_snapshot(model, a, full);  // a's tokens, slots and table now on the device
+
+        // Same length, other tokens, a fresh session in the same pool layout:
+        // only the token ids differ, so only they are copied.
+        gpu->set_device_op_timing(true);
+        const PrefillSnapshot sb = run_prefill_snapshot(model, b, full);
+        gpu->set_device_op_timing(false);
+        CHECK(launches_by_op(gpu->take_device_op_times()).at("upload") == 1);
+
+        // And what was not copied again was right: b's result equals that of
+        // a backend that never saw a (a stale copy would change the logits).
+        auto fresh = make_backend("cpu-ref");
+        const DeviceModel ref(*fresh, weights);
+        CHECK(compare_snapshots(sb, run_prefill_snapshot(ref, b, full)).bitwise());
+
+        // Other KV blocks (a block size of 4 instead of 16): the table changes
+        // ([0] -> [0, 1, 2]) but not the slots: a slot is block * B + offset, and
+        // with blocks handed out in order positions 0..10 land in slots 0..10
+        // whatever B is. So one copy, the table's.
+        SessionOptions small_blocks;
+        small_blocks.block_size = 4;
+        gpu->set_device_op_timing(true);
+        const PrefillSnapshot s4 = run_prefill_snapshot(model, b, full, small_blocks);
+        gpu->set_device_op_timing(false);
+        CHECK(launches_by_op(gpu->take_device_op_times()).at("upload") == 1);
+        CHECK(compare_snapshots(s4, run_prefill_snapshot(ref, b, full, small_blocks)).bitwise());
+    }
+}
+
+TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab bench its sums",
+          "[gpu][timing][cli]") {
+    static const CliRandomModel model("plab_gpu_timing_model", 5);
+    const ModelConfig c = load_model(model.dir).weights.config;
+    const std::filesystem::path trace = process_temp_dir("gpu_timing") / "trace.json";
+    const auto p = run_cli({"prefill", "--model", model.dir, "--backend", "gpu", "--chunks", "4",
+                            "--trace", trace.string(), "--json"});
+    REQUIRE(p.exit_code == 0);
+    std::ifstream f(trace);
+    const auto t = nlohmann::json::parse(f);
+    int device_matmuls = 0, host_device_events = 0;
+    bool named_track = false;
+    for (const auto& e : t["traceEvents"]) {
+        if (e["ph"] == "M" && e["tid"] == 2) named_track = true;
+        if (e.value("cat", "") != "device") continue;
+        CHECK(e["tid"] == 2);
+        if (e["name"] == "matmul") ++device_matmuls;
+        ++host_device_events;
+    }
+    CHECK(named_track);
+    const int prompt = nlohmann::json::parse(p.out)["tokens"].size();
+    const int chunks = (prompt + 3) / 4;
+    CHECK(device_matmuls == chunks * (7 * c.n_layers + 1));
+    CHECK(host_device_events > device_matmuls);
+
+    const auto b = run_cli({"bench", "--model", model.dir, "--backends", "gpu-ref,cpu-ref",
+                            "--lengths", "6", "--repeats", "1", "--decode-steps", "1", "--json"});
+    REQUIRE(b.exit_code == 0);
+    const auto j = nlohmann::json::parse(b.out);
+    REQUIRE(j["device_ops"].size() == 1);  // gpu-ref times its ops; cpu-ref does not
+    const auto& row = j["device_ops"][0];
+    CHECK(row["tokens"] == 6);
+    double sum = 0;
+    int matmuls = 0;
+    for (const auto& op : row["ops"]) {
+        sum += op["ms"].get<double>();
+        if (op["op"] == "matmul") matmuls = op["launches"];
+    }
+    CHECK(matmuls == 7 * c.n_layers + 1);
+    CHECK(sum == Approx(row["ops_ms"].get<double>()).epsilon(1e-9));
+    CHECK(row["wall_ms"].get<double>() > 0);
+}
+
+}  // namespace plab::test
