@@ -15,7 +15,10 @@
 #   4. the registry picked the native kernels; chunked gpu-ref == cpu-ref,
 #   5. each kernel's registers, stack frame (local memory) and shared memory,
 #      read from the compiled sm_XX code (cuobjdump),
-#   6. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
+#   6. `plab bench` of gpu-ref and gpu: prefill medians, decode speed, and the
+#      device time of every op of one prefill per length (CUDA events) against
+#      its wall time — how much of a prefill the kernels themselves take,
+#   7. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
 #      length (128, 512, 2048) on a random stories15M-shaped model: prefill
 #      time and tokens/s (median of 3 runs after a warm-up), max |diff| of the
 #      last logits and of every cached K/V against cpu-ref, bitwise, the first
@@ -125,7 +128,8 @@ steps=(
     "3. every other test (ctest -LE 'test_gpu|viewer')"
     "4. gpu-ref runs natively (plab toy); chunked gpu-ref and gpu against cpu-ref (plab compare, 5 plans)"
     "5. registers, stack frame and shared memory of every kernel (cuobjdump --dump-resource-usage)"
-    "6. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
+    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, decode, device time by op"
+    "7. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
 )
 if ((dry_run)); then
     echo
@@ -148,11 +152,12 @@ run_step() {
     shift
     "$@" >"$log" 2>&1
     local rc=$?
-    tail -n 25 "$log"
     if ((rc != 0)); then
+        tail -n 60 "$log"
         echo "device-check: step failed (exit $rc); whole log: $log" >&2
         exit 1
     fi
+    tail -n 6 "$log"
 }
 
 step "${steps[0]}"
@@ -191,6 +196,10 @@ else
 fi
 
 step "${steps[5]}"
+run_step bench "$plab" bench --backends gpu-ref,gpu --lengths "$lengths" --repeats 5
+grep -A 14 "Device time by op" "$logs/bench.log" | head -n 60
+
+step "${steps[6]}"
 "$plab" compare --random stories15m --lengths "$lengths" --backends cpu-ref,cpu,gpu-ref,gpu \
     --plans full --repeats 3 >"$logs/table.log" 2>&1
 rc=$?
