@@ -87,7 +87,9 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
             const int jj = e / dh;
             const int d = e % dh;
             const int j = t0 + jj;
-            if (j <= t1) {
+            // A freed block (core/kv_layout.h) holds keys no query here may see:
+            // never read through it; the mask hides those cells of the tile.
+            if (j <= t1 && !kv_block_freed(block_table, j, s.block_size)) {
                 const long long off =
                     kv_offset(kv_slot(block_table, j, s.block_size), g, s.n_kv_heads, dh) + d;
                 k_tile[e] = k_pool[off];

@@ -126,6 +126,9 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     std::vector<float> kg(std::size_t(s.n_kv_heads) * n_keys * dh);
     std::vector<float> vg(kg.size());
     for (int j = 0; j < n_keys; ++j) {
+        // A freed block's keys are hidden from every query of this chunk: they
+        // stay 0 here, and the mask keeps them out of every score and sum.
+        if (kv_block_freed(block_table.data(), j, s.block_size)) continue;
         const int slot = kv_slot(block_table.data(), j, s.block_size);
         for (int g = 0; g < s.n_kv_heads; ++g) {
             const float* ks = k_pool.data + std::size_t(slot) * row + std::size_t(g) * dh;

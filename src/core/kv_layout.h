@@ -15,6 +15,16 @@
 
 namespace plab {
 
+// A block table entry whose block went back to the pool: every position of
+// it is one the mask lets no present or future query see (core/mask.h
+// Mask::forgets), so nothing may read through it. Kernels that load a whole
+// tile of keys test kv_block_freed() and load nothing for such keys.
+constexpr int kFreedBlock = -1;
+
+PLAB_HD inline bool kv_block_freed(const int* block_table, int pos, int block_size) {
+    return block_table[pos / block_size] == kFreedBlock;
+}
+
 // Physical slot of logical position `pos` for a sequence with this block table.
 PLAB_HD inline int kv_slot(const int* block_table, int pos, int block_size) {
     return block_table[pos / block_size] * block_size + pos % block_size;

@@ -257,6 +257,46 @@ struct Mask {
         return any_visible ? TileClass::full : TileClass::empty;
     }
 
+    // ---- what the KV cache may forget ----------------------------------------
+    // True when no query at position q0 or later may see key k under this
+    // term: the key has slid out of a window, or its chunk or document ended.
+    // Conservative: false where a term cannot tell (causal, prefix-LM, custom,
+    // and a window's sink tokens, which every later query sees).
+    PLAB_HD bool term_forgets(const MaskTerm& t, int k, int q0) const {
+        switch (t.kind) {
+            case MaskKind::window:  // later queries see q-W < k: k <= q0-W is gone for good
+                return k >= t.b && k <= q0 - t.a;
+            case MaskKind::dilated:  // the furthest key back a query q sees is q-(W-1)D
+                return k < q0 - (t.a - 1) * t.b;
+            case MaskKind::chunked:  // the chunk of k ended before q0's chunk began
+                return k / t.a < q0 / t.a;
+            case MaskKind::docs:  // the document of k ended before q0's began
+                return k < doc_start(t, q0);
+            case MaskKind::causal:
+            case MaskKind::prefix:
+            case MaskKind::custom:
+                return false;
+        }
+        return false;
+    }
+
+    // May the KV cache drop key k once the next query is at position q0? True
+    // when no query at q0 or later may see k: an AND group forgets k when any
+    // of its terms does; the mask forgets it when every OR group does. This is
+    // what keeps a sliding window's KV memory flat as the prompt grows.
+    PLAB_HD bool forgets(int k, int q0) const {
+        if (n_terms == 0) return false;  // causal: every later query sees every key
+        bool all_groups = true, group = false;
+        for (int i = 0; i < n_terms; ++i) {
+            if (i > 0 && terms[i].new_group) {
+                all_groups = all_groups && group;
+                group = false;
+            }
+            group = group || term_forgets(terms[i], k, q0);
+        }
+        return all_groups && group;
+    }
+
     // The position RoPE rotates the token at cache position p by: under packed
     // documents it restarts at 0 in each document (as packed training does), so
     // a document gives the same K, V and outputs as when it runs alone;

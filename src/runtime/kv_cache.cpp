@@ -1,5 +1,7 @@
 #include "runtime/kv_cache.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/kv_layout.h"
 
@@ -63,8 +65,33 @@ std::vector<int32_t> KvCache::reserve(Sequence& seq, int n) {
     return slots;
 }
 
+int KvCache::free_forgotten(Sequence& seq, const Mask& mask) {
+    int freed = 0;
+    const int full_blocks = seq.length / block_size_;
+    for (int lb = 0; lb < full_blocks; ++lb) {
+        int32_t& entry = seq.block_table[static_cast<std::size_t>(lb)];
+        if (entry == kFreedBlock) continue;
+        bool forgotten = true;
+        for (int p = lb * block_size_; p < (lb + 1) * block_size_ && forgotten; ++p) {
+            forgotten = mask.forgets(p, seq.length);
+        }
+        if (!forgotten) continue;
+        PLAB_ASSERT(ref_counts_[entry] > 0);
+        if (--ref_counts_[entry] == 0) free_list_.push_back(entry);
+        entry = kFreedBlock;
+        ++freed;
+    }
+    return freed;
+}
+
+int KvCache::freed_blocks(const Sequence& seq) {
+    return static_cast<int>(
+        std::count(seq.block_table.begin(), seq.block_table.end(), kFreedBlock));
+}
+
 void KvCache::release(Sequence& seq) {
     for (int b : seq.block_table) {
+        if (b == kFreedBlock) continue;  // given back already
         PLAB_ASSERT(ref_counts_[b] > 0);
         if (--ref_counts_[b] == 0) free_list_.push_back(b);
     }
@@ -82,6 +109,7 @@ std::vector<float> KvCache::read(const Sequence& seq, int layer, KvPart part) co
     const Buffer pool = part == KvPart::V ? v_pools_[layer].buf() : k_pools_[layer].buf();
     std::vector<float> out(std::size_t(seq.length) * row_size_);
     for (int pos = 0; pos < seq.length; ++pos) {
+        if (kv_block_freed(seq.block_table.data(), pos, block_size_)) continue;  // stays 0
         const int slot = kv_slot(seq.block_table.data(), pos, block_size_);
         backend_.download(out.data() + std::size_t(pos) * row_size_,
                           pool.slice(std::size_t(slot) * row_size_, row_size_), row_size_);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/mask.h"
 #include "model/config.h"
 
 namespace plab {
@@ -47,6 +48,15 @@ public:
     std::vector<int32_t> reserve(Sequence& seq, int n);
     // Gives back every block of `seq` (reference counts drop; free at zero).
     void release(Sequence& seq);
+    // Gives back the blocks of `seq` that `mask` lets no query at position
+    // seq.length or later see (a sliding window's old blocks, a finished
+    // chunk's or document's); their table entries become kFreedBlock
+    // (core/kv_layout.h). Only full blocks: a partly filled one still takes
+    // the next positions. Returns how many blocks it gave back. Under the
+    // causal mask, nothing: every later query sees every key.
+    int free_forgotten(Sequence& seq, const Mask& mask);
+    // Blocks of `seq` given back so far (kFreedBlock entries of its table).
+    static int freed_blocks(const Sequence& seq);
     // Adds one reference to a block (prefix sharing).
     void retain(int block);
     int ref_count(int block) const { return ref_counts_[block]; }
@@ -57,6 +67,7 @@ public:
 
     // K or V of `seq`'s positions 0..length-1 for one layer, in logical order,
     // downloaded to the host: // (length, Hkv·Dh). For equivalence reports.
+    // Positions whose block was freed (free_forgotten) are gone: they read as 0.
     std::vector<float> read(const Sequence& seq, int layer, KvPart part) const;
 
 private:

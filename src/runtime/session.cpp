@@ -105,6 +105,7 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         const int pos0 = seq_.length;
         ChunkOutput out = forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_,
                                         probes, trace_, mask);
+        forget_blocks(mask);
         if (trace_) {
             trace_->span("prefill chunk", "prefill", tc,
                          {{"chunk", std::to_string(c)},
@@ -157,8 +158,25 @@ std::vector<float> Session::decode_step(int32_t token) {
     const int32_t one[1] = {token};
     check_tokens(one);
     check_mask_limit(1);
-    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_, mask_.view());
+    const Mask mask = mask_.view();
+    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_, mask);
+    forget_blocks(mask);
     return std::move(out.logits);
+}
+
+// After a chunk or a decode step, every layer has appended its K/V: blocks the
+// mask lets no later query see go back to the pool (a sliding window keeps
+// about W/B blocks however long the sequence grows; causal keeps them all).
+void Session::forget_blocks(const Mask& mask) {
+    const int before = cache_.blocks_in_use();  // the most this chunk held
+    const int freed = cache_.free_forgotten(seq_, mask);
+    if (freed > 0 && trace_ != nullptr) {
+        trace_->instant("kv free", "kv",
+                        {{"blocks", std::to_string(freed)},
+                         {"next_position", std::to_string(seq_.length)},
+                         {"blocks_in_use_before", std::to_string(before)},
+                         {"blocks_in_use", std::to_string(cache_.blocks_in_use())}});
+    }
 }
 
 }  // namespace plab

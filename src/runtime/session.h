@@ -71,6 +71,7 @@ public:
 private:
     void check_tokens(std::span<const int32_t> tokens) const;
     void check_mask_limit(int n_new) const;
+    void forget_blocks(const Mask& mask);
 
     const DeviceModel& model_;
     Trace* trace_;
