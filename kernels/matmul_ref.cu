@@ -81,18 +81,21 @@ __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, in
             for (int r = 0; r < kPerSide; ++r) a[r] = xs[t][ty + kSide * r];
             for (int c = 0; c < kPerSide; ++c) b[c] = ws[t][tx + kSide * c];
             for (int r = 0; r < kPerSide; ++r) {
-                if (r >= rows) break;
                 for (int c = 0; c < kPerSide; ++c) {
-                    if (c >= cols) break;
-                    acc[r][c] = strict_add(acc[r][c], strict_mul(a[r], b[c]));
+                    if (r < rows && c < cols) {
+                        acc[r][c] = strict_add(acc[r][c], strict_mul(a[r], b[c]));
+                    }
                 }
             }
         }
         __syncthreads();  // every thread is done reading before the next copy
     }
-    for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
-            out[(m0 + ty + kSide * r) * n + n0 + tx + kSide * c] = acc[r][c];
+    // Constant loop bounds (guards inside): the loops unroll and acc stays in
+    // registers; a runtime bound would index acc dynamically, in local memory.
+    for (int r = 0; r < kPerSide; ++r) {
+        for (int c = 0; c < kPerSide; ++c) {
+            if (r < rows && c < cols)
+                out[(m0 + ty + kSide * r) * n + n0 + tx + kSide * c] = acc[r][c];
         }
     }
 }
