@@ -38,6 +38,19 @@ constexpr int kWarp = 32;
 constexpr int kMaxWarps = 8;  // at most 256 threads per block
 }  // namespace
 
+// This thread's piece of the query's key range: keys first..last (empty when
+// first > last), pieces contiguous and in thread order.
+struct KeyPiece {
+    int first, last;
+};
+__device__ KeyPiece key_piece(const AttentionShape& s, int pos) {
+    const KeyRange r = attention_key_range(s, pos);
+    const int n = r.hi >= r.lo ? r.hi - r.lo + 1 : 0;
+    const int per = (n + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+    const int first = r.lo + static_cast<int>(threadIdx.x) * per;
+    return {first, min(r.hi, first + per - 1)};
+}
+
 // Steps 1 and 2 of both kernels: every thread scores its contiguous piece of
 // the key range into shared memory; returns the j-order max of the whole
 // range, the same value in every thread. blockDim.x is a multiple of 32.
@@ -45,15 +58,11 @@ __device__ float scores_and_max(float* scores, const float* qr, const float* k_p
                                 const int32_t* block_table, const AttentionShape& s, int head,
                                 int pos) {
     __shared__ float warp_max[kMaxWarps];
-    const KeyRange r = attention_key_range(s, pos);
-    const int n = r.hi >= r.lo ? r.hi - r.lo + 1 : 0;
     const int threads = static_cast<int>(blockDim.x);
     const int tid = static_cast<int>(threadIdx.x);
-    const int per = (n + threads - 1) / threads;
-    const int first = r.lo + tid * per;
-    const int last = min(r.hi, first + per - 1);
+    const KeyPiece piece = key_piece(s, pos);
     float m = -INFINITY;
-    for (int j = first; j <= last; ++j) {
+    for (int j = piece.first; j <= piece.last; ++j) {
         scores[j] = attention_score(qr, k_pool, block_table, s, head, pos, j);
         m = attention_max_step(m, scores[j]);
     }
@@ -83,17 +92,15 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
     __shared__ float denominator;
     const float max_score = scores_and_max(cells, qr, k_pool, block_table, s, h, pos);
     // 3. weights of this thread's own piece (no barrier: it wrote those scores itself)
-    const KeyRange r = attention_key_range(s, pos);
-    const int n = r.hi >= r.lo ? r.hi - r.lo + 1 : 0;
-    const int threads = static_cast<int>(blockDim.x);
-    const int tid = static_cast<int>(threadIdx.x);
-    const int per = (n + threads - 1) / threads;
-    const int first = r.lo + tid * per;
-    const int last = min(r.hi, first + per - 1);
-    for (int j = first; j <= last; ++j) cells[j] = attention_weight_cell(cells[j], max_score);
+    const KeyPiece piece = key_piece(s, pos);
+    for (int j = piece.first; j <= piece.last; ++j) {
+        cells[j] = attention_weight_cell(cells[j], max_score);
+    }
     __syncthreads();  // all weights are in shared memory
     // 4. the denominator on the last thread, numerators on the others (and on it too
     //    when head_dim >= blockDim); each numerator waits in out until step 5.
+    const int threads = static_cast<int>(blockDim.x);
+    const int tid = static_cast<int>(threadIdx.x);
     const StoredWeights weights{cells};
     if (tid == threads - 1) denominator = attention_denominator(cells, weights, s, pos);
     for (int d = tid; d < s.head_dim; d += threads) {
