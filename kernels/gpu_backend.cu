@@ -251,9 +251,7 @@ public:
                     w.size >= std::size_t(n) * k);
         TimedOp t(clock_, "matmul");
         if (variant_ == GpuVariant::reference) {
-            const long long outputs = static_cast<long long>(m) * n;
-            PLAB_LAUNCH(matmul_ref_kernel, blocks_for(outputs, kThreadsPerBlock), kThreadsPerBlock,
-                        0, out.data, x.data, w.data, m, n, k);
+            launch_matmul_ref(out.data, x.data, w.data, m, n, k);
         } else {
             const dim3 grid(blocks_for(n, kMatmulTile), blocks_for(m, kMatmulTile));
             PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out.data,
@@ -265,9 +263,7 @@ public:
               Buffer sin) override {
         PLAB_ASSERT(std::size_t(pos0 + rows) * (head_dim / 2) <= cos.size);
         TimedOp t(clock_, "rope");
-        const long long n = static_cast<long long>(rows) * n_heads;
-        PLAB_LAUNCH(rope_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, x.data, rows,
-                    n_heads, head_dim, pos0, cos.data, sin.data);
+        launch_rope(x.data, rows, n_heads, head_dim, pos0, cos.data, sin.data);
     }
 
     void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
@@ -292,8 +288,8 @@ public:
         const AttentionShape ds = with_device_mask(s);
         TimedOp t(clock_, "attention");
         if (variant_ == GpuVariant::reference) {
-            PLAB_LAUNCH(attention_ref_kernel, dim3(s.n_queries, s.n_heads), 64, scores_bytes(s),
-                        out.data, q.data, k_pool.data, v_pool.data, d_table, ds);
+            launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
+                                 scores_bytes(s));
         } else {
             PLAB_CHECK(s.head_dim <= kFlashMaxHeadDim,
                        "the gpu backend's attention supports head_dim <= "
@@ -316,8 +312,8 @@ public:
         const int32_t* d_table = block_table_.upload(block_table, clock_);
         const AttentionShape ds = with_device_mask(s);
         TimedOp t(clock_, "attention_probs");
-        PLAB_LAUNCH(attention_probs_kernel, s.n_queries, 64, scores_bytes(s), probs.data,
-                    scores.data, q.data, k_pool.data, d_table, ds, head);
+        launch_attention_probs(probs.data, scores.data, q.data, k_pool.data, d_table, ds, head,
+                               scores_bytes(s));
     }
 
     // The flash kernel counts its tiles on the device; reading them waits for it.

@@ -22,7 +22,7 @@
 namespace plab {
 
 enum class GpuVariant {
-    reference,  // "gpu-ref": one thread per output, core/*.h spec functions, no FMA
+    reference,  // "gpu-ref": core/*.h spec functions in cpu-ref's order, no FMA
     fast,       // "gpu": tiled GEMM, FlashAttention-style online softmax
 };
 

@@ -7,22 +7,28 @@
 //   // clang-format off
 //   embed.cu            gather rows of the token-embedding table
 //   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction
-//   matmul_ref.cu       one thread per output, strict_dot in k order (bitwise = cpu-ref)
+//   matmul_ref.cu       64x64 output tiles through shared memory, each output summed in k
+//                       order like strict_dot (bitwise = cpu-ref)
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
 //                       Parallel Processors", ch. 5)
-//   rope.cu             one thread per (row, head), core/rope.h rope_rotate
+//   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
-//   attention_ref.cu    one block per (query, head), scores in shared memory, core/attention_spec.h
+//   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
+//                       max in parallel, j-order sums (core/attention_spec.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
 //                       2018; FlashAttention, Dao et al. 2022)
 //   swiglu.cu, add.cu, fill.cu   elementwise
 //   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
 //   // clang-format on
 //
-// All shapes are row-major with the letters of lessons/GLOSSARY.md.
+// All shapes are row-major with the letters of lessons/GLOSSARY.md. A kernel
+// whose launch needs more than a grid size has a launch_* host function in its
+// own .cu file (block shape, 32-bit index checks), so gpu_backend.cu calls it
+// in one line.
 // Left out on purpose: half precision, tensor cores, fused kernels, streams.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/attention_spec.h"
@@ -50,10 +56,13 @@ __global__ void rmsnorm_fast_kernel(float* out, const float* x, const float* wei
 __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k);
 __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
                                     int k);
+void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k);
 
 // x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2)
 __global__ void rope_kernel(float* x, int rows, int n_heads, int head_dim, int pos0,
                             const float* cos, const float* sin);
+void launch_rope(float* x, int rows, int n_heads, int head_dim, int pos0, const float* cos,
+                 const float* sin);
 
 // k_pool, v_pool (slots, row_size); k, v (C, row_size); slots (C)
 __global__ void kv_append_kernel(float* k_pool, float* v_pool, const float* k, const float* v,
@@ -67,6 +76,13 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
 __global__ void attention_probs_kernel(float* probs, float* scores_out, const float* q,
                                        const float* k_pool, const int32_t* block_table,
                                        AttentionShape s, int head);
+// scores_bytes: the dynamic shared memory, (pos0 + C) floats, sized by the caller
+void launch_attention_ref(float* out, const float* q, const float* k_pool, const float* v_pool,
+                          const int32_t* block_table, const AttentionShape& s,
+                          std::size_t scores_bytes);
+void launch_attention_probs(float* probs, float* scores_out, const float* q, const float* k_pool,
+                            const int32_t* block_table, const AttentionShape& s, int head,
+                            std::size_t scores_bytes);
 // tile_counts (3): key tiles skipped (empty), partial, full — added to, never reset here
 __global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
                                        const float* v_pool, const int32_t* block_table,

@@ -74,32 +74,85 @@ struct SoftmaxStats {
     float denominator;
 };
 
+// e_j = exp(s_j - max) of a visible key: the one exponential of the reference softmax.
+PLAB_HD inline float attention_weight(float score, float max_score) {
+    return strict_expf(strict_sub(score, max_score));
+}
+
+// One step of the j-order max: `right` replaces `left` only when larger, so the
+// first of equal values wins (-0 vs +0 included). A parallel reduction that
+// splits the key range into contiguous pieces and combines their maxima left to
+// right with this step gives the very same value (gpu-ref's attention does).
+PLAB_HD inline float attention_max_step(float left, float right) {
+    return right > left ? right : left;
+}
+
+// Where e_j comes from in the two sums below. cpu-ref computes it on the fly
+// from the scores (ExpWeights, so each output component takes every exp again);
+// gpu-ref's threads compute each e_j once into shared memory (StoredWeights,
+// cells from attention_weight_cell). Either way the sums add the same values
+// in the same order.
+struct ExpWeights {
+    const float* scores;
+    float max_score;
+    PLAB_HD float operator()(int j) const { return attention_weight(scores[j], max_score); }
+};
+struct StoredWeights {
+    const float* weights;
+    PLAB_HD float operator()(int j) const { return weights[j]; }
+};
+
+// A cell of stored weights: e_j, or -inf where the score is -inf (masked), so
+// the sums skip the very cells they skip when reading scores (e_j is never -inf).
+PLAB_HD inline float attention_weight_cell(float score, float max_score) {
+    return score == -INFINITY ? -INFINITY : attention_weight(score, max_score);
+}
+
+// sum_j e_j over the visible keys, in j order. `cells` holds the scores or
+// the stored weights: a -inf cell is masked and skipped.
+template <typename Weights>
+PLAB_HD inline float attention_denominator(const float* cells, const Weights& weight,
+                                           const AttentionShape& s, int query_pos) {
+    const KeyRange r = attention_key_range(s, query_pos);
+    float den = 0.0f;
+    for (int j = r.lo; j <= r.hi; ++j) {
+        if (cells[j] == -INFINITY) continue;  // masked
+        den = strict_add(den, weight(j));
+    }
+    return den;
+}
+
+// sum_j e_j v_j[d] over the visible keys, in j order (cells as above).
+template <typename Weights>
+PLAB_HD inline float attention_numerator(const float* cells, const Weights& weight,
+                                         const float* v_pool, const int* block_table,
+                                         const AttentionShape& s, int kv_head, int query_pos,
+                                         int d) {
+    const KeyRange r = attention_key_range(s, query_pos);
+    float num = 0.0f;
+    for (int j = r.lo; j <= r.hi; ++j) {
+        if (cells[j] == -INFINITY) continue;  // masked
+        const int slot = kv_slot(block_table, j, s.block_size);
+        const float vj = v_pool[kv_offset(slot, kv_head, s.n_kv_heads, s.head_dim) + d];
+        num = strict_add(num, strict_mul(weight(j), vj));
+    }
+    return num;
+}
+
 PLAB_HD inline SoftmaxStats attention_softmax_stats(const float* scores, const AttentionShape& s,
                                                     int query_pos) {
     const KeyRange r = attention_key_range(s, query_pos);
     float m = -INFINITY;
-    for (int j = r.lo; j <= r.hi; ++j) m = scores[j] > m ? scores[j] : m;
-    float den = 0.0f;
-    for (int j = r.lo; j <= r.hi; ++j) {
-        if (scores[j] == -INFINITY) continue;  // masked
-        den = strict_add(den, strict_expf(strict_sub(scores[j], m)));
-    }
-    return {m, den};
+    for (int j = r.lo; j <= r.hi; ++j) m = attention_max_step(m, scores[j]);
+    return {m, attention_denominator(scores, ExpWeights{scores, m}, s, query_pos)};
 }
 
 // Component d of the output: (sum_j e_j v_j[d]) / den over the visible keys, in j order.
 PLAB_HD inline float attention_output(const float* scores, SoftmaxStats st, const float* v_pool,
                                       const int* block_table, const AttentionShape& s, int kv_head,
                                       int query_pos, int d) {
-    const KeyRange r = attention_key_range(s, query_pos);
-    float num = 0.0f;
-    for (int j = r.lo; j <= r.hi; ++j) {
-        if (scores[j] == -INFINITY) continue;  // masked
-        const float ej = strict_expf(strict_sub(scores[j], st.max_score));
-        const int slot = kv_slot(block_table, j, s.block_size);
-        const float vj = v_pool[kv_offset(slot, kv_head, s.n_kv_heads, s.head_dim) + d];
-        num = strict_add(num, strict_mul(ej, vj));
-    }
+    const float num = attention_numerator(scores, ExpWeights{scores, st.max_score}, v_pool,
+                                          block_table, s, kv_head, query_pos, d);
     return strict_div(num, st.denominator);
 }
 
@@ -107,7 +160,7 @@ PLAB_HD inline float attention_output(const float* scores, SoftmaxStats st, cons
 PLAB_HD inline float attention_probability(const float* scores, SoftmaxStats st,
                                            const AttentionShape& s, int query_pos, int j) {
     if (!s.mask.visible(query_pos, j) || j >= s.n_keys()) return 0.0f;
-    return strict_div(strict_expf(strict_sub(scores[j], st.max_score)), st.denominator);
+    return strict_div(attention_weight(scores[j], st.max_score), st.denominator);
 }
 
 // The probe's score of cell (query_pos, j): the modified score, -inf where masked.

@@ -37,14 +37,21 @@ struct RopeTable {
 
 RopeTable make_rope_table(int max_seq_len, int head_dim, double theta);
 
+// Rotates one pair (x0, x1) = (x[i], x[i + Dh/2]) by the angle whose cos and sin
+// are given: the rotation written once (cpu-ref loops over a head's pairs,
+// gpu-ref gives each pair its own thread).
+PLAB_HD inline void rope_rotate_pair(float* x0, float* x1, float cos_i, float sin_i) {
+    const float a = *x0;
+    const float b = *x1;
+    *x0 = strict_sub(strict_mul(a, cos_i), strict_mul(b, sin_i));
+    *x1 = strict_add(strict_mul(a, sin_i), strict_mul(b, cos_i));
+}
+
 // Rotates one head's vector x (Dh floats) in place, given the table row of its position.
 PLAB_HD inline void rope_rotate(float* x, const float* cos_row, const float* sin_row,
                                 int half_dim) {
     for (int i = 0; i < half_dim; ++i) {
-        const float x0 = x[i];
-        const float x1 = x[i + half_dim];
-        x[i] = strict_sub(strict_mul(x0, cos_row[i]), strict_mul(x1, sin_row[i]));
-        x[i + half_dim] = strict_add(strict_mul(x0, sin_row[i]), strict_mul(x1, cos_row[i]));
+        rope_rotate_pair(x + i, x + i + half_dim, cos_row[i], sin_row[i]);
     }
 }
 
