@@ -287,16 +287,6 @@ bool dispatch_head_dim(int head_dim, F&& f) {
 
 }  // namespace
 
-bool flash_supports_head_dim(int head_dim) {
-    return dispatch_head_dim(head_dim, [](auto) {});
-}
-
-std::size_t attention_flash_dynamic_shared_bytes(int head_dim) {
-    std::size_t bytes = 0;
-    dispatch_head_dim(head_dim, [&](auto dh) { bytes = FlashLayout<decltype(dh)::value>::kBytes; });
-    return bytes;
-}
-
 void launch_attention_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                             const int32_t* block_table, const AttentionShape& s,
                             unsigned long long* tile_counts) {

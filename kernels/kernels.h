@@ -24,7 +24,6 @@
 // Left out on purpose: half precision, tensor cores, fused kernels, streams.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
 #include "core/attention_spec.h"
@@ -82,9 +81,6 @@ __global__ void attention_probs_kernel(float* probs, float* scores_out, const fl
 void launch_attention_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                             const int32_t* block_table, const AttentionShape& s,
                             unsigned long long* tile_counts);
-bool flash_supports_head_dim(int head_dim);
-// Dynamic shared bytes of one attention_flash block for this head_dim (K, V, Q tiles).
-std::size_t attention_flash_dynamic_shared_bytes(int head_dim);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);
