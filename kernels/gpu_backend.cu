@@ -291,13 +291,8 @@ public:
             launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
                                  scores_bytes(s));
         } else {
-            PLAB_CHECK(s.head_dim <= kFlashMaxHeadDim,
-                       "the gpu backend's attention supports head_dim <= "
-                           << kFlashMaxHeadDim << ", got " << s.head_dim << "; use gpu-ref");
-            const dim3 grid(blocks_for(s.n_queries, kFlashQueries), s.n_heads);
-            const std::size_t tile_bytes = 2 * sizeof(float) * kFlashKeys * s.head_dim;
-            PLAB_LAUNCH(attention_flash_kernel, grid, kFlashQueries, tile_bytes, out.data, q.data,
-                        k_pool.data, v_pool.data, d_table, ds, tile_counts_);
+            launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
+                                   tile_counts_);
         }
     }
 

@@ -16,7 +16,8 @@
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
 //                       max in parallel, j-order sums (core/attention_spec.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
-//                       2018; FlashAttention, Dao et al. 2022)
+//                       2018; FlashAttention, Dao et al. 2022); Dh a template
+//                       parameter, launched by launch_attention_flash below
 //   swiglu.cu, add.cu, fill.cu   elementwise
 //   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
 //   // clang-format on
@@ -38,9 +39,15 @@ namespace plab::PLAB_SIMT_NS {
 
 constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
-constexpr int kFlashQueries = 32;      // attention_flash: queries (threads) per block
-constexpr int kFlashKeys = 32;         // attention_flash: keys per shared-memory tile
-constexpr int kFlashMaxHeadDim = 128;  // attention_flash keeps a query row in registers
+constexpr int kFlashQueries = 32;      // attention_flash: queries per block (the query tile)
+constexpr int kFlashKeys = 32;  // attention_flash: keys per shared-memory tile (one per lane)
+constexpr int kFlashWarps = 4;  // attention_flash: warps per block, kFlashQueries/4 rows each
+// The head dims attention_flash is compiled for, one kernel instantiation each
+// (the only list: the dispatch, the error message and the tests read it).
+// 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
+// (assets/), 48 stories15M's, 64..128 common Llama-family sizes; 2..8 the
+// tiny random test models'. Another Dh: add it here (gpu-ref takes any Dh).
+inline constexpr int kFlashHeadDims[] = {1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128};
 
 // out (C, D) = table (V, D) rows tokens[0..C)
 __global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,
@@ -83,10 +90,13 @@ void launch_attention_ref(float* out, const float* q, const float* k_pool, const
 void launch_attention_probs(float* probs, float* scores_out, const float* q, const float* k_pool,
                             const int32_t* block_table, const AttentionShape& s, int head,
                             std::size_t scores_bytes);
-// tile_counts (3): key tiles skipped (empty), partial, full — added to, never reset here
-__global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
-                                       const float* v_pool, const int32_t* block_table,
-                                       AttentionShape s, unsigned long long* tile_counts);
+// attention_flash_kernel<Dh> with its launch configuration (grid, block, shared
+// memory opt-in, the Dh dispatch); out, q, pools, block_table as attention_ref.
+// tile_counts (3): key tiles skipped (empty), partial, full — added to, never
+// reset here. A head_dim outside kFlashHeadDims is a plab::Error naming them.
+void launch_attention_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
+                            const int32_t* block_table, const AttentionShape& s,
+                            unsigned long long* tile_counts);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

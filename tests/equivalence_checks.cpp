@@ -220,7 +220,7 @@ void check_block_size_invariance(const std::vector<Backend*>& references) {
     REQUIRE(compared == 2 * int(references.size()) - count_backend(references, oracle.backend));
 }
 
-FastReport check_fast_backend(Backend& fast) {
+FastReport check_fast_backend(Backend& fast, const std::function<int(int)>& head_dim_for) {
     REQUIRE_FALSE(fast.is_reference());
     auto cpu_ref = make_backend("cpu-ref");
     FastReport report;
@@ -274,7 +274,8 @@ FastReport check_fast_backend(Backend& fast) {
     int expected = 0;
     for (const RandomShape& s : random_shapes()) {
         INFO(s.what);
-        const ModelConfig c = config_of(s, rng);
+        ModelConfig c = config_of(s, rng);
+        if (head_dim_for) c.head_dim = head_dim_for(c.head_dim);
         const Weights w = make_random_weights(c, rng());
         for (int trial = 0; trial < 2; ++trial) {
             const int n = trial == 0 ? c.max_seq_len : 1 + int(rng() % c.max_seq_len);

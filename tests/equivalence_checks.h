@@ -10,6 +10,7 @@
 // made, and each check asserts how many real comparisons it did make.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "backends/backend.h"
@@ -52,6 +53,8 @@ struct FastReport {
 // whose prompts cross its 32-query tiles: each plan's last logits within 1e-5
 // of cpu-ref's largest |logit|, and the same greedy token unless cpu-ref's top
 // two logits are closer than the tolerance allows (counted in near_ties).
-FastReport check_fast_backend(Backend& fast);
+// `head_dim_for` (when given) maps each shape's Dh to one the backend is
+// compiled for (the gpu backend's flash kernel has a fixed set, kernels.h).
+FastReport check_fast_backend(Backend& fast, const std::function<int(int)>& head_dim_for = nullptr);
 
 }  // namespace plab::test

@@ -14,10 +14,24 @@
 //
 // What is provided under g++: threadIdx/blockIdx/blockDim/gridDim (the
 // *current fiber's* index, set at every switch), __global__/__device__/
-// __host__/__shared__, __syncthreads, __shfl_sync/__shfl_down_sync/
+// __host__/__shared__, __syncthreads, __syncwarp, __shfl_sync/__shfl_down_sync/
 // __shfl_xor_sync (a barrier over the warp's lanes plus an exchange slot),
 // atomicAdd/atomicMax/atomicCAS, dynamic shared memory (PLAB_DYNAMIC_SHARED,
-// poisoned with NaN for every block), cudaMalloc/cudaMemcpy/cudaMemset/cudaFree.
+// poisoned with NaN for every block), counted static shared memory
+// (PLAB_SHARED, poisoned too), cudaMalloc/cudaMemcpy/cudaMemset/cudaFree, and
+// the shared-memory attributes cudaFuncGetAttributes/cudaFuncSetAttribute.
+//
+// Shared memory limits (issue 14): a block gets its static __shared__ bytes
+// plus the launch's dynamic bytes, and by default the two together may not
+// exceed 48 KiB. More (up to the device's opt-in maximum, 227 KiB on sm_90)
+// needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+// bytes) first. The emulator enforces the same rule with the same numbers, so a
+// kernel that forgets the opt-in fails here, naming itself, and not first on a
+// GPU. It counts the static arrays a kernel declares with PLAB_SHARED (a plain
+// __shared__ variable is a function-local static it cannot see) when the first
+// thread reaches the declaration, and remembers the count for later launches.
+// reserve_shared_memory() is the host side: it adds static to dynamic bytes,
+// checks the device's maximum and opts in where the total passes 48 KiB.
 // Host code launches every kernel with PLAB_LAUNCH(kernel, grid, block,
 // shared_bytes, args...) instead of <<< >>>: under nvcc that is the real launch,
 // checked, with the kernel's name in the error message.
@@ -72,8 +86,15 @@
 
 // Dynamic shared memory: sized by the launch's shared_bytes.
 #define PLAB_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+// Static shared memory the emulator counts: PLAB_SHARED(float, tile, [32][33]).
+#define PLAB_SHARED(type, name, extents) __shared__ type name extents
+// Unroll a loop of compile-time trip count (nvcc); under g++ the optimiser decides.
+#define PLAB_UNROLL _Pragma("unroll")
 
 namespace plab::simt {
+
+// A block's shared memory without cudaFuncSetAttribute: static plus dynamic.
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 
 // Launches `kernel` and checks both the launch and (when asked through
 // PLAB_CUDA_SYNC=1 in the environment, for debugging) its execution, so that
@@ -116,6 +137,7 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
 // serialised by a mutex), so a function-local static is per-block storage.
 #define __shared__ static
 #define __restrict__ __restrict
+#define PLAB_UNROLL
 
 namespace plab::simt {
 
@@ -134,8 +156,8 @@ struct Builtins {
 extern Builtins g_builtins;
 
 // Runs body() as every thread of every block of the grid.
-void run_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
-              void (*body)(void*), void* ctx);
+void run_grid(const char* name, std::uintptr_t kernel, dim3 grid, dim3 block,
+              std::size_t shared_bytes, void (*body)(void*), void* ctx);
 // __syncthreads: waits until every thread of the block is at this barrier.
 void sync_threads(const char* file, int line);
 // Waits until every lane of the current warp is here (for the shuffles).
@@ -145,6 +167,15 @@ std::uint64_t* warp_slot(int lane);
 int lane_id();
 int warp_lanes();  // lanes present in the current warp (the last warp may be partial)
 void* dynamic_shared();
+// PLAB_SHARED: counts a static shared array of the running kernel (once per
+// launch) against the launch's limit, and poisons it for every block.
+void static_shared(void* address, std::size_t bytes);
+// Launch bookkeeping keyed by the kernel's address: the opt-in attribute and
+// the static bytes learned from PLAB_SHARED.
+void set_max_dynamic_shared(std::uintptr_t kernel, long long bytes);
+long long max_dynamic_shared(std::uintptr_t kernel);  // -1: not set (the default)
+std::size_t known_static_shared(std::uintptr_t kernel);
+bool static_shared_known(std::uintptr_t kernel);  // after the kernel's first launch
 
 template <typename T>
 T warp_exchange(unsigned mask, T value, int src_lane, const char* what) {
@@ -167,7 +198,7 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
         std::tuple<std::decay_t<Params>...> params;
     } ctx{kernel, {static_cast<Params>(std::forward<Args>(args))...}};
     run_grid(
-        name, grid, block, shared_bytes,
+        name, reinterpret_cast<std::uintptr_t>(kernel), grid, block, shared_bytes,
         [](void* p) {
             Ctx& c = *static_cast<Ctx*>(p);
             std::apply(c.kernel, c.params);  // a copy per thread, like registers
@@ -190,6 +221,15 @@ using std::min;
 #define __syncthreads() ::plab::simt::sync_threads(__FILE__, __LINE__)
 #define PLAB_DYNAMIC_SHARED(type, name) \
     type* name = static_cast<type*>(::plab::simt::dynamic_shared())
+#define PLAB_SHARED(type, name, extents) \
+    static type name extents;            \
+    ::plab::simt::static_shared(&name, sizeof(name))
+
+// __syncwarp: the lanes of the warp wait for each other (shared memory written
+// by one lane is then visible to the others).
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    ::plab::simt::sync_warp(mask, "__syncwarp");
+}
 
 template <typename T>
 inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
@@ -264,11 +304,65 @@ cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaGetLastError();
 const char* cudaGetErrorName(cudaError_t err);
 const char* cudaGetErrorString(cudaError_t err);
+
+// The emulated device's shared-memory limits: sm_90's (H100/H200).
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;  // static + dynamic, without opt-in
+constexpr std::size_t kOptinSharedBytes = 227 * 1024;   // sharedMemPerBlockOptin
+
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr {
+    cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
+struct cudaFuncAttributes {
+    std::size_t sharedSizeBytes = 0;    // static __shared__ (PLAB_SHARED) bytes, once known
+    int maxDynamicSharedSizeBytes = 0;  // the opt-in attribute, or 48 KiB - static
+};
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+template <typename... Params>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, void (*kernel)(Params...)) {
+    // Until a launch has shown the kernel's static bytes, no default room is
+    // reported (0), so reserve_shared_memory opts in to what it needs: the
+    // emulator cannot know what nvcc knows before the kernel runs.
+    const auto key = reinterpret_cast<std::uintptr_t>(kernel);
+    attr->sharedSizeBytes = known_static_shared(key);
+    const long long set = max_dynamic_shared(key);
+    const long long room = static_shared_known(key)
+                               ? static_cast<long long>(kDefaultSharedBytes) -
+                                     static_cast<long long>(attr->sharedSizeBytes)
+                               : 0;
+    attr->maxDynamicSharedSizeBytes = static_cast<int>(set >= 0 ? set : room);
+    return cudaSuccess;
+}
+// As CUDA: the value may not exceed the device maximum less the static bytes.
+template <typename... Params>
+cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
+    const auto key = reinterpret_cast<std::uintptr_t>(kernel);
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+        static_cast<std::size_t>(value) + known_static_shared(key) > kOptinSharedBytes) {
+        return cudaErrorInvalidValue;
+    }
+    set_max_dynamic_shared(key, value);
+    return cudaSuccess;
+}
 }  // namespace plab::simt
 
+using plab::simt::cudaDevAttrMaxSharedMemoryPerBlock;
+using plab::simt::cudaDevAttrMaxSharedMemoryPerBlockOptin;
+using plab::simt::cudaDeviceAttr;
+using plab::simt::cudaDeviceGetAttribute;
 using plab::simt::cudaDeviceSynchronize;
 using plab::simt::cudaError_t;
+using plab::simt::cudaErrorInvalidValue;
+using plab::simt::cudaErrorMemoryAllocation;
 using plab::simt::cudaFree;
+using plab::simt::cudaFuncAttribute;
+using plab::simt::cudaFuncAttributeMaxDynamicSharedMemorySize;
+using plab::simt::cudaFuncAttributes;
+using plab::simt::cudaFuncGetAttributes;
+using plab::simt::cudaFuncSetAttribute;
+using plab::simt::cudaGetDevice;
 using plab::simt::cudaGetErrorName;
 using plab::simt::cudaGetErrorString;
 using plab::simt::cudaGetLastError;
@@ -294,6 +388,44 @@ using plab::simt::cudaSuccess;
     } while (0)
 
 #endif  // __CUDACC__
+
+namespace plab::simt {
+
+// Throws plab::Error when a block would need more shared memory (static +
+// dynamic) than the device gives one block even after opting in.
+inline void check_shared_fits(const char* name, std::size_t static_bytes, std::size_t dynamic_bytes,
+                              std::size_t optin_bytes) {
+    PLAB_CHECK(static_bytes + dynamic_bytes <= optin_bytes,
+               "kernel " << name << " needs " << static_bytes << " B of static and "
+                         << dynamic_bytes << " B of dynamic shared memory per block; this "
+                         << (PLAB_SIMT_EMULATED ? "(emulated) " : "") << "device allows at most "
+                         << optin_bytes << " B in all");
+}
+
+// Makes `kernel` launchable with `dynamic_bytes` of dynamic shared memory:
+// counts its static __shared__ bytes (cudaFuncGetAttributes) with the dynamic
+// ones against the device's per-block maximum, and opts in
+// (cudaFuncSetAttribute) when the total passes the 48 KiB default. Host code
+// calls it before launching a kernel whose dynamic size may be large; the
+// attribute stays set for the process (on the current device).
+template <typename... Params>
+void reserve_shared_memory(const char* name, void (*kernel)(Params...), std::size_t dynamic_bytes) {
+    cudaFuncAttributes attr{};
+    PLAB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    int device = 0, optin = 0;
+    PLAB_CUDA_CHECK(cudaGetDevice(&device));
+    PLAB_CUDA_CHECK(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    check_shared_fits(name, attr.sharedSizeBytes, dynamic_bytes, static_cast<std::size_t>(optin));
+    // The kernel's current maximum is the 48 KiB default less its static bytes,
+    // or what it opted in to before: more is needed only past that.
+    if (dynamic_bytes > static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes)) {
+        PLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(dynamic_bytes)));
+    }
+}
+
+}  // namespace plab::simt
 
 // The one way host code launches a kernel, in both builds: the kernel's name
 // goes into every error message.

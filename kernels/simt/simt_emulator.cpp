@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -47,9 +48,8 @@ Builtins g_builtins;
 
 namespace {
 
-constexpr std::size_t kStackBytes = 64 * 1024;      // kernels keep a few hundred floats at most
-constexpr unsigned kMaxThreadsPerBlock = 1024;      // as on every CUDA GPU since sm_20
-constexpr std::size_t kMaxSharedBytes = 48 * 1024;  // dynamic shared memory without opt-in
+constexpr std::size_t kStackBytes = 64 * 1024;  // kernels keep a few hundred floats at most
+constexpr unsigned kMaxThreadsPerBlock = 1024;  // as on every CUDA GPU since sm_20
 
 enum class FiberState { ready, at_barrier, at_warp_barrier, done };
 
@@ -71,6 +71,10 @@ struct Scheduler {
     std::vector<Fiber> fibers;
     std::vector<std::uint64_t> warp_slots;  // one exchange slot per thread
     std::vector<unsigned char> dynamic_shared;
+    // Static shared arrays (PLAB_SHARED) the running kernel has declared so far.
+    std::vector<std::pair<void*, std::size_t>> static_arrays;
+    std::size_t static_bytes = 0;
+    std::uintptr_t kernel_key = 0;
     int current = -1;
     int n_threads = 0;
     const char* kernel = "";
@@ -83,6 +87,51 @@ struct Scheduler {
 Scheduler& scheduler() {
     static Scheduler s;
     return s;
+}
+
+// Per kernel (keyed by its address): the cudaFuncAttributeMaxDynamicSharedMemorySize
+// it opted in to (-1: none, the 48 KiB default applies), and its static
+// shared bytes as learned from the PLAB_SHARED declarations it has run.
+struct KernelLimits {
+    long long max_dynamic = -1;
+    std::size_t static_bytes = 0;
+    bool static_known = false;  // a launch has run to the end
+};
+std::mutex g_limits_mutex;
+std::map<std::uintptr_t, KernelLimits>& kernel_limits() {
+    static std::map<std::uintptr_t, KernelLimits> m;
+    return m;
+}
+KernelLimits limits_of(std::uintptr_t kernel) {
+    std::lock_guard<std::mutex> lock(g_limits_mutex);
+    const auto it = kernel_limits().find(kernel);
+    return it == kernel_limits().end() ? KernelLimits{} : it->second;
+}
+
+// The rule CUDA applies at launch: dynamic bytes within the kernel's maximum
+// (the opted-in attribute, or 48 KiB less its static bytes), and static +
+// dynamic within the device's opt-in maximum. Empty when the launch fits.
+std::string shared_memory_problem(std::size_t static_bytes, std::size_t dynamic_bytes,
+                                  long long max_dynamic) {
+    std::ostringstream os;
+    const std::size_t total = static_bytes + dynamic_bytes;
+    if (total > kOptinSharedBytes) {
+        os << "needs " << static_bytes << " B static + " << dynamic_bytes
+           << " B dynamic = " << total
+           << " B of shared memory per block; the device allows at most " << kOptinSharedBytes
+           << " B (227 KiB, sm_90) even with cudaFuncSetAttribute";
+    } else if (max_dynamic < 0 && total > kDefaultSharedBytes) {
+        os << "needs " << static_bytes << " B static + " << dynamic_bytes
+           << " B dynamic = " << total << " B of shared memory per block, over the "
+           << kDefaultSharedBytes
+           << " B (48 KiB) default; opt in first with cudaFuncSetAttribute(kernel, "
+              "cudaFuncAttributeMaxDynamicSharedMemorySize, "
+           << dynamic_bytes << ") (reserve_shared_memory does)";
+    } else if (max_dynamic >= 0 && static_cast<long long>(dynamic_bytes) > max_dynamic) {
+        os << "launched with " << dynamic_bytes << " B of dynamic shared memory, over the "
+           << max_dynamic << " B it opted in to with cudaFuncAttributeMaxDynamicSharedMemorySize";
+    }
+    return os.str();
 }
 
 void fiber_main() {
@@ -212,6 +261,7 @@ void run_block(Scheduler& s) {
     // Fresh shared memory is garbage on a GPU; here it is NaN (all bits set),
     // so reading a value nobody wrote poisons the result instead of passing.
     std::fill(s.dynamic_shared.begin(), s.dynamic_shared.end(), 0xff);
+    for (const auto& [address, bytes] : s.static_arrays) std::memset(address, 0xff, bytes);
     for (int i = 0; i < s.n_threads; ++i) {
         Fiber& f = s.fibers[i];
         f.idx = dim3(i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y));
@@ -245,19 +295,28 @@ void run_block(Scheduler& s) {
 
 }  // namespace
 
-void run_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
-              void (*body)(void*), void* ctx) {
+void run_grid(const char* name, std::uintptr_t kernel, dim3 grid, dim3 block,
+              std::size_t shared_bytes, void (*body)(void*), void* ctx) {
     Scheduler& s = scheduler();
     std::lock_guard<std::mutex> lock(s.mutex);
     const unsigned long long n = 1ull * block.x * block.y * block.z;
     if (grid.x * grid.y * grid.z == 0) return;
-    if (n == 0 || n > kMaxThreadsPerBlock || shared_bytes > kMaxSharedBytes) {
+    if (n == 0 || n > kMaxThreadsPerBlock) {
         std::ostringstream os;
         os << "SIMT emulator: kernel " << name << " launched with " << n << " threads per block ("
-           << "1.." << kMaxThreadsPerBlock << " allowed) and " << shared_bytes
-           << " B of dynamic shared memory (at most " << kMaxSharedBytes << ")";
+           << "1.." << kMaxThreadsPerBlock << " allowed)";
         throw InternalError(os.str());
     }
+    // Shared memory: the static bytes known from earlier launches now; the
+    // rest as the kernel's PLAB_SHARED declarations run (static_shared).
+    const KernelLimits limits = limits_of(kernel);
+    const std::string problem =
+        shared_memory_problem(limits.static_bytes, shared_bytes, limits.max_dynamic);
+    if (!problem.empty())
+        throw InternalError("SIMT emulator: kernel " + std::string(name) + " " + problem);
+    s.kernel_key = kernel;
+    s.static_arrays.clear();
+    s.static_bytes = 0;
     s.kernel = name;
     s.body = body;
     s.ctx = ctx;
@@ -283,6 +342,8 @@ void run_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
             }
         }
     }
+    std::lock_guard<std::mutex> limits_lock(g_limits_mutex);
+    kernel_limits()[kernel].static_known = true;
 }
 
 void sync_threads(const char* file, int line) {
@@ -326,6 +387,45 @@ void* dynamic_shared() {
     return s.dynamic_shared.empty() ? nullptr : s.dynamic_shared.data();
 }
 
+void static_shared(void* address, std::size_t bytes) {
+    Scheduler& s = scheduler();
+    PLAB_ASSERT(s.current >= 0);  // PLAB_SHARED outside a kernel
+    for (const auto& a : s.static_arrays)
+        if (a.first == address) return;
+    // First thread of the launch to reach this declaration: nobody has written
+    // the array yet in this block, so poison it now (later blocks: run_block).
+    std::memset(address, 0xff, bytes);
+    s.static_arrays.emplace_back(address, bytes);
+    s.static_bytes += bytes;
+    KernelLimits limits;
+    {
+        std::lock_guard<std::mutex> lock(g_limits_mutex);
+        KernelLimits& l = kernel_limits()[s.kernel_key];
+        l.static_bytes = std::max(l.static_bytes, s.static_bytes);
+        limits = l;
+    }
+    const std::string problem =
+        shared_memory_problem(s.static_bytes, s.dynamic_shared.size(), limits.max_dynamic);
+    if (!problem.empty()) fail(s, problem);
+}
+
+void set_max_dynamic_shared(std::uintptr_t kernel, long long bytes) {
+    std::lock_guard<std::mutex> lock(g_limits_mutex);
+    kernel_limits()[kernel].max_dynamic = bytes;
+}
+
+long long max_dynamic_shared(std::uintptr_t kernel) {
+    return limits_of(kernel).max_dynamic;
+}
+
+std::size_t known_static_shared(std::uintptr_t kernel) {
+    return limits_of(kernel).static_bytes;
+}
+
+bool static_shared_known(std::uintptr_t kernel) {
+    return limits_of(kernel).static_known;
+}
+
 // ---- device memory: host memory with a little bookkeeping -----------------------
 namespace {
 std::mutex g_alloc_mutex;
@@ -363,6 +463,24 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
     if (dst == nullptr) return g_last_error = cudaErrorInvalidValue;
     std::memset(dst, value, bytes);
     return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+    *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+    if (device != 0) return g_last_error = cudaErrorInvalidValue;
+    switch (attr) {
+        case cudaDevAttrMaxSharedMemoryPerBlock:
+            *value = static_cast<int>(kDefaultSharedBytes);
+            return cudaSuccess;
+        case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+            *value = static_cast<int>(kOptinSharedBytes);
+            return cudaSuccess;
+    }
+    return g_last_error = cudaErrorInvalidValue;
 }
 
 cudaError_t cudaDeviceSynchronize() {

@@ -1,6 +1,10 @@
 #include "gpu_test_util.h"
 
+#include <algorithm>
+
 #include "backends/registry.h"
+#include "core/error.h"
+#include "kernels.h"
 
 namespace plab::test {
 
@@ -15,6 +19,17 @@ std::vector<std::unique_ptr<Backend>> gpu_backend_forms(GpuVariant variant) {
         forms.push_back(gpu_native::make_gpu_backend(variant));
 #endif
     return forms;
+}
+
+std::vector<int> flash_head_dims() {
+    return {std::begin(gpu_emulated::kFlashHeadDims), std::end(gpu_emulated::kFlashHeadDims)};
+}
+
+int flash_head_dim_at_least(int dh) {
+    const std::vector<int> dims = flash_head_dims();
+    const auto it = std::lower_bound(dims.begin(), dims.end(), dh);
+    PLAB_ASSERT(it != dims.end());
+    return *it;
 }
 
 }  // namespace plab::test

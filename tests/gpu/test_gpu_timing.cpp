@@ -35,7 +35,7 @@ std::map<std::string, int> launches_by_op(const std::vector<DeviceOpTime>& ops) 
 
 TEST_CASE("gpu backends time every op of a prefill on the device, in launch order",
           "[gpu][timing]") {
-    const ModelConfig c = small_config(48, 3, 4, 2, 12, 80, 67, 64);
+    const ModelConfig c = small_config(48, 3, 4, 2, 16, 80, 67, 64);
     const Weights weights = make_random_weights(c, 31);
     const auto tokens = random_tokens(13, c.vocab_size, 32);
     const ChunkPlan plan = parse_chunk_plan("5,8", 13);

@@ -117,6 +117,37 @@ __global__ void half_mask_shuffle_kernel(int* out) {
     out[threadIdx.x] = __shfl_sync(0x0000ffffu, static_cast<int>(threadIdx.x), 0);
 }
 
+// 16 KiB of static shared memory (PLAB_SHARED) plus the launch's dynamic
+// bytes; each thread then sums slots that other threads wrote, so both areas
+// must really be per-block memory behind a barrier. kId makes separate kernels
+// (the opt-in attribute belongs to one kernel for the whole process).
+constexpr int kStaticFloats = 4096;
+template <int kId>
+__global__ void big_shared_kernel(float* out, const float* in, int n_dynamic) {
+    PLAB_SHARED(float, fixed, [kStaticFloats]);
+    PLAB_DYNAMIC_SHARED(float, extra);
+    const int t = threadIdx.x, n = blockDim.x;
+    for (int i = t; i < kStaticFloats; i += n) fixed[i] = in[i];
+    for (int i = t; i < n_dynamic; i += n) extra[i] = 2.0f * in[i % kStaticFloats];
+    __syncthreads();
+    float sum = 0.0f;
+    for (int i = (t + 1) % n; i < kStaticFloats; i += n) sum += fixed[i];
+    for (int i = (t + 1) % n; i < n_dynamic; i += n) sum += extra[i];
+    out[t] = sum;
+}
+
+// What big_shared_kernel must return (the same sums, in the same order).
+std::vector<float> big_shared_expected(const std::vector<float>& in, int n_dynamic, int n) {
+    std::vector<float> out(n);
+    for (int t = 0; t < n; ++t) {
+        float sum = 0.0f;
+        for (int i = (t + 1) % n; i < kStaticFloats; i += n) sum += in[i];
+        for (int i = (t + 1) % n; i < n_dynamic; i += n) sum += 2.0f * in[i % kStaticFloats];
+        out[t] = sum;
+    }
+    return out;
+}
+
 __global__ void atomic_count_kernel(int* counter) {
     atomicAdd(counter, 1);
 }
@@ -256,4 +287,68 @@ TEST_CASE("simt: atomics, launch limits and checked memory calls", "[gpu][simt]"
     int on_stack = 0;
     auto free_bad_pointer = [&] { PLAB_CUDA_CHECK(cudaFree(&on_stack)); };
     REQUIRE_THROWS_WITH(free_bad_pointer(), Contains("cudaErrorInvalidValue"));
+}
+
+// Issue 14: shared memory is static + dynamic, 48 KiB without opting in.
+TEST_CASE("simt: static + dynamic shared memory past 48 KiB fails without the opt-in",
+          "[gpu][simt][shared_memory]") {
+    const int threads = 64;
+    const auto in = plab::test::random_floats(kStaticFloats, 31);
+    float* d_in = to_device(in);
+    float* d_out = to_device(std::vector<float>(threads, NAN));
+    const int fits = (48 * 1024 - 16 * 1024) / 4;  // 32 KiB dynamic: exactly 48 KiB in all
+    const int over = fits + 1;                     // 4 bytes too many
+    // 1. At the limit: runs, and both areas hold what was written.
+    PLAB_LAUNCH(big_shared_kernel<1>, 1, threads, std::size_t(fits) * 4, d_out, d_in, fits);
+    REQUIRE(to_host(d_out, threads) == big_shared_expected(in, fits, threads));
+    // 2. Past it by one float, no opt-in: an error naming the kernel and the counts.
+    //    The static bytes count: the dynamic bytes alone (32772 B) are far below 48 KiB.
+    REQUIRE_THROWS_WITH(
+        PLAB_LAUNCH(big_shared_kernel<1>, 1, threads, std::size_t(over) * 4, d_out, d_in, over),
+        Contains("big_shared_kernel<1>") && Contains("16384 B static") &&
+            Contains("32772 B dynamic") && Contains("cudaFuncAttributeMaxDynamicSharedMemorySize"));
+    // 3. A kernel the emulator has never run: its static bytes are counted when
+    //    the first thread reaches the PLAB_SHARED declaration.
+    REQUIRE_THROWS_WITH(
+        PLAB_LAUNCH(big_shared_kernel<2>, 1, threads, std::size_t(over) * 4, d_out, d_in, over),
+        Contains("big_shared_kernel<2>") && Contains("16384 B static"));
+    cudaFree(d_in);
+    cudaFree(d_out);
+}
+
+TEST_CASE("simt: a launch that opts in to more shared memory runs, up to the device maximum",
+          "[gpu][simt][shared_memory]") {
+    const int threads = 64;
+    const auto in = plab::test::random_floats(kStaticFloats, 32);
+    float* d_in = to_device(in);
+    float* d_out = to_device(std::vector<float>(threads, NAN));
+    const int dynamic = 200 * 1024 / 4;  // 200 KiB + 16 KiB static: within sm_90's 227 KiB
+    // 1. cudaFuncSetAttribute, then the launch: runs, results right.
+    REQUIRE(cudaFuncSetAttribute(big_shared_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 dynamic * 4) == cudaSuccess);
+    PLAB_LAUNCH(big_shared_kernel<3>, 2, threads, std::size_t(dynamic) * 4, d_out, d_in, dynamic);
+    REQUIRE(to_host(d_out, threads) == big_shared_expected(in, dynamic, threads));
+    // 2. More dynamic bytes than it opted in to: an error naming the kernel.
+    REQUIRE_THROWS_WITH(PLAB_LAUNCH(big_shared_kernel<3>, 1, threads, std::size_t(dynamic + 1) * 4,
+                                    d_out, d_in, dynamic + 1),
+                        Contains("big_shared_kernel<3>") && Contains("opted in to"));
+    // 3. The attribute cannot pass the device maximum less the static bytes (as CUDA).
+    REQUIRE(cudaFuncSetAttribute(big_shared_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 212 * 1024) == cudaErrorInvalidValue);
+    cudaGetLastError();
+    // 4. reserve_shared_memory does the counting and the opt-in for host code,
+    //    and refuses one clear line past the device's maximum.
+    plab::simt::reserve_shared_memory("big_shared_kernel<4>", big_shared_kernel<4>,
+                                      std::size_t(dynamic) * 4);
+    PLAB_LAUNCH(big_shared_kernel<4>, 1, threads, std::size_t(dynamic) * 4, d_out, d_in, dynamic);
+    REQUIRE(to_host(d_out, threads) == big_shared_expected(in, dynamic, threads));
+    plab::test::require_error(
+        [&] {
+            plab::simt::reserve_shared_memory("big_shared_kernel<4>", big_shared_kernel<4>,
+                                              212 * 1024);
+        },
+        "kernel big_shared_kernel<4> needs 16384 B of static and 217088 B of dynamic shared "
+        "memory per block; this (emulated) device allows at most 232448 B in all");
+    cudaFree(d_in);
+    cudaFree(d_out);
 }

@@ -1,0 +1,180 @@
+// The gpu backend's flash attention, one instantiation per compiled head_dim,
+// against cpu-ref.
+//
+// What it shows: every attention_flash_kernel<Dh> of kFlashHeadDims
+// (kernels/kernels.h) agrees with cpu-ref's scalar attention on awkward
+// shapes: query counts that are not a multiple of the 32-query tile, key
+// counts that cross 32-key tiles and KV blocks, grouped-query attention, a
+// single decode query, and masks that make tiles empty, partial and full (with
+// ALiBi and soft-capping on the scores). The tile counts the kernel reports
+// are exactly what core/mask.h classifies for its tiling. The KV pools hold NaN
+// in every slot no position uses and the output starts as NaN, so a kernel that
+// reads a wrong slot or forgets an output fails. A head_dim outside the set is
+// refused with one line naming the set. Dh = 128 needs more than 48 KiB of
+// shared memory: under the emulator it runs only because the launcher opts in.
+// Runs emulated everywhere, natively too where a CUDA device is present.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "backends/registry.h"
+#include "gpu_test_util.h"
+#include "mask_cases.h"
+#include "runtime/mask_spec.h"
+#include "test_util.h"
+
+namespace plab::test {
+namespace {
+
+struct FlashCase {
+    const char* what;
+    int n_queries, pos0, n_heads, n_kv_heads, block_size;
+};
+
+// clang-format off
+const FlashCase kCases[] = {
+    {"33 queries: two query tiles, the second with one query; GQA 2:1", 33,  0, 4, 2,  5},
+    {"7 queries at 58: keys cross two key tiles and 16-slot blocks; GQA 3:1", 7, 58, 3, 1, 16},
+    {"70 queries at 3: three query tiles (32, 32, 6); multi-head",  70,  3, 2, 2,  7},
+    {"1 query at 40: a decode step over 41 keys; GQA 2:1",           1, 40, 2, 1,  3},
+};
+// clang-format on
+
+// Masks with empty, partial and full tiles, and the score modifiers.
+const char* const kMasks[] = {"causal", "window:37+sink:3", "chunked:20+alibi+softcap:4"};
+
+// One attention problem: a scrambled block table over a pool with spare blocks,
+// NaN in every slot no position uses.
+struct Problem {
+    AttentionShape s;
+    std::vector<int32_t> table;
+    std::vector<float> q, k_pool, v_pool;
+};
+
+Problem make_problem(const FlashCase& c, int head_dim, std::uint64_t seed) {
+    Problem p;
+    p.s.n_queries = c.n_queries;
+    p.s.pos0 = c.pos0;
+    p.s.n_heads = c.n_heads;
+    p.s.n_kv_heads = c.n_kv_heads;
+    p.s.head_dim = head_dim;
+    p.s.block_size = c.block_size;
+    p.s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    const int n_keys = p.s.n_keys();
+    const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
+    const int pool_blocks = n_blocks + 2;
+    p.table.resize(static_cast<std::size_t>(pool_blocks));
+    std::iota(p.table.begin(), p.table.end(), 0);
+    std::mt19937_64 rng(seed);
+    std::shuffle(p.table.begin(), p.table.end(), rng);
+    p.table.resize(static_cast<std::size_t>(n_blocks));
+    const int row = c.n_kv_heads * head_dim;
+    p.k_pool.assign(std::size_t(pool_blocks) * c.block_size * row, NAN);
+    p.v_pool = p.k_pool;
+    const auto k = random_floats(std::size_t(n_keys) * row, seed + 1, -2.0f, 2.0f);
+    const auto v = random_floats(std::size_t(n_keys) * row, seed + 2);
+    for (int pos = 0; pos < n_keys; ++pos) {
+        const int slot = kv_slot(p.table.data(), pos, c.block_size);
+        std::copy_n(k.begin() + std::size_t(pos) * row, row,
+                    p.k_pool.begin() + std::size_t(slot) * row);
+        std::copy_n(v.begin() + std::size_t(pos) * row, row,
+                    p.v_pool.begin() + std::size_t(slot) * row);
+    }
+    p.q = random_floats(std::size_t(c.n_queries) * c.n_heads * head_dim, seed + 3, -2.0f, 2.0f);
+    return p;
+}
+
+std::vector<float> run_attention(Backend& b, const Problem& p) {
+    auto up = [&](const std::vector<float>& v) {
+        DeviceArray a(b, v.size());
+        b.upload(a.buf(), v.data(), v.size());
+        return a;
+    };
+    DeviceArray q = up(p.q), k = up(p.k_pool), v = up(p.v_pool), out(b, p.q.size());
+    b.fill(out.buf(), NAN);
+    b.attention(out.buf(), q.buf(), k.buf(), v.buf(), p.table, p.s);
+    std::vector<float> h(p.q.size());
+    b.download(h.data(), out.buf(), h.size());
+    return h;
+}
+
+// The tile counts of one attention call, from the mask's classification of the
+// kernel's tiling (query tiles from the chunk's first query, key tiles from
+// position 0), times heads: what the kernel must report.
+AttentionTileCounts expected_counts(const AttentionShape& s, int query_tile, int key_tile) {
+    AttentionTileCounts c;
+    const int n_keys = s.n_keys();
+    for (int i0 = 0; i0 < s.n_queries; i0 += query_tile) {
+        const int qa = s.pos0 + i0, qb = s.pos0 + std::min(s.n_queries, i0 + query_tile) - 1;
+        for (int k0 = 0; k0 < n_keys; k0 += key_tile) {
+            const TileClass t =
+                s.mask.classify_tile(qa, qb, k0, std::min(n_keys, k0 + key_tile) - 1);
+            (t == TileClass::empty     ? c.skipped
+             : t == TileClass::partial ? c.partial
+                                       : c.full) += s.n_heads;
+        }
+    }
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("gpu flash attention: every head_dim instantiation against cpu-ref on awkward sizes",
+          "[gpu][kernels][flash]") {
+    auto cpu = make_backend("cpu-ref");
+    const auto forms = gpu_backend_forms(GpuVariant::fast);
+    REQUIRE(flash_head_dims().size() >= 7);
+    for (const int dh : flash_head_dims()) {
+        for (const FlashCase& c : kCases) {
+            // The mask's prompt: the chunk's keys, any ids (no docs:bos mask here).
+            const std::vector<int32_t> tokens(std::size_t(c.pos0 + c.n_queries), 5);
+            for (const char* spec : kMasks) {
+                const BoundMask mask = make_mask(spec, mask_context(tokens, c.n_heads));
+                Problem p = make_problem(c, dh, 1000 + 7 * dh + c.n_queries);
+                p.s.mask = mask.view();
+                const std::vector<float> want = run_attention(*cpu, p);
+                require_not_all_zero(want, "cpu-ref attention");
+                for (const auto& gpu : forms) {
+                    INFO(gpu->name() << " Dh=" << dh << ", " << c.what << ", mask " << spec);
+                    gpu->reset_attention_tile_counts();
+                    const std::vector<float> got = run_attention(*gpu, p);
+                    // Online softmax sums p_j in another order (lane shares, then a
+                    // tree) and rescales tile by tile; the library expf: a few ulp
+                    // of outputs of size ~1 (v in [-1, 1), convex weights).
+                    require_allclose(got, want, 1e-6, 1e-5,
+                                     "online softmax reorders sums; library expf: a few ulp");
+                    const AttentionTileCounts n = gpu->attention_tile_counts();
+                    REQUIRE(n.query_tile == 32);
+                    const AttentionTileCounts e = expected_counts(p.s, n.query_tile, n.key_tile);
+                    REQUIRE(n.skipped == e.skipped);
+                    REQUIRE(n.partial == e.partial);
+                    REQUIRE(n.full == e.full);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("gpu flash attention: a head_dim it is not compiled for is one clear error",
+          "[gpu][kernels][flash]") {
+    const FlashCase c{"12 queries", 12, 0, 2, 1, 4};
+    std::string listed;  // the set as the message must name it
+    for (int dh : flash_head_dims()) listed += (listed.empty() ? "" : ", ") + std::to_string(dh);
+    for (const int dh : {12, 3, 256}) {
+        const Problem p = make_problem(c, dh, 77);
+        for (const auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+            INFO(gpu->name() << " Dh=" << dh);
+            require_error([&] { run_attention(*gpu, p); },
+                          "compiled for head_dim " + listed + "; this model has head_dim " +
+                              std::to_string(dh) + ": use gpu-ref");
+        }
+        // gpu-ref takes any head_dim.
+        auto cpu = make_backend("cpu-ref");
+        const std::vector<float> want = run_attention(*cpu, p);
+        for (const auto& ref : gpu_backend_forms(GpuVariant::reference))
+            require_bitwise_equal(run_attention(*ref, p), want, "gpu-ref at an uncompiled Dh");
+    }
+}
+
+}  // namespace plab::test
