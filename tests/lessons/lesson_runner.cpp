@@ -2,7 +2,8 @@
 // the output it shows is what the program prints today.
 //
 // In a lesson, a fenced block tagged `console` holds commands ("$ plab ...")
-// each followed by the output the reader should see. The runner executes the
+// each followed by the output the reader should see (a block indented inside
+// a list item, as in an exercise's answer, counts the same). The runner executes the
 // command (stderr merged into stdout, `plab` and `plab-viewer` taken from the
 // build directory, in a scratch working directory) and requires the shown
 // lines to appear in the real output in the same order. A command must exit 0
@@ -36,10 +37,12 @@
 // is evaluated after every command above it has run, with the values those
 // commands' "{{name}}" markers captured (a name captured twice: the latest
 // value above the check). Syntax, one relation per line:
-//     EXPR OP EXPR [within N% | within N]
+//     EXPR OP EXPR [within EXPR | within EXPR%]
 // EXPR: numbers, captured names, + - * / and parentheses; OP: == != < <= > >=.
-// "within" loosens == for printed values that were rounded: N% of |right side|,
-// or N absolute — the lesson says next to the check why that much. A check
+// "within" loosens == for printed values that were rounded: an absolute
+// difference, or a percentage of |right side|. Write it as the rounding it
+// allows ("within 0.05 + 0.05 / bw * bound": half a unit of each printed
+// last digit, carried through the formula), so the slack is derived, not guessed. A check
 // that does not hold, or names a value no command above captured, fails the
 // lesson with the values it saw. An exercise's answer is proven the same way:
 // its command runs, and a check ties the printed number to the answer's formula.
@@ -50,6 +53,7 @@
 // Usage: lesson_runner BIN_DIR FILE.md
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -96,11 +100,14 @@ Lesson parse(const std::string& path) {
     Lesson lesson;
     std::string line;
     bool in_console = false;
+    std::size_t indent = 0;  // of the open fence: a block inside a list item is indented
     int n = 0;
     while (std::getline(f, line)) {
         ++n;
+        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
         if (!in_console) {
-            in_console = rstrip(line) == "```console";
+            in_console = rstrip(line).substr(lead) == "```console";
+            indent = lead;
             const std::string t = rstrip(line);
             const std::size_t at = t.find(open);
             if (at != std::string::npos) {
@@ -116,6 +123,7 @@ Lesson parse(const std::string& path) {
             }
             continue;
         }
+        line.erase(0, std::min(lead, indent));
         if (rstrip(line) == "```") {
             in_console = false;
         } else if (line.rfind("$ ", 0) == 0) {
@@ -357,15 +365,15 @@ double evaluate(const std::string& text, const Captures& captures, std::string& 
     return e.parse_all(text.size());
 }
 
-// Evaluates "EXPR OP EXPR [within N% | within N]"; returns "" when it holds,
+// Evaluates "EXPR OP EXPR [within EXPR | within EXPR%]"; returns "" when it holds,
 // else why not (with the values it used).
 std::string check_relation(const std::string& relation, const Captures& captures) {
     static const std::regex form(
-        "\\s*(.+?)\\s*(==|!=|<=|>=|<|>)\\s*(.+?)(?:\\s+within\\s+([0-9.eE+-]+)(%?))?\\s*");
+        "\\s*(.+?)\\s*(==|!=|<=|>=|<|>)\\s*(.+?)(?:\\s+within\\s+(.+?)\\s*(%?))?\\s*");
     std::smatch m;
     if (!std::regex_match(relation, m, form)) {
         throw std::runtime_error("bad check \"" + relation +
-                                 "\": expected EXPR OP EXPR [within N% | within N], "
+                                 "\": expected EXPR OP EXPR [within EXPR | within EXPR%], "
                                  "OP one of == != < <= > >=");
     }
     std::string used;
@@ -376,7 +384,7 @@ std::string check_relation(const std::string& relation, const Captures& captures
     if (m[4].matched) {
         if (op != "==")
             throw std::runtime_error("bad check \"" + relation + "\": within goes with ==");
-        tol = std::strtod(m[4].str().c_str(), nullptr);
+        tol = evaluate(m[4].str(), captures, used);
         if (m[5].str() == "%") tol = tol / 100 * std::fabs(r);
     }
     const bool holds = op == "=="   ? std::fabs(l - r) <= tol
