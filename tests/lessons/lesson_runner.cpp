@@ -2,7 +2,8 @@
 // the output it shows is what the program prints today.
 //
 // In a lesson, a fenced block tagged `console` holds commands ("$ plab ...")
-// each followed by the output the reader should see. The runner executes the
+// each followed by the output the reader should see (a block indented inside
+// a list item, as in an exercise's answer, counts the same). The runner executes the
 // command (stderr merged into stdout, `plab` and `plab-viewer` taken from the
 // build directory, in a scratch working directory) and requires the shown
 // lines to appear in the real output in the same order. A command must exit 0
@@ -22,20 +23,46 @@
 //              whole, and a "…" before the marker may not end in a digit,
 //              '.', '+', '-' or 'e' (so "…" cannot swallow the number's
 //              leading digits and leave a wrong value's tail in range).
+//   "{{name}}" one number (read whole, like a range marker), captured under
+//              `name` for the checks below; "{{name=1904384}}" also requires
+//              the printed text to be exactly 1904384.
 // Deterministic numbers (counts, FLOPs, exact results) are written out
 // literally: a marker is for what truly varies, never to hide what a lesson
 // teaches. A malformed marker (bounds that do not parse, a > b) fails the lesson.
+//
+// Relations. A "…" or a range hides a number's value; a check states what the
+// number must be *related* to, so a wrong number cannot hide behind it. A line
+//     <!-- check: ttft_ms >= prefill_ms -->
+// anywhere outside a console block (invisible when the Markdown is rendered)
+// is evaluated after every command above it has run, with the values those
+// commands' "{{name}}" markers captured (a name captured twice: the latest
+// value above the check). Syntax, one relation per line:
+//     EXPR OP EXPR [within EXPR | within EXPR%]
+// EXPR: numbers, captured names, + - * / and parentheses; OP: == != < <= > >=.
+// "within" loosens == for printed values that were rounded: an absolute
+// difference, or a percentage of |right side|. Write it as the rounding it
+// allows ("within 0.05 + 0.05 / bw * bound": half a unit of each printed
+// last digit, carried through the formula), so the slack is derived, not guessed. A check
+// that does not hold, or names a value no command above captured, fails the
+// lesson with the values it saw. An exercise's answer is proven the same way:
+// its command runs, and a check ties the printed number to the answer's formula.
 // tests/lessons/CMakeLists.txt proves the runner can fail: fixture lessons
-// with a wrong literal or an out-of-range number must be rejected.
+// with a wrong literal, an out-of-range number or a relation that does not
+// hold must be rejected, and so must scratch copies of real lessons with one
+// number or relation changed.
 // Usage: lesson_runner BIN_DIR FILE.md
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -51,39 +78,75 @@ struct Step {
     std::vector<std::string> expected;
 };
 
+// A "<!-- check: ... -->" line: a relation between captured numbers.
+struct Check {
+    int line = 0;
+    std::string relation;
+};
+
+struct Lesson {
+    std::vector<Step> steps;
+    std::vector<Check> checks;
+};
+
 std::string rstrip(std::string s) {
     while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
     return s;
 }
 
-std::vector<Step> parse(const std::string& path) {
+Lesson parse(const std::string& path) {
+    static const std::string open = "<!-- check:", close = "-->";
     std::ifstream f(path);
-    std::vector<Step> steps;
+    Lesson lesson;
     std::string line;
     bool in_console = false;
+    std::size_t indent = 0;  // of the open fence: a block inside a list item is indented
     int n = 0;
     while (std::getline(f, line)) {
         ++n;
+        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
         if (!in_console) {
-            in_console = rstrip(line) == "```console";
+            in_console = rstrip(line).substr(lead) == "```console";
+            indent = lead;
+            const std::string t = rstrip(line);
+            const std::size_t at = t.find(open);
+            if (at != std::string::npos) {
+                if (t.size() < at + open.size() + close.size() ||
+                    t.compare(t.size() - close.size(), close.size(), close) != 0) {
+                    throw std::runtime_error(path + ":" + std::to_string(n) +
+                                             ": a check is one line: <!-- check: a >= b -->");
+                }
+                std::string relation =
+                    rstrip(t.substr(at + open.size(), t.size() - close.size() - at - open.size()));
+                relation.erase(0, relation.find_first_not_of(' '));
+                lesson.checks.push_back({n, relation});
+            }
             continue;
         }
+        line.erase(0, std::min(lead, indent));
         if (rstrip(line) == "```") {
             in_console = false;
         } else if (line.rfind("$ ", 0) == 0) {
-            steps.push_back({n, line.substr(2), {}});
-        } else if (!steps.empty() && !rstrip(line).empty()) {
-            steps.back().expected.push_back(rstrip(line));
+            lesson.steps.push_back({n, line.substr(2), {}});
+        } else if (!lesson.steps.empty() && !rstrip(line).empty()) {
+            lesson.steps.back().expected.push_back(rstrip(line));
         }
     }
-    return steps;
+    return lesson;
 }
 
-// A shown line as a regular expression, plus the bounds of its "[[a..b]]"
-// markers in the order of their capture groups.
+// One number marker of a shown line, in the order of the capture groups:
+// a "[[a..b]]" range or a "{{name}}" / "{{name=text}}" capture.
+struct Slot {
+    double lo = 0, hi = 0;  // range
+    std::string name;       // capture (empty for a range)
+    std::string literal;    // capture's required text (empty: any number)
+};
+
+// A shown line as a regular expression, plus its number markers.
 struct Pattern {
     std::regex re;
-    std::vector<std::pair<double, double>> ranges;
+    std::vector<Slot> slots;
 };
 
 // The number a "[[a..b]]" marker stands for: optional sign, digits with an
@@ -107,14 +170,17 @@ Pattern pattern_of(const std::string& shown) {
     Pattern p;
     std::string re;
     for (std::size_t i = 0; i < shown.size();) {
+        const bool at_range =
+            shown.compare(i, 2, "[[") == 0 && shown.compare(i, gpu_form.size(), gpu_form) != 0;
         if (shown.compare(i, ellipsis.size(), ellipsis) == 0) {
             i += ellipsis.size();
             // Before a number marker, "…" must not end inside the number (it
             // would otherwise swallow leading digits and let a wrong value pass
             // as its last digit): it is empty or ends in a non-number character.
-            re += shown.compare(i, 2, "[[") == 0 && shown.compare(i, gpu_form.size(), gpu_form) != 0
-                      ? "(?:.*[^-+.0-9eE])?"
-                      : ".*";
+            const bool before_number = (shown.compare(i, 2, "[[") == 0 &&
+                                        shown.compare(i, gpu_form.size(), gpu_form) != 0) ||
+                                       shown.compare(i, 2, "{{") == 0;
+            re += before_number ? "(?:.*[^-+.0-9eE])?" : ".*";
             continue;
         }
         if (shown.compare(i, gpu_form.size(), gpu_form) == 0) {
@@ -122,7 +188,22 @@ Pattern pattern_of(const std::string& shown) {
             i += gpu_form.size();
             continue;
         }
-        if (shown.compare(i, 2, "[[") == 0) {
+        if (shown.compare(i, 2, "{{") == 0) {
+            const std::size_t close = shown.find("}}", i);
+            const std::string marker =
+                shown.substr(i, close == std::string::npos ? std::string::npos : close + 2 - i);
+            static const std::regex capture_re("\\{\\{([A-Za-z_][A-Za-z_0-9]*)(?:=([^}]+))?\\}\\}");
+            std::smatch m;
+            if (close == std::string::npos || !std::regex_match(marker, m, capture_re)) {
+                throw std::runtime_error("bad marker \"" + marker +
+                                         "\": expected {{name}} or {{name=1904384}}");
+            }
+            p.slots.push_back({0, 0, m[1].str(), m[2].str()});
+            re += number_re;
+            i = close + 2;
+            continue;
+        }
+        if (at_range) {
             const std::size_t close = shown.find("]]", i);
             const std::string marker =
                 shown.substr(i, close == std::string::npos ? std::string::npos : close + 2 - i);
@@ -137,7 +218,7 @@ Pattern pattern_of(const std::string& shown) {
                 throw std::runtime_error("bad marker \"" + marker +
                                          "\": lower bound above upper bound");
             }
-            p.ranges.emplace_back(lo, hi);
+            p.slots.push_back({lo, hi, "", ""});
             re += number_re;
             i = close + 2;
             continue;
@@ -150,25 +231,175 @@ Pattern pattern_of(const std::string& shown) {
     return p;
 }
 
-// Whether `line` matches the shown line's pattern with every marked number in
-// range. The first out-of-range number seen is kept in `out_of_range`, so a
-// failure names the number that moved.
-bool matches(const std::string& line, const Pattern& p, std::string& out_of_range) {
+using Captures = std::map<std::string, double>;
+
+// Whether `line` matches the shown line's pattern with every ranged number in
+// range and every literal capture printed as written; on a match, the named
+// numbers go into `captures`. The first out-of-range number seen is kept in
+// `out_of_range`, so a failure names the number that moved.
+bool matches(const std::string& line, const Pattern& p, std::string& out_of_range,
+             Captures& captures) {
     std::smatch m;
     if (!std::regex_match(line, m, p.re)) return false;
-    for (std::size_t k = 0; k < p.ranges.size(); ++k) {
-        const double v = std::strtod(m[k + 1].str().c_str(), nullptr);
-        if (v < p.ranges[k].first || v > p.ranges[k].second) {
+    for (std::size_t k = 0; k < p.slots.size(); ++k) {
+        const Slot& s = p.slots[k];
+        const std::string text = m[k + 1].str();
+        const double v = std::strtod(text.c_str(), nullptr);
+        if (!s.name.empty()) {
+            if (!s.literal.empty() && text != s.literal) return false;
+            continue;
+        }
+        if (v < s.lo || v > s.hi) {
             if (out_of_range.empty()) {
                 std::ostringstream os;
-                os << m[k + 1].str() << " is outside [" << p.ranges[k].first << ", "
-                   << p.ranges[k].second << "] in \"" << line << "\"";
+                os << text << " is outside [" << s.lo << ", " << s.hi << "] in \"" << line << "\"";
                 out_of_range = os.str();
             }
             return false;
         }
     }
+    for (std::size_t k = 0; k < p.slots.size(); ++k) {
+        if (!p.slots[k].name.empty()) {
+            captures[p.slots[k].name] = std::strtod(m[k + 1].str().c_str(), nullptr);
+        }
+    }
     return true;
+}
+
+// ---- relation checks -------------------------------------------------------
+// A small recursive-descent evaluator: expr := term (('+'|'-') term)*,
+// term := factor (('*'|'/') factor)*, factor := number | name | '-' factor |
+// '(' expr ')'. Names are looked up in the captures; `used` records each name
+// and value, so a failed check prints what it compared.
+class Expr {
+public:
+    Expr(const std::string& text, const Captures& captures, std::string& used)
+        : s_(text), captures_(captures), used_(used) {}
+
+    double parse_all(std::size_t end) {
+        end_ = end;
+        const double v = expr();
+        skip();
+        if (i_ != end_) fail("unexpected '" + s_.substr(i_, end_ - i_) + "'");
+        return v;
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& why) const {
+        throw std::runtime_error("bad check expression \"" + s_.substr(0, end_) + "\": " + why);
+    }
+    void skip() {
+        while (i_ < end_ && s_[i_] == ' ') ++i_;
+    }
+    double expr() {
+        double v = term();
+        for (skip(); i_ < end_ && (s_[i_] == '+' || s_[i_] == '-'); skip()) {
+            const char op = s_[i_++];
+            const double r = term();
+            v = op == '+' ? v + r : v - r;
+        }
+        return v;
+    }
+    double term() {
+        double v = factor();
+        for (skip(); i_ < end_ && (s_[i_] == '*' || s_[i_] == '/'); skip()) {
+            const char op = s_[i_++];
+            const double r = factor();
+            v = op == '*' ? v * r : v / r;
+        }
+        return v;
+    }
+    double factor() {
+        skip();
+        if (i_ >= end_) fail("a number, a name or '(' expected at the end");
+        const char c = s_[i_];
+        if (c == '-') {
+            ++i_;
+            return -factor();
+        }
+        if (c == '(') {
+            ++i_;
+            const double v = expr();
+            skip();
+            if (i_ >= end_ || s_[i_] != ')') fail("')' expected");
+            ++i_;
+            return v;
+        }
+        if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+            char* stop = nullptr;
+            const double v = std::strtod(s_.c_str() + i_, &stop);
+            i_ = std::size_t(stop - s_.c_str());
+            return v;
+        }
+        if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            const std::size_t start = i_;
+            while (i_ < end_ && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+                ++i_;
+            const std::string name = s_.substr(start, i_ - start);
+            const auto it = captures_.find(name);
+            if (it == captures_.end()) {
+                std::string known;
+                for (const auto& [k, v] : captures_) known += (known.empty() ? "" : ", ") + k;
+                throw std::runtime_error("check names '" + name +
+                                         "', which no command above captured (captured: " +
+                                         (known.empty() ? "nothing" : known) + ")");
+            }
+            std::ostringstream os;
+            os.precision(10);
+            os << name << " = " << it->second;
+            if (used_.find(os.str()) == std::string::npos)
+                used_ += (used_.empty() ? "" : ", ") + os.str();
+            return it->second;
+        }
+        fail(std::string("unexpected '") + c + "'");
+    }
+
+    const std::string& s_;
+    const Captures& captures_;
+    std::string& used_;
+    std::size_t i_ = 0, end_ = 0;
+};
+
+double evaluate(const std::string& text, const Captures& captures, std::string& used) {
+    Expr e(text, captures, used);
+    return e.parse_all(text.size());
+}
+
+// Evaluates "EXPR OP EXPR [within EXPR | within EXPR%]"; returns "" when it holds,
+// else why not (with the values it used).
+std::string check_relation(const std::string& relation, const Captures& captures) {
+    static const std::regex form(
+        "\\s*(.+?)\\s*(==|!=|<=|>=|<|>)\\s*(.+?)(?:\\s+within\\s+(.+?)\\s*(%?))?\\s*");
+    std::smatch m;
+    if (!std::regex_match(relation, m, form)) {
+        throw std::runtime_error("bad check \"" + relation +
+                                 "\": expected EXPR OP EXPR [within EXPR | within EXPR%], "
+                                 "OP one of == != < <= > >=");
+    }
+    std::string used;
+    const double l = evaluate(m[1].str(), captures, used);
+    const double r = evaluate(m[3].str(), captures, used);
+    const std::string op = m[2].str();
+    double tol = 0;
+    if (m[4].matched) {
+        if (op != "==")
+            throw std::runtime_error("bad check \"" + relation + "\": within goes with ==");
+        tol = evaluate(m[4].str(), captures, used);
+        if (m[5].str() == "%") tol = tol / 100 * std::fabs(r);
+    }
+    const bool holds = op == "=="   ? std::fabs(l - r) <= tol
+                       : op == "!=" ? l != r
+                       : op == "<"  ? l < r
+                       : op == "<=" ? l <= r
+                       : op == ">"  ? l > r
+                                    : l >= r;
+    if (holds) return "";
+    std::ostringstream os;
+    os.precision(10);
+    os << "check failed: " << relation << "\n    left " << l << ", right " << r;
+    if (tol > 0) os << ", allowed difference " << tol;
+    if (!used.empty()) os << "\n    with " << used;
+    return os.str();
 }
 
 }  // namespace
@@ -179,17 +410,45 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string bin_dir = std::filesystem::absolute(argv[1]).string();
-    const std::string lesson = std::filesystem::absolute(argv[2]).string();
-    const std::vector<Step> steps = parse(lesson);
+    const std::string path = std::filesystem::absolute(argv[2]).string();
+    Lesson lesson;
+    try {
+        lesson = parse(path);
+    } catch (const std::exception& ex) {
+        std::cerr << ex.what() << "\n";
+        return 1;
+    }
+    const std::vector<Step>& steps = lesson.steps;
     if (steps.empty()) {
-        std::cerr << lesson << ": no ```console block with a \"$ \" command: nothing to check\n";
+        std::cerr << path << ": no ```console block with a \"$ \" command: nothing to check\n";
         return 1;
     }
     const auto scratch =
         std::filesystem::temp_directory_path() / ("plab_lesson_" + std::to_string(::getpid()));
     std::filesystem::create_directories(scratch);
-    int failures = 0;
+    int failures = 0, check_failures = 0;
+    Captures captures;
+    std::size_t next_check = 0;
+    // Evaluates the checks written above `line` (all of them at the end), with
+    // what the commands above them captured.
+    auto run_checks_before = [&](int line) {
+        for (; next_check < lesson.checks.size() && lesson.checks[next_check].line < line;
+             ++next_check) {
+            const Check& c = lesson.checks[next_check];
+            std::string why;
+            try {
+                why = check_relation(c.relation, captures);
+            } catch (const std::exception& ex) {
+                why = ex.what();
+            }
+            if (!why.empty()) {
+                ++check_failures;
+                std::cerr << path << ":" << c.line << ": " << why << "\n";
+            }
+        }
+    };
     for (const Step& s : steps) {
+        run_checks_before(s.line);
         const std::string out_path = (scratch / "out.txt").string();
         const std::string cmd = "cd '" + scratch.string() + "' && PATH='" + bin_dir +
                                 "':\"$PATH\" " + s.command + " > '" + out_path +
@@ -216,7 +475,8 @@ int main(int argc, char** argv) {
                 break;
             }
             std::string out_of_range;
-            while (next < actual.size() && !matches(actual[next], p, out_of_range)) ++next;
+            while (next < actual.size() && !matches(actual[next], p, out_of_range, captures))
+                ++next;
             if (next == actual.size()) {
                 why << (why.tellp() > 0 ? "\n  " : "")
                     << "shown line not printed (in this order): \"" << e << "\"";
@@ -227,13 +487,15 @@ int main(int argc, char** argv) {
         }
         if (!why.str().empty()) {
             ++failures;
-            std::cerr << lesson << ":" << s.line << ": $ " << s.command << "\n  " << why.str()
+            std::cerr << path << ":" << s.line << ": $ " << s.command << "\n  " << why.str()
                       << "\n  actual output:\n";
             for (const auto& a : actual) std::cerr << "    " << a << "\n";
         }
     }
+    run_checks_before(std::numeric_limits<int>::max());
     std::filesystem::remove_all(scratch);
-    std::cout << lesson << ": " << steps.size() - failures << " of " << steps.size()
-              << " commands match the lesson\n";
-    return failures == 0 ? 0 : 1;
+    std::cout << path << ": " << steps.size() - failures << " of " << steps.size()
+              << " commands match the lesson, " << lesson.checks.size() - check_failures << " of "
+              << lesson.checks.size() << " relation checks hold\n";
+    return failures == 0 && check_failures == 0 ? 0 : 1;
 }
