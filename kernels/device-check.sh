@@ -145,8 +145,25 @@ if ((missing)); then
 fi
 mkdir -p "$logs"
 
-# run_step NAME LOG COMMAND...: runs COMMAND with its output in LOG, then shows
-# the log's end and stops the check when COMMAND failed.
+# run_step NAME COMMAND...: runs COMMAND with its output in LOGS/NAME.log, then
+# shows the log's end and stops the check when COMMAND failed.
+# test_step NAME COMMAND...: the same, but a failure is counted and the check
+# goes on, so one failing test still leaves the speed table of the same run
+# (device time is short); the check exits non-zero at the end.
+failed_steps=()
+test_step() {
+    local log="$logs/$1.log" name="$1"
+    shift
+    "$@" >"$log" 2>&1
+    local rc=$?
+    if ((rc != 0)); then
+        grep -E "FAILED|Failed|failed|error" "$log" | head -n 30
+        echo "device-check: step '$name' FAILED (exit $rc); whole log: $log; going on" >&2
+        failed_steps+=("$name")
+    else
+        tail -n 6 "$log"
+    fi
+}
 run_step() {
     local log="$logs/$1.log"
     shift
@@ -171,11 +188,11 @@ run_step build cmake --build "$build" -j "$(nproc)"
 
 step "${steps[1]}"
 # PLAB_CUDA_SYNC=1: every launch waits for its kernel, so a fault names the kernel.
-run_step gpu-tests env PLAB_REQUIRE_NATIVE=1 PLAB_CUDA_SYNC=1 \
+test_step gpu-tests env PLAB_REQUIRE_NATIVE=1 PLAB_CUDA_SYNC=1 \
     ctest --test-dir "$build" -L 'test_gpu|test_gpu_mask' -j 8 --output-on-failure
 
 step "${steps[2]}"
-run_step other-tests ctest --test-dir "$build" -LE 'test_gpu|viewer' -j "$(nproc)" --output-on-failure
+test_step other-tests ctest --test-dir "$build" -LE 'test_gpu|viewer' -j "$(nproc)" --output-on-failure
 
 step "${steps[3]}"
 plab="$build/plab"
@@ -205,5 +222,9 @@ step "${steps[6]}"
 rc=$?
 cat "$logs/table.log"
 echo
-echo "device-check: done in $(($(date +%s) - start)) s (table exit $rc)"
+if ((${#failed_steps[@]})); then
+    echo "device-check: FAILED steps: ${failed_steps[*]} (logs in $logs)"
+    rc=1
+fi
+echo "device-check: done in $(($(date +%s) - start)) s (exit $rc)"
 exit $rc

@@ -114,6 +114,14 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
            << ", block " << block.x << 'x' << block.y << 'x' << block.z << ", " << shared_bytes
            << " B shared) failed: " << cudaGetErrorName(err) << " (" << cudaGetErrorString(err)
            << ')';
+        // What the driver holds for this kernel: a shared-memory refusal shows here.
+        cudaFuncAttributes attr{};
+        if (cudaFuncGetAttributes(&attr, kernel) == cudaSuccess) {
+            os << "; kernel attributes: " << attr.sharedSizeBytes << " B static shared, max "
+               << attr.maxDynamicSharedSizeBytes << " B dynamic, " << attr.numRegs
+               << " registers, at most " << attr.maxThreadsPerBlock << " threads per block";
+        }
+        cudaGetLastError();  // the query's own error, if any, is not the launch's
         throw ::plab::InternalError(os.str());
     }
 }
@@ -417,9 +425,14 @@ void reserve_shared_memory(const char* name, void (*kernel)(Params...), std::siz
     PLAB_CUDA_CHECK(
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     check_shared_fits(name, attr.sharedSizeBytes, dynamic_bytes, static_cast<std::size_t>(optin));
-    // The kernel's current maximum is the 48 KiB default less its static bytes,
-    // or what it opted in to before: more is needed only past that.
-    if (dynamic_bytes > static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes)) {
+    // Opt in whenever static + dynamic passes the 48 KiB default, whatever the
+    // kernel's reported maximum says: on the H200 (CUDA 13, driver 580) a
+    // kernel with 4 KiB static + 48.1 KiB dynamic was refused at launch
+    // (cudaErrorInvalidValue) when the opt-in was decided from that attribute
+    // alone, which the driver reports as 48 KiB before any opt-in, static bytes
+    // or not. And where a larger maximum was set before, keep it.
+    if (attr.sharedSizeBytes + dynamic_bytes > kDefaultSharedBytes ||
+        dynamic_bytes > static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes)) {
         PLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(dynamic_bytes)));
     }
