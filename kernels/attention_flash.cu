@@ -57,7 +57,6 @@
 // Dh idle in P·V: the small Dh are test and toy sizes).
 #include <cmath>
 #include <iterator>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -261,11 +260,11 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
     static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ">";
     constexpr std::size_t dynamic_bytes = FlashLayout<kDh>::kBytes;
     // Static p_tile + dynamic tiles against the device's limit; opts in past
-    // 48 KiB (Dh = 128). Once per instantiation: the attribute stays set.
-    static std::once_flag reserved;
-    std::call_once(reserved, [] {
-        simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh>, dynamic_bytes);
-    });
+    // 48 KiB (Dh = 128). On every launch, not once behind a std::call_once: on
+    // the H200 the once-guarded opt-in did not reach the launched kernel (its
+    // maximum still read 45056 B at the failing launch), and the two runtime
+    // calls cost microseconds against a kernel of tens.
+    simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh>, dynamic_bytes);
     const dim3 grid(blocks_for(s.n_queries, kFlashQueries), s.n_heads);
     simt::launch(name.c_str(), attention_flash_kernel<kDh>, grid, dim3(kFlashThreads),
                  dynamic_bytes, out, q, k_pool, v_pool, block_table, s, tile_counts);

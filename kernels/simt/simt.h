@@ -435,6 +435,15 @@ void reserve_shared_memory(const char* name, void (*kernel)(Params...), std::siz
         dynamic_bytes > static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes)) {
         PLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(dynamic_bytes)));
+        // Read it back: a launch past the maximum fails with a bare "invalid
+        // argument", so say here, with the numbers, if the opt-in did not take.
+        PLAB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+        if (static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes) < dynamic_bytes) {
+            throw ::plab::InternalError(std::string("kernel ") + name + ": opted in to " +
+                                        std::to_string(dynamic_bytes) +
+                                        " B of dynamic shared memory, but its maximum reads " +
+                                        std::to_string(attr.maxDynamicSharedSizeBytes) + " B");
+        }
     }
 }
 
