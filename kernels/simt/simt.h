@@ -397,7 +397,15 @@ using plab::simt::cudaSuccess;
 
 #endif  // __CUDACC__
 
+// Code both builds compile from this one text lives in an inline namespace
+// named after the build (gpu_native / gpu_emulated). Without it, a template
+// such as reserve_shared_memory<float*, ...> had the same mangled name in the
+// nvcc and the g++ object, the linker kept one of the two (an ODR violation
+// nothing reports), and the native flash kernel was "opted in" through the
+// emulator's bookkeeping: on the H200 its 53 KiB launch failed with "invalid
+// argument". tests/gpu/odr_check.cmake keeps the two builds' symbols apart.
 namespace plab::simt {
+inline namespace PLAB_SIMT_NS {
 
 // Throws plab::Error when a block would need more shared memory (static +
 // dynamic) than the device gives one block even after opting in.
@@ -447,6 +455,7 @@ void reserve_shared_memory(const char* name, void (*kernel)(Params...), std::siz
     }
 }
 
+}  // namespace PLAB_SIMT_NS
 }  // namespace plab::simt
 
 // The one way host code launches a kernel, in both builds: the kernel's name
