@@ -28,8 +28,13 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
                 "tokens/s", "GFLOP/s", "of peak");
     for (const auto& p : rows) {
-        std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f %8.1f%%\n", p.backend.c_str(), p.tokens,
-                    p.runs, p.median_s * 1e3, p.tokens_per_s, p.gflops, 100 * p.fraction_of_peak);
+        std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f", p.backend.c_str(), p.tokens, p.runs,
+                    p.median_s * 1e3, p.tokens_per_s, p.gflops);
+        // "-": a GPU backend is not held against the CPU's GEMM peak.
+        if (p.fraction_of_peak > 0)
+            std::printf(" %8.1f%%\n", 100 * p.fraction_of_peak);
+        else
+            std::printf(" %9s\n", "-");
     }
     std::printf("  %-22s %7s %12s %14s\n", "backend", "tokens", "worst ms", "worst/median");
     for (const auto& p : rows) {
@@ -82,10 +87,16 @@ void run(BenchCliOptions o) {
         j["cpu_threads"] = cpu_threads();
         j["min_flops_per_thread"] = kMinFlopsPerThread;
         const auto prefill_json = [](const PrefillBenchRow& p) {
-            nlohmann::json row = {{"backend", p.backend}, {"tokens", p.tokens},
-                                  {"runs", p.runs},       {"median_s", p.median_s},
-                                  {"worst_s", p.worst_s}, {"tokens_per_s", p.tokens_per_s},
-                                  {"gflops", p.gflops},   {"fraction_of_peak", p.fraction_of_peak}};
+            nlohmann::json row = {
+                {"backend", p.backend},
+                {"tokens", p.tokens},
+                {"runs", p.runs},
+                {"median_s", p.median_s},
+                {"worst_s", p.worst_s},
+                {"tokens_per_s", p.tokens_per_s},
+                {"gflops", p.gflops},
+                {"fraction_of_peak", p.fraction_of_peak > 0 ? nlohmann::json(p.fraction_of_peak)
+                                                            : nlohmann::json(nullptr)}};
             if (p.ratio_to_quiet > 0) row["ratio_to_quiet"] = p.ratio_to_quiet;
             if (p.ratio_to_quiet_single_thread > 0)
                 row["ratio_to_quiet_single_thread"] = p.ratio_to_quiet_single_thread;
