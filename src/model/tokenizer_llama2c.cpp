@@ -20,7 +20,12 @@ Llama2cTokenizer::Llama2cTokenizer(std::vector<std::string> pieces, std::vector<
 }
 
 Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int vocab_size) {
-    const std::vector<char> d = read_binary_file(path, "a readable llama2.c tokenizer.bin");
+    const FileBytes file(path, "a readable llama2.c tokenizer.bin");
+    return parse(file.bytes(), vocab_size, path);
+}
+
+Llama2cTokenizer Llama2cTokenizer::parse(std::span<const char> d, int vocab_size,
+                                         const std::string& path) {
     PLAB_CHECK(d.size() >= 4, path << ": too short for a llama2.c tokenizer.bin");
     const std::int32_t max_len = i32_at(d, 0);
     PLAB_CHECK(max_len > 0 && max_len <= 4096, path << ": max_token_length " << max_len

@@ -11,6 +11,7 @@
 // the best-scoring adjacent pair.
 #pragma once
 
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,9 @@ public:
     Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores);
     // Reads V entries (V = the model's vocab_size, which the file does not store).
     static Llama2cTokenizer load(const std::string& path, int vocab_size);
+    // The same from bytes in memory; `where` names them in errors.
+    static Llama2cTokenizer parse(std::span<const char> bytes, int vocab_size,
+                                  const std::string& where);
     void save(const std::string& path) const;
 
     std::string kind() const override { return "llama2.c"; }
