@@ -25,7 +25,11 @@ public:
     static constexpr int kBos = 1;
     static constexpr int kEos = 2;
     static constexpr int kFirstByteToken = 3;  // "<0x00>"
+    // <unk> <s> </s> and the 256 byte tokens the encoder falls back to: the
+    // fewest tokens a vocabulary of this layout can have.
+    static constexpr int kMinVocab = kFirstByteToken + 256;
 
+    // Throws plab::Error for fewer than kMinVocab pieces.
     Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores);
     // Reads V entries (V = the model's vocab_size, which the file does not store).
     static Llama2cTokenizer load(const std::string& path, int vocab_size);
