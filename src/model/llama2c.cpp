@@ -43,7 +43,9 @@ ModelConfig config_from_header(const Header& h, const std::string& path) {
                path << ": header dim=" << h.dim << " hidden_dim=" << h.hidden_dim << " n_layers="
                     << h.n_layers << " n_heads=" << h.n_heads << " n_kv_heads=" << h.n_kv_heads
                     << " vocab_size=" << h.vocab_size << " seq_len=" << h.seq_len
-                    << " is not a llama2.c checkpoint (all must be positive and plausible)");
+                    << " is not a llama2.c checkpoint (expected dim 1..65536, hidden_dim "
+                    << "1..262144, n_layers, n_heads and n_kv_heads 1..4096, |vocab_size| "
+                    << "1..16777216, seq_len 1..4194304)");
     PLAB_CHECK(h.dim % h.n_heads == 0, path << ": dim " << h.dim << " is not a multiple of n_heads "
                                             << h.n_heads
                                             << "; llama2.c uses head_dim = dim / n_heads");

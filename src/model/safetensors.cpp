@@ -93,13 +93,19 @@ TensorMap parse_safetensors(std::span<const char> bytes, const std::string& wher
                    here << " has dtype '" << dtype << "'; supported dtypes are F32, F16 and BF16");
         Entry entry{it.key(), {}, 0, 1, elem, dtype == "F16"};
         PLAB_CHECK(e["shape"].is_array(), here << ": shape must be an array");
+        // The shape alone may ask for any amount of memory: refuse more than the
+        // limit before multiplying further (so the product cannot overflow either).
+        const std::uint64_t max_floats = limits.max_bytes / 4;
         for (const auto& d : e["shape"]) {
-            PLAB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
-                           d.get<std::int64_t>() < (std::int64_t(1) << 40),
+            PLAB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0,
                        here << ": shape entries must be non-negative integers");
-            entry.shape.push_back(d.get<std::int64_t>());
-            entry.numel *= static_cast<std::uint64_t>(entry.shape.back());
-            PLAB_CHECK(entry.numel < (std::uint64_t(1) << 40), here << ": shape is absurdly large");
+            const auto dim = static_cast<std::uint64_t>(d.get<std::int64_t>());
+            PLAB_CHECK(dim == 0 || entry.numel <= max_floats / dim,
+                       here << ": its shape " << e["shape"].dump() << " needs more than the "
+                            << limits.max_bytes
+                            << " bytes allowed as float32 (this machine's memory)");
+            entry.shape.push_back(static_cast<std::int64_t>(dim));
+            entry.numel *= dim;
         }
         const auto& off = e["data_offsets"];
         PLAB_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
@@ -114,7 +120,7 @@ TensorMap parse_safetensors(std::span<const char> bytes, const std::string& wher
                         << " values of " << elem << " bytes)");
         entry.begin = begin;
         // 2. F16/BF16 widen to float32, so the loaded model can be twice the file
-        //    (checked as the sum grows: each term < 2^40, so it cannot overflow).
+        //    (checked as the sum grows: each term <= the limit, so it cannot overflow).
         total_floats += entry.numel;
         PLAB_CHECK(total_floats * 4 <= limits.max_bytes,
                    where << ": the tensors need at least " << total_floats * 4
