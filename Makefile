@@ -45,8 +45,11 @@ test: build
 # ASAN_CTEST_ARGS='' runs every test of the subset's binaries; more targets, more tests.
 ASAN_TARGETS ?= plab_cli test_engine test_mask test_model fuzz_replays
 ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|fuzz_replay)$$' -E 'bench --load'
+# No -Werror here even in CI: GCC 12's flow analysis under -fsanitize reports
+# false -W(maybe-)uninitialized inside libstdc++ and its AVX-512 intrinsics
+# (GCC bug 105593); warnings are the normal build's job.
 test-asan: deps
-	cmake --preset asan $(CMAKE_FLAGS)
+	cmake --preset asan -DPLAB_WERROR=OFF
 	cmake --build --preset asan -j$(JOBS) --target $(ASAN_TARGETS)
 	ctest --preset asan -j$(JOBS) --timeout 900 $(ASAN_CTEST_ARGS)
 
