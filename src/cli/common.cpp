@@ -15,7 +15,7 @@ namespace plab::cli {
 
 void PromptOptions::add_to(CLI::App* cmd) {
     cmd->add_option("prompt", text, "prompt text (default: a built-in story opening)");
-    cmd->add_option("--prompt-file", file, "read the prompt text from this file");
+    cmd->add_option("--prompt-file", file, "read the prompt text from this file (at most 16 MiB)");
     cmd->add_option("--tokens", tokens, "token ids instead of text, e.g. 256,72,105");
     cmd->add_flag("--no-bos", no_bos, "do not put the BOS token first");
 }
@@ -37,11 +37,21 @@ std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
         if (!file.empty()) {
             PLAB_CHECK(!std::filesystem::is_directory(file),
                        "prompt file " << file << " is a directory; give a text file");
-            std::ifstream f(file, std::ios::binary);
+            std::ifstream f(file, std::ios::binary | std::ios::ate);
             PLAB_CHECK(f.good(), "cannot read prompt file " << file);
-            std::stringstream ss;
-            ss << f.rdbuf();
-            t = ss.str();
+            // Size first, then one buffer of exactly that size: a huge file is refused
+            // before any of it is read (kMaxPromptFileBytes says why the limit is safe).
+            const std::streamoff size = f.tellg();
+            PLAB_CHECK(size >= 0 && static_cast<std::uint64_t>(size) <= kMaxPromptFileBytes,
+                       "prompt file "
+                           << file << " is " << size << " bytes; prompt files are "
+                           << "limited to " << kMaxPromptFileBytes
+                           << " bytes (16 MiB: 16 bytes for each of the 2^20 tokens of the "
+                           << "longest max_seq_len a model may have)");
+            t.resize(static_cast<std::size_t>(size));
+            f.seekg(0);
+            f.read(t.data(), size);
+            PLAB_CHECK(f.good() || size == 0, "could not read prompt file " << file);
             PLAB_CHECK(!t.empty(), "prompt file " << file << " is empty; a prompt needs text");
         } else if (t.empty()) {
             t = kDefaultPrompt;

@@ -13,6 +13,13 @@
 
 namespace plab::cli {
 
+// The largest prompt file read (16 MiB). A prompt is at most max_seq_len tokens,
+// and ModelConfig allows at most 2^20; 16 MiB over 2^20 tokens is 16 bytes per
+// token, several times what tokenizers average on text (about 4 bytes per BPE
+// token on English). Refusing a larger file up front keeps a 1 GB file from being
+// read into memory only to fail the length check after tokenizing.
+inline constexpr std::uint64_t kMaxPromptFileBytes = std::uint64_t(16) << 20;
+
 // Where the prompt comes from: text, a file, or explicit token ids.
 struct PromptOptions {
     std::string text;

@@ -25,7 +25,7 @@ struct Header {
     std::int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
 };
 
-Header header_at(const std::vector<char>& d, std::size_t off) {
+Header header_at(std::span<const char> d, std::size_t off) {
     Header h;
     std::memcpy(&h, d.data() + off, sizeof h);
     return h;
@@ -43,7 +43,9 @@ ModelConfig config_from_header(const Header& h, const std::string& path) {
                path << ": header dim=" << h.dim << " hidden_dim=" << h.hidden_dim << " n_layers="
                     << h.n_layers << " n_heads=" << h.n_heads << " n_kv_heads=" << h.n_kv_heads
                     << " vocab_size=" << h.vocab_size << " seq_len=" << h.seq_len
-                    << " is not a llama2.c checkpoint (all must be positive and plausible)");
+                    << " is not a llama2.c checkpoint (expected dim 1..65536, hidden_dim "
+                    << "1..262144, n_layers, n_heads and n_kv_heads 1..4096, |vocab_size| "
+                    << "1..16777216, seq_len 1..4194304)");
     PLAB_CHECK(h.dim % h.n_heads == 0, path << ": dim " << h.dim << " is not a multiple of n_heads "
                                             << h.n_heads
                                             << "; llama2.c uses head_dim = dim / n_heads");
@@ -69,7 +71,7 @@ ModelConfig config_from_header(const Header& h, const std::string& path) {
 // Reads consecutive float tensors out of the file's data, in order.
 class Cursor {
 public:
-    Cursor(const std::vector<char>& d, std::size_t off) : d_(d), off_(off) {}
+    Cursor(std::span<const char> d, std::size_t off) : d_(d), off_(off) {}
     std::vector<float> take(std::size_t n) {
         PLAB_ASSERT(off_ + n * 4 <= d_.size());  // the total size was checked up front
         std::vector<float> v(n);
@@ -80,7 +82,7 @@ public:
     void skip(std::size_t n) { off_ += n * 4; }
 
 private:
-    const std::vector<char>& d_;
+    std::span<const char> d_;
     std::size_t off_;
 };
 
@@ -128,8 +130,8 @@ bool looks_like_llama2c(const std::string& path) {
     return header_plausible(h);
 }
 
-Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info) {
-    const std::vector<char> d = read_binary_file(path, "a readable llama2.c .bin file");
+Weights parse_llama2c_checkpoint(std::span<const char> d, const std::string& path,
+                                 Llama2cInfo* info, const LoadLimits& limits) {
     PLAB_CHECK(d.size() >= kLegacyHeaderBytes,
                path << ": " << d.size() << " bytes is too short for a llama2.c checkpoint (the "
                     << "header alone is 28 bytes)");
@@ -175,6 +177,10 @@ Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info) {
                                       << " classifier, version " << meta.version << ") implies "
                                       << want << " bytes but the file has " << d.size()
                                       << (d.size() < want ? " (truncated?)" : " (header lies?)"));
+    const std::size_t keep = 4 * (floats - (meta.version == 0 ? 2 * s.T * s.half : 0));
+    PLAB_CHECK(keep <= limits.max_bytes, path << ": the weights need " << keep
+                                              << " bytes, more than the " << limits.max_bytes
+                                              << " bytes allowed (this machine's memory)");
 
     // 2. Tensors in the version's order.
     Cursor cur(d, data_off);
@@ -214,6 +220,12 @@ Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info) {
     }
     if (info != nullptr) *info = meta;
     return w;
+}
+
+Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info,
+                                const LoadLimits& limits) {
+    const FileBytes file(path, "a readable llama2.c .bin file");
+    return parse_llama2c_checkpoint(file.bytes(), path, info, limits);
 }
 
 void write_llama2c_checkpoint(const Weights& w, const std::string& path, int version) {

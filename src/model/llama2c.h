@@ -30,8 +30,10 @@
 // Left out: the int8 "v2" (Q8_0) export, Meta's consolidated.pth.
 #pragma once
 
+#include <span>
 #include <string>
 
+#include "model/binary_read.h"
 #include "model/tokenizer_llama2c.h"
 #include "model/weights.h"
 
@@ -47,7 +49,13 @@ bool looks_like_llama2c(const std::string& path);
 
 // Reads a .bin checkpoint into engine (half-split) layout. Every size claimed
 // by the header is checked against the file; errors name the file and field.
-Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info = nullptr);
+// The same for a checkpoint held in memory (what the file reader maps, what the
+// fuzzer feeds); `where` names it in errors. The weights may need at most
+// limits.max_bytes.
+Weights parse_llama2c_checkpoint(std::span<const char> bytes, const std::string& where,
+                                 Llama2cInfo* info = nullptr, const LoadLimits& limits = {});
+Weights read_llama2c_checkpoint(const std::string& path, Llama2cInfo* info = nullptr,
+                                const LoadLimits& limits = {});
 // Writes `w` as llama2.c version 0 (legacy) or 1. The config must be one the
 // format can express (head_dim = dim / n_heads, rope_theta 10000, eps 1e-5).
 void write_llama2c_checkpoint(const Weights& w, const std::string& path, int version);

@@ -3,8 +3,10 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/error.h"
+#include "model/binary_read.h"
 
 namespace plab {
 namespace {
@@ -44,86 +46,113 @@ float bf16_to_float(std::uint16_t b) {
 
 }  // namespace
 
-TensorMap read_safetensors(const std::string& path) {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    PLAB_CHECK(f.good(), "cannot open " << path << ": expected a readable .safetensors file");
-    const std::uint64_t file_size = static_cast<std::uint64_t>(f.tellg());
-    f.seekg(0);
-    PLAB_CHECK(file_size >= 8, path << ": " << file_size
-                                    << " bytes is too short for a safetensors file (an 8-byte "
-                                       "header length comes first)");
-    unsigned char len_bytes[8];
-    f.read(reinterpret_cast<char*>(len_bytes), 8);
+TensorMap parse_safetensors(std::span<const char> bytes, const std::string& where,
+                            const LoadLimits& limits) {
+    const std::uint64_t file_size = bytes.size();
+    PLAB_CHECK(file_size >= 8, where << ": " << file_size
+                                     << " bytes is too short for a safetensors file (an 8-byte "
+                                        "header length comes first)");
     std::uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = header_len << 8 | len_bytes[i];
+    for (int i = 7; i >= 0; --i)
+        header_len = header_len << 8 | static_cast<unsigned char>(bytes[i]);
     PLAB_CHECK(header_len >= 2 && header_len <= file_size - 8 && header_len <= (100u << 20),
-               path << ": header length " << header_len << " does not fit a " << file_size
-                    << "-byte file; not a safetensors file, or truncated");
-    std::string header(header_len, '\0');
-    f.read(header.data(), static_cast<std::streamsize>(header_len));
+               where << ": header length " << header_len << " does not fit a " << file_size
+                     << "-byte file; not a safetensors file, or truncated");
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(header);
+        j = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + header_len);
     } catch (const std::exception& e) {
         PLAB_CHECK(false,
-                   path << ": the safetensors header is not valid JSON (" << e.what() << ")");
+                   where << ": the safetensors header is not valid JSON (" << e.what() << ")");
     }
-    PLAB_CHECK(j.is_object(), path << ": the safetensors header must be a JSON object");
-    const std::uint64_t data_size = file_size - 8 - header_len;
-    std::vector<char> data(data_size);
-    f.read(data.data(), static_cast<std::streamsize>(data_size));
-    PLAB_CHECK(f.good() || data_size == 0, path << ": could not read the tensor data");
+    PLAB_CHECK(j.is_object(), where << ": the safetensors header must be a JSON object");
+    const std::span<const char> data = bytes.subspan(8 + header_len);
 
-    TensorMap out;
+    // 1. Every entry's claims against the bytes that are there, nothing allocated yet.
+    struct Entry {
+        std::string name;
+        std::vector<std::int64_t> shape;
+        std::uint64_t begin, numel;
+        std::size_t elem;
+        bool f16;
+    };
+    std::vector<Entry> entries;
+    std::uint64_t total_floats = 0;
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (it.key() == "__metadata__") continue;
         const auto& e = it.value();
-        const std::string where = path + ": tensor " + it.key();
+        const std::string here = where + ": tensor " + it.key();
         PLAB_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") &&
                        e.contains("data_offsets"),
-                   where << " needs dtype, shape and data_offsets");
+                   here << " needs dtype, shape and data_offsets");
         const std::string dtype = e["dtype"].is_string() ? e["dtype"].get<std::string>() : "";
         std::size_t elem = 0;
         if (dtype == "F32") elem = 4;
         if (dtype == "F16" || dtype == "BF16") elem = 2;
         PLAB_CHECK(elem != 0,
-                   where << " has dtype '" << dtype << "'; supported dtypes are F32, F16 and BF16");
-        HostTensor t;
-        std::uint64_t numel = 1;
-        PLAB_CHECK(e["shape"].is_array(), where << ": shape must be an array");
+                   here << " has dtype '" << dtype << "'; supported dtypes are F32, F16 and BF16");
+        Entry entry{it.key(), {}, 0, 1, elem, dtype == "F16"};
+        PLAB_CHECK(e["shape"].is_array(), here << ": shape must be an array");
+        // The shape alone may ask for any amount of memory: refuse more than the
+        // limit before multiplying further (so the product cannot overflow either).
+        const std::uint64_t max_floats = limits.max_bytes / 4;
         for (const auto& d : e["shape"]) {
-            PLAB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
-                           d.get<std::int64_t>() < (std::int64_t(1) << 40),
-                       where << ": shape entries must be non-negative integers");
-            t.shape.push_back(d.get<std::int64_t>());
-            numel *= static_cast<std::uint64_t>(t.shape.back());
-            PLAB_CHECK(numel < (std::uint64_t(1) << 40), where << ": shape is absurdly large");
+            PLAB_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0,
+                       here << ": shape entries must be non-negative integers");
+            const auto dim = static_cast<std::uint64_t>(d.get<std::int64_t>());
+            PLAB_CHECK(dim == 0 || entry.numel <= max_floats / dim,
+                       here << ": its shape " << e["shape"].dump() << " needs more than the "
+                            << limits.max_bytes
+                            << " bytes allowed as float32 (this machine's memory)");
+            entry.shape.push_back(static_cast<std::int64_t>(dim));
+            entry.numel *= dim;
         }
         const auto& off = e["data_offsets"];
         PLAB_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
                        off[1].is_number_unsigned(),
-                   where << ": data_offsets must be [begin, end]");
+                   here << ": data_offsets must be [begin, end]");
         const std::uint64_t begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
-        PLAB_CHECK(begin <= end && end <= data_size,
-                   where << ": data_offsets [" << begin << ", " << end << "] lie outside the "
-                         << data_size << " data bytes (file truncated or header lies)");
-        PLAB_CHECK(end - begin == numel * elem, where << ": " << (end - begin)
-                                                      << " bytes do not match its shape (" << numel
-                                                      << " values of " << elem << " bytes)");
-        t.data.resize(numel);
-        const char* src = data.data() + begin;
-        for (std::uint64_t i = 0; i < numel; ++i) {
-            if (elem == 4) {
+        PLAB_CHECK(begin <= end && end <= data.size(),
+                   here << ": data_offsets [" << begin << ", " << end << "] lie outside the "
+                        << data.size() << " data bytes (file truncated or header lies)");
+        PLAB_CHECK(end - begin == entry.numel * elem,
+                   here << ": " << (end - begin) << " bytes do not match its shape (" << entry.numel
+                        << " values of " << elem << " bytes)");
+        entry.begin = begin;
+        // 2. F16/BF16 widen to float32, so the loaded model can be twice the file
+        //    (checked as the sum grows: each term <= the limit, so it cannot overflow).
+        total_floats += entry.numel;
+        PLAB_CHECK(total_floats * 4 <= limits.max_bytes,
+                   where << ": the tensors need at least " << total_floats * 4
+                         << " bytes as float32, more than the " << limits.max_bytes
+                         << " bytes allowed (this machine's memory)");
+        entries.push_back(std::move(entry));
+    }
+
+    // 3. Copy (and widen) tensor by tensor.
+    TensorMap out;
+    for (const Entry& entry : entries) {
+        HostTensor t;
+        t.shape = entry.shape;
+        t.data.resize(entry.numel);
+        const char* src = data.data() + entry.begin;
+        for (std::uint64_t i = 0; i < entry.numel; ++i) {
+            if (entry.elem == 4) {
                 std::memcpy(&t.data[i], src + 4 * i, 4);
             } else {
                 std::uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
-                t.data[i] = dtype == "F16" ? half_to_float(h) : bf16_to_float(h);
+                t.data[i] = entry.f16 ? half_to_float(h) : bf16_to_float(h);
             }
         }
-        out.emplace(it.key(), std::move(t));
+        out.emplace(entry.name, std::move(t));
     }
     return out;
+}
+
+TensorMap read_safetensors(const std::string& path, const LoadLimits& limits) {
+    const FileBytes file(path, "a readable .safetensors file");
+    return parse_safetensors(file.bytes(), path, limits);
 }
 
 void write_safetensors(const std::string& path, const TensorMap& tensors,

@@ -10,8 +10,11 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "model/binary_read.h"
 
 namespace plab {
 
@@ -22,7 +25,13 @@ struct HostTensor {
 
 using TensorMap = std::map<std::string, HostTensor>;
 
-TensorMap read_safetensors(const std::string& path);
+// Parses a whole safetensors file held in memory; `where` names it in errors.
+// Every claim of the header is checked before anything is allocated, and the
+// float32 tensors may not need more than limits.max_bytes.
+TensorMap parse_safetensors(std::span<const char> bytes, const std::string& where,
+                            const LoadLimits& limits = {});
+// Maps the file into memory and parses it (one copy of the data: the floats).
+TensorMap read_safetensors(const std::string& path, const LoadLimits& limits = {});
 void write_safetensors(const std::string& path, const TensorMap& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

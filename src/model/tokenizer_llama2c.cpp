@@ -16,11 +16,26 @@ namespace plab {
 Llama2cTokenizer::Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores)
     : pieces_(std::move(pieces)), scores_(std::move(scores)) {
     PLAB_ASSERT(pieces_.size() == scores_.size());
+    // Encoding falls back to ids 3..258 for bytes it has no piece for (run.c's
+    // rule); a smaller vocabulary would hand out ids it does not have.
+    PLAB_CHECK(pieces_.size() >= std::size_t(kMinVocab),
+               "a llama2.c tokenizer needs at least " << kMinVocab << " tokens (<unk> <s> </s> and "
+                                                      << "the 256 byte tokens <0x00>..<0xFF>); "
+                                                      << "this one has " << pieces_.size());
     for (std::size_t i = 0; i < pieces_.size(); ++i) ids_.emplace(pieces_[i], static_cast<int>(i));
 }
 
 Llama2cTokenizer Llama2cTokenizer::load(const std::string& path, int vocab_size) {
-    const std::vector<char> d = read_binary_file(path, "a readable llama2.c tokenizer.bin");
+    const FileBytes file(path, "a readable llama2.c tokenizer.bin");
+    return parse(file.bytes(), vocab_size, path);
+}
+
+Llama2cTokenizer Llama2cTokenizer::parse(std::span<const char> d, int vocab_size,
+                                         const std::string& path) {
+    PLAB_CHECK(vocab_size >= kMinVocab,
+               path << ": the model's vocab_size " << vocab_size << " is too small for a llama2.c "
+                    << "tokenizer.bin, which holds <unk> <s> </s> and 256 byte tokens (at least "
+                    << kMinVocab << ")");
     PLAB_CHECK(d.size() >= 4, path << ": too short for a llama2.c tokenizer.bin");
     const std::int32_t max_len = i32_at(d, 0);
     PLAB_CHECK(max_len > 0 && max_len <= 4096, path << ": max_token_length " << max_len

@@ -11,6 +11,7 @@
 // the best-scoring adjacent pair.
 #pragma once
 
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,10 +25,17 @@ public:
     static constexpr int kBos = 1;
     static constexpr int kEos = 2;
     static constexpr int kFirstByteToken = 3;  // "<0x00>"
+    // <unk> <s> </s> and the 256 byte tokens the encoder falls back to: the
+    // fewest tokens a vocabulary of this layout can have.
+    static constexpr int kMinVocab = kFirstByteToken + 256;
 
+    // Throws plab::Error for fewer than kMinVocab pieces.
     Llama2cTokenizer(std::vector<std::string> pieces, std::vector<float> scores);
     // Reads V entries (V = the model's vocab_size, which the file does not store).
     static Llama2cTokenizer load(const std::string& path, int vocab_size);
+    // The same from bytes in memory; `where` names them in errors.
+    static Llama2cTokenizer parse(std::span<const char> bytes, int vocab_size,
+                                  const std::string& where);
     void save(const std::string& path) const;
 
     std::string kind() const override { return "llama2.c"; }

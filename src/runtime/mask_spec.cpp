@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "core/error.h"
@@ -223,8 +224,6 @@ std::vector<double> alibi_slopes(int n_heads) {
 
 namespace {
 
-// Reads a T x T matrix of 0/1: one row per line, values as characters
-// ('0110') or separated by spaces ('0 1 1 0'); blank lines and '#' comments skipped.
 std::vector<std::vector<bool>> read_custom_mask(const std::string& path, int n_tokens) {
     PLAB_CHECK(!std::filesystem::is_directory(path),
                "mask file " << path << " is a directory; give a text file of 0/1 rows");
@@ -232,6 +231,16 @@ std::vector<std::vector<bool>> read_custom_mask(const std::string& path, int n_t
     PLAB_CHECK(f.good(), "cannot read mask file " << path
                                                   << "; give a text file with one row of 0/1 per "
                                                      "prompt token");
+    std::ostringstream text;
+    text << f.rdbuf();
+    return parse_custom_mask(text.str(), n_tokens, path);
+}
+
+}  // namespace
+
+std::vector<std::vector<bool>> parse_custom_mask(std::string_view text, int n_tokens,
+                                                 const std::string& path) {
+    std::istringstream f{std::string(text)};
     std::vector<std::vector<bool>> rows;
     std::string line;
     int line_no = 0;
@@ -267,8 +276,6 @@ std::vector<std::vector<bool>> read_custom_mask(const std::string& path, int n_t
     }
     return rows;
 }
-
-}  // namespace
 
 BoundMask bind_mask(const MaskSpec& spec, const MaskContext& ctx) {
     const int t = static_cast<int>(ctx.tokens.size());

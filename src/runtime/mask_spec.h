@@ -89,6 +89,10 @@ private:
 // Checks the spec against the prompt (prefix within it, document lengths
 // summing to it, a custom file of T rows of T values 0/1 and no empty row) and builds it.
 BoundMask bind_mask(const MaskSpec& spec, const MaskContext& context);
+// The T x T matrix of a `file:` item, from the file's text (blank lines and '#'
+// comments skipped; values '0110' or '0 1 1 0'); `where` names the file in errors.
+std::vector<std::vector<bool>> parse_custom_mask(std::string_view text, int n_tokens,
+                                                 const std::string& where);
 // parse + bind in one step.
 BoundMask make_mask(std::string_view spec, const MaskContext& context);
 

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Writes the small seed inputs of tests/fuzz/corpus/ that are not copies of
+files in the repository (those are copied by this script too, so one run
+regenerates every seed). Seeds must be small (a few KB): libFuzzer mutates
+faster and reaches deeper when its inputs are short.
+
+    /usr/bin/python3 tests/fuzz/make_seeds.py     (from the repository root)
+
+Layouts follow the parsers' headers: model/safetensors.h, model/llama2c.h,
+model/tokenizer_llama2c.h, and the harnesses' own prefixes (fuzz_*.cpp).
+"""
+import json
+import os
+import random
+import shutil
+import struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+rng = random.Random(18)
+
+
+def out(harness, name, data):
+    os.makedirs(os.path.join(CORPUS, harness), exist_ok=True)
+    with open(os.path.join(CORPUS, harness, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def floats(n):
+    return [rng.uniform(-1, 1) for _ in range(n)]
+
+
+# ---- a tiny Llama config: D=4 L=1 H=2 Hkv=1 Dh=2 F=6 V=5 T=3 ----------------
+D, L, H, HKV, DH, F, V, T = 4, 1, 2, 1, 2, 6, 5, 3
+Q, KV = H * DH, HKV * DH
+
+# ---- safetensors: F32, F16 and BF16 tensors, with __metadata__ --------------
+def safetensors(dtype):
+    size = {"F32": 4, "F16": 2, "BF16": 2}[dtype]
+    tensors = {"model.embed_tokens.weight": [V, D], "model.norm.weight": [D],
+               "model.layers.0.self_attn.k_proj.weight": [KV, D]}
+    header, data = {"__metadata__": {"format": "pt"}}, b""
+    for name, shape in tensors.items():
+        n = 1
+        for d in shape:
+            n *= d
+        if dtype == "F32":
+            raw = struct.pack("<%df" % n, *floats(n))
+        elif dtype == "F16":
+            raw = struct.pack("<%de" % n, *floats(n))
+        else:  # BF16: the top half of a float32
+            raw = b"".join(struct.pack("<f", x)[2:] for x in floats(n))
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [len(data), len(data) + size * n]}
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+for dtype in ("F32", "F16", "BF16"):
+    out("safetensors", "tiny_%s.safetensors" % dtype.lower(), safetensors(dtype))
+
+# ---- llama2.c checkpoints: legacy tied, legacy separate classifier, v1 ------
+def checkpoint(version, shared):
+    per_layer = 2 * D + Q * D + 2 * KV * D + D * Q + 3 * F * D
+    n = V * D + L * per_layer + D + (0 if shared else V * D)
+    if version == 0:
+        n += 2 * T * (DH // 2)
+        head = struct.pack("<7i", D, F, L, H, HKV, V if shared else -V, T)
+    else:
+        head = struct.pack("<Ii7iB", 0x616B3432, 1, D, F, L, H, HKV, V, T, 1 if shared else 0)
+        head += b"\0" * (256 - len(head))
+    return head + struct.pack("<%df" % n, *floats(n))
+
+
+out("llama2c_checkpoint", "tiny_legacy_tied.bin", checkpoint(0, True))
+out("llama2c_checkpoint", "tiny_legacy_separate.bin", checkpoint(0, False))
+out("llama2c_checkpoint", "tiny_v1_tied.bin", checkpoint(1, True))
+
+# ---- tokenizer.bin: <unk> <s> </s>, the 256 byte tokens, then a few pieces --
+pieces = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+pieces += [" ", "a", "e", "n", "t", " a", "an", "en", "te", " t", "Once", " time"]
+blob = struct.pack("<i", max(len(p.encode()) for p in pieces))
+for i, p in enumerate(pieces):
+    raw = p.encode()
+    blob += struct.pack("<fi", -float(i), len(raw)) + raw
+# The harness's first two bytes: vocab_size - 1, little-endian.
+out("llama2c_tokenizer", "tiny_tokenizer.bin", struct.pack("<H", len(pieces) - 1) + blob)
+
+# ---- copies of real files ----------------------------------------------------
+model = os.path.join(ROOT, "assets", "model")
+shutil.copy(os.path.join(model, "config.json"), os.path.join(CORPUS, "config_json", "shipped.json"))
+golden = os.path.join(ROOT, "tests", "golden", "models")
+for d in sorted(os.listdir(golden)):
+    cfg = os.path.join(golden, d, "config.json")
+    if os.path.isfile(cfg):
+        shutil.copy(cfg, os.path.join(CORPUS, "config_json", d + ".json"))
+os.makedirs(os.path.join(CORPUS, "bpe_tokenizer"), exist_ok=True)
+shutil.copy(os.path.join(model, "tokenizer.bpe"),
+            os.path.join(CORPUS, "bpe_tokenizer", "shipped.bpe"))
+out("bpe_tokenizer", "three_merges.bpe",
+    "plab-bpe 1\nvocab_size 261\nbos 256\neos 257\nmerges 3\n116 104\n258 101\n32 259\n")
+
+# ---- chunk plans: two bytes of prompt length, then the plan ------------------
+for t, plan in [(10, "full"), (10, "4"), (8, "3,1,4"), (5, "1,1,1,1,1"), (3, "7")]:
+    out("chunk_plan", "t%d_%s" % (t, plan.replace(",", "_")), struct.pack("<H", t) + plan.encode())
+
+# ---- mask specs: T, heads, the spec, and after a newline a mask file --------
+specs = ["causal", "window:8+sink:2", "dilated:4,2", "chunked:4", "prefix:6", "docs:5,7,4",
+         "docs:bos", "window:4|prefix:3", "window:8+alibi", "causal+softcap:30",
+         "chunked:4+sink:1+window:3|docs:8,8+alibi"]
+for i, spec in enumerate(specs):
+    out("mask_spec", "spec%02d" % i, bytes([15, 4]) + spec.encode())
+matrix = "\n".join(" ".join("1" if k <= q else "0" for k in range(4)) for q in range(4))
+out("mask_spec", "file_4x4", bytes([3, 2]) + b"file:m.txt\n# lower triangle\n" + matrix.encode())
