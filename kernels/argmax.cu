@@ -29,8 +29,8 @@ __device__ inline bool is_better(float v, long long i, float best_v, long long b
 
 // One block; blockDim.x a multiple of 32.
 __global__ void argmax_fast_kernel(int* result, const float* x, long long n) {
-    __shared__ float warp_value[32];
-    __shared__ long long warp_index[32];
+    PLAB_SHARED(float, warp_value, [32]);
+    PLAB_SHARED(long long, warp_index, [32]);
     float best_v = -INFINITY;
     long long best_i = n;  // "none yet": loses every tie
     for (long long i = threadIdx.x; i < n; i += blockDim.x) {

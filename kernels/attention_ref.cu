@@ -57,7 +57,7 @@ __device__ KeyPiece key_piece(const AttentionShape& s, int pos) {
 __device__ float scores_and_max(float* scores, const float* qr, const float* k_pool,
                                 const int32_t* block_table, const AttentionShape& s, int head,
                                 int pos) {
-    __shared__ float warp_max[kMaxWarps];
+    PLAB_SHARED(float, warp_max, [kMaxWarps]);
     const int threads = static_cast<int>(blockDim.x);
     const int tid = static_cast<int>(threadIdx.x);
     const KeyPiece piece = key_piece(s, pos);
@@ -89,7 +89,7 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
     float* o = out + (i * s.n_heads + h) * s.head_dim;
     const float* qr = q + (i * s.n_heads + h) * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, cells);  // (pos0 + C): scores, then weights
-    __shared__ float denominator;
+    PLAB_SHARED(float, denominator, );
     const float max_score = scores_and_max(cells, qr, k_pool, block_table, s, h, pos);
     // 3. weights of this thread's own piece (no barrier: it wrote those scores itself)
     const KeyPiece piece = key_piece(s, pos);
@@ -119,7 +119,7 @@ __global__ void attention_probs_kernel(float* probs, float* scores_out, const fl
     const int n_keys = s.n_keys();
     const float* qr = q + (i * s.n_heads + head) * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, scores);  // (pos0 + C)
-    __shared__ SoftmaxStats stats;
+    PLAB_SHARED(SoftmaxStats, stats, );
     // scores_and_max's barrier came after every score was written
     const float max_score = scores_and_max(scores, qr, k_pool, block_table, s, head, pos);
     if (threadIdx.x == 0) {

@@ -49,8 +49,8 @@ static_assert(kTileM * kTileK % kThreads == 0 && kThreads % kTileK == 0);
 }  // namespace
 
 __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k) {
-    __shared__ float xs[kTileK][kTileM + 1];  // (t, row of the tile)
-    __shared__ float ws[kTileK][kTileN + 1];  // (t, column of the tile)
+    PLAB_SHARED(float, xs, [kTileK][kTileM + 1]);  // (t, row of the tile)
+    PLAB_SHARED(float, ws, [kTileK][kTileN + 1]);  // (t, column of the tile)
     const int tid = static_cast<int>(threadIdx.x);
     const int tx = tid % kSide;
     const int ty = tid / kSide;

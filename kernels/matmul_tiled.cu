@@ -25,8 +25,8 @@ namespace plab::PLAB_SIMT_NS {
 __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
                                     int k) {
     constexpr int T = kMatmulTile;
-    __shared__ float xs[T][T + 1];
-    __shared__ float ws[T][T + 1];
+    PLAB_SHARED(float, xs, [T][T + 1]);
+    PLAB_SHARED(float, ws, [T][T + 1]);
     const int tx = threadIdx.x;  // output column within the tile
     const int ty = threadIdx.y;  // output row within the tile
     const int i = blockIdx.y * T + ty;

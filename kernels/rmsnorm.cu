@@ -18,7 +18,7 @@ __global__ void rmsnorm_ref_kernel(float* out, const float* x, const float* weig
                                    float eps) {
     const float* xr = x + static_cast<long long>(blockIdx.x) * dim;
     float* o = out + static_cast<long long>(blockIdx.x) * dim;
-    __shared__ float inv_rms;
+    PLAB_SHARED(float, inv_rms, );
     if (threadIdx.x == 0) inv_rms = strict_rms_inverse(strict_dot(xr, xr, dim), dim, eps);
     __syncthreads();  // every thread needs thread 0's inv_rms
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -37,7 +37,7 @@ __global__ void rmsnorm_fast_kernel(float* out, const float* x, const float* wei
                                     float eps) {
     const float* xr = x + static_cast<long long>(blockIdx.x) * dim;
     float* o = out + static_cast<long long>(blockIdx.x) * dim;
-    __shared__ float warp_totals[32];
+    PLAB_SHARED(float, warp_totals, [32]);
     float partial = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) partial += xr[i] * xr[i];
     partial = warp_sum(partial);
