@@ -278,7 +278,9 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
         s.n_pos = n;
         s.length = session.length();
         s.block_table = session.sequence().block_table;
-        for (int32_t b : s.block_table) s.ref_counts.push_back(session.cache().ref_count(b));
+        // A freed entry (kFreedBlock: a window mask gave the block back) has no count.
+        for (int32_t b : s.block_table)
+            s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().ref_count(b));
         s.blocks_in_use = session.cache().blocks_in_use();
         s.bytes_in_use = session.cache().bytes_in_use();
         const std::vector<TraceEvent>& ev = trace.events();
