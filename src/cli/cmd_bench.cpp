@@ -43,6 +43,11 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     }
 }
 
+// A figure that does not apply to a row (0) is null in the JSON.
+nlohmann::json or_null(double v) {
+    return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
 // Device time by op of the GPU backends: one more prefill per length with a
 // CUDA event before and after every op. What the events do not cover — host
 // work between launches, launch latency — is the wall time minus their sum.
@@ -109,10 +114,10 @@ void run(BenchCliOptions o) {
                                   {"median_step_s", d.median_step_s},
                                   {"tokens_per_s", d.tokens_per_s},
                                   {"bytes_per_token", d.bytes_per_token},
-                                  {"bound_tokens_per_s", d.bound_tokens_per_s},
-                                  {"fraction_of_bound", d.fraction_of_bound},
-                                  {"read_bound_tokens_per_s", d.read_bound_tokens_per_s},
-                                  {"fraction_of_read_bound", d.fraction_of_read_bound}};
+                                  {"bound_tokens_per_s", or_null(d.bound_tokens_per_s)},
+                                  {"fraction_of_bound", or_null(d.fraction_of_bound)},
+                                  {"read_bound_tokens_per_s", or_null(d.read_bound_tokens_per_s)},
+                                  {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)}};
             if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
             return row;
         };
@@ -166,11 +171,16 @@ void run(BenchCliOptions o) {
     std::printf("  %-22s %8s %12s %12s %14s %12s %9s\n", "backend", "context", "median ms",
                 "tokens/s", "bytes/token", "bound tok/s", "of bound");
     for (const auto& d : r.decode) {
-        std::printf("  %-22s %8d %12.3f %12.1f %14.0f %12.1f %8.1f%%\n", d.backend.c_str(),
-                    d.context, d.median_step_s * 1e3, d.tokens_per_s, d.bytes_per_token,
-                    d.bound_tokens_per_s, 100 * d.fraction_of_bound);
+        std::printf("  %-22s %8d %12.3f %12.1f %14.0f", d.backend.c_str(), d.context,
+                    d.median_step_s * 1e3, d.tokens_per_s, d.bytes_per_token);
+        // "-": the host's bandwidth does not bound a GPU backend.
+        if (d.bound_tokens_per_s > 0)
+            std::printf(" %12.1f %8.1f%%\n", d.bound_tokens_per_s, 100 * d.fraction_of_bound);
+        else
+            std::printf(" %12s %9s\n", "-", "-");
     }
     for (const auto& d : r.decode) {
+        if (d.read_bound_tokens_per_s == 0) continue;
         std::printf(
             "  %s against the read bandwidth (%.1f GB/s, 1 GiB summed): bound %.1f tok/s, "
             "reached %.1f%%\n",

@@ -177,6 +177,13 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
         INFO(p["backend"]);
         CHECK(p["fraction_of_peak"].is_null() == !cpu_row);
     }
+    // Likewise the decode bounds come from the host's bandwidth: CPU rows only.
+    for (const auto& d : j["decode"]) {
+        const bool cpu_row = d["backend"].get<std::string>().rfind("cpu", 0) == 0;
+        INFO(d["backend"]);
+        CHECK(d["bound_tokens_per_s"].is_null() == !cpu_row);
+        CHECK(d["fraction_of_read_bound"].is_null() == !cpu_row);
+    }
     const auto& row = j["device_ops"][0];
     CHECK(row["tokens"] == 6);
     double sum = 0;
