@@ -83,9 +83,14 @@ TEST_CASE("window:W keeps at most ceil(W/B)+1 blocks after each chunk, counted f
     const int W = 6, T = 8 * W;  // 48 tokens
     const std::vector<int32_t> tokens = random_tokens(T, c.vocab_size, 52);
     for (const char* backend_name : {"cpu-ref", "cpu", "gpu-ref", "gpu"}) {
+        // The pool's bookkeeping is the backend's business only through what
+        // it reads: every block size and chunk length on the CPU backends, a
+        // subset on the emulated GPU ones (which ran 6 minutes of CI under ASan
+        // with the whole grid).
+        const bool gpu = std::string(backend_name).rfind("gpu", 0) == 0;
         for (const char* spec : {"window:6", "window:6+sink:3"}) {
-            for (int B : {2, 4, 5}) {
-                for (int C : {1, 3, 7, 16}) {
+            for (int B : gpu ? std::vector<int>{4} : std::vector<int>{2, 4, 5}) {
+                for (int C : gpu ? std::vector<int>{3, 16} : std::vector<int>{1, 3, 7, 16}) {
                     INFO(backend_name << ", " << spec << ", B " << B << ", chunks of " << C);
                     auto backend = make_backend(backend_name);
                     const DeviceModel model(*backend, weights);
