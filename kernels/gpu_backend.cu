@@ -2,7 +2,8 @@
 //
 // What it teaches: the host side of GPU programming. Buffers are device
 // memory (cudaMalloc); small integer arrays (tokens, KV slots, a block table)
-// are kept on the device and copied again only when they change; every CUDA call is checked (PLAB_CUDA_CHECK) and every launch goes
+// are kept on the device and copied again only when they change; every CUDA
+// call is checked (PLAB_CUDA_CHECK) and every launch goes
 // through PLAB_LAUNCH, which names the kernel in any error. The two variants
 // share the elementwise kernels and differ where speed and bits trade off:
 //
@@ -141,9 +142,11 @@ public:
             return device_;  // already there: no copy
         }
         if (ready_ == nullptr) PLAB_CUDA_CHECK(cudaEventCreate(&ready_));
+        // The previous copy out of the staging area must be done before it is
+        // rewritten (or freed).
+        PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
         if (values.size() > capacity_) {
             // cudaFree waits for the device, so no queued kernel still reads it.
-            PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
             PLAB_CUDA_CHECK(cudaFree(device_));
             PLAB_CUDA_CHECK(cudaFreeHost(staging_));
             device_ = nullptr;
@@ -152,9 +155,6 @@ public:
             PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_ * sizeof(T)));
             PLAB_CUDA_CHECK(
                 cudaMallocHost(reinterpret_cast<void**>(&staging_), capacity_ * sizeof(T)));
-        } else {
-            // The previous copy out of the staging area must be done before it is rewritten.
-            PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
         }
         if (!values.empty()) std::memcpy(staging_, values.data(), values.size() * sizeof(T));
         {

@@ -111,6 +111,13 @@ SessionOptions session_for(const std::vector<int32_t>& tokens, const ModelConfig
     return so;
 }
 
+// The machine figures (GEMM peak, copy and read bandwidth) are measured on
+// the host: they bound the CPU backends only. A GPU reads its weights from
+// its own memory; on the H200 the host's figures put gpu at "381% of peak".
+bool held_to_host_limits(const std::string& backend) {
+    return backend.rfind("cpu", 0) == 0;
+}
+
 // Cold prefills of `n` tokens: one time per run, in seconds.
 std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o) {
     const ModelConfig& c = model.config();
@@ -136,9 +143,7 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     row.worst_s = *std::max_element(times.begin(), times.end());
     row.tokens_per_s = n / row.median_s;
     row.gflops = prefill_cost(c, n).total() / row.median_s / 1e9;
-    // The peak is this machine's CPU GEMM: a fraction of it means something for
-    // the CPU backends only (the H200 ran gpu at "381%" of the host's peak).
-    row.fraction_of_peak = backend.rfind("cpu", 0) == 0 ? row.gflops / peak_gflops : 0;
+    row.fraction_of_peak = held_to_host_limits(backend) ? row.gflops / peak_gflops : 0;
     return row;
 }
 
@@ -193,10 +198,9 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
     d.median_step_s = median(steps);
     d.tokens_per_s = 1.0 / d.median_step_s;
     d.bytes_per_token = decode_bytes(c, d.context);
-    // The bandwidths are the host's: they bound the CPU backends only (a GPU
-    // reads its weights from its own memory; on the H200 host they said 1376
-    // tok/s, a bound that says nothing about HBM at 4.8 TB/s). 0 = no bound.
-    if (d.backend.rfind("cpu", 0) == 0) {
+    // 0 = no bound (on the H200 the host's bandwidth said 1376 tok/s, which
+    // says nothing about HBM at 4.8 TB/s).
+    if (held_to_host_limits(d.backend)) {
         d.bound_tokens_per_s = machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
         d.read_bound_tokens_per_s = machine.read_gb_per_s * 1e9 / d.bytes_per_token;

@@ -53,21 +53,20 @@ std::string Trace::to_chrome_json() const {
     nlohmann::json events = nlohmann::json::array();
     // Two tracks: the host (tid 1) and the device's own clock (tid 2, category
     // "device"): device ops overlap host spans rather than nest inside them.
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 1},
-                      {"tid", 1},
-                      {"args", {{"name", "host"}}}});
+    const auto track_name = [&](int tid, const char* name) {
+        events.push_back({{"name", "thread_name"},
+                          {"ph", "M"},
+                          {"pid", 1},
+                          {"tid", tid},
+                          {"args", {{"name", name}}}});
+    };
+    track_name(1, "host");
     bool device_track = false;
     for (const auto& e : events_) {
         const int tid = e.category == "device" ? 2 : 1;
         if (tid == 2 && !device_track) {
             device_track = true;
-            events.push_back({{"name", "thread_name"},
-                              {"ph", "M"},
-                              {"pid", 1},
-                              {"tid", 2},
-                              {"args", {{"name", "device (CUDA events)"}}}});
+            track_name(2, "device (CUDA events)");
         }
         nlohmann::json j = {{"name", e.name}, {"cat", e.category}, {"ts", e.start_us},
                             {"pid", 1},       {"tid", tid},        {"args", e.args}};
