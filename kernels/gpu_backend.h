@@ -4,7 +4,7 @@
 // ways. nvcc makes plab::gpu_native, which runs on a CUDA device; g++ makes
 // plab::gpu_emulated, which runs the very same kernel sources on the CPU
 // through kernels/simt. Which one a user gets is decided in one place,
-// src/backends/registry.cpp: a CUDA device present → native; otherwise, or
+// src/runtime/registry.cpp: a CUDA device present → native; otherwise, or
 // when the build had no nvcc (PLAB_HAVE_CUDA == 0) → emulated. Every name the
 // backends print says which form ran: "gpu-ref (native)", "gpu (emulated)".
 // Why it is emulated is never guessed: NativeProbe keeps "no device", "the
@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 
 namespace plab {
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <span>
 
-#include "backends/registry.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 namespace plab::test {

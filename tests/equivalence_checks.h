@@ -13,7 +13,7 @@
 #include <functional>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 
 namespace plab::test {
 

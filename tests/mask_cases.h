@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "runtime/equivalence.h"
 #include "runtime/mask_spec.h"
 

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backends/registry.h"
 #include "core/error.h"
 #include "core/kv_layout.h"
 #include "model/shapes.h"
 #include "runtime/generate.h"
+#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "self_check.h"

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "model/model_io.h"
 #include "runtime/device_model.h"
 #include "snapshot.h"

@@ -8,7 +8,7 @@
 // Left out on purpose: speed (see cpu_fast.h).
 #pragma once
 
-#include "backends/backend.h"
+#include "core/backend.h"
 
 namespace plab {
 

@@ -23,11 +23,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/shapes.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {

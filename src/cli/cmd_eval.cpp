@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "runtime/device_model.h"
 #include "runtime/eval.h"
+#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "runtime/generate.h"
+#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {

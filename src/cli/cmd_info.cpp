@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "backends/cpu_fast.h"
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "perf/flops.h"
+#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {

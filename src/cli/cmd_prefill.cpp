@@ -10,11 +10,11 @@
 #include <iostream>
 #include <memory>
 
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "perf/flops.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "trace/trace.h"
 

@@ -4,10 +4,10 @@
 #include <iostream>
 #include <memory>
 
-#include "backends/registry.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "runtime/mask_spec.h"
+#include "runtime/registry.h"
 #include "toy/toy.h"
 
 namespace plab::cli {

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "backends/cpu_fast.h"
-#include "backends/registry.h"
 #include "core/error.h"
 #include "perf/flops.h"
 #include "runtime/chunk_plan.h"
+#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "model/weights.h"
 
 namespace plab {

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "core/mask.h"
 #include "model/config.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "runtime/chunk_plan.h"
 
 namespace plab {

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "backends/registry.h"
 #include "model/tokenizer.h"
 #include "runtime/generate.h"
+#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "test_util.h"
 

@@ -2,8 +2,8 @@
 // tests/equivalence_checks.cpp, shared with the GPU tests).
 #include <catch2/catch.hpp>
 
-#include "backends/registry.h"
 #include "equivalence_checks.h"
+#include "runtime/registry.h"
 
 using namespace plab;
 

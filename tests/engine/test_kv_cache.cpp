@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "backends/registry.h"
 #include "core/error.h"
 #include "runtime/kv_cache.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 using namespace plab;

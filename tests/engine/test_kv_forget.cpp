@@ -11,10 +11,10 @@
 // are those of the dense reference, so no freed block was ever read.
 #include <catch2/catch.hpp>
 
-#include "backends/registry.h"
 #include "core/kv_layout.h"
 #include "mask_cases.h"
 #include "runtime/mask_spec.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"
 #include "trace/trace.h"

@@ -17,11 +17,11 @@
 #include <fstream>
 #include <limits>
 
-#include "backends/registry.h"
 #include "core/error.h"
 #include "mask_cases.h"
 #include "model/weights.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

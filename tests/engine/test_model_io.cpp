@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "backends/registry.h"
 #include "core/error.h"
 #include "model/model_io.h"
 #include "model/safetensors.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 using namespace plab;

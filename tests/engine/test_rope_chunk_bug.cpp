@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/registry.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 using namespace plab;

@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "backends/cpu_fast.h"
-#include "backends/registry.h"
 #include "core/attention_spec.h"
 #include "core/thread_pool.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 using namespace plab;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "backends/registry.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 #include "toy/toy.h"
 

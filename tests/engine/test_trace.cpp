@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "backends/registry.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "backends/registry.h"
 #include "core/error.h"
 #include "kernels.h"
+#include "runtime/registry.h"
 
 namespace plab::test {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 #include "gpu_backend.h"
 
 namespace plab::test {

@@ -18,10 +18,10 @@
 #include <numeric>
 #include <random>
 
-#include "backends/registry.h"
 #include "gpu_test_util.h"
 #include "mask_cases.h"
 #include "runtime/mask_spec.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 namespace plab::test {

@@ -13,11 +13,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "backends/registry.h"
 #include "gpu_test_util.h"
 #include "mask_cases.h"
 #include "model/weights.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

@@ -12,10 +12,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "backends/registry.h"
 #include "equivalence_checks.h"
 #include "gpu_test_util.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 namespace plab::test {

@@ -15,10 +15,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "backends/registry.h"
 #include "gpu_test_util.h"
 #include "model/model_io.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"
 

@@ -15,9 +15,9 @@
 #include <numeric>
 #include <random>
 
-#include "backends/registry.h"
 #include "core/rope.h"
 #include "gpu_test_util.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 namespace plab::test {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/registry.h"
 #include "model/weights.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/device_model.h"
+#include "runtime/registry.h"
 #include "runtime/session.h"
 
 namespace plab::test {

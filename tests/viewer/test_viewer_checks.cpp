@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/registry.h"
 #include "controller.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/equivalence.h"
+#include "runtime/registry.h"
 #include "self_check.h"
 #include "test_util.h"
 

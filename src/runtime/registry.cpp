@@ -1,4 +1,4 @@
-#include "backends/registry.h"
+#include "runtime/registry.h"
 
 #include <cstdlib>
 #include <sstream>

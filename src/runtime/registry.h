@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "core/backend.h"
 
 namespace plab {
 

@@ -1,4 +1,4 @@
-#include "backends/backend.h"
+#include "core/backend.h"
 
 #include <utility>
 
