@@ -1,6 +1,7 @@
 #include "runtime/forward.h"
 
 #include <cmath>
+#include <map>
 
 #include "core/attention_spec.h"
 #include "core/error.h"
@@ -49,92 +50,156 @@ static void rope_by_document(Backend& be, Buffer x, int n, int n_heads, int head
     }
 }
 
-ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
-                          std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace, const Mask& mask) {
+// The trace's record of one sequence's K/V append in one layer: the blocks
+// it touched and the slots it was given, as runs "first-last" of consecutive
+// slots (one run per block touched): where each position really went.
+static void trace_kv_append(Trace& trace, int layer, const Sequence& seq, int pos0, int n,
+                            std::span<const int32_t> slots, int block_size, bool with_seq) {
+    std::string blocks;
+    for (int b = pos0 / block_size; b <= (pos0 + n - 1) / block_size; ++b) {
+        blocks += (blocks.empty() ? "" : ",") + std::to_string(seq.block_table[b]);
+    }
+    std::string slot_runs;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        if (i > 0 && slots[i] == slots[i - 1] + 1) continue;
+        std::size_t e = i;
+        while (e + 1 < slots.size() && slots[e + 1] == slots[e] + 1) ++e;
+        slot_runs += (slot_runs.empty() ? "" : ",") + std::to_string(slots[i]) + "-" +
+                     std::to_string(slots[e]);
+    }
+    std::map<std::string, std::string> args = {
+        {"layer", std::to_string(layer)},
+        {"positions", std::to_string(pos0) + "-" + std::to_string(pos0 + n - 1)},
+        {"blocks", blocks},
+        {"slots", slot_runs}};
+    if (with_seq) args["sequence"] = std::to_string(seq.id);
+    trace.instant("kv append", "kv", args);
+}
+
+ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
     const ModelConfig& c = model.config();
     Backend& be = model.backend();
-    const int n = static_cast<int>(tokens.size());  // C
-    const int pos0 = seq.length;                    // p: positions already cached
-    PLAB_ASSERT(n >= 1);
-    PLAB_CHECK(pos0 + n <= c.max_seq_len, "sequence of " << pos0 + n
-                                                         << " tokens exceeds the model's "
-                                                            "max_seq_len of "
-                                                         << c.max_seq_len);
+    PLAB_ASSERT(!items.empty());
+    PLAB_CHECK(
+        items.size() == 1 || (!probes.all_logits && probes.attention.empty()),
+        "probes are for a one-sequence step; this step has " << items.size() << " sequences");
+    // Where each item's rows start in the stacked step, and its offset p.
+    const std::size_t n_items = items.size();
+    std::vector<int> row0(n_items + 1, 0), pos0(n_items);
+    int blocks_needed = 0;
+    for (std::size_t i = 0; i < n_items; ++i) {
+        const StepItem& it = items[i];
+        const int n = static_cast<int>(it.tokens.size());
+        PLAB_ASSERT(it.seq != nullptr && n >= 1);
+        for (std::size_t j = 0; j < i; ++j) {
+            PLAB_ASSERT(items[j].seq != it.seq);  // one span per sequence per step
+        }
+        PLAB_ASSERT(it.slots.empty() || static_cast<int>(it.slots.size()) == n);
+        pos0[i] = it.slots.empty() ? it.seq->length : it.seq->length - n;
+        PLAB_CHECK(pos0[i] + n <= c.max_seq_len, "sequence of " << pos0[i] + n
+                                                                << " tokens exceeds the model's "
+                                                                   "max_seq_len of "
+                                                                << c.max_seq_len);
+        row0[i + 1] = row0[i] + n;
+        if (it.slots.empty()) blocks_needed += cache.new_blocks_for(*it.seq, n);
+    }
+    // All or nothing: a step that cannot get its blocks changes no sequence.
+    PLAB_CHECK(blocks_needed <= cache.free_blocks(),
+               "KV cache is full: this step needs "
+                   << blocks_needed << " new blocks of " << cache.block_size() << " but only "
+                   << cache.free_blocks() << " of " << cache.num_blocks() << " are free");
     for (const AttentionProbe& p : probes.attention) {
         PLAB_CHECK(p.layer >= 0 && p.layer < c.n_layers && p.head >= 0 && p.head < c.n_heads,
                    "attention probe (layer " << p.layer << ", head " << p.head
                                              << ") out of range: layers 0.." << c.n_layers - 1
                                              << ", heads 0.." << c.n_heads - 1);
     }
+    const int n = row0[n_items];  // rows of the step: C for a one-sequence chunk
     ws.ensure(c, n);
     const int D = c.dim, F = c.hidden_dim;
     const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
     const std::size_t nd = std::size_t(n) * D;
 
-    // 1. Token embeddings: one row of the table per token.
+    // 1. Token embeddings: one row of the table per token, every sequence's rows stacked.
+    std::vector<int32_t> tokens;
+    tokens.reserve(std::size_t(n));
+    for (const StepItem& it : items)
+        tokens.insert(tokens.end(), it.tokens.begin(), it.tokens.end());
     be.embed(ws.x.buf(), tokens, model.tok_embeddings.buf(), D);
 
-    // 2. Room in the KV cache for the chunk's positions pos0..pos0+n-1.
-    const std::vector<int32_t> slots = cache.reserve(seq, n);
-    AttentionShape shape;
-    shape.n_queries = n;
-    shape.pos0 = pos0;
-    shape.n_heads = c.n_heads;
-    shape.n_kv_heads = c.n_kv_heads;
-    shape.head_dim = c.head_dim;
-    shape.block_size = cache.block_size();
-    shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    shape.mask = mask;
+    // 2. Room in the KV cache for each sequence's new positions p..p+C-1.
+    std::vector<int32_t> slots;
+    slots.reserve(std::size_t(n));
+    for (const StepItem& it : items) {
+        if (!it.slots.empty()) {
+            slots.insert(slots.end(), it.slots.begin(), it.slots.end());
+            continue;
+        }
+        const std::vector<int32_t> s = cache.reserve(*it.seq, static_cast<int>(it.tokens.size()));
+        slots.insert(slots.end(), s.begin(), s.end());
+    }
+    std::vector<AttentionShape> shapes(n_items);
+    for (std::size_t i = 0; i < n_items; ++i) {
+        AttentionShape& shape = shapes[i];
+        shape.n_queries = row0[i + 1] - row0[i];
+        shape.pos0 = pos0[i];
+        shape.n_heads = c.n_heads;
+        shape.n_kv_heads = c.n_kv_heads;
+        shape.head_dim = c.head_dim;
+        shape.block_size = cache.block_size();
+        shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        shape.mask = items[i].mask;
+    }
+    // Rows of sequence i in a (rows, width) activation.
+    auto rows_of = [&](Buffer b, std::size_t i, int width) {
+        return b.slice(std::size_t(row0[i]) * width, std::size_t(row0[i + 1] - row0[i]) * width);
+    };
 
     ChunkOutput out;
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
-        // 3. Attention sublayer: normalise, project to Q, K, V, rotate by position
+        // 3. Attention sublayer: normalise, project to Q, K, V (one product over
+        //    all rows of the step), rotate each sequence's rows by their positions
         //    (the position within its document under packed documents).
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
         be.matmul(ws.q.buf(), ws.xb.buf(), w.wq.buf(), n, qd, D);
         be.matmul(ws.k.buf(), ws.xb.buf(), w.wk.buf(), n, kvd, D);
         be.matmul(ws.v.buf(), ws.xb.buf(), w.wv.buf(), n, kvd, D);
-        rope_by_document(be, ws.q.buf(), n, c.n_heads, c.head_dim, pos0, mask, model);
-        rope_by_document(be, ws.k.buf(), n, c.n_kv_heads, c.head_dim, pos0, mask, model);
+        for (std::size_t i = 0; i < n_items; ++i) {
+            const int rows = row0[i + 1] - row0[i];
+            rope_by_document(be, rows_of(ws.q.buf(), i, qd), rows, c.n_heads, c.head_dim, pos0[i],
+                             items[i].mask, model);
+            rope_by_document(be, rows_of(ws.k.buf(), i, kvd), rows, c.n_kv_heads, c.head_dim,
+                             pos0[i], items[i].mask, model);
+        }
         // 4. Keep K and V: later chunks and decode steps read them from the cache.
         be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
         if (trace != nullptr && trace->enabled) {
-            std::string blocks;
-            for (int b = pos0 / shape.block_size; b <= (pos0 + n - 1) / shape.block_size; ++b) {
-                blocks += (blocks.empty() ? "" : ",") + std::to_string(seq.block_table[b]);
+            for (std::size_t i = 0; i < n_items; ++i) {
+                const int rows = row0[i + 1] - row0[i];
+                trace_kv_append(*trace, l, *items[i].seq, pos0[i], rows,
+                                std::span<const int32_t>(slots).subspan(std::size_t(row0[i]),
+                                                                        std::size_t(rows)),
+                                cache.block_size(), n_items > 1);
             }
-            // The slots kv_append was given, as runs "first-last" of consecutive slots
-            // (one run per block touched): where each position really went.
-            std::string slot_runs;
-            for (std::size_t i = 0; i < slots.size(); ++i) {
-                if (i > 0 && slots[i] == slots[i - 1] + 1) continue;
-                std::size_t e = i;
-                while (e + 1 < slots.size() && slots[e + 1] == slots[e] + 1) ++e;
-                slot_runs += (slot_runs.empty() ? "" : ",") + std::to_string(slots[i]) + "-" +
-                             std::to_string(slots[e]);
-            }
-            trace->instant(
-                "kv append", "kv",
-                {{"layer", std::to_string(l)},
-                 {"positions", std::to_string(pos0) + "-" + std::to_string(pos0 + n - 1)},
-                 {"blocks", blocks},
-                 {"slots", slot_runs}});
         }
-        // 5. Masked attention of the n queries over cache positions 0..pos0+n-1
-        //    (causal unless the session was given another mask).
-        be.attention(ws.att.buf(), ws.q.buf(), cache.k_pool(l), cache.v_pool(l), seq.block_table,
-                     shape);
+        // 5. Masked attention, per sequence: its queries over its own cache
+        //    positions 0..p+C-1 through its own block table.
+        for (std::size_t i = 0; i < n_items; ++i) {
+            be.attention(rows_of(ws.att.buf(), i, qd), rows_of(ws.q.buf(), i, qd), cache.k_pool(l),
+                         cache.v_pool(l), items[i].seq->block_table, shapes[i]);
+        }
         for (const AttentionProbe& p : probes.attention) {
             if (p.layer != l) continue;
             // Probabilities and scores both come from the backend that computed them.
+            const AttentionShape& shape = shapes[0];
             const std::size_t cells = std::size_t(n) * shape.n_keys();
             DeviceArray probs(be, cells);
             DeviceArray scores;
             if (probes.attention_scores) scores = DeviceArray(be, cells);
             be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(l),
-                               seq.block_table, shape, p.head);
+                               items[0].seq->block_table, shape, p.head);
             std::vector<float> host(cells);
             be.download(host.data(), probs.buf(), cells);
             out.attention_probs.push_back(std::move(host));
@@ -172,17 +237,31 @@ ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& se
         out.attention_scores = std::move(ordered_scores);
     }
 
-    // 8. Final norm and classifier: only the last position, unless a probe asks for all.
-    const int rows = probes.all_logits ? n : 1;
-    const int first = n - rows;
+    // 8. Final norm and classifier: only each sequence's last position (all of
+    //    a one-sequence chunk's positions when a probe asks), gathered into
+    //    consecutive rows of xb by the norm itself, then one product.
+    int rows = 0;
+    for (std::size_t i = 0; i < n_items; ++i) {
+        const int take = probes.all_logits ? row0[i + 1] - row0[i] : 1;
+        const int first = row0[i + 1] - take;
+        be.rmsnorm(ws.xb.buf().slice(std::size_t(rows) * D, std::size_t(take) * D),
+                   ws.x.buf().slice(std::size_t(first) * D, std::size_t(take) * D),
+                   model.final_norm.buf(), take, D, c.norm_eps);
+        rows += take;
+    }
     const int V = c.vocab_size;
-    be.rmsnorm(ws.xb.buf(), ws.x.buf().slice(std::size_t(first) * D, std::size_t(rows) * D),
-               model.final_norm.buf(), rows, D, c.norm_eps);
     ws.ensure_logits(rows, V);
     be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
     out.logits.resize(std::size_t(rows) * V);
     be.download(out.logits.data(), ws.logits.buf(), out.logits.size());
     return out;
+}
+
+ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
+                          std::span<const int32_t> tokens, Workspace& ws,
+                          const ForwardProbes& probes, Trace* trace, const Mask& mask) {
+    const StepItem item{&seq, tokens, mask};
+    return forward_step(model, cache, std::span<const StepItem>(&item, 1), ws, probes, trace);
 }
 
 }  // namespace plab

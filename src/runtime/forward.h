@@ -1,4 +1,4 @@
-// The forward pass over one chunk, written once for every backend.
+// The forward pass over one step, written once for every backend.
 //
 // What it teaches: prefill of a chunk is the same computation as decoding,
 // for C tokens at once. Per layer:
@@ -12,6 +12,13 @@
 // then a final RMSNorm and the classifier for the *last* position only:
 // the first new token comes from the last position's distribution, so the
 // other C-1 rows of logits would be wasted work (a probe can ask for them).
+//
+// A step may hold several sequences ("varlen", as vLLM and SARATHI run
+// them): prefill chunks of some requests and single decode tokens of others.
+// Their rows are stacked, so every projection and the MLP is one matrix
+// product over all rows of the step — the weights are read once per step,
+// which is why batching decode helps — while attention runs per sequence over
+// its own block table. The one-sequence chunk is the one-item case.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +51,7 @@ struct ChunkOutput {
     std::vector<std::vector<float>> attention_scores;
 };
 
-// Activation buffers, grown to the largest chunk seen and reused.
+// Activation buffers, grown to the largest step seen (in rows) and reused.
 class Workspace {
 public:
     explicit Workspace(Backend& backend) : backend_(backend) {}
@@ -59,6 +66,28 @@ private:
     int capacity_ = 0;
     std::size_t logits_capacity_ = 0;
 };
+
+// One sequence's share of a step: a chunk of its tokens (a prefill chunk, or
+// the one token of a decode step) appended after its cached positions.
+struct StepItem {
+    Sequence* seq = nullptr;
+    std::span<const int32_t> tokens;
+    Mask mask{};  // which keys its queries see (core/mask.h; causal by default)
+    // Empty: forward_step reserves the positions. Otherwise the caller already
+    // did (KvCache::reserve, so seq->length counts them) and these are its
+    // slots — the engine reserves while it schedules, so that a request
+    // admitted later in the same step can find these blocks in the prefix cache.
+    std::span<const int32_t> slots{};
+};
+
+// Runs one step over `items` (distinct sequences, any order): appends each
+// item's K/V to its sequence and returns the logits of each item's last
+// position, item by item: (items, V). Probes are for a one-item step only.
+// Refuses (plab::Error, nothing changed) a step whose new blocks exceed the
+// pool's free ones. On reference backends an item's logits and K/V are
+// bitwise the same whatever else shares the step, in whatever order.
+ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                         Workspace& ws, const ForwardProbes& probes, Trace* trace);
 
 // Runs one chunk of `tokens` for `seq` (whose cached length is the chunk's
 // offset p), appending its K/V to the cache. Emits per-layer KV append events.

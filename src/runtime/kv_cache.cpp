@@ -1,6 +1,7 @@
 #include "runtime/kv_cache.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/kv_layout.h"
@@ -22,6 +23,11 @@ KvCache::KvCache(Backend& backend, const ModelConfig& config, int block_size, in
         v_pools_.emplace_back(backend, pool);
     }
     ref_counts_.assign(static_cast<std::size_t>(num_blocks), 0);
+    named_.assign(static_cast<std::size_t>(num_blocks), false);
+    hash_.assign(static_cast<std::size_t>(num_blocks), 0);
+    parent_.assign(static_cast<std::size_t>(num_blocks), 0);
+    tokens_.resize(static_cast<std::size_t>(num_blocks));
+    lru_pos_.resize(static_cast<std::size_t>(num_blocks), lru_.end());
     for (int b = num_blocks - 1; b >= 0; --b) free_list_.push_back(b);
 }
 
@@ -34,20 +40,44 @@ std::size_t KvCache::bytes_in_use() const {
 }
 
 int KvCache::allocate_block() {
-    PLAB_CHECK(!free_list_.empty(), "KV cache is full: all " << num_blocks_ << " blocks of "
-                                                             << block_size_
-                                                             << " positions are in use");
-    const int b = free_list_.back();
-    free_list_.pop_back();
+    PLAB_CHECK(free_blocks() > 0, "KV cache is full: all " << num_blocks_ << " blocks of "
+                                                           << block_size_
+                                                           << " positions are in use");
+    int b;
+    if (!free_list_.empty()) {  // a never-named block first: evicting costs a future hit
+        b = free_list_.back();
+        free_list_.pop_back();
+    } else {  // then the least recently freed cached block loses its name
+        b = lru_.front();
+        lru_.pop_front();
+        lru_pos_[b] = lru_.end();
+        by_hash_.erase(hash_[b]);
+        named_[b] = false;
+        tokens_[b].clear();
+        ++counters_.evictions;
+    }
     ref_counts_[b] = 1;
     return b;
+}
+
+void KvCache::give_back(int b) {
+    if (named_[b]) {
+        lru_.push_back(b);
+        lru_pos_[b] = std::prev(lru_.end());
+    } else {
+        free_list_.push_back(b);
+    }
+}
+
+int KvCache::new_blocks_for(const Sequence& seq, int n) const {
+    const int blocks_needed = (seq.length + n + block_size_ - 1) / block_size_;
+    return std::max(0, blocks_needed - static_cast<int>(seq.block_table.size()));
 }
 
 std::vector<int32_t> KvCache::reserve(Sequence& seq, int n) {
     PLAB_ASSERT(n >= 0);
     // Check capacity first, so that a refused request leaves the sequence untouched.
-    const int blocks_needed = (seq.length + n + block_size_ - 1) / block_size_;
-    const int new_blocks = blocks_needed - static_cast<int>(seq.block_table.size());
+    const int new_blocks = new_blocks_for(seq, n);
     PLAB_CHECK(new_blocks <= free_blocks(),
                "KV cache is full: " << n << " more positions need " << new_blocks
                                     << " new blocks of " << block_size_ << " but only "
@@ -77,7 +107,7 @@ int KvCache::free_forgotten(Sequence& seq, const Mask& mask) {
         }
         if (!forgotten) continue;
         PLAB_ASSERT(ref_counts_[entry] > 0);
-        if (--ref_counts_[entry] == 0) free_list_.push_back(entry);
+        if (--ref_counts_[entry] == 0) give_back(entry);
         entry = kFreedBlock;
         ++freed;
     }
@@ -90,13 +120,89 @@ int KvCache::freed_blocks(const Sequence& seq) {
 }
 
 void KvCache::release(Sequence& seq) {
-    for (int b : seq.block_table) {
+    // Last block first: on the LRU queue a prefix's tail is then evicted before
+    // its head, which more requests are likely to share.
+    for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
+        const int b = *it;
         if (b == kFreedBlock) continue;  // given back already
         PLAB_ASSERT(ref_counts_[b] > 0);
-        if (--ref_counts_[b] == 0) free_list_.push_back(b);
+        if (--ref_counts_[b] == 0) give_back(b);
     }
     seq.block_table.clear();
+    seq.block_hashes.clear();
     seq.length = 0;
+}
+
+std::uint64_t KvCache::block_hash(std::uint64_t parent, std::span<const int32_t> tokens,
+                                  std::uint64_t salt) {
+    // splitmix64 finaliser over (salt, parent, each token): every input word
+    // changes every output bit. 64 bits make a collision unlikely, and
+    // match_prefix checks the tokens anyway, so one would cost a miss, never a
+    // wrong answer.
+    auto mix = [](std::uint64_t z) {
+        z += 0x9e3779b97f4a7c15ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    };
+    std::uint64_t h = mix(salt ^ 0x70726566696c6cULL);  // "prefill"
+    h = mix(h ^ parent);
+    for (int32_t t : tokens) h = mix(h ^ static_cast<std::uint32_t>(t));
+    return h == 0 ? 1 : h;  // 0 is the first block's parent
+}
+
+std::vector<int> KvCache::match_prefix(std::span<const int32_t> tokens, std::uint64_t salt) const {
+    std::vector<int> blocks;
+    std::uint64_t parent = 0;
+    for (std::size_t lb = 0; (lb + 1) * block_size_ <= tokens.size(); ++lb) {
+        const auto block_tokens = tokens.subspan(lb * block_size_, block_size_);
+        const std::uint64_t h = block_hash(parent, block_tokens, salt);
+        const auto found = by_hash_.find(h);
+        if (found == by_hash_.end()) break;
+        const int b = found->second;
+        if (parent_[b] != parent ||
+            !std::equal(block_tokens.begin(), block_tokens.end(), tokens_[b].begin()))
+            break;  // a collision: same name, other tokens
+        blocks.push_back(b);
+        parent = h;
+    }
+    return blocks;
+}
+
+void KvCache::share_prefix(Sequence& seq, const std::vector<int>& blocks) {
+    PLAB_ASSERT(seq.length == 0 && seq.block_table.empty());
+    for (int b : blocks) {
+        PLAB_ASSERT(named_[b]);
+        if (ref_counts_[b] == 0) {  // a cached free block comes back into use
+            lru_.erase(lru_pos_[b]);
+            lru_pos_[b] = lru_.end();
+        }
+        ++ref_counts_[b];
+        seq.block_table.push_back(b);
+        seq.block_hashes.push_back(hash_[b]);
+    }
+    seq.length = static_cast<int>(blocks.size()) * block_size_;
+}
+
+void KvCache::name_full_blocks(Sequence& seq, std::span<const int32_t> tokens, std::uint64_t salt) {
+    PLAB_ASSERT(static_cast<int>(tokens.size()) >= seq.length);
+    const std::size_t full = static_cast<std::size_t>(seq.length / block_size_);
+    while (seq.block_hashes.size() < full) {
+        const std::size_t lb = seq.block_hashes.size();
+        const std::uint64_t parent = lb == 0 ? 0 : seq.block_hashes[lb - 1];
+        const auto block_tokens = tokens.subspan(lb * block_size_, block_size_);
+        const std::uint64_t h = block_hash(parent, block_tokens, salt);
+        const int b = seq.block_table[lb];
+        PLAB_ASSERT(b != kFreedBlock);
+        if (!named_[b] && by_hash_.find(h) == by_hash_.end()) {
+            named_[b] = true;
+            hash_[b] = h;
+            parent_[b] = parent;
+            tokens_[b].assign(block_tokens.begin(), block_tokens.end());
+            by_hash_.emplace(h, b);
+        }
+        seq.block_hashes.push_back(h);
+    }
 }
 
 void KvCache::retain(int block) {
