@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
@@ -174,6 +175,326 @@ TEST_CASE("forward_step: a step whose blocks do not fit changes nothing", "[engi
     REQUIRE(a.length == 0);
     REQUIRE(b.length == 0);
     REQUIRE(pool.blocks_in_use() == 0);
+}
+
+namespace {
+
+// A prompt of `n` seeded random tokens.
+std::vector<int32_t> prompt_of(int n, std::uint64_t seed) {
+    return random_tokens(n, engine_config().vocab_size, seed);
+}
+
+RequestOptions greedy(int max_new, bool keep_logits = true) {
+    RequestOptions o;
+    o.max_new_tokens = max_new;
+    o.keep_logits = keep_logits;
+    return o;
+}
+
+std::vector<int32_t> new_tokens_of(const Engine& e, int id) {
+    const auto t = e.request(id).new_tokens();
+    return {t.begin(), t.end()};
+}
+
+// No block in use, every reference count zero: nothing leaked.
+void require_no_leak(const Engine& e) {
+    const KvCache& pool = e.cache();
+    REQUIRE(pool.blocks_in_use() == 0);
+    for (int b = 0; b < pool.num_blocks(); ++b) REQUIRE(pool.ref_count(b) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("engine: requests served together give the tokens of generate() alone",
+          "[engine][serving]") {
+    const ModelConfig c = engine_config();
+    const Weights w = make_random_weights(c, 11);
+    EngineOptions eo;
+    eo.backend = "cpu-ref";
+    eo.block_size = 4;
+    eo.max_step_tokens = 24;  // prompts longer than this are prefilled over several steps
+    Engine e(w, eo);
+    const std::vector<int> lengths = {5, 31, 1, 17, 40};
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+        e.add_request(prompt_of(lengths[i], 100 + i), greedy(12));
+    e.run();
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const Request& r = e.request(static_cast<int>(i));
+        // Oracle: runtime/generate.h, one request on its own Session.
+        auto be = make_backend("cpu-ref");
+        const DeviceModel m(*be, w);
+        GenerateOptions g;
+        g.max_new_tokens = 12;
+        g.stop_at_eos = false;
+        g.session.block_size = 4;
+        ByteTokenizer tok;
+        Trace trace;
+        const GenerateResult alone = generate(m, tok, "", r.prompt, g, trace);
+        INFO("request " << i);
+        REQUIRE(new_tokens_of(e, int(i)) == alone.new_tokens);
+        REQUIRE(r.token_us.size() == alone.new_tokens.size());
+        REQUIRE(r.finish_reason == "length");
+    }
+    // Some step ran decode tokens of some requests beside prefill chunks of others.
+    bool mixed = false;
+    for (const StepRecord& s : e.steps()) mixed |= s.prefill_tokens > 0 && s.decode_tokens > 0;
+    REQUIRE(mixed);
+    require_no_leak(e);
+}
+
+TEST_CASE("prefix cache: warm == cold, shared blocks counted, one token recomputed on a full hit",
+          "[engine][prefix]") {
+    const ModelConfig c = engine_config();
+    const Weights w = make_random_weights(c, 12);
+    const int B = 4;
+    for (const std::string& name : backend_names()) {
+        INFO("backend " << name);
+        EngineOptions eo;
+        eo.backend = name;
+        eo.block_size = B;
+        Engine cold_engine(w, [&] {
+            EngineOptions o = eo;
+            o.prefix_cache = false;
+            return o;
+        }());
+        Engine e(w, eo);
+        const std::vector<int32_t> prompt = prompt_of(5 * B + 1, 7);  // 5 full blocks + 1
+        const int cold = cold_engine.add_request(prompt, greedy(6));
+        cold_engine.run();
+        const int first = e.add_request(prompt, greedy(6));
+        e.run();
+        // The first request found nothing; its 5 full blocks were all misses.
+        REQUIRE(e.request(first).cached_tokens == 0);
+        REQUIRE(e.request(first).miss_blocks == 5);
+        const int warm = e.add_request(prompt, greedy(6));
+        e.run();
+        const Request& r = e.request(warm);
+        // A full hit: every full block of the prompt found, only the last
+        // prompt token computed (its logits give the first new token).
+        REQUIRE(r.cached_tokens == 5 * B);
+        REQUIRE(r.hit_blocks == 5);
+        REQUIRE(r.miss_blocks == 0);
+        REQUIRE(r.computed_tokens == 1 + 5);  // 1 prompt token, then 5 decode tokens
+        REQUIRE(e.pool_stats().hit_blocks == 5);
+        for (std::size_t t = 0; t < r.logits.size(); ++t) {
+            require_same(e.backend(), r.logits[t], cold_engine.request(cold).logits[t],
+                         "warm vs cold logits of new token " + std::to_string(t));
+        }
+        REQUIRE(new_tokens_of(e, warm) == new_tokens_of(cold_engine, cold));
+        require_no_leak(e);
+        // Its blocks stayed cached: all on the LRU queue of cached free blocks.
+        REQUIRE(e.cache().cached_free_blocks() >= 5);
+    }
+}
+
+TEST_CASE("prefix cache: a prompt of whole blocks recomputes its last block, as vLLM does",
+          "[engine][prefix]") {
+    const Weights w = make_random_weights(engine_config(), 13);
+    EngineOptions eo;
+    eo.backend = "cpu-ref";
+    eo.block_size = 4;
+    Engine e(w, eo);
+    const std::vector<int32_t> prompt = prompt_of(12, 8);  // exactly 3 blocks
+    e.add_request(prompt, greedy(1));
+    e.run();
+    const int again = e.add_request(prompt, greedy(1));
+    e.run();
+    // Only the first 11 tokens are looked up (the last is always computed), so
+    // the third block is not full within them: 2 hits, 4 tokens computed. A
+    // shared block is never written into.
+    REQUIRE(e.request(again).cached_tokens == 8);
+    REQUIRE(e.request(again).computed_tokens == 4);
+    REQUIRE(new_tokens_of(e, again) == new_tokens_of(e, 0));
+}
+
+TEST_CASE("prefix cache: a different token before a block boundary misses that block and all after",
+          "[engine][prefix]") {
+    const Weights w = make_random_weights(engine_config(), 14);
+    const int B = 4;
+    EngineOptions eo;
+    eo.backend = "cpu-ref";
+    eo.block_size = B;
+    const std::vector<int32_t> base = prompt_of(6 * B + 3, 9);
+    for (int changed : {0, 3, 4, 9, 15, 23}) {  // first/last position of some blocks
+        INFO("token changed at position " << changed);
+        Engine e(w, eo);
+        e.add_request(base, greedy(1));
+        e.run();
+        std::vector<int32_t> other = base;
+        other[changed] = (other[changed] + 1) % engine_config().vocab_size;
+        const int id = e.add_request(other, greedy(1));
+        e.run();
+        const int block = changed / B;  // blocks before it still hit
+        REQUIRE(e.request(id).cached_tokens == block * B);
+        REQUIRE(e.request(id).hit_blocks == block);
+        REQUIRE(e.request(id).miss_blocks == 6 - block);
+        // What was shared gives the answer of a cold run.
+        Engine cold(w, [&] {
+            EngineOptions o = eo;
+            o.prefix_cache = false;
+            return o;
+        }());
+        const int cid = cold.add_request(other, greedy(1));
+        cold.run();
+        require_bitwise_equal(e.request(id).logits[0], cold.request(cid).logits[0],
+                              "logits after a partial hit");
+    }
+}
+
+TEST_CASE("prefix cache: requests admitted in one step share blocks computed in that step",
+          "[engine][prefix]") {
+    const Weights w = make_random_weights(engine_config(), 15);
+    EngineOptions eo;
+    eo.backend = "cpu-ref";
+    eo.block_size = 4;
+    Engine e(w, eo);
+    const std::vector<int32_t> prefix = prompt_of(20, 10);
+    for (int i = 0; i < 4; ++i) {
+        std::vector<int32_t> p = prefix;
+        const auto tail = prompt_of(3 + i, 200 + i);
+        p.insert(p.end(), tail.begin(), tail.end());
+        e.add_request(p, greedy(4));
+    }
+    e.step();
+    REQUIRE(e.steps()[0].requests.size() == 4);  // all four in the first step
+    REQUIRE(e.request(0).cached_tokens == 0);
+    for (int i = 1; i < 4; ++i) REQUIRE(e.request(i).cached_tokens == 20);
+    // While they run, the 5 prefix blocks each have 4 references.
+    for (int lb = 0; lb < 5; ++lb) {
+        REQUIRE(e.cache().ref_count(e.request(0).seq.block_table[std::size_t(lb)]) == 4);
+        for (int i = 1; i < 4; ++i)
+            REQUIRE(e.request(i).seq.block_table[std::size_t(lb)] ==
+                    e.request(0).seq.block_table[std::size_t(lb)]);
+    }
+    e.run();
+    for (int i = 0; i < 4; ++i) {
+        Engine alone(w, [&] {
+            EngineOptions o = eo;
+            o.prefix_cache = false;
+            return o;
+        }());
+        const int id = alone.add_request(e.request(i).prompt, greedy(4));
+        alone.run();
+        INFO("request " << i);
+        REQUIRE(new_tokens_of(e, i) == new_tokens_of(alone, id));
+        for (std::size_t t = 0; t < 4; ++t)
+            require_bitwise_equal(e.request(i).logits[t], alone.request(id).logits[t], "logits");
+    }
+    require_no_leak(e);
+}
+
+TEST_CASE("prefix cache: cached free blocks are evicted least recently freed first",
+          "[engine][prefix]") {
+    const ModelConfig c = engine_config();
+    auto be = make_backend("cpu-ref");
+    const int B = 2;
+    KvCache pool(*be, c, B, 6);
+    const std::uint64_t salt = 42;
+    auto fill = [&](Sequence& s, const std::vector<int32_t>& t) {
+        pool.reserve(s, static_cast<int>(t.size()));
+        pool.name_full_blocks(s, t, salt);
+    };
+    const auto ta = prompt_of(4, 1), tb = prompt_of(4, 2);  // two full blocks each
+    Sequence a, b;
+    fill(a, ta);
+    fill(b, tb);
+    const std::vector<int32_t> a_blocks = a.block_table, b_blocks = b.block_table;
+    pool.release(a);  // queue: a1 a0 (a sequence's last block first)
+    pool.release(b);  // queue: a1 a0 b1 b0
+    REQUIRE(pool.cached_free_blocks() == 4);
+    REQUIRE(pool.match_prefix(ta, salt).size() == 2);
+    // Six free blocks: two never named go first, then the LRU front, a1.
+    Sequence x;
+    fill(x, prompt_of(6, 3));
+    REQUIRE(pool.counters().evictions == 1);
+    REQUIRE(x.block_table.back() == a_blocks[1]);
+    REQUIRE(pool.match_prefix(ta, salt).size() == 1);  // a0 still there, a1 gone
+    REQUIRE(pool.match_prefix(tb, salt).size() == 2);
+    // Taking a block back (a hit) removes it from the queue: it is not evicted next.
+    Sequence a2;
+    pool.share_prefix(a2, pool.match_prefix(ta, salt));
+    REQUIRE(a2.block_table == std::vector<int32_t>{a_blocks[0]});
+    Sequence y;
+    pool.reserve(y, B);  // evicts b1 (a0 is in use again)
+    REQUIRE(y.block_table[0] == b_blocks[1]);
+    REQUIRE(pool.counters().evictions == 2);
+    REQUIRE(pool.match_prefix(tb, salt).size() == 1);
+    REQUIRE(pool.match_prefix(ta, salt).size() == 1);
+    for (Sequence* s : {&x, &a2, &y}) pool.release(*s);
+    REQUIRE(pool.blocks_in_use() == 0);
+}
+
+TEST_CASE("prefix cache: a hash collision cannot return a wrong block", "[engine][prefix]") {
+    // The same name with other tokens is refused by the stored-token check:
+    // a block made under one salt is not found under another salt, and equal
+    // tokens with a different parent do not match either.
+    const ModelConfig c = engine_config();
+    auto be = make_backend("cpu-ref");
+    KvCache pool(*be, c, 2, 8);
+    const auto t = prompt_of(4, 5);
+    Sequence s;
+    pool.reserve(s, 4);
+    pool.name_full_blocks(s, t, 1);
+    REQUIRE(pool.match_prefix(t, 1).size() == 2);
+    REQUIRE(pool.match_prefix(t, 2).empty());  // another model
+    const std::vector<int32_t> swapped = {t[2], t[3], t[0], t[1]};
+    REQUIRE(pool.match_prefix(swapped, 1).empty());  // block 1's tokens, but first
+    REQUIRE(KvCache::block_hash(0, std::span<const int32_t>(t).first(2), 1) !=
+            KvCache::block_hash(1, std::span<const int32_t>(t).first(2), 1));
+    pool.release(s);
+}
+
+TEST_CASE("preemption under a tiny pool, then recompute: the tokens of an unconstrained run",
+          "[engine][preempt]") {
+    const Weights w = make_random_weights(engine_config(), 16);
+    for (const std::string& name : {std::string("cpu-ref"), std::string("gpu-ref")}) {
+        for (bool prefix : {false, true}) {
+            INFO("backend " << name << ", prefix cache " << prefix);
+            auto run = [&](int kv_blocks) {
+                EngineOptions eo;
+                eo.backend = name;
+                eo.block_size = 4;
+                eo.kv_blocks = kv_blocks;
+                eo.prefix_cache = prefix;
+                auto e = std::make_unique<Engine>(w, eo);
+                for (int i = 0; i < 4; ++i) e->add_request(prompt_of(10 + i, 300 + i), greedy(20));
+                e->run();
+                return e;
+            };
+            const auto roomy = run(0);
+            // Each request holds up to ceil((13 + 19) / 4) = 8 blocks; 10 fit one.
+            const auto tight = run(10);
+            REQUIRE(roomy->pool_stats().preemptions == 0);
+            REQUIRE(tight->pool_stats().preemptions > 0);
+            for (int i = 0; i < 4; ++i) {
+                INFO("request " << i << ", preempted " << tight->request(i).preemptions);
+                REQUIRE(new_tokens_of(*tight, i) == new_tokens_of(*roomy, i));
+                for (std::size_t t = 0; t < 20; ++t)
+                    require_bitwise_equal(tight->request(i).logits[t], roomy->request(i).logits[t],
+                                          "logits after recompute");
+            }
+            require_no_leak(*tight);
+        }
+    }
+}
+
+TEST_CASE("engine: bad requests and options are refused with one clear line", "[engine]") {
+    const Weights w = make_random_weights(engine_config(), 17);
+    EngineOptions eo;
+    eo.backend = "cpu-ref";
+    eo.block_size = 4;
+    eo.kv_blocks = 3;
+    Engine e(w, eo);
+    require_error([&] { e.add_request(prompt_of(10, 1), greedy(8)); },
+                  "request 0 needs 5 KV blocks of 4 positions (10 prompt + 7 fed-back new tokens) "
+                  "but the whole pool has 3; give --kv-blocks 5 or more");
+    require_error([&] { e.add_request({}, greedy(1)); }, "empty prompt");
+    require_error([&] { e.add_request({1, 500}, greedy(1)); }, "token id 500 at position 1");
+    require_error([&] { e.add_request({1}, greedy(0)); }, "max_new_tokens 0 must be at least 1");
+    REQUIRE(e.num_requests() == 0);
+    REQUIRE_FALSE(e.has_unfinished());
+    eo.kv_blocks = -1;
+    require_error([&] { Engine bad(w, eo); }, "the KV pool needs at least one block");
 }
 
 }  // namespace plab::test
