@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,8 +32,8 @@
 #include "runtime/device_model.h"
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
-#include "runtime/mask_spec.h"
-#include "runtime/sampler.h"
+#include "runtime/request.h"
+#include "runtime/scheduler.h"
 #include "trace/trace.h"
 
 namespace plab {
@@ -50,65 +49,11 @@ struct EngineOptions {
     // in chunks over several steps.
     int max_step_tokens = 512;
     int max_running = 64;  // sequences in one step at most (vLLM's max_num_seqs)
+    // How requests are grouped into steps (runtime/scheduler.h). Policies
+    // other than chunked prefill whole prompts: their budget must be at least
+    // max_seq_len.
+    Policy policy = Policy::chunked;
 };
-
-struct RequestOptions {
-    int max_new_tokens = 32;
-    int eos_id = -1;  // stop after this token; -1: never stop early
-    SamplerOptions sampler;
-    // The request's mask (causal by default). The prefix cache serves causal
-    // requests only: under another mask a block's K/V may depend on more than
-    // the tokens before it, or the mask may differ between requests.
-    BoundMask mask{};
-    // Keep the logits each new token was sampled from (tests, the lessons'
-    // cold-versus-warm check); off by default: V floats per token.
-    bool keep_logits = false;
-};
-
-enum class RequestState { waiting, running, finished };
-
-// One request as the engine holds it. Times are microseconds on the engine's
-// clock (Engine::now_us), from the engine's creation.
-struct Request {
-    int id = 0;
-    RequestOptions options;
-    std::vector<int32_t> prompt;
-    std::vector<int32_t> tokens;  // prompt + new tokens: what the sequence must hold
-    int new_limit = 0;            // new tokens it may make (max_new_tokens, capped by max_seq_len)
-    RequestState state = RequestState::waiting;
-    Sequence seq;  // its KV blocks; seq.length = tokens computed and cached
-    Sampler sampler;
-
-    // Prefix cache at its first admission: prompt tokens found cached, and the
-    // full blocks of the looked-up range that were hits and misses.
-    int cached_tokens = 0;
-    int hit_blocks = 0;
-    int miss_blocks = 0;
-    bool admitted_once = false;
-    int preemptions = 0;
-    int computed_tokens = 0;  // tokens run through the model, recomputation included
-
-    double arrival_us = 0;
-    std::vector<double> token_us;            // when each new token was sampled
-    std::vector<std::vector<float>> logits;  // with options.keep_logits: (new tokens, V)
-    double finish_us = 0;
-    std::string finish_reason;  // "eos" or "length"
-
-    explicit Request(const SamplerOptions& s) : sampler(s) {}
-    std::span<const int32_t> new_tokens() const {
-        return std::span<const int32_t>(tokens).subspan(prompt.size());
-    }
-};
-
-// Latency of one finished request, in milliseconds.
-struct RequestLatency {
-    double ttft_ms = 0;      // arrival -> first new token (queueing and prefill included)
-    double itl_mean_ms = 0;  // inter-token latency: gaps between consecutive new tokens
-    double itl_p90_ms = 0;
-    double tpot_ms = 0;  // time per output token after the first: (e2e - ttft) / (new - 1)
-    double e2e_ms = 0;   // arrival -> last new token
-};
-RequestLatency latency_of(const Request& r);
 
 // What one step ran.
 struct StepRecord {
@@ -152,7 +97,7 @@ public:
     // Queues a request; returns its id (0, 1, ...). Refuses, with one line,
     // a request the whole pool could never hold.
     int add_request(std::vector<int32_t> prompt, RequestOptions options);
-    bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+    bool has_unfinished() const { return scheduler_ && scheduler_->has_unfinished(); }
     // One scheduling decision and one forward step over the chosen sequences.
     const StepRecord& step();
     // Steps until every request is finished.
@@ -167,13 +112,6 @@ public:
     double now_us() const;
 
 private:
-    struct Scheduled {
-        Request* request;
-        int n_tokens;
-    };
-    bool uses_prefix_cache(const Request& r) const;
-    void preempt(Request& r, StepRecord& record);
-    void finish(Request& r, StepRecord& record);
     KvCache& pool();
 
     EngineOptions options_;
@@ -184,10 +122,8 @@ private:
     std::unique_ptr<Workspace> ws_;
     std::uint64_t salt_ = 0;
     std::vector<std::unique_ptr<Request>> requests_;
-    std::deque<Request*> waiting_;   // FIFO; a preempted request goes back to the front
-    std::vector<Request*> running_;  // admission order: the last is preempted first
+    std::unique_ptr<Scheduler> scheduler_;  // made with the pool
     std::vector<StepRecord> steps_;
-    long long hit_blocks_ = 0, miss_blocks_ = 0, preemptions_ = 0;
     double t0_ = 0;
 };
 

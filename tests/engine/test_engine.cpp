@@ -205,41 +205,67 @@ void require_no_leak(const Engine& e) {
 
 }  // namespace
 
-TEST_CASE("engine: requests served together give the tokens of generate() alone",
-          "[engine][serving]") {
+TEST_CASE(
+    "engine: under every policy, requests served together give the tokens of generate() alone",
+    "[engine][serving]") {
     const ModelConfig c = engine_config();
     const Weights w = make_random_weights(c, 11);
-    EngineOptions eo;
-    eo.backend = "cpu-ref";
-    eo.block_size = 4;
-    eo.max_step_tokens = 24;  // prompts longer than this are prefilled over several steps
-    Engine e(w, eo);
     const std::vector<int> lengths = {5, 31, 1, 17, 40};
-    for (std::size_t i = 0; i < lengths.size(); ++i)
-        e.add_request(prompt_of(lengths[i], 100 + i), greedy(12));
-    e.run();
-    for (std::size_t i = 0; i < lengths.size(); ++i) {
-        const Request& r = e.request(static_cast<int>(i));
-        // Oracle: runtime/generate.h, one request on its own Session.
+    // Oracle: runtime/generate.h, each request on its own Session.
+    std::vector<std::vector<int32_t>> alone;
+    {
         auto be = make_backend("cpu-ref");
         const DeviceModel m(*be, w);
-        GenerateOptions g;
-        g.max_new_tokens = 12;
-        g.stop_at_eos = false;
-        g.session.block_size = 4;
-        ByteTokenizer tok;
-        Trace trace;
-        const GenerateResult alone = generate(m, tok, "", r.prompt, g, trace);
-        INFO("request " << i);
-        REQUIRE(new_tokens_of(e, int(i)) == alone.new_tokens);
-        REQUIRE(r.token_us.size() == alone.new_tokens.size());
-        REQUIRE(r.finish_reason == "length");
+        for (std::size_t i = 0; i < lengths.size(); ++i) {
+            GenerateOptions g;
+            g.max_new_tokens = 12;
+            g.stop_at_eos = false;
+            g.session.block_size = 4;
+            ByteTokenizer tok;
+            Trace trace;
+            alone.push_back(
+                generate(m, tok, "", prompt_of(lengths[i], 100 + i), g, trace).new_tokens);
+        }
     }
-    // Some step ran decode tokens of some requests beside prefill chunks of others.
-    bool mixed = false;
-    for (const StepRecord& s : e.steps()) mixed |= s.prefill_tokens > 0 && s.decode_tokens > 0;
-    REQUIRE(mixed);
-    require_no_leak(e);
+    for (Policy policy :
+         {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
+        INFO("policy " << policy_name(policy));
+        EngineOptions eo;
+        eo.backend = "cpu-ref";
+        eo.block_size = 4;
+        eo.policy = policy;
+        // Chunked: prompts longer than 24 tokens are prefilled over several
+        // steps. The others prefill whole prompts: a budget of max_seq_len.
+        eo.max_step_tokens = policy == Policy::chunked ? 24 : c.max_seq_len;
+        Engine e(w, eo);
+        // Three arrive first; two more after two steps, while those decode.
+        for (std::size_t i = 0; i < 3; ++i)
+            e.add_request(prompt_of(lengths[i], 100 + i), greedy(12));
+        e.step();
+        e.step();
+        for (std::size_t i = 3; i < lengths.size(); ++i)
+            e.add_request(prompt_of(lengths[i], 100 + i), greedy(12));
+        e.run();
+        for (std::size_t i = 0; i < lengths.size(); ++i) {
+            const Request& r = e.request(static_cast<int>(i));
+            INFO("request " << i);
+            REQUIRE(new_tokens_of(e, int(i)) == alone[i]);
+            REQUIRE(r.token_us.size() == alone[i].size());
+            REQUIRE(r.finish_reason == "length");
+        }
+        // Continuous batching mixes one request's prefill with others' decode
+        // tokens in a step; static batches and one-at-a-time never do.
+        bool mixed = false;
+        for (const StepRecord& s : e.steps()) mixed |= s.prefill_tokens > 0 && s.decode_tokens > 0;
+        REQUIRE(mixed == (policy == Policy::chunked || policy == Policy::continuous));
+        require_no_leak(e);
+    }
+    EngineOptions bad;
+    bad.policy = Policy::continuous;
+    bad.max_step_tokens = 64;
+    require_error([&] { Engine e(w, bad); },
+                  "policy continuous prefills whole prompts, so its token budget must hold the "
+                  "longest, max_seq_len 128; got 64 (or use policy chunked)");
 }
 
 TEST_CASE("prefix cache: warm == cold, shared blocks counted, one token recomputed on a full hit",

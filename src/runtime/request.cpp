@@ -1,0 +1,37 @@
+#include "runtime/request.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab {
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    // Nearest rank: the smallest value with at least p of the values at or below it.
+    const std::size_t rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+}  // namespace
+
+RequestLatency latency_of(const Request& r) {
+    RequestLatency l;
+    if (r.token_us.empty()) return l;
+    l.ttft_ms = (r.token_us.front() - r.arrival_us) / 1000;
+    l.e2e_ms = (r.token_us.back() - r.arrival_us) / 1000;
+    std::vector<double> gaps;
+    for (std::size_t i = 1; i < r.token_us.size(); ++i)
+        gaps.push_back((r.token_us[i] - r.token_us[i - 1]) / 1000);
+    if (!gaps.empty()) {
+        double sum = 0;
+        for (double g : gaps) sum += g;
+        l.itl_mean_ms = sum / static_cast<double>(gaps.size());
+        l.itl_p90_ms = percentile(gaps, 0.9);
+        l.tpot_ms = (l.e2e_ms - l.ttft_ms) / static_cast<double>(gaps.size());
+    }
+    return l;
+}
+
+}  // namespace plab

@@ -1,0 +1,80 @@
+// Request: one prompt's life in the engine — waiting, running, finished —
+// and the numbers a serving report gives for it.
+//
+// What it teaches: a request is its tokens (prompt, then each new token
+// appended) and how many of them have K/V in the cache. Prefill and decode
+// are the same thing seen from here: compute the tokens not yet computed;
+// when all known tokens are computed, the last position's logits give the
+// next token. That is also why a preempted request can simply be recomputed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/kv_cache.h"
+#include "runtime/mask_spec.h"
+#include "runtime/sampler.h"
+
+namespace plab {
+
+struct RequestOptions {
+    int max_new_tokens = 32;
+    int eos_id = -1;  // stop after this token; -1: never stop early
+    SamplerOptions sampler;
+    // The request's mask (causal by default). The prefix cache serves causal
+    // requests only: under another mask a block's K/V may depend on more than
+    // the tokens before it, or the mask may differ between requests.
+    BoundMask mask{};
+    // Keep the logits each new token was sampled from (tests, the lessons'
+    // cold-versus-warm check); off by default: V floats per token.
+    bool keep_logits = false;
+};
+
+enum class RequestState { waiting, running, finished };
+
+// One request as the engine holds it. Times are microseconds on the engine's
+// clock (Engine::now_us), from the engine's creation.
+struct Request {
+    int id = 0;
+    RequestOptions options;
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> tokens;  // prompt + new tokens: what the sequence must hold
+    int new_limit = 0;            // new tokens it may make (max_new_tokens, capped by max_seq_len)
+    RequestState state = RequestState::waiting;
+    Sequence seq;  // its KV blocks; seq.length = tokens computed and cached
+    Sampler sampler;
+
+    // Prefix cache at its first admission: prompt tokens found cached, and the
+    // full blocks of the looked-up range that were hits and misses.
+    int cached_tokens = 0;
+    int hit_blocks = 0;
+    int miss_blocks = 0;
+    bool admitted_once = false;
+    int preemptions = 0;
+    int computed_tokens = 0;  // tokens run through the model, recomputation included
+
+    double arrival_us = 0;
+    std::vector<double> token_us;            // when each new token was sampled
+    std::vector<std::vector<float>> logits;  // with options.keep_logits: (new tokens, V)
+    double finish_us = 0;
+    std::string finish_reason;  // "eos" or "length"
+
+    explicit Request(const SamplerOptions& s) : sampler(s) {}
+    std::span<const int32_t> new_tokens() const {
+        return std::span<const int32_t>(tokens).subspan(prompt.size());
+    }
+};
+
+// Latency of one finished request, in milliseconds.
+struct RequestLatency {
+    double ttft_ms = 0;      // arrival -> first new token (queueing and prefill included)
+    double itl_mean_ms = 0;  // inter-token latency: gaps between consecutive new tokens
+    double itl_p90_ms = 0;
+    double tpot_ms = 0;  // time per output token after the first: (e2e - ttft) / (new - 1)
+    double e2e_ms = 0;   // arrival -> last new token
+};
+RequestLatency latency_of(const Request& r);
+
+}  // namespace plab

@@ -1,0 +1,191 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace plab {
+
+std::string policy_name(Policy p) {
+    switch (p) {
+        case Policy::one_at_a_time:
+            return "one-at-a-time";
+        case Policy::static_batch:
+            return "static";
+        case Policy::continuous:
+            return "continuous";
+        case Policy::chunked:
+            return "chunked";
+    }
+    return "";
+}
+
+Policy parse_policy(std::string_view name) {
+    for (Policy p :
+         {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
+        if (name == policy_name(p)) return p;
+    }
+    PLAB_CHECK(false, "unknown policy '" << name
+                                         << "'; valid policies: one-at-a-time, static, "
+                                            "continuous, chunked");
+    return Policy::chunked;
+}
+
+Scheduler::Scheduler(KvCache& pool, SchedulerOptions options) : pool_(pool), options_(options) {
+    PLAB_CHECK(options_.max_step_tokens >= 1,
+               "the step token budget " << options_.max_step_tokens << " must be at least 1");
+    PLAB_CHECK(options_.max_running >= 1,
+               "max running sequences " << options_.max_running << " must be at least 1");
+}
+
+bool Scheduler::uses_prefix_cache(const Request& r) const {
+    return options_.prefix_cache && r.options.mask.is_causal();
+}
+
+void Scheduler::add(Request& r) {
+    PLAB_ASSERT(r.state == RequestState::waiting && r.seq.length == 0 && !r.tokens.empty());
+    waiting_.push_back(&r);
+}
+
+void Scheduler::preempt(Request& r, Schedule& s) {
+    // Recompute policy: drop its blocks (named ones stay cached and may even
+    // be hit when it comes back) and compute its tokens again later.
+    pool_.release(r.seq);
+    r.state = RequestState::waiting;
+    running_.erase(std::find(running_.begin(), running_.end(), &r));
+    waiting_.push_front(&r);
+    ++r.preemptions;
+    ++preemptions_;
+    s.preempted.push_back(r.id);
+}
+
+void Scheduler::finish(Request& r) {
+    pool_.release(r.seq);
+    r.state = RequestState::finished;
+    running_.erase(std::find(running_.begin(), running_.end(), &r));
+}
+
+void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget) {
+    PLAB_ASSERT(n >= 1 && n <= budget);
+    ScheduledSpan span;
+    span.request = &r;
+    span.n_tokens = n;
+    span.slots = pool_.reserve(r.seq, n);
+    span.decode = decode;
+    if (uses_prefix_cache(r)) pool_.name_full_blocks(r.seq, r.tokens, options_.salt);
+    (decode ? s.decode_tokens : s.prefill_tokens) += n;
+    r.computed_tokens += n;
+    budget -= n;
+    s.spans.push_back(std::move(span));
+}
+
+bool Scheduler::admit(Request& r, Schedule& s, int& budget) {
+    const int B = pool_.block_size();
+    const int len = static_cast<int>(r.tokens.size());
+    // Only the first len-1 tokens are looked up: the last one is always
+    // computed, because its logits give the next token (as vLLM does). So a
+    // prompt of k·B+1 tokens seen before computes exactly one token.
+    std::vector<int> hits;
+    if (uses_prefix_cache(r)) {
+        hits = pool_.match_prefix(std::span<const int32_t>(r.tokens).first(std::size_t(len - 1)),
+                                  options_.salt);
+    }
+    const int cached = static_cast<int>(hits.size()) * B;
+    const int remaining = len - cached;
+    // Without chunking a prompt is computed whole in one step, or not yet.
+    if (options_.policy != Policy::chunked && remaining > budget) return false;
+    const int n = std::min(remaining, budget);
+    int hits_on_free = 0;  // cached free blocks leave the free count when shared
+    for (int b : hits) hits_on_free += pool_.ref_count(b) == 0 ? 1 : 0;
+    const int new_blocks = (cached + n + B - 1) / B - static_cast<int>(hits.size());
+    if (new_blocks + hits_on_free > pool_.free_blocks()) return false;
+    waiting_.pop_front();
+    pool_.share_prefix(r.seq, hits);
+    if (!r.admitted_once) {
+        r.admitted_once = true;
+        r.cached_tokens = cached;
+        r.hit_blocks = static_cast<int>(hits.size());
+        r.miss_blocks = uses_prefix_cache(r) ? (len - 1) / B - r.hit_blocks : 0;
+        hit_blocks_ += r.hit_blocks;
+        miss_blocks_ += r.miss_blocks;
+    }
+    r.state = RequestState::running;
+    running_.push_back(&r);
+    take(r, n, false, s, budget);
+    return true;
+}
+
+Schedule Scheduler::schedule() {
+    Schedule s;
+    int budget = options_.max_step_tokens;
+    const int B = pool_.block_size();
+    auto remaining = [](const Request& r) {
+        return static_cast<int>(r.tokens.size()) - r.seq.length;
+    };
+
+    // 1. Decode tokens first. When the pool has no block for one, the newest
+    //    running request is preempted (maybe this one, if it is the newest).
+    //    Admission keeps running <= budget, so every decode token fits.
+    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+        Request& r = *running_[i];
+        if (remaining(r) != 1) {
+            ++i;
+            continue;
+        }
+        bool preempted_self = false;
+        while (pool_.new_blocks_for(r.seq, 1) > pool_.free_blocks()) {
+            Request* victim = running_.back();
+            preempt(*victim, s);
+            if (victim == &r) {
+                preempted_self = true;
+                break;
+            }
+        }
+        if (preempted_self) break;
+        take(r, 1, r.seq.length >= static_cast<int>(r.prompt.size()), s, budget);
+        ++i;
+    }
+    // 2. Prompt chunks of running requests still prefilling, within the budget
+    //    left and the blocks free (a chunk shrinks to fit rather than preempt a
+    //    request that already has its token in this step).
+    for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+        Request& r = *running_[i];
+        const int left = remaining(r);
+        const bool scheduled =
+            std::any_of(s.spans.begin(), s.spans.end(),
+                        [&](const ScheduledSpan& sp) { return sp.request == &r; });
+        if (left <= 1 || scheduled) {
+            ++i;
+            continue;
+        }
+        const int room_in_last =
+            static_cast<int>(r.seq.block_table.size()) * B - r.seq.length;  // positions
+        const int room = room_in_last + pool_.free_blocks() * B;
+        const int n = std::min({left, budget, room});
+        if (n >= 1) {
+            take(r, n, false, s, budget);
+            ++i;
+            continue;
+        }
+        // No room at all and nothing else in the step: free some by preempting.
+        if (!s.spans.empty()) break;
+        Request* victim = running_.back();
+        preempt(*victim, s);
+        if (victim == &r) break;
+    }
+    // 3. Waiting requests, first come first served — not in a step that had to
+    //    preempt. Static batches admit only into an empty engine.
+    const bool batch_policy =
+        options_.policy == Policy::static_batch || options_.policy == Policy::one_at_a_time;
+    const int max_running =
+        std::min(options_.policy == Policy::one_at_a_time ? 1 : options_.max_running,
+                 options_.max_step_tokens);
+    if (s.preempted.empty() && !(batch_policy && !running_.empty())) {
+        while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < max_running) {
+            if (!admit(*waiting_.front(), s, budget)) break;
+        }
+    }
+    return s;
+}
+
+}  // namespace plab
