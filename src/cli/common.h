@@ -64,5 +64,6 @@ void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> ll
 void add_random_model_command(CLI::App& app);
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp: backends x plans vs cpu-ref
 void add_mask_command(CLI::App& app);     // cmd_mask.cpp: print a mask, its tile map, its grammar
+void add_serve_command(CLI::App& app);    // cmd_serve.cpp: replay a workload, serving metrics
 
 }  // namespace plab::cli

@@ -78,7 +78,20 @@ Engine::~Engine() {
 }
 
 double Engine::now_us() const {
-    return clock_us() - t0_;
+    return virtual_ ? virtual_now_ : clock_us() - t0_;
+}
+
+void Engine::use_virtual_clock(const StepCost& cost) {
+    // Starts at 0 whatever the wall clock says, so a replay is the same to the byte.
+    PLAB_CHECK(requests_.empty(), "switch to the virtual clock before the first request");
+    virtual_now_ = 0;
+    virtual_ = true;
+    cost_ = cost;
+}
+
+void Engine::advance_clock_to(double us) {
+    PLAB_CHECK(virtual_, "advance_clock_to needs the virtual clock");
+    virtual_now_ = std::max(virtual_now_, us);
 }
 
 KvCache& Engine::pool() {
@@ -123,7 +136,7 @@ PoolStats Engine::pool_stats() const {
     return s;
 }
 
-int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options) {
+int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, double arrival_us) {
     const ModelConfig& c = model_->config();
     const int id = static_cast<int>(requests_.size());
     PLAB_CHECK(!prompt.empty(), "request " << id << ": empty prompt; give at least one token");
@@ -162,7 +175,7 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options) {
     r->prompt = std::move(prompt);
     r->tokens = r->prompt;
     r->seq.id = id;
-    r->arrival_us = now_us();
+    r->arrival_us = arrival_us >= 0 ? std::min(arrival_us, now_us()) : now_us();
     scheduler_->add(*r);
     requests_.push_back(std::move(r));
     return id;
@@ -178,6 +191,12 @@ const StepRecord& Engine::step() {
 
     // 1. The scheduler picks the spans and reserves their positions.
     Schedule schedule = scheduler_->schedule();
+    for (const ScheduledSpan& span : schedule.spans) {
+        Request& r = *span.request;
+        if (r.first_scheduled_us < 0) r.first_scheduled_us = rec.start_us;
+    }
+    // The virtual clock jumps to the step's end now, so its tokens carry it.
+    if (virtual_) virtual_now_ += cost_.duration_us(model_->config(), schedule);
     rec.preempted = schedule.preempted;
     rec.prefill_tokens = schedule.prefill_tokens;
     rec.decode_tokens = schedule.decode_tokens;

@@ -34,6 +34,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
+#include "runtime/step_cost.h"
 #include "trace/trace.h"
 
 namespace plab {
@@ -96,7 +97,9 @@ public:
 
     // Queues a request; returns its id (0, 1, ...). Refuses, with one line,
     // a request the whole pool could never hold.
-    int add_request(std::vector<int32_t> prompt, RequestOptions options);
+    // `arrival_us` (engine clock) when the request arrived before now (a
+    // workload replay adds requests between steps); default now.
+    int add_request(std::vector<int32_t> prompt, RequestOptions options, double arrival_us = -1);
     bool has_unfinished() const { return scheduler_ && scheduler_->has_unfinished(); }
     // One scheduling decision and one forward step over the chosen sequences.
     const StepRecord& step();
@@ -110,6 +113,13 @@ public:
     // The pool, made at the first request (clients that run one Session never pay for it).
     const KvCache& cache() const;
     double now_us() const;
+    // From now on, time is virtual: each step advances it by `cost`'s
+    // duration of what it ran, and tokens are stamped at the step's end. Used
+    // by workload replay (runtime/serve.h) to make a run deterministic.
+    void use_virtual_clock(const StepCost& cost);
+    bool virtual_clock() const { return virtual_; }
+    // Virtual clock only: an idle engine waits for the next arrival.
+    void advance_clock_to(double us);
 
 private:
     KvCache& pool();
@@ -125,6 +135,9 @@ private:
     std::unique_ptr<Scheduler> scheduler_;  // made with the pool
     std::vector<StepRecord> steps_;
     double t0_ = 0;
+    bool virtual_ = false;
+    StepCost cost_;
+    double virtual_now_ = 0;
 };
 
 }  // namespace plab

@@ -4,7 +4,6 @@
 #include <cmath>
 
 namespace plab {
-namespace {
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -14,11 +13,10 @@ double percentile(std::vector<double> v, double p) {
     return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-}  // namespace
-
 RequestLatency latency_of(const Request& r) {
     RequestLatency l;
     if (r.token_us.empty()) return l;
+    l.queue_ms = (r.first_scheduled_us - r.arrival_us) / 1000;
     l.ttft_ms = (r.token_us.front() - r.arrival_us) / 1000;
     l.e2e_ms = (r.token_us.back() - r.arrival_us) / 1000;
     std::vector<double> gaps;

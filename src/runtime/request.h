@@ -56,6 +56,7 @@ struct Request {
     int computed_tokens = 0;  // tokens run through the model, recomputation included
 
     double arrival_us = 0;
+    double first_scheduled_us = -1;          // its first step began: queue time = this - arrival
     std::vector<double> token_us;            // when each new token was sampled
     std::vector<std::vector<float>> logits;  // with options.keep_logits: (new tokens, V)
     double finish_us = 0;
@@ -69,6 +70,7 @@ struct Request {
 
 // Latency of one finished request, in milliseconds.
 struct RequestLatency {
+    double queue_ms = 0;     // arrival -> its first step began
     double ttft_ms = 0;      // arrival -> first new token (queueing and prefill included)
     double itl_mean_ms = 0;  // inter-token latency: gaps between consecutive new tokens
     double itl_p90_ms = 0;
@@ -76,5 +78,7 @@ struct RequestLatency {
     double e2e_ms = 0;   // arrival -> last new token
 };
 RequestLatency latency_of(const Request& r);
+// Nearest-rank percentile (p in [0, 1]) of v; 0 for an empty v.
+double percentile(std::vector<double> v, double p);
 
 }  // namespace plab

@@ -1,0 +1,193 @@
+#include "runtime/serve.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "perf/flops.h"
+
+namespace plab {
+namespace {
+
+Percentiles percentiles_of(const std::vector<double>& v) {
+    return {percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99)};
+}
+
+// The token ids of one workload line: its text encoded, or random ids drawn
+// from the seed and the line's index (so a line's prompt does not depend on
+// the lines before it).
+std::vector<int32_t> prompt_ids(const WorkloadRequest& w, std::size_t index, const Model& model,
+                                std::uint64_t seed) {
+    if (w.prompt_tokens == 0) return model.tokenizer->encode(w.prompt, true);
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + index);
+    std::uniform_int_distribution<int32_t> id(0, model.weights.config.vocab_size - 1);
+    std::vector<int32_t> ids(static_cast<std::size_t>(w.prompt_tokens));
+    for (int32_t& t : ids) t = id(rng);
+    return ids;
+}
+
+// Median wall time of the steps of `e` that `keep` selects.
+template <class Keep>
+double median_step_us(const Engine& e, Keep keep) {
+    std::vector<double> us;
+    for (const StepRecord& s : e.steps())
+        if (keep(s)) us.push_back(s.us);
+    PLAB_CHECK(!us.empty(), "calibration ran no step of the kind it measures");
+    return percentile(us, 0.5);
+}
+
+}  // namespace
+
+StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine) {
+    const ModelConfig& c = model.weights.config;
+    const int ctx = std::min(16, c.max_seq_len / 2);
+    const int new_tokens = std::min(24, c.max_seq_len - ctx);
+    PLAB_CHECK(new_tokens >= 4, "calibration needs a max_seq_len of at least 24");
+    std::mt19937_64 rng(1);
+    std::uniform_int_distribution<int32_t> id(0, c.vocab_size - 1);
+    auto random_prompt = [&](int n) {
+        std::vector<int32_t> t(static_cast<std::size_t>(n));
+        for (int32_t& x : t) x = id(rng);
+        return t;
+    };
+    EngineOptions eo = engine;
+    eo.prefix_cache = false;
+    eo.policy = Policy::chunked;
+    eo.max_step_tokens = std::max(eo.max_step_tokens, 128);
+    // Decode at batch b: b requests, timed once all of them decode.
+    auto decode_us = [&](int b, double* flops) {
+        Engine e(model.weights, eo);
+        RequestOptions ro;
+        ro.max_new_tokens = new_tokens;
+        for (int i = 0; i < b; ++i) e.add_request(random_prompt(ctx), ro);
+        e.run();
+        // A decode step's arithmetic at the middle of the decode.
+        *flops = b * prefill_cost(c, 1, ctx + new_tokens / 2).total();
+        return median_step_us(
+            e, [&](const StepRecord& s) { return s.decode_tokens == b && s.prefill_tokens == 0; });
+    };
+    double f1 = 0, f8 = 0;
+    const double d1 = decode_us(1, &f1), d8 = decode_us(8, &f8);
+    // Prefill: one request alone, its whole prompt in one step, five times.
+    const int n = std::min(128, c.max_seq_len - 1);
+    Engine e(model.weights, eo);
+    RequestOptions ro;
+    ro.max_new_tokens = 1;
+    for (int i = 0; i < 5; ++i) {
+        e.add_request(random_prompt(n), ro);
+        e.run();
+    }
+    const double p = median_step_us(e, [&](const StepRecord& s) { return s.prefill_tokens == n; });
+    const double fp = prefill_cost(c, n, 0).total();
+    // d1 = a + b + f1/G, p = a + b + fp/G, d8 = a + 8b + f8/G.
+    const double us_per_flop = (p - d1) / (fp - f1);
+    StepCost cost;
+    PLAB_CHECK(us_per_flop > 0, "calibration: a " << n << "-token prefill (" << p
+                                                  << " us) was not slower than a decode step ("
+                                                  << d1
+                                                  << " us); the machine is too noisy, run "
+                                                     "again");
+    cost.gflops = 1.0 / (us_per_flop * 1e3);
+    cost.per_sequence_us = std::max(0.0, (d8 - d1 - (f8 - f1) * us_per_flop) / 7);
+    cost.step_us = d1 - cost.per_sequence_us - f1 * us_per_flop;
+    PLAB_CHECK(cost.step_us >= 0, "calibration: the fixed cost per step came out negative ("
+                                      << cost.step_us
+                                      << " us); the machine is too noisy, run "
+                                         "again");
+    return cost;
+}
+
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o,
+                  Trace* trace) {
+    const ModelConfig& c = model.weights.config;
+    // Every prompt checked before anything runs: a bad line costs no compute.
+    std::vector<std::vector<int32_t>> prompts;
+    for (std::size_t i = 0; i < workload.requests.size(); ++i) {
+        const WorkloadRequest& w = workload.requests[i];
+        prompts.push_back(prompt_ids(w, i, model, o.seed));
+        const std::string at = w.line > 0 ? workload.source + " line " + std::to_string(w.line)
+                                          : "request " + std::to_string(i);
+        PLAB_CHECK(static_cast<int>(prompts.back().size()) <= c.max_seq_len,
+                   at << ": a prompt of " << prompts.back().size()
+                      << " tokens is longer than the model's max_seq_len " << c.max_seq_len);
+    }
+    PLAB_CHECK(o.ttft_slo_ms > 0 && o.itl_slo_ms > 0, "the TTFT and ITL objectives must be > 0 ms");
+    PLAB_CHECK(o.network_delay_ms >= 0, "the network delay must be >= 0 ms");
+
+    Engine engine(model.weights, o.engine, trace);
+    if (o.virtual_clock) engine.use_virtual_clock(o.cost);
+    const double t_start = engine.now_us();
+    std::size_t next = 0;
+    const std::size_t n = workload.requests.size();
+    auto arrival_us = [&](std::size_t i) { return t_start + workload.requests[i].arrival_s * 1e6; };
+    while (next < n || engine.has_unfinished()) {
+        if (!engine.has_unfinished() && next < n && arrival_us(next) > engine.now_us()) {
+            // Idle until the next arrival.
+            if (o.virtual_clock) {
+                engine.advance_clock_to(arrival_us(next));
+            } else {
+                std::this_thread::sleep_for(std::chrono::microseconds(
+                    static_cast<long long>(arrival_us(next) - engine.now_us())));
+            }
+        }
+        while (next < n && arrival_us(next) <= engine.now_us()) {
+            RequestOptions ro;
+            ro.max_new_tokens = workload.requests[next].max_new_tokens;
+            engine.add_request(prompts[next], ro, arrival_us(next));
+            ++next;
+        }
+        if (engine.has_unfinished()) engine.step();
+    }
+
+    ServeReport rep;
+    rep.policy = policy_name(o.engine.policy);
+    rep.clock = o.virtual_clock ? "virtual" : "real";
+    std::vector<double> queue, ttft, itl, tpot, e2e;
+    double first_arrival = 1e300, last_token = 0;
+    long long tokens = 0;
+    for (int id = 0; id < engine.num_requests(); ++id) {
+        const Request& r = engine.request(id);
+        ServedRequest s;
+        s.id = id;
+        s.arrival_s = (r.arrival_us - t_start) / 1e6;
+        s.prompt_tokens = static_cast<int>(r.prompt.size());
+        s.prompt_ids = r.prompt;
+        s.cached_tokens = r.cached_tokens;
+        const auto nt = r.new_tokens();
+        s.new_tokens.assign(nt.begin(), nt.end());
+        s.preemptions = r.preemptions;
+        s.latency = latency_of(r);
+        s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
+        for (std::size_t k = 1; k < r.token_us.size(); ++k)
+            s.itl_ms.push_back((r.token_us[k] - r.token_us[k - 1]) / 1000);
+        queue.push_back(s.latency.queue_ms);
+        ttft.push_back(s.ttft_client_ms);
+        itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
+        if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
+        e2e.push_back(s.latency.e2e_ms + o.network_delay_ms);
+        first_arrival = std::min(first_arrival, r.arrival_us);
+        last_token = std::max(last_token, r.token_us.back());
+        tokens += static_cast<long long>(nt.size());
+        const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
+                           (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
+        rep.summary.requests_meeting_slo += meets ? 1 : 0;
+        rep.requests.push_back(std::move(s));
+    }
+    ServeSummary& sum = rep.summary;
+    sum.queue_ms = percentiles_of(queue);
+    sum.ttft_ms = percentiles_of(ttft);
+    sum.itl_ms = percentiles_of(itl);
+    sum.tpot_ms = percentiles_of(tpot);
+    sum.e2e_ms = percentiles_of(e2e);
+    sum.duration_s = (last_token - first_arrival) / 1e6;
+    sum.output_tokens_per_s = sum.duration_s > 0 ? static_cast<double>(tokens) / sum.duration_s : 0;
+    sum.goodput = sum.duration_s > 0 ? sum.requests_meeting_slo / sum.duration_s : 0;
+    sum.steps = static_cast<int>(engine.steps().size());
+    sum.preemptions = engine.pool_stats().preemptions;
+    rep.steps = engine.steps();
+    return rep;
+}
+
+}  // namespace plab

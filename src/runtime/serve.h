@@ -1,0 +1,86 @@
+// Serve: replay a workload on the engine and report what each request saw.
+//
+// What it teaches: the serving metrics, each with where its clock starts and
+// stops. Every clock starts at the request's *arrival at the engine* (its
+// arrival_s in the workload); a client would also count its network time:
+//   queue   arrival -> its first step begins
+//   TTFT    arrival -> first new token sampled (queue + prefill, + delivery
+//           at the client: --network-delay-ms adds that one-way delay)
+//   ITL     gaps between consecutive new tokens of one request
+//   TPOT    (e2e - TTFT) / (new tokens - 1): the mean of its ITLs
+//   e2e     arrival -> last new token sampled
+// and over the run: percentiles, output tokens per second, and goodput — the
+// rate of requests that met both objectives (TTFT and mean ITL).
+//
+// The virtual clock (runtime/step_cost.h) makes a replay deterministic; the
+// real clock measures this machine. Either way every token is computed by the
+// real engine, so outputs are the model's, not a simulation's. Requests do
+// not stop at EOS: a workload fixes how many tokens each one makes, as
+// serving benchmarks do.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/model_io.h"
+#include "runtime/engine.h"
+#include "runtime/workload.h"
+
+namespace plab {
+
+struct ServeOptions {
+    EngineOptions engine;
+    bool virtual_clock = true;
+    StepCost cost;
+    std::uint64_t seed = 1;       // random prompt ids of "prompt_tokens" lines
+    double ttft_slo_ms = 1000;    // goodput: TTFT objective
+    double itl_slo_ms = 100;      // goodput: mean inter-token latency objective
+    double network_delay_ms = 0;  // one-way, added where the client's clock stops
+};
+
+struct ServedRequest {
+    int id = 0;
+    double arrival_s = 0;
+    int prompt_tokens = 0;
+    std::vector<int32_t> prompt_ids;
+    int cached_tokens = 0;
+    std::vector<int32_t> new_tokens;
+    int preemptions = 0;
+    RequestLatency latency;
+    double ttft_client_ms = 0;  // TTFT + the network delay: when the client has the token
+    std::vector<double> itl_ms;
+};
+
+struct Percentiles {
+    double p50 = 0, p90 = 0, p99 = 0;
+};
+
+struct ServeSummary {
+    Percentiles queue_ms, ttft_ms, itl_ms, tpot_ms, e2e_ms;
+    double output_tokens_per_s = 0;  // all new tokens / (last token - first arrival)
+    double goodput = 0;              // requests per second meeting both objectives
+    int requests_meeting_slo = 0;
+    double duration_s = 0;
+    int steps = 0;
+    long long preemptions = 0;
+};
+
+struct ServeReport {
+    std::string policy;
+    std::string clock;  // "virtual" or "real"
+    std::vector<ServedRequest> requests;
+    ServeSummary summary;
+    std::vector<StepRecord> steps;
+};
+
+// Measures this machine's step cost for `model` on the real clock: median
+// step times of decode at batch 1 and 8 and of one 4·B..128-token prefill,
+// solved for the three coefficients. Throws plab::Error if the measurements
+// contradict the model (a negative coefficient: a machine too noisy).
+StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine);
+
+// Runs `workload` on a fresh engine for `model`.
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& options,
+                  Trace* trace = nullptr);
+
+}  // namespace plab

@@ -1,0 +1,186 @@
+// Workload replay (issue 11): `plab serve` and runtime/serve.h. The virtual
+// clock makes a replay deterministic, so latency relations between policies
+// can be asserted without flakiness; outputs are the engine's, so they must be
+// those of each request alone on the reference backend.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/model_io.h"
+#include "runtime/generate.h"
+#include "runtime/registry.h"
+#include "runtime/serve.h"
+#include "test_util.h"
+
+namespace plab::test {
+namespace {
+
+const std::string& serve_model_dir() {
+    static const CliRandomModel model("plab_serve_model", 5);
+    return model.dir;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const auto path = process_temp_dir("plab_serve") / name;
+    std::ofstream(path) << text;
+    return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("serve: every policy gives each request the tokens it gets alone", "[serve]") {
+    const Model model = load_model(serve_model_dir());
+    WorkloadGenerator g;
+    g.rate = 20000;  // arrivals faster than the steps: requests overlap
+    g.requests = 6;
+    g.seed = 3;
+    g.prompt_min = 4;
+    g.prompt_max = 40;
+    g.new_min = 2;
+    g.new_max = 10;
+    const Workload w = generate_workload(g);
+    auto be = make_backend("cpu-ref");
+    const DeviceModel dm(*be, model.weights);
+    std::vector<std::vector<int32_t>> alone;
+    for (Policy p :
+         {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
+        INFO("policy " << policy_name(p));
+        ServeOptions o;
+        o.engine.backend = "cpu-ref";
+        o.engine.block_size = 4;
+        o.engine.policy = p;
+        o.engine.max_step_tokens = p == Policy::chunked ? 16 : model.weights.config.max_seq_len;
+        const ServeReport r = serve(model, w, o);
+        REQUIRE(r.requests.size() == w.requests.size());
+        bool overlapped = false;
+        for (const StepRecord& s : r.steps) overlapped |= s.requests.size() > 1;
+        REQUIRE(overlapped == (p != Policy::one_at_a_time));
+        for (std::size_t i = 0; i < r.requests.size(); ++i) {
+            const ServedRequest& s = r.requests[i];
+            REQUIRE(static_cast<int>(s.new_tokens.size()) == w.requests[i].max_new_tokens);
+            if (alone.size() <= i) {  // the oracle: one Session, runtime/generate.h
+                GenerateOptions go;
+                go.max_new_tokens = w.requests[i].max_new_tokens;
+                go.stop_at_eos = false;
+                Trace trace;
+                alone.push_back(
+                    generate(dm, *model.tokenizer, "", s.prompt_ids, go, trace).new_tokens);
+            }
+            INFO("request " << i);
+            REQUIRE(s.new_tokens == alone[i]);
+        }
+    }
+}
+
+TEST_CASE("serve: the virtual clock gives byte-identical JSON for the same workload and seed",
+          "[serve]") {
+    const std::vector<std::string> args = {"serve",
+                                           "--model",
+                                           serve_model_dir(),
+                                           "--rate",
+                                           "100",
+                                           "--requests",
+                                           "8",
+                                           "--seed",
+                                           "4",
+                                           "--prompt-len",
+                                           "4,60",
+                                           "--new-tokens",
+                                           "2,12",
+                                           "--token-budget",
+                                           "24",
+                                           "--json"};
+    const CliResult a = run_cli(args), b = run_cli(args);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(a.out == b.out);
+    const auto j = nlohmann::json::parse(a.out);
+    REQUIRE(j["policy"] == "chunked");
+    REQUIRE(j["requests"].size() == 8);
+    for (const char* k : {"ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"}) {
+        INFO(k);
+        for (const char* p : {"p50", "p90", "p99"}) REQUIRE(j["summary"][k][p].is_number());
+        REQUIRE(j["summary"][k]["p50"] <= j["summary"][k]["p99"]);
+    }
+    REQUIRE(j["summary"]["output_tokens_per_s"].get<double>() > 0);
+    REQUIRE(j["summary"]["goodput"].is_number());
+    // Another seed, another workload.
+    std::vector<std::string> other = args;
+    other[8] = "5";
+    REQUIRE(run_cli(other).out != a.out);
+}
+
+TEST_CASE("serve: chunked prefill keeps a long prompt from stalling the others' decoding",
+          "[serve]") {
+    // Four requests decode; a long prompt arrives. Without chunking its whole
+    // prefill shares one step with their decode tokens, and their next token
+    // waits for it: one long inter-token gap. With a budget of 16 tokens the
+    // prompt is spread over many steps beside them.
+    const CliResult r = run_cli({"serve", "--model", serve_model_dir(), "--long-prompt", "120",
+                                 "--token-budget", "16", "--compare-policies", "--json"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out)["policies"];
+    const double chunked = j["chunked"]["itl_ms"]["p99"],
+                 continuous = j["continuous"]["itl_ms"]["p99"];
+    INFO("p99 ITL chunked " << chunked << " ms, continuous " << continuous << " ms");
+    REQUIRE(chunked < continuous);
+    for (const char* p : {"one-at-a-time", "static", "continuous", "chunked"})
+        REQUIRE(j[p]["goodput"].is_number());
+}
+
+TEST_CASE("serve --calibrate measures a step cost that --step-cost takes back", "[serve]") {
+    const CliResult r = run_cli({"serve", "--model", serve_model_dir(), "--calibrate", "--json"});
+    if (r.exit_code != 0) {
+        // The one refusal it may give on a loaded machine, said in one line.
+        require_one_line_cli_error(r, "the machine is too noisy, run again");
+        return;
+    }
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["gflops"].get<double>() > 0);
+    REQUIRE(j["step_us"].get<double>() >= 0);
+    REQUIRE(j["per_sequence_us"].get<double>() >= 0);
+    const CliResult replay = run_cli({"serve", "--model", serve_model_dir(), "--requests", "3",
+                                      "--step-cost", j["step_cost"].get<std::string>(), "--json"});
+    REQUIRE(replay.exit_code == 0);
+    REQUIRE(nlohmann::json::parse(replay.out)["requests"].size() == 3);
+}
+
+TEST_CASE("serve: bad workloads and options, one line naming the line and the problem", "[serve]") {
+    const std::string m = serve_model_dir();
+    auto serve_file = [&](const std::string& name, const std::string& text) {
+        return run_cli({"serve", "--model", m, "--workload", write_file(name, text)});
+    };
+    require_one_line_cli_error(
+        serve_file("unsorted.jsonl",
+                   "{\"arrival_s\": 0.5, \"prompt_tokens\": 4}\n"
+                   "{\"arrival_s\": 0.1, \"prompt_tokens\": 4}\n"),
+        "line 2: arrival_s 0.1 is before line 1's 0.5; sort the lines by arrival");
+    require_one_line_cli_error(
+        serve_file("negative.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": -3}\n"),
+        "line 1: prompt_tokens -3 must be between 1 and 1048576");
+    require_one_line_cli_error(
+        serve_file("new.jsonl",
+                   "{\"arrival_s\": 0, \"prompt\": \"hi\"}\n\n"
+                   "{\"arrival_s\": 1, \"prompt\": \"hi\", \"max_new_tokens\": 0}\n"),
+        "line 3: max_new_tokens 0 must be between 1 and 1048576");
+    require_one_line_cli_error(serve_file("long.jsonl",
+                                          "{\"arrival_s\": 0, \"prompt_tokens\": "
+                                          "100000}\n"),
+                               "line 1: a prompt of 100000 tokens is longer than the model's "
+                               "max_seq_len");
+    require_one_line_cli_error(
+        serve_file("malformed.jsonl",
+                   "{\"arrival_s\": 0, \"prompt\": \"a\"}\n{\"arrival_s\": 1,\n"),
+        "line 2: not valid JSON");
+    require_one_line_cli_error(serve_file("empty.jsonl", "\n\n"), "no request in the workload");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--rate", "0"}),
+                               "request rate 0 must be > 0");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--policy", "fifo"}),
+                               "unknown policy 'fifo'");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--step-cost", "1,2"}),
+                               "is not STEP_US,PER_SEQUENCE_US,GFLOPS");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--workload", "/nonexistent.jsonl"}),
+                               "cannot read workload file /nonexistent.jsonl");
+}
+
+}  // namespace plab::test
