@@ -39,6 +39,7 @@ struct ServeCliOptions {
     double itl_slo_ms = 100;
     double network_delay_ms = 0;
     bool calibrate = false;
+    std::string trace;
     bool json = false;
 };
 
@@ -178,6 +179,9 @@ void run(const ServeCliOptions& o) {
     };
 
     if (o.compare) {
+        PLAB_CHECK(o.trace.empty(),
+                   "--trace records one policy's run; drop --compare-policies "
+                   "or --trace");
         nlohmann::json all;
         std::vector<std::pair<std::string, ServeSummary>> rows;
         for (Policy p :
@@ -206,6 +210,7 @@ void run(const ServeCliOptions& o) {
 
     const Policy policy = parse_policy(o.policy);
     const ServeReport r = serve(model, workload, options_for(policy));
+    if (!o.trace.empty()) serve_trace(r).write_chrome_json(o.trace);
     if (o.json) {
         print_json(report_json(r));
         return;
@@ -271,6 +276,8 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--network-delay-ms", o->network_delay_ms,
                     "one-way client network delay added to TTFT and e2e")
         ->capture_default_str();
+    cmd->add_option("--trace", o->trace,
+                    "write a Chrome trace: one track per request, one for the engine's steps");
     cmd->add_flag("--calibrate", o->calibrate,
                   "measure this machine's step cost (for --step-cost) and exit");
     cmd->add_flag("--json", o->json, "machine-readable output");

@@ -223,6 +223,8 @@ const StepRecord& Engine::step() {
                                                                     std::size_t(span.n_tokens)),
                          r.options.mask.view(), span.slots});
         rec.requests.push_back(r.id);
+        rec.tokens.push_back(span.n_tokens);
+        rec.decode.push_back(span.decode);
     }
     const ChunkOutput out = forward_step(*model_, cache, items, *ws_, {}, trace_);
 

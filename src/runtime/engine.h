@@ -64,6 +64,8 @@ struct StepRecord {
     int prefill_tokens = 0;     // tokens of requests still computing their known tokens
     int decode_tokens = 0;      // single tokens of requests past their prompt
     std::vector<int> requests;  // ids in the step, in step order
+    std::vector<int> tokens;    // tokens each of them computed in this step
+    std::vector<bool> decode;   // whether that was a decode token (else a prompt chunk)
     std::vector<int> preempted;
     std::vector<int> finished;
     int blocks_in_use = 0;  // after the step

@@ -99,8 +99,7 @@ StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine) {
     return cost;
 }
 
-ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o,
-                  Trace* trace) {
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
     const ModelConfig& c = model.weights.config;
     // Every prompt checked before anything runs: a bad line costs no compute.
     std::vector<std::vector<int32_t>> prompts;
@@ -116,7 +115,7 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
     PLAB_CHECK(o.ttft_slo_ms > 0 && o.itl_slo_ms > 0, "the TTFT and ITL objectives must be > 0 ms");
     PLAB_CHECK(o.network_delay_ms >= 0, "the network delay must be >= 0 ms");
 
-    Engine engine(model.weights, o.engine, trace);
+    Engine engine(model.weights, o.engine);
     if (o.virtual_clock) engine.use_virtual_clock(o.cost);
     const double t_start = engine.now_us();
     std::size_t next = 0;
@@ -160,6 +159,8 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
         s.preemptions = r.preemptions;
         s.latency = latency_of(r);
         s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
+        s.first_scheduled_s = (r.first_scheduled_us - t_start) / 1e6;
+        for (double t : r.token_us) s.token_s.push_back((t - t_start) / 1e6);
         for (std::size_t k = 1; k < r.token_us.size(); ++k)
             s.itl_ms.push_back((r.token_us[k] - r.token_us[k - 1]) / 1000);
         queue.push_back(s.latency.queue_ms);
@@ -187,7 +188,61 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
     sum.steps = static_cast<int>(engine.steps().size());
     sum.preemptions = engine.pool_stats().preemptions;
     rep.steps = engine.steps();
+    for (StepRecord& st : rep.steps) st.start_us -= t_start;
     return rep;
+}
+
+Trace serve_trace(const ServeReport& report) {
+    Trace t;
+    for (const StepRecord& s : report.steps) {
+        std::string who;
+        for (std::size_t i = 0; i < s.requests.size(); ++i) {
+            who += (who.empty() ? "" : ",") + std::to_string(s.requests[i]) + ":" +
+                   std::to_string(s.tokens[i]) + (s.decode[i] ? "d" : "p");
+        }
+        t.add({"step",
+               "engine",
+               s.start_us,
+               s.us,
+               {{"step", std::to_string(s.index)},
+                {"requests (id:tokens, p prefill d decode)", who},
+                {"prefill_tokens", std::to_string(s.prefill_tokens)},
+                {"decode_tokens", std::to_string(s.decode_tokens)},
+                {"blocks_in_use", std::to_string(s.blocks_in_use)}},
+               "engine steps"});
+        for (std::size_t i = 0; i < s.requests.size(); ++i) {
+            t.add({s.decode[i] ? "decode" : "prefill chunk",
+                   "request",
+                   s.start_us,
+                   s.us,
+                   {{"tokens", std::to_string(s.tokens[i])}, {"step", std::to_string(s.index)}},
+                   "request " + std::to_string(s.requests[i])});
+        }
+    }
+    for (const ServedRequest& r : report.requests) {
+        const std::string track = "request " + std::to_string(r.id);
+        t.add({"queued",
+               "request",
+               r.arrival_s * 1e6,
+               (r.first_scheduled_s - r.arrival_s) * 1e6,
+               {{"prompt_tokens", std::to_string(r.prompt_tokens)}},
+               track});
+        if (!r.token_s.empty()) {
+            t.add({"first token",
+                   "request",
+                   r.token_s.front() * 1e6,
+                   0,
+                   {{"ttft_ms", std::to_string(r.latency.ttft_ms)}},
+                   track});
+            t.add({"finish",
+                   "request",
+                   r.token_s.back() * 1e6,
+                   0,
+                   {{"new_tokens", std::to_string(r.new_tokens.size())}},
+                   track});
+        }
+    }
+    return t;
 }
 
 }  // namespace plab

@@ -48,6 +48,8 @@ struct ServedRequest {
     int preemptions = 0;
     RequestLatency latency;
     double ttft_client_ms = 0;  // TTFT + the network delay: when the client has the token
+    double first_scheduled_s = 0;
+    std::vector<double> token_s;  // when each new token was sampled
     std::vector<double> itl_ms;
 };
 
@@ -80,7 +82,12 @@ struct ServeReport {
 StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine);
 
 // Runs `workload` on a fresh engine for `model`.
-ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& options,
-                  Trace* trace = nullptr);
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& options);
+
+// The replay as a Chrome trace on the engine's clock (virtual or real): one
+// track for the engine's steps (which requests, how many tokens of each) and
+// one per request — queued, then each step it was in (prefill chunk or decode
+// token), its first token and its finish.
+Trace serve_trace(const ServeReport& report);
 
 }  // namespace plab

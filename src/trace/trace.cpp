@@ -62,9 +62,20 @@ std::string Trace::to_chrome_json() const {
     };
     track_name(1, "host");
     bool device_track = false;
+    // Named tracks from tid 3, in order of first appearance.
+    std::map<std::string, int> named;
     for (const auto& e : events_) {
-        const int tid = e.category == "device" ? 2 : 1;
-        if (tid == 2 && !device_track) {
+        int tid = e.category == "device" ? 2 : 1;
+        if (!e.track.empty()) {
+            const auto found = named.find(e.track);
+            if (found == named.end()) {
+                tid = 3 + static_cast<int>(named.size());
+                named.emplace(e.track, tid);
+                track_name(tid, e.track.c_str());
+            } else {
+                tid = found->second;
+            }
+        } else if (tid == 2 && !device_track) {
             device_track = true;
             track_name(2, "device (CUDA events)");
         }

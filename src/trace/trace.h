@@ -23,6 +23,9 @@ struct TraceEvent {
     double start_us = 0;                      // microseconds since the trace began
     double dur_us = 0;                        // 0 for an instant event
     std::map<std::string, std::string> args;  // e.g. {"layer":"0","positions":"0-3","blocks":"0"}
+    // Its own named track ("request 3", "engine steps"); empty: the host
+    // track, or the device track for category "device".
+    std::string track;
 };
 
 class Trace {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/model_io.h"
@@ -126,6 +127,50 @@ TEST_CASE("serve: chunked prefill keeps a long prompt from stalling the others' 
     REQUIRE(chunked < continuous);
     for (const char* p : {"one-at-a-time", "static", "continuous", "chunked"})
         REQUIRE(j[p]["goodput"].is_number());
+}
+
+TEST_CASE("serve --trace: a track per request, spans in order, steps within the budget",
+          "[serve]") {
+    const std::string path = (process_temp_dir("plab_serve") / "serve_trace.json").string();
+    const CliResult r = run_cli({"serve", "--model", serve_model_dir(), "--rate", "2000",
+                                 "--requests", "5", "--token-budget", "16", "--trace", path});
+    REQUIRE(r.exit_code == 0);
+    std::ifstream f(path);
+    const auto j = nlohmann::json::parse(f);
+    std::map<int, std::string> tracks;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "M") tracks[e["tid"].get<int>()] = e["args"]["name"];
+    std::map<std::string, std::vector<nlohmann::json>> by_track;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] != "M") by_track[tracks.at(e["tid"].get<int>())].push_back(e);
+    REQUIRE(by_track.count("engine steps") == 1);
+    for (const auto& step : by_track["engine steps"]) {
+        const int tokens = std::stoi(step["args"]["prefill_tokens"].get<std::string>()) +
+                           std::stoi(step["args"]["decode_tokens"].get<std::string>());
+        REQUIRE(tokens >= 1);
+        REQUIRE(tokens <= 16);
+    }
+    for (int id = 0; id < 5; ++id) {
+        const std::string name = "request " + std::to_string(id);
+        INFO(name);
+        REQUIRE(by_track.count(name) == 1);
+        double queued_end = -1, first_token = -1, finish = -1, last_step_end = 0;
+        for (const auto& e : by_track[name])
+            if (e["name"] == "queued") queued_end = e["ts"].get<double>() + e.value("dur", 0.0);
+        REQUIRE(queued_end >= 0);
+        for (const auto& e : by_track[name]) {
+            const double ts = e["ts"], dur = e.value("dur", 0.0);
+            if (e["name"] == "first token") first_token = ts;
+            if (e["name"] == "finish") finish = ts;
+            if (e["name"] == "prefill chunk" || e["name"] == "decode") {
+                REQUIRE(ts >= queued_end - 1e-6);  // no step before it left the queue
+                last_step_end = std::max(last_step_end, ts + dur);
+            }
+        }
+        REQUIRE(first_token >= queued_end);
+        REQUIRE(finish >= first_token);
+        REQUIRE(std::abs(finish - last_step_end) < 1e-3);  // its last token ends its last step
+    }
 }
 
 TEST_CASE("serve --calibrate measures a step cost that --step-cost takes back", "[serve]") {
