@@ -194,13 +194,19 @@ void run(const ServeCliOptions& o) {
             print_json({{"policies", all}, {"clock", o.clock}, {"workload", workload.source}});
             return;
         }
-        std::printf("workload: %s (%zu requests), %s clock, backend %s\n", workload.source.c_str(),
+        std::printf("workload: %s, %zu requests, %s clock, backend %s\n", workload.source.c_str(),
                     workload.requests.size(), o.clock.c_str(), o.backend.c_str());
         std::printf("token budget per step: chunked %d; the others prefill whole prompts (%d)\n",
                     o.token_budget, max_seq);
         std::printf("%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                     "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
         for (const auto& [name, s] : rows) print_summary_row(name, s);
+        const ServeSummary& cont = rows[2].second;
+        const ServeSummary& chunk = rows[3].second;
+        std::printf(
+            "chunked prefill vs continuous without it: ITL p99 %.2f ms vs %.2f ms, "
+            "TTFT p99 %.2f ms vs %.2f ms\n",
+            chunk.itl_ms.p99, cont.itl_ms.p99, chunk.ttft_ms.p99, cont.ttft_ms.p99);
         std::printf(
             "times in ms from each request's arrival at the engine to a token sampled;\n"
             "goodput = requests/s meeting TTFT <= %g ms and mean ITL <= %g ms\n",
@@ -215,7 +221,7 @@ void run(const ServeCliOptions& o) {
         print_json(report_json(r));
         return;
     }
-    std::printf("workload: %s (%zu requests), policy %s, %s clock, backend %s\n",
+    std::printf("workload: %s, %zu requests, policy %s, %s clock, backend %s\n",
                 workload.source.c_str(), workload.requests.size(), r.policy.c_str(),
                 r.clock.c_str(), o.backend.c_str());
     std::printf("%4s %9s %7s %7s %5s %9s %9s %9s %9s\n", "id", "arrival_s", "prompt", "cached",
