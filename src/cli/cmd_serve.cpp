@@ -39,6 +39,8 @@ struct ServeCliOptions {
     double itl_slo_ms = 100;
     double network_delay_ms = 0;
     bool calibrate = false;
+    bool disaggregate = false;
+    double link_gb_per_s = 0;
     std::string trace;
     bool json = false;
 };
@@ -74,7 +76,10 @@ nlohmann::json summary_json(const ServeSummary& s) {
             {"requests_meeting_slo", s.requests_meeting_slo},
             {"duration_s", s.duration_s},
             {"steps", s.steps},
-            {"preemptions", s.preemptions}};
+            {"preemptions", s.preemptions},
+            {"kv_transfer_blocks", s.kv_transfer_blocks},
+            {"kv_transfer_bytes", s.kv_transfer_bytes},
+            {"link_gb_per_s", s.link_gb_per_s}};
 }
 
 nlohmann::json report_json(const ServeReport& r) {
@@ -90,7 +95,9 @@ nlohmann::json report_json(const ServeReport& r) {
                         {"ttft_ms", s.ttft_client_ms},
                         {"itl_ms", s.itl_ms},
                         {"tpot_ms", s.latency.tpot_ms},
-                        {"e2e_ms", s.latency.e2e_ms}});
+                        {"e2e_ms", s.latency.e2e_ms},
+                        {"kv_transfer_ms", s.kv_transfer_ms},
+                        {"kv_transfer_bytes", s.kv_transfer_bytes}});
     }
     return {{"policy", r.policy},
             {"clock", r.clock},
@@ -168,6 +175,8 @@ void run(const ServeCliOptions& o) {
     so.ttft_slo_ms = o.ttft_slo_ms;
     so.itl_slo_ms = o.itl_slo_ms;
     so.network_delay_ms = o.network_delay_ms;
+    so.disaggregate = o.disaggregate;
+    so.link_gb_per_s = o.link_gb_per_s;
     const int max_seq = model.weights.config.max_seq_len;
     // Policies without chunking compute a prompt whole in one step: their
     // budget is max_seq_len; --token-budget is the chunked policy's.
@@ -234,6 +243,11 @@ void run(const ServeCliOptions& o) {
     std::printf("\n%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
     print_summary_row(r.policy, r.summary);
+    if (o.disaggregate) {
+        std::printf("KV handed over: %lld blocks, %lld bytes, at %.2f GB/s\n",
+                    r.summary.kv_transfer_blocks, r.summary.kv_transfer_bytes,
+                    r.summary.link_gb_per_s);
+    }
     std::printf("clocks start at arrival at the engine and stop when a token is sampled%s\n",
                 o.network_delay_ms > 0 ? " (TTFT: delivered, network delay added)" : "");
 }
@@ -282,6 +296,10 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--network-delay-ms", o->network_delay_ms,
                     "one-way client network delay added to TTFT and e2e")
         ->capture_default_str();
+    cmd->add_flag("--disaggregate", o->disaggregate,
+                  "a prefill engine and a decode engine, KV blocks handed over a link");
+    cmd->add_option("--link-gbps", o->link_gb_per_s,
+                    "disaggregated: KV link bandwidth in GB/s (default: measured copy bandwidth)");
     cmd->add_option("--trace", o->trace,
                     "write a Chrome trace: one track per request, one for the engine's steps");
     cmd->add_flag("--calibrate", o->calibrate,

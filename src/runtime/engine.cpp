@@ -181,6 +181,33 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, dou
     return id;
 }
 
+int Engine::add_prefilled(std::vector<int32_t> prompt, int32_t first_token,
+                          std::vector<std::vector<float>> kv, RequestOptions options,
+                          double arrival_us, double first_token_us) {
+    const ModelConfig& c = model_->config();
+    PLAB_CHECK(kv.size() == 2 * static_cast<std::size_t>(c.n_layers),
+               "handed-over K/V has " << kv.size() << " arrays; this model needs " << 2 * c.n_layers
+                                      << " (K and V per layer)");
+    const std::size_t row = std::size_t(c.n_kv_heads) * c.head_dim;
+    for (const auto& part : kv) {
+        PLAB_CHECK(part.size() == prompt.size() * row,
+                   "handed-over K/V covers " << part.size() / row << " positions; the prompt has "
+                                             << prompt.size());
+    }
+    PLAB_CHECK(first_token >= 0 && first_token < c.vocab_size,
+               "handed-over first token " << first_token << " is out of range");
+    PLAB_CHECK(options.max_new_tokens >= 2,
+               "a handed-over request has made its first token; it needs max_new_tokens >= 2 "
+               "to have any left to decode");
+    const int id = add_request(std::move(prompt), std::move(options), arrival_us);
+    Request& r = *requests_.back();
+    r.tokens.push_back(first_token);
+    r.token_us.push_back(first_token_us);
+    r.kv = std::move(kv);
+    r.kv_positions = static_cast<int>(r.prompt.size());
+    return id;
+}
+
 const StepRecord& Engine::step() {
     PLAB_CHECK(has_unfinished(), "step() with no unfinished request");
     KvCache& cache = pool();
@@ -245,6 +272,14 @@ const StepRecord& Engine::step() {
         const bool eos = r.options.eos_id >= 0 && token == r.options.eos_id;
         if (eos || made >= r.new_limit) {
             r.finish_reason = eos ? "eos" : "length";
+            if (r.options.hand_over_kv) {
+                // Positions 0..length-1: the prompt (the new token is not fed back here).
+                r.kv_positions = r.seq.length;
+                for (int l = 0; l < model_->config().n_layers; ++l) {
+                    r.kv.push_back(cache.read(r.seq, l, KvPart::K));
+                    r.kv.push_back(cache.read(r.seq, l, KvPart::V));
+                }
+            }
             scheduler_->finish(r);
             r.finish_us = now_us();
             rec.finished.push_back(r.id);

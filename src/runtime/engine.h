@@ -102,6 +102,13 @@ public:
     // `arrival_us` (engine clock) when the request arrived before now (a
     // workload replay adds requests between steps); default now.
     int add_request(std::vector<int32_t> prompt, RequestOptions options, double arrival_us = -1);
+    // Disaggregated serving: a request whose prompt another engine prefilled.
+    // `kv` holds that engine's K/V of the prompt (Request::kv of a request run
+    // with hand_over_kv); `first_token` was sampled there at `first_token_us`
+    // (this engine's clock). It joins the queue and, once admitted, decodes.
+    int add_prefilled(std::vector<int32_t> prompt, int32_t first_token,
+                      std::vector<std::vector<float>> kv, RequestOptions options, double arrival_us,
+                      double first_token_us);
     bool has_unfinished() const { return scheduler_ && scheduler_->has_unfinished(); }
     // One scheduling decision and one forward step over the chosen sequences.
     const StepRecord& step();

@@ -224,3 +224,20 @@ std::vector<float> KvCache::read(const Sequence& seq, int layer, KvPart part) co
 }
 
 }  // namespace plab
+
+namespace plab {
+
+void KvCache::write(const Sequence& seq, int layer, KvPart part, const std::vector<float>& data) {
+    PLAB_ASSERT(layer >= 0 && layer < n_layers_);
+    PLAB_ASSERT(data.size() % static_cast<std::size_t>(row_size_) == 0);
+    const int n = static_cast<int>(data.size() / static_cast<std::size_t>(row_size_));
+    PLAB_ASSERT(n <= seq.length);
+    const Buffer pool = part == KvPart::V ? v_pools_[layer].buf() : k_pools_[layer].buf();
+    for (int pos = 0; pos < n; ++pos) {
+        const int slot = kv_slot(seq.block_table.data(), pos, block_size_);
+        backend_.upload(pool.slice(std::size_t(slot) * row_size_, row_size_),
+                        data.data() + std::size_t(pos) * row_size_, row_size_);
+    }
+}
+
+}  // namespace plab

@@ -120,6 +120,9 @@ public:
     // downloaded to the host: // (length, Hkv·Dh). For equivalence reports.
     // Positions whose block was freed (free_forgotten) are gone: they read as 0.
     std::vector<float> read(const Sequence& seq, int layer, KvPart part) const;
+    // The inverse: uploads `data` (positions 0..n-1 of `seq`, (n, Hkv·Dh)) into
+    // its slots — K/V handed over from another engine's pool.
+    void write(const Sequence& seq, int layer, KvPart part, const std::vector<float>& data);
 
 private:
     int allocate_block();

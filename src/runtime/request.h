@@ -30,6 +30,9 @@ struct RequestOptions {
     // Keep the logits each new token was sampled from (tests, the lessons'
     // cold-versus-warm check); off by default: V floats per token.
     bool keep_logits = false;
+    // Disaggregated serving: when it finishes, copy its K/V to the host
+    // (Request::kv) so a decode engine can take it over.
+    bool hand_over_kv = false;
 };
 
 enum class RequestState { waiting, running, finished };
@@ -60,6 +63,12 @@ struct Request {
     std::vector<double> token_us;            // when each new token was sampled
     std::vector<std::vector<float>> logits;  // with options.keep_logits: (new tokens, V)
     double finish_us = 0;
+    // K/V handed over between engines, per layer K then V, (positions, Hkv·Dh)
+    // each: filled at finish with options.hand_over_kv (prefill engine), or
+    // given by Engine::add_prefilled and moved into the pool at admission
+    // (decode engine).
+    std::vector<std::vector<float>> kv;
+    int kv_positions = 0;
     std::string finish_reason;  // "eos" or "length"
 
     explicit Request(const SamplerOptions& s) : sampler(s) {}

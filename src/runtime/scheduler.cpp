@@ -44,6 +44,7 @@ bool Scheduler::uses_prefix_cache(const Request& r) const {
 
 void Scheduler::add(Request& r) {
     PLAB_ASSERT(r.state == RequestState::waiting && r.seq.length == 0 && !r.tokens.empty());
+    PLAB_ASSERT(r.kv_positions == 0 || r.kv_positions + 1 == static_cast<int>(r.tokens.size()));
     waiting_.push_back(&r);
 }
 
@@ -79,7 +80,28 @@ void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget) {
     s.spans.push_back(std::move(span));
 }
 
+bool Scheduler::admit_handed_over(Request& r, Schedule& s, int& budget) {
+    // Its prompt's K/V come from the prefill engine: reserve the positions,
+    // copy them in, and take its first decode token at once.
+    const int n = r.kv_positions;
+    if (pool_.new_blocks_for(r.seq, n + 1) > pool_.free_blocks()) return false;
+    waiting_.pop_front();
+    pool_.reserve(r.seq, n);
+    for (std::size_t i = 0; i < r.kv.size(); ++i) {
+        pool_.write(r.seq, static_cast<int>(i / 2), i % 2 == 0 ? KvPart::K : KvPart::V, r.kv[i]);
+    }
+    r.kv.clear();  // a later preemption recomputes from the tokens, as for any request
+    r.kv_positions = 0;
+    r.admitted_once = true;
+    if (uses_prefix_cache(r)) pool_.name_full_blocks(r.seq, r.tokens, options_.salt);
+    r.state = RequestState::running;
+    running_.push_back(&r);
+    take(r, 1, true, s, budget);
+    return true;
+}
+
 bool Scheduler::admit(Request& r, Schedule& s, int& budget) {
+    if (r.kv_positions > 0) return admit_handed_over(r, s, budget);
     const int B = pool_.block_size();
     const int len = static_cast<int>(r.tokens.size());
     // Only the first len-1 tokens are looked up: the last one is always

@@ -71,7 +71,8 @@ class Scheduler {
 public:
     Scheduler(KvCache& pool, SchedulerOptions options);
 
-    // Appends a request to the waiting queue (its tokens set, nothing computed).
+    // Appends a request to the waiting queue (its tokens set, nothing computed;
+    // or, handed over from a prefill engine, its prompt's K/V in r.kv).
     void add(Request& r);
     // The next step's spans. Reserves their positions in the pool and names
     // the blocks they fill, so a request admitted later in the same step can
@@ -95,6 +96,7 @@ private:
     void preempt(Request& r, Schedule& s);
     void take(Request& r, int n, bool decode, Schedule& s, int& budget);
     bool admit(Request& r, Schedule& s, int& budget);
+    bool admit_handed_over(Request& r, Schedule& s, int& budget);
 
     KvCache& pool_;
     SchedulerOptions options_;

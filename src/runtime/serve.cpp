@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "perf/flops.h"
+#include "perf/machine.h"
 
 namespace plab {
 namespace {
@@ -99,22 +100,101 @@ StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine) {
     return cost;
 }
 
-ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
+namespace {
+
+// The prompts of a workload, each checked against the model before anything runs.
+std::vector<std::vector<int32_t>> workload_prompts(const Model& model, const Workload& workload,
+                                                   std::uint64_t seed) {
     const ModelConfig& c = model.weights.config;
-    // Every prompt checked before anything runs: a bad line costs no compute.
     std::vector<std::vector<int32_t>> prompts;
     for (std::size_t i = 0; i < workload.requests.size(); ++i) {
         const WorkloadRequest& w = workload.requests[i];
-        prompts.push_back(prompt_ids(w, i, model, o.seed));
+        prompts.push_back(prompt_ids(w, i, model, seed));
         const std::string at = w.line > 0 ? workload.source + " line " + std::to_string(w.line)
                                           : "request " + std::to_string(i);
         PLAB_CHECK(static_cast<int>(prompts.back().size()) <= c.max_seq_len,
                    at << ": a prompt of " << prompts.back().size()
                       << " tokens is longer than the model's max_seq_len " << c.max_seq_len);
     }
+    return prompts;
+}
+
+// Per-request figures and the run's summary, from each request's own record.
+// `token_us` and friends are on one clock whose zero is the first arrival's origin.
+struct Timeline {
+    const Request* first;  // arrival, prompt, cached tokens, queue (the engine it arrived at)
+    std::vector<double> token_us;
+    std::vector<int32_t> new_tokens;
+    int preemptions = 0;
+    double kv_transfer_ms = 0;
+    long long kv_transfer_bytes = 0;
+};
+
+ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) {
+    ServeReport rep;
+    rep.policy = policy_name(o.engine.policy);
+    rep.clock = o.virtual_clock ? "virtual" : "real";
+    std::vector<double> queue, ttft, itl, tpot, e2e;
+    double first_arrival = 1e300, last_token = 0;
+    long long tokens = 0;
+    for (std::size_t id = 0; id < lines.size(); ++id) {
+        const Timeline& t = lines[id];
+        const Request& r = *t.first;
+        Request view(SamplerOptions{});  // latency_of over the combined timeline
+        view.arrival_us = r.arrival_us;
+        view.first_scheduled_us = r.first_scheduled_us;
+        view.token_us = t.token_us;
+        ServedRequest s;
+        s.id = static_cast<int>(id);
+        s.arrival_s = r.arrival_us / 1e6;
+        s.prompt_tokens = static_cast<int>(r.prompt.size());
+        s.prompt_ids = r.prompt;
+        s.cached_tokens = r.cached_tokens;
+        s.new_tokens = t.new_tokens;
+        s.preemptions = t.preemptions;
+        s.kv_transfer_ms = t.kv_transfer_ms;
+        s.kv_transfer_bytes = t.kv_transfer_bytes;
+        s.latency = latency_of(view);
+        s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
+        s.first_scheduled_s = r.first_scheduled_us / 1e6;
+        for (double x : t.token_us) s.token_s.push_back(x / 1e6);
+        for (std::size_t k = 1; k < t.token_us.size(); ++k)
+            s.itl_ms.push_back((t.token_us[k] - t.token_us[k - 1]) / 1000);
+        queue.push_back(s.latency.queue_ms);
+        ttft.push_back(s.ttft_client_ms);
+        itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
+        if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
+        e2e.push_back(s.latency.e2e_ms + o.network_delay_ms);
+        first_arrival = std::min(first_arrival, r.arrival_us);
+        last_token = std::max(last_token, t.token_us.back());
+        tokens += static_cast<long long>(t.new_tokens.size());
+        const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
+                           (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
+        rep.summary.requests_meeting_slo += meets ? 1 : 0;
+        rep.summary.kv_transfer_bytes += s.kv_transfer_bytes;
+        rep.requests.push_back(std::move(s));
+    }
+    ServeSummary& sum = rep.summary;
+    sum.queue_ms = percentiles_of(queue);
+    sum.ttft_ms = percentiles_of(ttft);
+    sum.itl_ms = percentiles_of(itl);
+    sum.tpot_ms = percentiles_of(tpot);
+    sum.e2e_ms = percentiles_of(e2e);
+    sum.duration_s = (last_token - first_arrival) / 1e6;
+    sum.output_tokens_per_s = sum.duration_s > 0 ? static_cast<double>(tokens) / sum.duration_s : 0;
+    sum.goodput = sum.duration_s > 0 ? sum.requests_meeting_slo / sum.duration_s : 0;
+    return rep;
+}
+
+void check_serve_options(const ServeOptions& o) {
     PLAB_CHECK(o.ttft_slo_ms > 0 && o.itl_slo_ms > 0, "the TTFT and ITL objectives must be > 0 ms");
     PLAB_CHECK(o.network_delay_ms >= 0, "the network delay must be >= 0 ms");
+    PLAB_CHECK(o.link_gb_per_s >= 0, "the link bandwidth must be > 0 GB/s (0: measure it)");
+}
 
+// Colocated: one engine does both phases.
+ServeReport serve_colocated(const Model& model, const Workload& workload, const ServeOptions& o,
+                            const std::vector<std::vector<int32_t>>& prompts) {
     Engine engine(model.weights, o.engine);
     if (o.virtual_clock) engine.use_virtual_clock(o.cost);
     const double t_start = engine.now_us();
@@ -139,57 +219,146 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
         }
         if (engine.has_unfinished()) engine.step();
     }
-
-    ServeReport rep;
-    rep.policy = policy_name(o.engine.policy);
-    rep.clock = o.virtual_clock ? "virtual" : "real";
-    std::vector<double> queue, ttft, itl, tpot, e2e;
-    double first_arrival = 1e300, last_token = 0;
-    long long tokens = 0;
+    PLAB_ASSERT(t_start == 0 || !o.virtual_clock);
+    std::vector<Timeline> lines;
+    std::vector<std::unique_ptr<Request>> shifted;  // real clock: times from t_start
     for (int id = 0; id < engine.num_requests(); ++id) {
         const Request& r = engine.request(id);
-        ServedRequest s;
-        s.id = id;
-        s.arrival_s = (r.arrival_us - t_start) / 1e6;
-        s.prompt_tokens = static_cast<int>(r.prompt.size());
-        s.prompt_ids = r.prompt;
-        s.cached_tokens = r.cached_tokens;
+        Timeline t;
+        t.first = &r;
+        if (t_start != 0) {
+            auto copy = std::make_unique<Request>(SamplerOptions{});
+            copy->prompt = r.prompt;
+            copy->cached_tokens = r.cached_tokens;
+            copy->arrival_us = r.arrival_us - t_start;
+            copy->first_scheduled_us = r.first_scheduled_us - t_start;
+            t.first = copy.get();
+            shifted.push_back(std::move(copy));
+        }
+        for (double x : r.token_us) t.token_us.push_back(x - t_start);
         const auto nt = r.new_tokens();
-        s.new_tokens.assign(nt.begin(), nt.end());
-        s.preemptions = r.preemptions;
-        s.latency = latency_of(r);
-        s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
-        s.first_scheduled_s = (r.first_scheduled_us - t_start) / 1e6;
-        for (double t : r.token_us) s.token_s.push_back((t - t_start) / 1e6);
-        for (std::size_t k = 1; k < r.token_us.size(); ++k)
-            s.itl_ms.push_back((r.token_us[k] - r.token_us[k - 1]) / 1000);
-        queue.push_back(s.latency.queue_ms);
-        ttft.push_back(s.ttft_client_ms);
-        itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
-        if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
-        e2e.push_back(s.latency.e2e_ms + o.network_delay_ms);
-        first_arrival = std::min(first_arrival, r.arrival_us);
-        last_token = std::max(last_token, r.token_us.back());
-        tokens += static_cast<long long>(nt.size());
-        const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
-                           (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
-        rep.summary.requests_meeting_slo += meets ? 1 : 0;
-        rep.requests.push_back(std::move(s));
+        t.new_tokens.assign(nt.begin(), nt.end());
+        t.preemptions = r.preemptions;
+        lines.push_back(std::move(t));
     }
-    ServeSummary& sum = rep.summary;
-    sum.queue_ms = percentiles_of(queue);
-    sum.ttft_ms = percentiles_of(ttft);
-    sum.itl_ms = percentiles_of(itl);
-    sum.tpot_ms = percentiles_of(tpot);
-    sum.e2e_ms = percentiles_of(e2e);
-    sum.duration_s = (last_token - first_arrival) / 1e6;
-    sum.output_tokens_per_s = sum.duration_s > 0 ? static_cast<double>(tokens) / sum.duration_s : 0;
-    sum.goodput = sum.duration_s > 0 ? sum.requests_meeting_slo / sum.duration_s : 0;
-    sum.steps = static_cast<int>(engine.steps().size());
-    sum.preemptions = engine.pool_stats().preemptions;
+    ServeReport rep = assemble(lines, o);
+    rep.summary.steps = static_cast<int>(engine.steps().size());
+    rep.summary.preemptions = engine.pool_stats().preemptions;
     rep.steps = engine.steps();
     for (StepRecord& st : rep.steps) st.start_us -= t_start;
     return rep;
+}
+
+// Disaggregated: a prefill engine and a decode engine, each its own device
+// with its own virtual clock; a request's KV blocks cross the link between
+// them. The engine whose clock is behind runs next, so events happen in the
+// order of one shared timeline.
+ServeReport serve_disaggregated(const Model& model, const Workload& workload, const ServeOptions& o,
+                                const std::vector<std::vector<int32_t>>& prompts) {
+    PLAB_CHECK(o.virtual_clock,
+               "--disaggregate runs both engines on this one machine: only the "
+               "virtual clock times them as two devices; use --clock virtual");
+    const double link =
+        o.link_gb_per_s > 0 ? o.link_gb_per_s : measure_machine(256, 1).copy_gb_per_s;
+    Engine prefill(model.weights, o.engine), decode(model.weights, o.engine);
+    prefill.use_virtual_clock(o.cost);
+    decode.use_virtual_clock(o.cost);
+    const std::size_t n = workload.requests.size();
+    auto arrival_us = [&](std::size_t i) { return workload.requests[i].arrival_s * 1e6; };
+    struct Handover {
+        double at_us;  // when the last byte reaches the decode engine
+        int prefill_id;
+    };
+    std::vector<Handover> in_flight;  // in order of arrival time (stable)
+    std::vector<int> decode_id_of(n, -1);
+    std::vector<double> transfer_ms(n, 0);
+    std::vector<long long> transfer_bytes(n, 0);
+    long long blocks = 0;
+    const std::size_t bytes_per_block = [&] {
+        // One block of one sequence, K and V of every layer.
+        const ModelConfig& c = model.weights.config;
+        return std::size_t(o.engine.block_size) * 2 * std::size_t(c.n_layers) * c.n_kv_heads *
+               c.head_dim * sizeof(float);
+    }();
+    std::size_t next = 0, handed = 0;
+    while (next < n || prefill.has_unfinished() || handed < in_flight.size() ||
+           decode.has_unfinished()) {
+        // Arrivals and handovers due by each engine's own clock.
+        while (next < n && arrival_us(next) <= prefill.now_us()) {
+            RequestOptions ro;
+            ro.max_new_tokens = 1;  // the prefill engine makes the first token only
+            ro.hand_over_kv = workload.requests[next].max_new_tokens > 1;
+            prefill.add_request(prompts[next], ro, arrival_us(next));
+            ++next;
+        }
+        while (handed < in_flight.size() && in_flight[handed].at_us <= decode.now_us()) {
+            const int pid = in_flight[handed].prefill_id;
+            Request& r = const_cast<Request&>(prefill.request(pid));
+            RequestOptions ro;
+            ro.max_new_tokens = workload.requests[static_cast<std::size_t>(pid)].max_new_tokens;
+            decode_id_of[static_cast<std::size_t>(pid)] =
+                decode.add_prefilled(r.prompt, r.tokens.back(), std::move(r.kv), ro,
+                                     in_flight[handed].at_us, r.token_us.front());
+            ++handed;
+        }
+        const bool p_work = prefill.has_unfinished(), d_work = decode.has_unfinished();
+        if (p_work && (!d_work || prefill.now_us() <= decode.now_us())) {
+            const StepRecord& s = prefill.step();
+            for (int id : s.finished) {
+                const Request& r = prefill.request(id);
+                if (!r.options.hand_over_kv) continue;
+                const long long nb =
+                    (r.kv_positions + o.engine.block_size - 1) / o.engine.block_size;
+                const long long bytes = nb * static_cast<long long>(bytes_per_block);
+                blocks += nb;
+                transfer_bytes[static_cast<std::size_t>(id)] = bytes;
+                const double ms = static_cast<double>(bytes) / (link * 1e9) * 1e3;
+                transfer_ms[static_cast<std::size_t>(id)] = ms;
+                in_flight.push_back({r.token_us.front() + ms * 1e3, id});
+            }
+        } else if (d_work) {
+            decode.step();
+        } else {
+            // Both idle: move each clock to its next event.
+            if (next < n) prefill.advance_clock_to(arrival_us(next));
+            if (handed < in_flight.size()) decode.advance_clock_to(in_flight[handed].at_us);
+        }
+    }
+    std::vector<Timeline> lines;
+    for (std::size_t i = 0; i < n; ++i) {
+        const Request& p = prefill.request(static_cast<int>(i));
+        Timeline t;
+        t.first = &p;
+        t.token_us = p.token_us;
+        t.new_tokens.assign(p.new_tokens().begin(), p.new_tokens().end());
+        t.preemptions = p.preemptions;
+        if (decode_id_of[i] >= 0) {
+            const Request& d = decode.request(decode_id_of[i]);
+            t.token_us = d.token_us;  // the first one is the prefill engine's
+            t.new_tokens.assign(d.new_tokens().begin(), d.new_tokens().end());
+            t.preemptions += d.preemptions;
+            t.kv_transfer_ms = transfer_ms[i];
+            t.kv_transfer_bytes = transfer_bytes[i];
+        }
+        lines.push_back(std::move(t));
+    }
+    ServeReport rep = assemble(lines, o);
+    rep.policy += " (disaggregated)";
+    rep.summary.steps = static_cast<int>(prefill.steps().size() + decode.steps().size());
+    rep.summary.preemptions = prefill.pool_stats().preemptions + decode.pool_stats().preemptions;
+    rep.summary.kv_transfer_blocks = blocks;
+    rep.summary.link_gb_per_s = link;
+    rep.steps = prefill.steps();
+    return rep;
+}
+
+}  // namespace
+
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
+    check_serve_options(o);
+    const std::vector<std::vector<int32_t>> prompts = workload_prompts(model, workload, o.seed);
+    return o.disaggregate ? serve_disaggregated(model, workload, o, prompts)
+                          : serve_colocated(model, workload, o, prompts);
 }
 
 Trace serve_trace(const ServeReport& report) {

@@ -36,6 +36,12 @@ struct ServeOptions {
     double ttft_slo_ms = 1000;    // goodput: TTFT objective
     double itl_slo_ms = 100;      // goodput: mean inter-token latency objective
     double network_delay_ms = 0;  // one-way, added where the client's clock stops
+    // Disaggregated prefill and decode: a prefill engine computes each prompt
+    // and its first token, hands its KV blocks over a link to a decode engine,
+    // which decodes the rest. Virtual clock only: the two engines stand for two
+    // devices, each with its own clock.
+    bool disaggregate = false;
+    double link_gb_per_s = 0;  // KV transfer; 0 = this machine's measured copy bandwidth
 };
 
 struct ServedRequest {
@@ -46,6 +52,8 @@ struct ServedRequest {
     int cached_tokens = 0;
     std::vector<int32_t> new_tokens;
     int preemptions = 0;
+    double kv_transfer_ms = 0;        // disaggregated: the handover's modelled time
+    long long kv_transfer_bytes = 0;  // disaggregated: its blocks x bytes per block
     RequestLatency latency;
     double ttft_client_ms = 0;  // TTFT + the network delay: when the client has the token
     double first_scheduled_s = 0;
@@ -65,6 +73,11 @@ struct ServeSummary {
     double duration_s = 0;
     int steps = 0;
     long long preemptions = 0;
+    // Disaggregated runs: KV blocks handed over and their bytes (blocks x B x
+    // bytes per position over all layers), at this link speed.
+    long long kv_transfer_blocks = 0;
+    long long kv_transfer_bytes = 0;
+    double link_gb_per_s = 0;
 };
 
 struct ServeReport {

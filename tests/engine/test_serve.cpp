@@ -173,6 +173,52 @@ TEST_CASE("serve --trace: a track per request, spans in order, steps within the 
     }
 }
 
+TEST_CASE("serve --disaggregate: the colocated outputs, and the bytes of the blocks handed over",
+          "[serve]") {
+    const Model model = load_model(serve_model_dir());
+    WorkloadGenerator g;
+    g.rate = 3000;
+    g.requests = 6;
+    g.seed = 9;
+    g.prompt_min = 3;
+    g.prompt_max = 45;
+    g.new_min = 1;  // a one-token request never leaves the prefill engine
+    g.new_max = 3;
+    const Workload w = generate_workload(g);
+    ServeOptions o;
+    o.engine.backend = "cpu-ref";
+    o.engine.block_size = 4;
+    o.engine.max_step_tokens = 16;
+    const ServeReport colocated = serve(model, w, o);
+    o.disaggregate = true;
+    o.link_gb_per_s = 2;
+    const ServeReport split = serve(model, w, o);
+    const ModelConfig& c = model.weights.config;
+    const long long bytes_per_block =
+        4LL * 2 * c.n_layers * c.n_kv_heads * c.head_dim * static_cast<long long>(sizeof(float));
+    long long blocks = 0, one_token = 0;
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+        INFO("request " << i);
+        const ServedRequest& a = colocated.requests[i];
+        const ServedRequest& b = split.requests[i];
+        REQUIRE(b.new_tokens == a.new_tokens);  // the reference backend: the same tokens
+        REQUIRE(static_cast<int>(b.new_tokens.size()) == w.requests[i].max_new_tokens);
+        const long long nb = w.requests[i].max_new_tokens > 1 ? (b.prompt_tokens + 3) / 4 : 0;
+        one_token += nb == 0 ? 1 : 0;
+        blocks += nb;
+        REQUIRE(b.kv_transfer_bytes == nb * bytes_per_block);
+        // The transfer's modelled time at 2 GB/s sits in its first inter-token gap.
+        REQUIRE(b.kv_transfer_ms == Approx(nb * bytes_per_block / 2e9 * 1e3));
+        if (nb > 0) REQUIRE(b.itl_ms[0] >= b.kv_transfer_ms);
+    }
+    REQUIRE(one_token > 0);
+    REQUIRE(blocks > 0);
+    REQUIRE(split.summary.kv_transfer_blocks == blocks);
+    REQUIRE(split.summary.kv_transfer_bytes == blocks * bytes_per_block);
+    o.virtual_clock = false;
+    require_error([&] { serve(model, w, o); }, "only the virtual clock times them as two devices");
+}
+
 TEST_CASE("serve --calibrate measures a step cost that --step-cost takes back", "[serve]") {
     const CliResult r = run_cli({"serve", "--model", serve_model_dir(), "--calibrate", "--json"});
     if (r.exit_code != 0) {
