@@ -21,6 +21,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "self_check.h"
+#include "serving_scenario.h"
 
 namespace plab::viewer {
 
@@ -199,6 +200,7 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
     part(dirty.toy, snap.toy, &Controller::refresh_toy, check_toy);
     part(dirty.mask, snap.mask, &Controller::refresh_mask, check_mask);
     part(dirty.kv, snap.kv, &Controller::refresh_kv, check_kv);
+    part(dirty.serving, snap.serving, &Controller::refresh_serving, check_serving);
     part(dirty.equivalence, snap.equivalence, &Controller::refresh_equivalence, check_equivalence);
     part(dirty.timeline, snap.timeline, &Controller::refresh_timeline, check_timeline);
 }
@@ -312,7 +314,22 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.decode_skipped += state.decode_steps;
 }
 
-// 6. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
+// 6. The shared pool: several requests through one engine, step by step --------------
+void Controller::refresh_serving(const ViewerState& state, ServingSnapshot& out) {
+    out = ServingSnapshot{};
+    ServingOptions options;
+    options.backend = state.backend;
+    options.block_size = state.serving_block_size;
+    options.kv_blocks = state.serving_kv_blocks;
+    options.prefix_cache = state.serving_prefix_cache;
+    options.max_step_tokens = state.serving_step_tokens;
+    // Its own Engine, not the scenes' cached one: the pool's size, block size
+    // and prefix-cache switch are this scene's inputs, fixed when an Engine is made.
+    out = run_serving_scenario(model_.weights, *model_.tokenizer,
+                               serving_requests(*model_.tokenizer, encode(state)), options);
+}
+
+// 7. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
 void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out) {
     out = EquivalenceSnapshot{};
     const std::vector<int32_t> tokens = encode(state);
@@ -381,7 +398,7 @@ std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
     return s;
 }
 
-// 7. Timeline: one whole request under a Trace --------------------------------------------
+// 8. Timeline: one whole request under a Trace --------------------------------------------
 void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& out) {
     out = TimelineSnapshot{};
     Engine& eng = engine(state.backend);

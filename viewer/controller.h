@@ -38,6 +38,9 @@ public:
     void refresh_toy(const ViewerState& state, ToySnapshot& out);
     void refresh_mask(const ViewerState& state, MaskSnapshot& out);
     void refresh_kv(const ViewerState& state, KvSnapshot& out);
+    // Four requests through one Engine with a small pool (serving_scenario.h):
+    // three continue the prompt in the bar, one has a prompt of its own.
+    void refresh_serving(const ViewerState& state, ServingSnapshot& out);
     void refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out);
     void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
 

@@ -150,7 +150,7 @@ void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
         return;
     }
     state.slow_refresh_announced = false;
-    Dirty only{false, false, false, false, false};
+    Dirty only{false, false, false, false, false, false};
     dirty_flag(only, state.scene) = true;
     flag = false;
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
