@@ -147,6 +147,10 @@ ServingStage capture(const Engine& engine, const ServingStage* prev,
         // handed out again. So a write into a block named before the step is
         // an eviction (the pool's counter must agree: self_check.cpp).
         blk.evicted = blk.written && old != nullptr && old->named;
+        if (blk.evicted) {
+            blk.evicted_content = old->content;
+            blk.evicted_logical = old->content_logical;
+        }
         blk.hit = !blk.written && old != nullptr && old->state == PoolBlockState::kCachedFree &&
                   blk.state == PoolBlockState::kInUse;
         if (!blk.owners.empty()) {

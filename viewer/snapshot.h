@@ -103,10 +103,12 @@ struct PoolBlock {
     // Whose K/V it holds: its owners, or for a free block the requests that
     // held it last (the K/V stay until the block is written again); -1: never used.
     std::vector<int> content;
-    int content_logical = -1;  // logical block of `content`: positions l·B .. l·B+B-1
-    bool written = false;      // this step appended K/V into it ("kv append" events)
-    bool evicted = false;      // named before this step, written with new content in it
-    bool hit = false;          // cached free before this step, taken back by a prefix hit
+    int content_logical = -1;          // logical block of `content`: positions l·B .. l·B+B-1
+    bool written = false;              // this step appended K/V into it ("kv append" events)
+    bool evicted = false;              // named before this step, written with new content in it
+    std::vector<int> evicted_content;  // evicted: whose K/V it held before (`content` then)
+    int evicted_logical = -1;          // ... at their logical block
+    bool hit = false;                  // cached free before this step, taken back by a prefix hit
 };
 
 // One request as the engine held it after a step.

@@ -164,6 +164,19 @@ TEST_CASE("viewer serving: the scenario shares a prefix block, preempts and evic
     }
     REQUIRE(marked_preempted == end.preemptions);
     REQUIRE(marked_evicted == end.evictions);
+    // Each evicted block was named before its step (a cached block or, in a step
+    // that preempted, one just given back), and says whose K/V it held then.
+    for (std::size_t k = 1; k < sv.stages.size(); ++k)
+        for (std::size_t b = 0; b < sv.stages[k].blocks.size(); ++b) {
+            const PoolBlock& blk = sv.stages[k].blocks[b];
+            if (!blk.evicted) continue;
+            INFO("step " << k - 1 << ", block " << b);
+            const PoolBlock& before = sv.stages[k - 1].blocks[b];
+            REQUIRE(before.named);
+            REQUIRE_FALSE(blk.evicted_content.empty());
+            REQUIRE(blk.evicted_content == before.content);
+            REQUIRE(blk.evicted_logical == before.content_logical);
+        }
 
     // 3. After the last step no block is in use, and every request finished.
     for (const PoolBlock& b : sv.stages.back().blocks) {
