@@ -209,6 +209,44 @@ TEST_CASE("viewer serving: the scenario shares a prefix block, preempts and evic
     }
 }
 
+TEST_CASE("viewer serving: a block given back by a preemption and evicted in the same step",
+          "[viewer][serving]") {
+    // Two block-aligned prompts of 8 tokens fill a pool of 4 blocks of B = 4
+    // in step 0. In step 1 the older request's first new token needs a fifth
+    // block: the newer request is preempted, its two named blocks become cached
+    // free (its last block first), and with no never-named block left the older
+    // one evicts that last block at once. Before the step it was in use, not
+    // cached free: the snapshot must still mark it evicted (the pool counts it).
+    const Model model = tiny_model();
+    std::vector<ServingRequestSpec> specs(2);
+    specs[0].prompt = {256, 10, 11, 12, 13, 14, 15, 16};
+    specs[0].max_new_tokens = 4;  // 11 positions: 3 blocks
+    specs[1].prompt = {256, 20, 21, 22, 23, 24, 25, 26};
+    specs[1].max_new_tokens = 3;
+    ServingOptions so;
+    so.block_size = 4;
+    so.kv_blocks = 4;
+    so.max_step_tokens = 16;
+    const ServingSnapshot sv = run_serving_scenario(model.weights, *model.tokenizer, specs, so);
+    const CheckResult check = check_serving(sv);
+    INFO(check.line);
+    REQUIRE(check.ok);
+    REQUIRE(sv.stages.size() > 2);
+    const ServingStage& st = sv.stages[2];  // after step 1
+    REQUIRE(st.record.preempted == std::vector<int>{1});
+    REQUIRE(st.evictions == 1);
+    int marked = 0;
+    for (std::size_t b = 0; b < st.blocks.size(); ++b) {
+        if (!st.blocks[b].evicted) continue;
+        ++marked;
+        REQUIRE(sv.stages[1].blocks[b].state == PoolBlockState::kInUse);
+        REQUIRE(st.blocks[b].evicted_content == std::vector<int>{1});
+        REQUIRE(st.blocks[b].evicted_logical == 1);  // its last block went first
+        REQUIRE(st.blocks[b].owners == std::vector<int>{0});
+    }
+    REQUIRE(marked == 1);
+}
+
 TEST_CASE("viewer serving: prefix cache off shares nothing, caches nothing, same tokens",
           "[viewer][serving]") {
     Controller ctrl(tiny_model());
