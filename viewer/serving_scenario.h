@@ -48,9 +48,10 @@ struct ServingRequestSpec {
 };
 
 // The four requests: three continue `prefix` (the prompt's tokens, BOS first)
-// with a sentence of their own, as chat requests share one system prompt; the
-// third is a prompt of its own. Token ids are joined, not text, so the shared
-// part is the very same tokens whatever the tokenizer merges.
+// with a sentence of their own, as chat requests share one system prompt;
+// request 1 (second in line) has a prompt of its own. Token ids are joined,
+// not text, so the shared part is the very same tokens whatever the tokenizer
+// merges.
 std::vector<ServingRequestSpec> serving_requests(const Tokenizer& tok,
                                                  const std::vector<int32_t>& prefix);
 

@@ -141,9 +141,9 @@ struct ServingStage {
 
 // One request of the scenario, as it finished.
 struct ServingRequestInfo {
-    std::string label;  // "shares the prefix" or "another prompt"
+    std::string label;  // "shares the prompt" or "a prompt of its own"
     int n_prompt = 0;
-    int shared_prefix = 0;                // prompt tokens it has in common with request 0..
+    int shared_prefix = 0;  // most prompt tokens it has in common with another request
     std::vector<std::string> token_text;  // (prompt + new tokens): each token as shown
     std::string output_text;
     int cached_tokens = 0, hit_blocks = 0, miss_blocks = 0, preemptions = 0;
