@@ -329,6 +329,66 @@ void draw_legend() {
     ImGui::NewLine();
 }
 
+// 5. The pool after every step: a stacked bar per step (click one to go there).
+void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
+    ImGui::TextUnformatted("the pool after each step");
+    item_tooltip(
+        "Per engine step, from the bottom: shared blocks, blocks held by one request, cached "
+        "free blocks, free blocks. A red mark on top: a preemption in that step. Click a bar "
+        "to look at that step.");
+    const float font = ImGui::GetFontSize();
+    const int n = static_cast<int>(sv.stages.size());
+    const float bar_w =
+        std::clamp((ImGui::GetContentRegionAvail().x - font) / std::max(1, n), 4.0f, font * 2);
+    const float h = font * 4;
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    for (int k = 0; k < n; ++k) {
+        const ServingStage& st = sv.stages[static_cast<std::size_t>(k)];
+        int shared = 0, single = 0, cached = 0;
+        for (const PoolBlock& b : st.blocks) {
+            shared += b.owners.size() > 1 ? 1 : 0;
+            single += b.owners.size() == 1 ? 1 : 0;
+            cached += b.state == PoolBlockState::kCachedFree ? 1 : 0;
+        }
+        const float x = p0.x + k * bar_w;
+        float y = p0.y + h;
+        auto part = [&](int count, ImU32 c) {
+            const float ph = h * static_cast<float>(count) / static_cast<float>(sv.num_blocks);
+            dl->AddRectFilled(ImVec2(x, y - ph), ImVec2(x + bar_w - 1, y), c);
+            y -= ph;
+        };
+        part(shared, colour::kShared);
+        part(single, IM_COL32(120, 130, 160, 255));
+        part(cached, colour::kCachedFree);
+        part(sv.num_blocks - shared - single - cached, colour::kPending);
+        if (!st.record.preempted.empty())
+            dl->AddRectFilled(ImVec2(x, p0.y - 4), ImVec2(x + bar_w - 1, p0.y), colour::kBad);
+        if (k == current)
+            dl->AddRect(ImVec2(x - 1, p0.y - 5), ImVec2(x + bar_w, p0.y + h + 1), IM_COL32_WHITE, 0,
+                        0, 2.0f);
+        ImGui::SetCursorScreenPos(ImVec2(x, p0.y));
+        ImGui::PushID(k);
+        if (ImGui::InvisibleButton("bar", ImVec2(bar_w - 1, h))) {
+            state.stage = k;
+            state.layer = 0;
+            state.playing = false;
+        }
+        item_tooltip(
+            (k == 0 ? std::string("before step 0") : "after step " + std::to_string(k - 1)) + ": " +
+            std::to_string(shared) + " shared, " + std::to_string(single) +
+            " held by one request, " + std::to_string(cached) + " cached free, " +
+            std::to_string(sv.num_blocks - shared - single - cached) + " free; " +
+            std::to_string(st.evictions) + " evicted" +
+            (st.record.preempted.empty()
+                 ? ""
+                 : "; request " + ids_text(st.record.preempted) + " preempted"));
+        ImGui::PopID();
+    }
+    ImGui::SetCursorScreenPos(ImVec2(p0.x, p0.y + h + 4));
+    ImGui::Dummy(ImVec2(1, 1));
+}
+
 }  // namespace
 
 void draw_kv_pool(const Snapshot& snap, ViewerState& state) {
@@ -379,6 +439,8 @@ void draw_kv_pool(const Snapshot& snap, ViewerState& state) {
                   "(x3), and a colour for who holds it.");
     draw_pool(sv, st);
     draw_legend();
+    ImGui::Separator();
+    draw_history(sv, k, state);
 }
 
 }  // namespace plab::viewer
