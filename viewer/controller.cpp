@@ -21,6 +21,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "self_check.h"
+#include "serving_scenario.h"
 
 namespace plab::viewer {
 
@@ -150,13 +151,11 @@ void Controller::fill_model_info(Snapshot& snap) const {
     snap.n_heads = c.n_heads;
 }
 
-Controller::Device& Controller::device(const std::string& backend_name) {
-    auto it = devices_.find(backend_name);
-    if (it != devices_.end()) return it->second;
-    Device d;
-    d.backend = make_backend(backend_name);
-    d.model = std::make_unique<DeviceModel>(*d.backend, model_.weights);
-    return devices_.emplace(backend_name, std::move(d)).first->second;
+Engine& Controller::engine(const std::string& backend_name) {
+    auto it = engines_.find(backend_name);
+    if (it != engines_.end()) return *it->second;
+    auto e = std::make_unique<Engine>(model_.weights, EngineOptions{.backend = backend_name});
+    return *engines_.emplace(backend_name, std::move(e)).first->second;
 }
 
 std::vector<int32_t> Controller::encode(const ViewerState& state) const {
@@ -201,6 +200,7 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
     part(dirty.toy, snap.toy, &Controller::refresh_toy, check_toy);
     part(dirty.mask, snap.mask, &Controller::refresh_mask, check_mask);
     part(dirty.kv, snap.kv, &Controller::refresh_kv, check_kv);
+    part(dirty.serving, snap.serving, &Controller::refresh_serving, check_serving);
     part(dirty.equivalence, snap.equivalence, &Controller::refresh_equivalence, check_equivalence);
     part(dirty.timeline, snap.timeline, &Controller::refresh_timeline, check_timeline);
 }
@@ -210,12 +210,12 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
     out = ToySnapshot{};
     out.input = state.toy;
     out.input.validate();
-    std::unique_ptr<Backend> backend = make_backend(state.backend);
-    out.backend = backend->name();
-    out.reference = backend->is_reference();
+    Backend& backend = engine(state.backend).backend();
+    out.backend = backend.name();
+    out.reference = backend.is_reference();
     const int t = out.input.n_tokens();
-    out.full = run_toy(*backend, out.input, parse_chunk_plan("full", t));
-    out.chunked = run_toy(*backend, out.input, parse_chunk_plan(state.toy_chunks, t));
+    out.full = run_toy(backend, out.input, parse_chunk_plan("full", t));
+    out.chunked = run_toy(backend, out.input, parse_chunk_plan(state.toy_chunks, t));
     out.all_bitwise = true;
     for (int p = 0; p < t; ++p) {
         const bool same =
@@ -229,9 +229,9 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
 // 4. Causal mask and attention ----------------------------------------------------------
 void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     out = MaskSnapshot{};
-    Device& dev = device(state.backend);
+    Engine& eng = engine(state.backend);
     const ModelConfig& c = model_.weights.config;
-    out.backend = dev.backend->name();
+    out.backend = eng.backend().name();
     out.tokens = encode(state);
     for (int32_t id : out.tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
     out.plan = parse_chunk_plan(state.chunks, out.n_tokens());
@@ -243,7 +243,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     probes.attention_scores = true;  // for the hover tooltip
     for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_heads; ++h) probes.attention.push_back({l, h});
-    Session session(*dev.model, SessionOptions{});
+    Session session(eng.model(), SessionOptions{});
     PrefillResult result = session.prefill(out.tokens, out.plan, probes);
     out.maps = std::move(result.attention);
     for (const AttentionMap& m : out.maps)
@@ -256,14 +256,14 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
 // 5. KV cache growth: one engine call at a time, the block table after each --------------
 void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out = KvSnapshot{};
-    Device& dev = device(state.backend);
-    out.backend = dev.backend->name();
+    Engine& eng = engine(state.backend);
+    out.backend = eng.backend().name();
     const std::vector<int32_t> tokens = encode(state);
     const int t = static_cast<int>(tokens.size());
     const ChunkPlan plan = parse_chunk_plan(state.chunks, t);
     out.plan = plan;
     Trace trace;
-    Session session(*dev.model, SessionOptions{state.block_size, 0}, &trace);
+    Session session(eng.model(), SessionOptions{state.block_size, 0}, &trace);
     out.block_size = session.cache().block_size();
     out.num_blocks = session.cache().num_blocks();
     out.n_layers = model_.weights.config.n_layers;
@@ -314,7 +314,22 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.decode_skipped += state.decode_steps;
 }
 
-// 6. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
+// 6. The shared pool: several requests through one engine, step by step --------------
+void Controller::refresh_serving(const ViewerState& state, ServingSnapshot& out) {
+    out = ServingSnapshot{};
+    ServingOptions options;
+    options.backend = state.backend;
+    options.block_size = state.serving_block_size;
+    options.kv_blocks = state.serving_kv_blocks;
+    options.prefix_cache = state.serving_prefix_cache;
+    options.max_step_tokens = state.serving_step_tokens;
+    // Its own Engine, not the scenes' cached one: the pool's size, block size
+    // and prefix-cache switch are this scene's inputs, fixed when an Engine is made.
+    out = run_serving_scenario(model_.weights, *model_.tokenizer,
+                               serving_requests(*model_.tokenizer, encode(state)), options);
+}
+
+// 7. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
 void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out) {
     out = EquivalenceSnapshot{};
     const std::vector<int32_t> tokens = encode(state);
@@ -338,9 +353,9 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
         bool is_ref = false;
         std::string shown = name;
         try {
-            Device& dev = device(name);
-            is_ref = dev.backend->is_reference();
-            shown = dev.backend->name();
+            const Backend& backend = engine(name).backend();
+            is_ref = backend.is_reference();
+            shown = backend.name();
         } catch (const std::exception& e) {
             out.backends.push_back(name);
             out.reference.push_back(false);
@@ -378,23 +393,23 @@ std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
     if (it != snapshots_.end()) return it->second;
     if (snapshots_.size() >= kMaxSnapshots) snapshots_.clear();
     auto s = std::make_shared<const PrefillSnapshot>(
-        run_prefill_snapshot(*device(backend).model, tokens, plan));
+        run_prefill_snapshot(engine(backend).model(), tokens, plan));
     snapshots_.emplace(key, s);
     return s;
 }
 
-// 7. Timeline: one whole request under a Trace --------------------------------------------
+// 8. Timeline: one whole request under a Trace --------------------------------------------
 void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& out) {
     out = TimelineSnapshot{};
-    Device& dev = device(state.backend);
-    out.backend = dev.backend->name();
+    Engine& eng = engine(state.backend);
+    out.backend = eng.backend().name();
     GenerateOptions options;
     options.chunks = state.chunks;
     options.max_new_tokens = state.new_tokens;
     options.stop_at_eos = false;
     Trace trace;
     GenerateResult r =
-        generate(*dev.model, *model_.tokenizer, state.prompt, encode(state), options, trace);
+        generate(eng.model(), *model_.tokenizer, state.prompt, encode(state), options, trace);
     out.events = trace.events();
     out.ttft_us = r.ttft_us;
     out.prefill_us = r.prefill_us;

@@ -1,7 +1,8 @@
 // Controller: the viewer's only door into the engine.
 //
 // What it teaches: how a tool drives prefill from outside — load a model,
-// upload it to a backend, run a Session chunk by chunk with probes, read the
+// get a backend and the model on it from an Engine (runtime/engine.h: no
+// client builds either itself), run a Session chunk by chunk with probes, read the
 // cache's block table after each call, run a whole request under a Trace. Each
 // refresh_* fills one part of the Snapshot and prints that scene's self-check
 // (a property the engine's answer must have, e.g. "chunked == full bitwise").
@@ -14,7 +15,7 @@
 
 #include "core/backend.h"
 #include "model/model_io.h"
-#include "runtime/device_model.h"
+#include "runtime/engine.h"
 #include "snapshot.h"
 #include "viewer_state.h"
 
@@ -37,6 +38,9 @@ public:
     void refresh_toy(const ViewerState& state, ToySnapshot& out);
     void refresh_mask(const ViewerState& state, MaskSnapshot& out);
     void refresh_kv(const ViewerState& state, KvSnapshot& out);
+    // Four requests through one Engine with a small pool (serving_scenario.h):
+    // three continue the prompt in the bar, one has a prompt of its own.
+    void refresh_serving(const ViewerState& state, ServingSnapshot& out);
     void refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out);
     void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
 
@@ -55,11 +59,10 @@ public:
     std::optional<HeadHint> head_hint() const { return head_hint_; }
 
 private:
-    struct Device {
-        std::unique_ptr<Backend> backend;
-        std::unique_ptr<DeviceModel> model;
-    };
-    Device& device(const std::string& backend_name);
+    // One Engine per backend, made on first use: its backend and device model
+    // serve every scene (its KV pool is made only by a request, so an engine
+    // that only lends its model costs no pool).
+    Engine& engine(const std::string& backend_name);
     std::vector<int32_t> encode(const ViewerState& state) const;
     // Shared, not borrowed: the cache may drop its entries while a caller still
     // holds one (the equivalence matrix keeps its reference across 16 lookups).
@@ -70,7 +73,7 @@ private:
     Model model_;
     bool random_model_ = false;
     std::optional<HeadHint> head_hint_;
-    std::map<std::string, Device> devices_;
+    std::map<std::string, std::unique_ptr<Engine>> engines_;
     // backend|plan|tokens -> result; at most kMaxSnapshots, then emptied.
     std::map<std::string, std::shared_ptr<const PrefillSnapshot>> snapshots_;
 };

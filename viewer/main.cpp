@@ -59,6 +59,9 @@ struct Options {
     int step = -1;
     int layer = -1, head = -1;
     int block_size = ViewerState{}.block_size;
+    bool serving = false;  // KV and timeline panels: several requests through one engine
+    int kv_blocks = 0;     // their pool; 0 = the scenario's default
+    std::string prefix_cache = "on";
     float font_size = 16.0f;
 };
 
@@ -123,7 +126,10 @@ std::vector<int> parse_keys(const std::string& text) {
     return keys;
 }
 
-bool& dirty_flag(Dirty& d, Scene s) {
+// The part of the Snapshot a scene draws: the shared-pool scenario when the
+// KV or timeline panel shows several requests.
+bool& dirty_flag(Dirty& d, Scene s, bool serving_view) {
+    if (serving_view && (s == Scene::kKv || s == Scene::kTimeline)) return d.serving;
     switch (s) {
         case Scene::kToy:
             return d.toy;
@@ -141,7 +147,7 @@ bool& dirty_flag(Dirty& d, Scene s) {
 
 // Asks the engine again for the shown scene, if its inputs changed.
 void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
-    bool& flag = dirty_flag(state.dirty, state.scene);
+    bool& flag = dirty_flag(state.dirty, state.scene, state.serving_view);
     if (!flag) return;
     // The equivalence matrix can take seconds (emulated GPU backends): show one
     // frame saying so before the UI waits for it.
@@ -150,8 +156,8 @@ void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
         return;
     }
     state.slow_refresh_announced = false;
-    Dirty only{false, false, false, false, false};
-    dirty_flag(only, state.scene) = true;
+    Dirty only{false, false, false, false, false, false};
+    dirty_flag(only, state.scene, state.serving_view) = true;
     flag = false;
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
 }
@@ -239,6 +245,13 @@ int run(const Options& opt) {
     }
     state.backend = opt.backend;
     state.block_size = opt.block_size;
+    state.serving_view = opt.serving;
+    PLAB_CHECK(opt.kv_blocks >= 0,
+               "--kv-blocks " << opt.kv_blocks << " must be at least 1 (0: the default pool)");
+    state.serving_kv_blocks = opt.kv_blocks;
+    PLAB_CHECK(opt.prefix_cache == "on" || opt.prefix_cache == "off",
+               "--prefix-cache '" << opt.prefix_cache << "' (valid: on, off)");
+    state.serving_prefix_cache = opt.prefix_cache == "on";
     if (!opt.toy_values.empty()) state.toy.values = parse_floats(opt.toy_values, "--values");
     if (!opt.toy_queries.empty()) state.toy.queries = parse_floats(opt.toy_queries, "--queries");
     if (!opt.toy_keys.empty()) state.toy.keys = parse_floats(opt.toy_keys, "--keys");
@@ -266,8 +279,9 @@ int run(const Options& opt) {
     // The shown scene is computed now, so bad input fails before a window opens.
     state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
-    for (const std::string* err : {&snap.toy.error, &snap.mask.error, &snap.kv.error,
-                                   &snap.equivalence.error, &snap.timeline.error})
+    for (const std::string* err :
+         {&snap.toy.error, &snap.mask.error, &snap.kv.error, &snap.serving.error,
+          &snap.equivalence.error, &snap.timeline.error})
         PLAB_CHECK(!headless || err->empty(), *err);
 
     // 2. Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3).
@@ -430,6 +444,12 @@ int main(int argc, char** argv) {
     app.add_option("--layer", opt.layer, "Attention panel: layer (default: the last)");
     app.add_option("--head", opt.head, "Attention panel: head (default 0)");
     app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
+    app.add_flag("--serving", opt.serving,
+                 "KV and timeline panels: four requests through one engine and one shared "
+                 "KV pool (prefix sharing, preemption, eviction)");
+    app.add_option("--kv-blocks", opt.kv_blocks,
+                   "With --serving: blocks in the shared pool (default: just too few)");
+    app.add_option("--prefix-cache", opt.prefix_cache, "With --serving: on or off (default on)");
     app.add_option("--width", opt.width, "Window width in pixels");
     app.add_option("--height", opt.height, "Window height in pixels");
     app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");

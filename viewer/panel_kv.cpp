@@ -53,6 +53,11 @@ ImU32 stage_colour(const KvSnapshot& kv, int s, int current) {
 }  // namespace
 
 void draw_kv(const Snapshot& snap, ViewerState& state) {
+    draw_serving_toggle(state);
+    if (state.serving_view) {
+        draw_kv_pool(snap, state);
+        return;
+    }
     const KvSnapshot& kv = snap.kv;
     ImGui::TextUnformatted("KV cache growth: blocks per layer, filled chunk by chunk");
     help_marker(
@@ -218,7 +223,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
            false);
     swatch(colour::kShared, "shared prefix block",
            "A block used by more than one sequence (prefix-cache hit, reference count > 1). None "
-           "here: this session has a single sequence.",
+           "here: this session has a single sequence; see 'four requests, one engine' above.",
            true);
     ImGui::NewLine();
 

@@ -51,6 +51,11 @@ std::string event_tip(const TraceEvent& e) {
 }  // namespace
 
 void draw_timeline(const Snapshot& snap, ViewerState& state) {
+    draw_serving_toggle(state);
+    if (state.serving_view) {
+        draw_timeline_requests(snap, state);
+        return;
+    }
     const TimelineSnapshot& tl = snap.timeline;
     ImGui::TextUnformatted("Timeline of one request: TTFT is not prefill time");
     help_marker(

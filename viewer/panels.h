@@ -1,4 +1,5 @@
-// The five panels of plab-viewer, one free function each (see STYLE.md, Viewer).
+// The five panels of plab-viewer, one free function each (two views in the KV and
+// timeline panels) (see STYLE.md, Viewer).
 //
 // Each draws one part of the Snapshot into the current ImGui window and may
 // change the ViewerState (inputs, marking parts dirty, the step cursor).
@@ -12,8 +13,13 @@ namespace plab::viewer {
 void draw_toy(const Snapshot& snap, ViewerState& state);          // panel_toy.cpp
 void draw_mask(const Snapshot& snap, ViewerState& state);         // panel_mask.cpp
 void draw_kv(const Snapshot& snap, ViewerState& state);           // panel_kv.cpp
+void draw_kv_pool(const Snapshot& snap, ViewerState& state);      // panel_kv_pool.cpp
 void draw_equivalence(const Snapshot& snap, ViewerState& state);  // panel_equivalence.cpp
 void draw_timeline(const Snapshot& snap, ViewerState& state);     // panel_timeline.cpp
+void draw_timeline_requests(const Snapshot& snap,
+                            ViewerState& state);  // panel_timeline_requests.cpp
+// KV and timeline panels: one sequence, or several requests through one engine.
+void draw_serving_toggle(ViewerState& state);  // ui_common.cpp
 
 // The bar above every panel: model, backend, play/step controls, chunk slider.
 void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_common.cpp

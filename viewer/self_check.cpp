@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -307,6 +308,102 @@ CheckResult check_kv(const KvSnapshot& kv) {
              kv.plan.to_string() + ", B=" + std::to_string(b) + ", " + std::to_string(inside) +
              " of " + std::to_string(boundaries) + " chunk boundaries inside a block, " +
              std::to_string(n_decode) + " decode steps)" + f.suffix();
+    return r;
+}
+
+// 3b. The shared pool ------------------------------------------------------------------
+CheckResult check_serving(const ServingSnapshot& sv) {
+    Failure f;
+    const int b = sv.block_size;
+    if (sv.stages.size() < 2 || b <= 0) f.add("no engine steps recorded");
+    int max_ref = 0;
+    long long preempted = 0, evictions = 0;
+    for (std::size_t k = 0; k < sv.stages.size() && f.why.empty(); ++k) {
+        const ServingStage& st = sv.stages[k];
+        const std::string at = k == 0 ? "before step 0" : "after step " + std::to_string(k - 1);
+        if (static_cast<int>(st.blocks.size()) != sv.num_blocks) {
+            f.add(at + ": " + std::to_string(st.blocks.size()) + " blocks for a pool of " +
+                  std::to_string(sv.num_blocks));
+            break;
+        }
+        // 1. Every reference is a block-table entry: the engine's ref count of a
+        //    block equals the tables that hold it (a leaked or a missing
+        //    reference would differ), and each table holds ceil(length/B) blocks.
+        std::vector<int> entries(st.blocks.size(), 0);
+        for (std::size_t id = 0; id < st.requests.size(); ++id) {
+            const ServingRequestState& r = st.requests[id];
+            if (r.block_table.size() != static_cast<std::size_t>((r.length + b - 1) / b))
+                f.add(at + ": request " + std::to_string(id) + " holds " +
+                      std::to_string(r.length) + " positions in " +
+                      std::to_string(r.block_table.size()) + " blocks");
+            for (int32_t blk : r.block_table)
+                if (blk >= 0 && blk < sv.num_blocks) ++entries[static_cast<std::size_t>(blk)];
+        }
+        int in_use = 0, cached = 0, evicted = 0;
+        for (std::size_t i = 0; i < st.blocks.size(); ++i) {
+            const PoolBlock& blk = st.blocks[i];
+            const std::string name = at + ", block " + std::to_string(i);
+            max_ref = std::max(max_ref, blk.ref_count);
+            if (blk.ref_count != entries[i] || blk.ref_count != static_cast<int>(blk.owners.size()))
+                f.add(name + ": reference count " + std::to_string(blk.ref_count) + ", " +
+                      std::to_string(entries[i]) + " block-table entries");
+            // 2. Only a full, named prefix block is shared, and it sits at the
+            //    same logical place in every table that shares it.
+            if (blk.owners.size() > 1 &&
+                (!blk.named || std::adjacent_find(blk.logical.begin(), blk.logical.end(),
+                                                  std::not_equal_to<>()) != blk.logical.end()))
+                f.add(name + ": shared but not a named block at one logical position");
+            in_use += blk.state == PoolBlockState::kInUse ? 1 : 0;
+            cached += blk.state == PoolBlockState::kCachedFree ? 1 : 0;
+            evicted += blk.evicted ? 1 : 0;
+        }
+        // 3. The picture's counts are the pool's own counters.
+        if (in_use != st.pool.blocks_in_use || cached != st.pool.cached_free_blocks ||
+            sv.num_blocks - in_use != st.pool.free_blocks)
+            f.add(at + ": " + std::to_string(in_use) + " blocks in use and " +
+                  std::to_string(cached) + " cached free, the pool counts " +
+                  std::to_string(st.pool.blocks_in_use) + " and " +
+                  std::to_string(st.pool.cached_free_blocks));
+        if (evicted != st.evictions)
+            f.add(at + ": " + std::to_string(evicted) +
+                  " named blocks written again, the pool counted " + std::to_string(st.evictions) +
+                  " evictions");
+        // 4. A preempted request has given all its blocks back and waits.
+        for (int id : st.record.preempted) {
+            const ServingRequestState& r = st.requests.at(static_cast<std::size_t>(id));
+            if (!r.block_table.empty() || r.state != RequestState::waiting)
+                f.add(at + ": request " + std::to_string(id) +
+                      " preempted but still runs or holds blocks");
+        }
+        preempted += static_cast<long long>(st.record.preempted.size());
+        evictions += st.evictions;
+    }
+    // 5. When every request has finished, no block is in use (none leaked).
+    if (f.why.empty()) {
+        const ServingStage& last = sv.stages.back();
+        for (std::size_t id = 0; id < last.requests.size(); ++id)
+            if (last.requests[id].state != RequestState::finished)
+                f.add("request " + std::to_string(id) + " never finished");
+        if (last.pool.blocks_in_use != 0)
+            f.add(std::to_string(last.pool.blocks_in_use) + " blocks in use after the last step");
+        if (preempted != last.pool.preemptions)
+            f.add("steps preempted " + std::to_string(preempted) + " times, the engine counted " +
+                  std::to_string(last.pool.preemptions));
+    }
+    CheckResult r;
+    r.ok = f.why.empty();
+    const PoolStats last = sv.stages.empty() ? PoolStats{} : sv.stages.back().pool;
+    r.line = std::string(
+                 "serving: reference counts equal block-table entries, shared blocks are named "
+                 "prefix blocks, pool counts and evictions add up after every step, no block "
+                 "in use at the end: ") +
+             yes_no(r.ok) + " (" + std::to_string(sv.requests.size()) + " requests, " +
+             std::to_string(std::max(0, sv.n_steps())) + " steps, " +
+             std::to_string(sv.num_blocks) + " blocks of B=" + std::to_string(b) +
+             ", prefix cache " + (sv.prefix_cache ? "on" : "off") + ", largest reference count " +
+             std::to_string(max_ref) + ", " + std::to_string(last.hit_blocks) +
+             " prefix-hit blocks, " + std::to_string(preempted) + " preemptions, " +
+             std::to_string(evictions) + " evictions)" + f.suffix();
     return r;
 }
 

@@ -29,6 +29,13 @@ CheckResult check_mask(const MaskSnapshot& mask);
 // call's "kv append" events (one per layer) name the implied positions and the
 // slots block_table[p/B]*B + p%B; no slot is written twice.
 CheckResult check_kv(const KvSnapshot& kv);
+// After every step of the shared-pool scenario: each block's reference count
+// equals the block-table entries that hold it; a shared block is named and at
+// one logical position; blocks in use and cached free are the pool's counts;
+// the named blocks written again are the pool's eviction count; a preempted
+// request holds no block. After the last step every request has finished and
+// no block is in use.
+CheckResult check_serving(const ServingSnapshot& sv);
 // Reference backends are bitwise equal to cpu-ref "full" for every plan; fast
 // backends keep their promise: logits within 1e-5 of max |logit|, the same greedy
 // token unless the top two logits are near-tied.

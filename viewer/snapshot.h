@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/chunk_plan.h"
+#include "runtime/engine.h"
 #include "runtime/equivalence.h"
 #include "runtime/session.h"
 #include "toy/toy.h"
@@ -86,6 +87,84 @@ struct KvSnapshot {
     std::string error;
 };
 
+// Panel 3, shared pool view, and panel 5, several requests: one Engine serving
+// a few requests from one small KV block pool (viewer/serving_scenario.h).
+// Everything here was read from the engine after each of its steps: the
+// requests' block tables, KvCache::ref_count and is_named per block, the
+// StepRecord, pool_stats(), and the step's "kv append" trace events.
+enum class PoolBlockState { kFree, kInUse, kCachedFree };
+
+struct PoolBlock {
+    PoolBlockState state = PoolBlockState::kFree;
+    int ref_count = 0;         // KvCache::ref_count: block-table entries pointing at it
+    bool named = false;        // KvCache::is_named: a full block with a hash-chain name
+    std::vector<int> owners;   // requests whose block table holds it, by id
+    std::vector<int> logical;  // (owners): its logical block index in each owner's table
+    // Whose K/V it holds: its owners, or for a free block the requests that
+    // held it last (the K/V stay until the block is written again); -1: never used.
+    std::vector<int> content;
+    int content_logical = -1;          // logical block of `content`: positions l·B .. l·B+B-1
+    bool written = false;              // this step appended K/V into it ("kv append" events)
+    bool evicted = false;              // named before this step, written with new content in it
+    std::vector<int> evicted_content;  // evicted: whose K/V it held before (`content` then)
+    int evicted_logical = -1;          // ... at their logical block
+    bool hit = false;                  // cached free before this step, taken back by a prefix hit
+};
+
+// One request as the engine held it after a step.
+struct ServingRequestState {
+    RequestState state = RequestState::waiting;
+    int length = 0;                    // positions in its KV blocks (seq.length)
+    int n_tokens = 0;                  // prompt + new tokens so far
+    std::vector<int32_t> block_table;  // seq.block_table: logical -> physical block
+    int preemptions = 0;
+};
+
+// What one request computed in one step: its "kv append" of layer 0.
+struct ServingSpan {
+    int request = 0;
+    int first_pos = 0, n_pos = 0;
+    bool decode = false;      // one new token fed back (else a prefill chunk)
+    bool recompute = false;   // positions it had computed before a preemption
+    std::vector<int> blocks;  // physical blocks written
+};
+
+// The engine after one step (stage 0: after the requests arrived, before any step).
+struct ServingStage {
+    StepRecord record;              // the engine's StepRecord (stage 0: empty, index -1)
+    PoolStats pool;                 // Engine::pool_stats() after the step
+    long long evictions = 0;        // this step's evictions: pool counter after minus before
+    std::vector<PoolBlock> blocks;  // (num_blocks)
+    std::vector<ServingRequestState> requests;  // (requests)
+    std::vector<ServingSpan> spans;             // this step's work, in step order
+};
+
+// One request of the scenario, as it finished.
+struct ServingRequestInfo {
+    std::string label;  // "shares the prompt" or "a prompt of its own"
+    int n_prompt = 0;
+    int shared_prefix = 0;  // most prompt tokens it has in common with another request
+    std::vector<std::string> token_text;  // (prompt + new tokens): each token as shown
+    std::string output_text;
+    int cached_tokens = 0, hit_blocks = 0, miss_blocks = 0, preemptions = 0;
+    int computed_tokens = 0;               // tokens run through the model, recomputation included
+    double arrival_us = 0, finish_us = 0;  // engine clock
+    std::vector<double> token_us;          // when each new token was sampled
+    RequestLatency latency;
+};
+
+struct ServingSnapshot {
+    bool ready = false;
+    std::string backend;
+    int block_size = 0, num_blocks = 0, max_step_tokens = 0;
+    bool prefix_cache = true;
+    int prefix_tokens = 0;  // tokens of the shared prefix (the prompt in the bar)
+    std::vector<ServingRequestInfo> requests;
+    std::vector<ServingStage> stages;  // steps + 1
+    std::string error;
+    int n_steps() const { return static_cast<int>(stages.size()) - 1; }
+};
+
 // Panel 4: backend × chunk plan, each against cpu-ref with the whole prompt in one chunk.
 struct EquivalenceSnapshot {
     bool ready = false;
@@ -124,6 +203,7 @@ struct Snapshot {
     ToySnapshot toy;
     MaskSnapshot mask;
     KvSnapshot kv;
+    ServingSnapshot serving;
     EquivalenceSnapshot equivalence;
     TimelineSnapshot timeline;
 };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 #include "panels.h"
 
@@ -17,6 +18,14 @@
 #endif
 
 namespace plab::viewer {
+
+ImU32 request_colour(int id) {
+    // Apart from the fixed colours above (chunk orange, decode green, shared magenta).
+    static constexpr ImU32 kPalette[] = {IM_COL32(70, 130, 220, 255), IM_COL32(40, 175, 165, 255),
+                                         IM_COL32(175, 190, 60, 255), IM_COL32(150, 110, 225, 255),
+                                         IM_COL32(190, 120, 70, 255)};
+    return kPalette[static_cast<std::size_t>(id) % std::size(kPalette)];
+}
 
 void help_marker(const char* text) {
     ImGui::SameLine();
@@ -118,6 +127,13 @@ std::string format_bytes(double bytes) {
 // ---- the step cursor ----------------------------------------------------------------
 StepView step_view(const Snapshot& snap, const ViewerState& state) {
     StepView v;
+    if (state.serving_view && (state.scene == Scene::kKv || state.scene == Scene::kTimeline)) {
+        // Several requests: one stage per engine step, no layer granularity.
+        v.n_stages = snap.serving.ready ? std::max(0, snap.serving.n_steps()) : 0;
+        v.stages_done = std::clamp(state.stage, 0, v.n_stages);
+        v.layers_done = 0;
+        return v;
+    }
     switch (state.scene) {
         case Scene::kToy:
             v.n_stages =
@@ -204,6 +220,23 @@ void handle_keys(const Snapshot& snap, ViewerState& state) {
         if (ImGui::IsKeyPressed(GLFW_KEY_1 + i, false)) state.scene = static_cast<Scene>(i);
 }
 
+void draw_serving_toggle(ViewerState& state) {
+    int view = state.serving_view ? 1 : 0;
+    bool changed = ImGui::RadioButton("one sequence", &view, 0);
+    item_tooltip("One request through a Session: its prefill chunks and decode steps.");
+    ImGui::SameLine();
+    changed = ImGui::RadioButton("four requests, one engine", &view, 1) || changed;
+    item_tooltip(
+        "Four requests through one Engine and one shared pool of KV blocks: shared prefix "
+        "blocks, cached free blocks, a preemption and evictions, step by step.");
+    if (changed) {
+        state.serving_view = view == 1;
+        state.stage = 1 << 20;  // a new scene of steps: open at its end
+        state.layer = 0;
+        state.playing = false;
+    }
+}
+
 // ---- the control bar -------------------------------------------------------------------
 void draw_controls(const Snapshot& snap, ViewerState& state) {
     const StepView v = step_view(snap, state);
@@ -270,7 +303,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
         for (const std::string& name : snap.backend_names)
             if (ImGui::Selectable(name.c_str(), name == state.backend)) {
                 state.backend = name;
-                state.dirty.toy = state.dirty.mask = state.dirty.kv = state.dirty.timeline = true;
+                state.dirty.toy = state.dirty.mask = state.dirty.kv = state.dirty.timeline =
+                    state.dirty.serving = true;
             }
         ImGui::EndCombo();
     }
@@ -286,7 +320,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
         ImGui::InputText("prompt", &state.prompt);
         if (ImGui::IsItemDeactivatedAfterEdit())
             state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
-                true;
+                state.dirty.serving = true;
         item_tooltip(
             "The prompt that is prefilled (press Enter to re-run). It is tokenized "
             "first; the model sees token ids, shown on the axes below.");

@@ -20,15 +20,20 @@ namespace plab::viewer {
 namespace colour {
 inline constexpr ImU32 kMasked = IM_COL32(70, 70, 78, 255);  // future cells (hatched)
 inline constexpr ImU32 kHatch = IM_COL32(120, 120, 132, 255);
-inline constexpr ImU32 kPending = IM_COL32(40, 40, 46, 255);    // not computed yet
-inline constexpr ImU32 kChunk = IM_COL32(255, 190, 60, 255);    // the current chunk
-inline constexpr ImU32 kCached = IM_COL32(90, 170, 255, 255);   // read from the KV cache
-inline constexpr ImU32 kDecode = IM_COL32(120, 220, 120, 255);  // a decode step
-inline constexpr ImU32 kShared = IM_COL32(230, 110, 220, 255);  // prefix-cache hit
+inline constexpr ImU32 kPending = IM_COL32(40, 40, 46, 255);       // not computed yet
+inline constexpr ImU32 kChunk = IM_COL32(255, 190, 60, 255);       // the current chunk
+inline constexpr ImU32 kCached = IM_COL32(90, 170, 255, 255);      // read from the KV cache
+inline constexpr ImU32 kDecode = IM_COL32(120, 220, 120, 255);     // a decode step
+inline constexpr ImU32 kShared = IM_COL32(230, 110, 220, 255);     // prefix-cache hit
+inline constexpr ImU32 kCachedFree = IM_COL32(70, 120, 130, 255);  // free, K/V still findable
+inline constexpr ImU32 kRecompute = IM_COL32(215, 95, 95, 255);  // computed again after preemption
 inline constexpr ImU32 kGood = IM_COL32(60, 170, 80, 255);
 inline constexpr ImU32 kBad = IM_COL32(200, 60, 60, 255);
 inline constexpr ImU32 kClose = IM_COL32(200, 150, 40, 255);
 }  // namespace colour
+
+// The colour of request `id` in the serving views (one per request, cycling).
+ImU32 request_colour(int id);
 
 // "(?)" that shows `text` when hovered; the first line should name the lesson.
 void help_marker(const char* text);

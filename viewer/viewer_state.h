@@ -17,7 +17,8 @@ namespace plab::viewer {
 // Which parts of the Snapshot must be asked of the engine again.
 struct Dirty {
     bool toy = true, mask = true, kv = true, equivalence = true, timeline = true;
-    void all() { toy = mask = kv = equivalence = timeline = true; }
+    bool serving = true;  // the shared-pool scenario (KV and timeline panels)
+    void all() { toy = mask = kv = equivalence = timeline = serving = true; }
 };
 
 // A texture holding one attention heatmap, re-uploaded when its key changes.
@@ -45,6 +46,11 @@ struct ViewerState {
     int block_size = 16;
     int decode_steps = 4;  // decode steps after prefill in the KV panel
     int new_tokens = 8;    // tokens the timeline's request generates
+    // The shared-pool scenario: four requests through one Engine (serving_scenario.h).
+    int serving_block_size = 4;  // B of its pool: small, so the prompt spans several blocks
+    int serving_kv_blocks = 0;   // blocks in its pool; 0 = the scenario's default
+    bool serving_prefix_cache = true;
+    int serving_step_tokens = 16;  // token budget of one engine step
     Dirty dirty;
     bool slow_refresh_announced = false;  // a "computing..." frame was shown before a slow refresh
 
@@ -60,6 +66,9 @@ struct ViewerState {
     int attn_head = 0;
     bool sqrt_colours = true;  // colour by sqrt(probability): small weights stay visible
     bool timeline_to_first_token = false;  // timeline: zoom onto request start .. first token
+    // KV and timeline panels: several requests through one engine (the shared
+    // pool) instead of one sequence.
+    bool serving_view = false;
     HeatmapTexture heatmap;
     bool print_checks = false;  // print each scene's self-check line when refreshed
     bool checks_failed = false;
