@@ -114,24 +114,24 @@ void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
     }
     if (!r.has_crossover) return;
     const DecodeCrossover& x = r.crossover;
+    // f, W, k: not F and K, which name the MLP width and the keys elsewhere.
     std::printf(
-        "Roofline crossover (this machine, CPU backends): a decode step of b tokens at context "
-        "%.1f\n"
-        "  does b x F = b x %.0f FLOPs and reads W + b x K = %.0f + b x %.0f bytes (the weights "
-        "once,\n"
-        "  each sequence its own K/V%s); it is compute-bound once b x F / peak > (W + b x K) / "
-        "bandwidth,\n",
+        "Roofline crossover (this machine, CPU backends), at context %.1f:\n"
+        "  f = %.0f FLOPs per token, W = %.0f bytes of weights read once per step,\n"
+        "  k = %.0f bytes per token (its own K/V%s); a step of b tokens does b x f FLOPs and\n"
+        "  reads W + b x k bytes, so it is compute-bound once b x f / peak > (W + b x k) / "
+        "bandwidth:\n",
         x.context, x.per_token_flops, x.weight_bytes, x.per_token_bytes,
         r.config.tied_embeddings ? "" : " and embedding row");
     if (std::isinf(x.batch)) {
         std::printf(
-            "  never here: F / ridge = %.0f bytes <= K, each token's own bytes keep pace with its "
+            "  never here: f / ridge = %.0f <= k, each token's own bytes keep pace with its "
             "FLOPs\n",
             x.per_token_flops / x.ridge_flops_per_byte);
         return;
     }
     std::printf(
-        "  b > W / (F / ridge - K) = %.0f / (%.0f / %.1f - %.0f) = %.1f: compute-bound from batch "
+        "  b > W / (f / ridge - k) = %.0f / (%.0f / %.1f - %.0f) = %.1f: compute-bound from batch "
         "%d\n",
         x.weight_bytes, x.per_token_flops, x.ridge_flops_per_byte, x.per_token_bytes, x.batch,
         static_cast<int>(std::floor(x.batch)) + 1);

@@ -94,13 +94,13 @@ struct DecodeBatchRow {
 };
 
 // Where a decode step stops being memory-bound on this machine: the batch b
-// with b·F / peak = (W + b·K) / read bandwidth (perf/flops.h
-// decode_compute_bound_batch), at the context of the batched rows.
+// with b·f / peak = (W + b·k) / read bandwidth (perf/flops.h
+// decode_compute_bound_batch), at the context of the largest batch of the first CPU backend.
 struct DecodeCrossover {
     double context = 0;
-    double per_token_flops = 0;  // F
+    double per_token_flops = 0;  // f
     double weight_bytes = 0;     // W
-    double per_token_bytes = 0;  // K
+    double per_token_bytes = 0;  // k
     double ridge_flops_per_byte = 0;
     double batch = 0;  // +infinity: never compute-bound
 };

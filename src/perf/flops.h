@@ -68,11 +68,12 @@ double roofline_step_s(const DecodeStepCost& k, double peak_gflops, double bandw
 
 // The batch from which a decode step at context `ctx` is compute-bound on a
 // machine whose ridge point is `ridge` FLOP per byte (peak / bandwidth):
-//   b·F / peak > (W + b·K) / bandwidth  <=>  b > W / (F/ridge − K)
-// with F = per-token FLOPs, W = weight bytes, K = per-token bytes. Without
-// the K/V term this is 2·ridge for float32 weights (2 FLOPs per 4-byte weight
-// per token). Returns +infinity when F/ridge <= K: the per-sequence bytes then
-// grow as fast as the FLOPs, and no batch makes the step compute-bound.
+//   b·f / peak > (W + b·k) / bandwidth  <=>  b > W / (f/ridge − k)
+// with f = per-token FLOPs, W = weight bytes, k = per-token bytes (lower case:
+// F and K name the MLP width and the keys). Without the K/V term this is
+// 2·ridge for float32 weights (2 FLOPs per 4-byte weight per token). Returns
+// +infinity when f/ridge <= k: the per-sequence bytes then grow as fast as
+// the FLOPs, and no batch makes the step compute-bound.
 double decode_compute_bound_batch(const ModelConfig& c, double ctx, double ridge);
 
 }  // namespace plab
