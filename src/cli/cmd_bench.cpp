@@ -1,5 +1,7 @@
 // `plab bench`: prefill and decode speed, as fractions of this machine's
 // measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
+// `--batch 1,4,16,64`: decode tokens/s per batch size, total and per request,
+// and the batch from which a step is compute-bound (lessons/08-batching-decode.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

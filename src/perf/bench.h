@@ -6,6 +6,10 @@
 // Medians of several runs, because shared machines are noisy; the worst run
 // beside it, because a noisy neighbour shows up there first.
 //
+// With `batches`, decode is also measured b sequences at a time through one
+// Engine: total and per-request tokens/s, each against the roofline, and the
+// batch from which a step is compute-bound here (lessons/08-batching-decode.md).
+//
 // With `load`, every row is measured a second time while a competitor process
 // spins on one CPU (issue 12: a prefill that collapses next to a busy core),
 // and reported as a ratio to the quiet run. The cpu backend is also measured
