@@ -1,6 +1,9 @@
 // `plab bench`: prefill and decode speed, as fractions of this machine's
 // measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
+// `--batch 1,4,16,64`: decode tokens/s per batch size, total and per request,
+// and the batch from which a step is compute-bound (lessons/08-batching-decode.md).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +12,7 @@
 #include "core/error.h"
 #include "model/shapes.h"
 #include "perf/bench.h"
+#include "perf/flops.h"
 
 namespace plab::cli {
 namespace {
@@ -17,6 +21,8 @@ struct BenchCliOptions {
     std::string model;  // empty: a random stories15M-shaped model
     std::string backends = "cpu,cpu-ref";
     std::string lengths = "128,512,2048";
+    std::string batch;
+    bool batch_given = false;  // --batch "" is an empty list, not "no --batch"
     BenchOptions bench;
     std::uint64_t seed = 15;
     bool json = false;
@@ -73,9 +79,70 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
     }
 }
 
+// `--batch 1,4,16,64`: whole numbers; an empty entry ("1,,4", "1,4,") is
+// refused here (parse_int_list would skip a trailing one), the sizes
+// themselves by run_bench (at least 1, a pool and max_seq_len that fit).
+std::vector<int> parse_batches(const std::string& text) {
+    PLAB_CHECK(!text.empty(), "--batch: empty list; expected batch sizes like 1,4,16,64");
+    std::vector<int> out;
+    for (const std::string& part : split_list(text)) {
+        PLAB_CHECK(!part.empty(),
+                   "--batch: empty entry in '" << text << "'; expected batch sizes like 1,4,16,64");
+        out.push_back(parse_int_list(part, "--batch").front());
+    }
+    return out;
+}
+
+// Batched decode: one row per (backend, batch), then the roofline crossover.
+void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
+    std::printf(
+        "\nDecode, batched: b requests in one engine (%d-token random prompts, prefix cache off,\n"
+        "  no EOS); median of the steps with exactly b decode tokens and no prefill, after %d "
+        "warm-up steps;\n"
+        "  bound = b / max(FLOPs / GEMM peak, bytes / read bandwidth) of the step (roofline)\n",
+        o.batch_prompt, o.batch_warmup);
+    std::printf("  %-22s %6s %8s %6s %10s %12s %12s %10s %12s %9s\n", "backend", "batch", "context",
+                "steps", "median ms", "tokens/s", "tok/s/req", "FLOP/byte", "bound tok/s",
+                "of bound");
+    for (const auto& d : r.decode_batch) {
+        std::printf("  %-22s %6d %8.1f %6d %10.3f %12.1f %12.1f %10.2f", d.backend.c_str(), d.batch,
+                    d.context, d.steps, d.median_step_s * 1e3, d.tokens_per_s,
+                    d.tokens_per_s_per_request, d.flops_per_step / d.bytes_per_step);
+        // "-": the host's peak and bandwidth do not bound a GPU backend.
+        if (d.bound_tokens_per_s > 0)
+            std::printf(" %12.1f %8.1f%%\n", d.bound_tokens_per_s, 100 * d.fraction_of_bound);
+        else
+            std::printf(" %12s %9s\n", "-", "-");
+    }
+    if (!r.has_crossover) return;
+    const DecodeCrossover& x = r.crossover;
+    // f, W, k: not F and K, which name the MLP width and the keys elsewhere.
+    std::printf(
+        "Roofline crossover (this machine, CPU backends), at context %.1f:\n"
+        "  f = %.0f FLOPs per token, W = %.0f bytes of weights read once per step,\n"
+        "  k = %.0f bytes per token (its own K/V%s); a step of b tokens does b x f FLOPs and\n"
+        "  reads W + b x k bytes, so it is compute-bound once b x f / peak > (W + b x k) / "
+        "bandwidth:\n",
+        x.context, x.per_token_flops, x.weight_bytes, x.per_token_bytes,
+        r.config.tied_embeddings ? "" : " and embedding row");
+    if (std::isinf(x.batch)) {
+        std::printf(
+            "  never here: f / ridge = %.0f <= k, each token's own bytes keep pace with its "
+            "FLOPs\n",
+            x.per_token_flops / x.ridge_flops_per_byte);
+        return;
+    }
+    std::printf(
+        "  b > W / (f / ridge - k) = %.0f / (%.0f / %.1f - %.0f) = %.1f: compute-bound from batch "
+        "%d\n",
+        x.weight_bytes, x.per_token_flops, x.ridge_flops_per_byte, x.per_token_bytes, x.batch,
+        static_cast<int>(std::floor(x.batch)) + 1);
+}
+
 void run(BenchCliOptions o) {
     o.bench.backends = split_list(o.backends);
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
+    if (o.batch_given) o.bench.batches = parse_batches(o.batch);
     PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
     const Weights w = o.model.empty() ? make_random_weights(named_shape("stories15m"), o.seed)
                                       : load_model_arg(o.model).weights;
@@ -123,6 +190,33 @@ void run(BenchCliOptions o) {
         };
         for (const auto& p : r.prefill) j["prefill"].push_back(prefill_json(p));
         for (const auto& d : r.decode) j["decode"].push_back(decode_json(d));
+        for (const auto& d : r.decode_batch) {
+            j["decode_batch"].push_back({{"backend", d.backend},
+                                         {"batch", d.batch},
+                                         {"tokens_per_s", d.tokens_per_s},
+                                         {"tokens_per_s_per_request", d.tokens_per_s_per_request},
+                                         {"step_ms_median", d.median_step_s * 1e3},
+                                         {"steps", d.steps},
+                                         {"context", d.context},
+                                         {"prompt_tokens", o.bench.batch_prompt},
+                                         {"new_tokens", d.new_tokens},
+                                         {"kv_blocks", d.kv_blocks},
+                                         {"flops_per_step", d.flops_per_step},
+                                         {"bytes_per_step", d.bytes_per_step},
+                                         {"bound_tokens_per_s", or_null(d.bound_tokens_per_s)},
+                                         {"fraction_of_bound", or_null(d.fraction_of_bound)}});
+        }
+        if (r.has_crossover) {
+            const DecodeCrossover& x = r.crossover;
+            // null: no batch makes the step compute-bound (JSON has no infinity).
+            j["decode_crossover"] = {
+                {"context", x.context},
+                {"flops_per_token", x.per_token_flops},
+                {"weight_bytes", x.weight_bytes},
+                {"bytes_per_token", x.per_token_bytes},
+                {"ridge_flops_per_byte", x.ridge_flops_per_byte},
+                {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
+        }
         for (const auto& b : r.device_ops) {
             nlohmann::json row = {{"backend", b.backend},
                                   {"tokens", b.tokens},
@@ -187,6 +281,7 @@ void run(BenchCliOptions o) {
             d.backend.c_str(), r.machine.read_gb_per_s, d.read_bound_tokens_per_s,
             100 * d.fraction_of_read_bound);
     }
+    if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
     std::printf(
         "\nThreads: cpu uses up to %d (the CPUs this process may run on), one per %.0f MFLOP "
         "of an op's work\n",
@@ -227,13 +322,25 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--decode-steps", o->bench.decode_steps, "decode steps timed")
         ->capture_default_str();
+    CLI::Option* batch =
+        cmd->add_option("--batch", o->batch,
+                        "decode tokens/s at these batch sizes, e.g. 1,4,16,64 (one engine each)");
+    cmd->add_option("--batch-prompt", o->bench.batch_prompt,
+                    "prompt tokens of each request of a batched row")
+        ->capture_default_str();
+    cmd->add_option("--kv-blocks", o->bench.kv_blocks,
+                    "KV pool of a batched row in blocks (0: just enough for the batch)")
+        ->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the random weights")->capture_default_str();
     cmd->add_flag("--load", o->bench.load,
                   "measure again next to one process spinning on a CPU, and against a quiet "
                   "single-thread run");
     add_mask_option(cmd, o->bench.mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o, batch] {
+        o->batch_given = batch->count() > 0;
+        run(*o);
+    });
 }
 
 }  // namespace plab::cli

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "perf/flops.h"
 #include "runtime/chunk_plan.h"
-#include "runtime/registry.h"
+#include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -35,9 +35,12 @@ double now_s() {
         .count();
 }
 
-std::vector<int32_t> bench_tokens(int n, int vocab) {
+// `stream` picks one of many fixed sequences (distinct prompts of a batch).
+std::vector<int32_t> bench_tokens(int n, int vocab, std::uint64_t stream = 0) {
     std::vector<int32_t> t(static_cast<std::size_t>(n));
-    std::uint64_t x = 88172645463325252ull;  // xorshift: fixed, non-trivial token ids
+    // xorshift: fixed, non-trivial token ids; the stream moves the (never zero) seed.
+    std::uint64_t x = 88172645463325252ull ^ (stream * 0x9E3779B97F4A7C15ull);
+    if (x == 0) x = 88172645463325252ull;
     for (auto& id : t) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -209,6 +212,130 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
     return d;
 }
 
+int ceil_div(int a, int b) {
+    return (a + b - 1) / b;
+}
+
+// What a batched row of b sequences asks of the engine.
+struct BatchPlan {
+    int max_step_tokens = 0;
+    int prefill_steps = 0;  // at most this many steps before every prompt is computed
+    int new_tokens = 0;     // max_new_tokens of every request
+    int positions = 0;      // the most positions a sequence holds
+    int blocks_per_sequence = 0;
+    int kv_blocks = 0;
+};
+
+BatchPlan batch_plan(int b, const BenchOptions& o) {
+    BatchPlan p;
+    // A step takes decode tokens first, then prompt tokens, up to its budget.
+    // Twice the batch leaves every step at least b tokens of prompt while
+    // requests are still being admitted (fewer than b are decoding then).
+    p.max_step_tokens = std::max(512, 2 * b);
+    p.prefill_steps = ceil_div(b * o.batch_prompt, p.max_step_tokens - b);
+    // The first request admitted has made at most prefill_steps tokens when
+    // the first step of b decode tokens runs; then the warm-up and timed
+    // steps, and one to spare.
+    p.new_tokens = p.prefill_steps + o.batch_warmup + o.decode_steps + 1;
+    p.positions = o.batch_prompt + p.new_tokens - 1;  // the last new token is never fed back
+    p.blocks_per_sequence = ceil_div(p.positions, EngineOptions{}.block_size);
+    p.kv_blocks = o.kv_blocks > 0 ? o.kv_blocks : b * p.blocks_per_sequence;
+    return p;
+}
+
+// Refuses, before anything is measured, a batch the bench cannot run as asked.
+void check_batch(const ModelConfig& c, int b, const BenchOptions& o) {
+    PLAB_CHECK(b >= 1,
+               "--batch: batch size " << b << " must be at least 1; expected sizes like 1,4,16,64");
+    PLAB_CHECK(b <= kMaxBenchBatch,
+               "--batch: batch size " << b << " is larger than the bench runs (at most "
+                                      << kMaxBenchBatch
+                                      << " sequences: the pool and the step's logits grow with "
+                                         "the batch, and a CPU step is compute-bound long before)");
+    const BatchPlan p = batch_plan(b, o);
+    PLAB_CHECK(o.batch_prompt + p.new_tokens <= c.max_seq_len,
+               "--batch " << b << ": each request needs " << o.batch_prompt << " prompt + "
+                          << p.new_tokens << " new tokens (" << p.prefill_steps
+                          << " prefill steps, " << o.batch_warmup << " warm-up, " << o.decode_steps
+                          << " timed, 1 spare) but max_seq_len is " << c.max_seq_len
+                          << "; lower --decode-steps or --batch-prompt");
+    PLAB_CHECK(b * p.blocks_per_sequence <= p.kv_blocks,
+               "--batch " << b << " needs " << b * p.blocks_per_sequence << " KV blocks ("
+                          << p.blocks_per_sequence << " blocks of " << EngineOptions{}.block_size
+                          << " positions for each sequence's " << p.positions
+                          << ") but --kv-blocks is " << o.kv_blocks << "; give --kv-blocks "
+                          << b * p.blocks_per_sequence << " or more, or a smaller batch");
+}
+
+// b requests of distinct random prompts in one engine, run until `decode_steps`
+// steps holding exactly b decode tokens and no prefill have been timed (after
+// the warm-up ones). Each request's tokens/s is 1 / step time: every request
+// gets one token per step. The step time is the engine's own (StepRecord::us:
+// scheduling, the forward step, sampling b tokens), as a server would see it.
+DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backend, int b,
+                                const BenchOptions& o, const MachineSpeed& machine) {
+    const ModelConfig& c = weights.config;
+    const BatchPlan plan = batch_plan(b, o);
+    EngineOptions eo;
+    eo.backend = backend;
+    eo.kv_blocks = plan.kv_blocks;  // every sequence fits: nothing is preempted
+    eo.prefix_cache = false;        // nothing to share between random prompts, no lookups
+    eo.max_step_tokens = plan.max_step_tokens;
+    eo.max_running = b;
+    Engine engine(weights, eo);
+    for (int i = 0; i < b; ++i) {
+        std::vector<int32_t> prompt =
+            bench_tokens(o.batch_prompt, c.vocab_size, static_cast<std::uint64_t>(i) + 1);
+        RequestOptions ro;
+        ro.max_new_tokens = plan.new_tokens;
+        ro.eos_id = -1;  // no early stop: every request stays in every step
+        ro.mask = session_for(prompt, c, o).mask;
+        engine.add_request(std::move(prompt), ro);
+    }
+    std::vector<double> times;
+    double context_sum = 0;
+    int warm = 0;
+    double timed_start = now_s();
+    bool out_of_time = false;
+    while (engine.has_unfinished() && static_cast<int>(times.size()) < o.decode_steps) {
+        const StepRecord& s = engine.step();
+        PLAB_ASSERT(s.preempted.empty());  // the pool holds every sequence
+        if (s.decode_tokens != b || s.prefill_tokens != 0) continue;  // admission, or a tail
+        if (warm < o.batch_warmup) {
+            ++warm;
+            timed_start = now_s();
+            continue;
+        }
+        times.push_back(s.us * 1e-6);
+        // Positions cached before this step: the fed-back token was the newest one.
+        for (int id : s.requests)
+            context_sum += static_cast<double>(engine.request(id).tokens.size()) - 2;
+        out_of_time = times.size() >= 3 && now_s() - timed_start > o.budget_s;
+        if (out_of_time) break;
+    }
+    // batch_plan gives every request tokens enough for the warm-up and timed steps.
+    PLAB_ASSERT(out_of_time || static_cast<int>(times.size()) == o.decode_steps);
+    DecodeBatchRow row;
+    row.backend = engine.backend().name();
+    row.batch = b;
+    row.steps = static_cast<int>(times.size());
+    row.context = context_sum / (double(b) * row.steps);
+    row.kv_blocks = plan.kv_blocks;
+    row.new_tokens = plan.new_tokens;
+    row.median_step_s = median(times);
+    row.tokens_per_s = b / row.median_step_s;
+    row.tokens_per_s_per_request = 1.0 / row.median_step_s;
+    const DecodeStepCost cost = decode_step_cost(c, b, row.context);
+    row.flops_per_step = cost.flops();
+    row.bytes_per_step = cost.bytes();
+    if (held_to_host_limits(row.backend)) {
+        row.bound_tokens_per_s =
+            b / roofline_step_s(cost, machine.gemm_gflops, machine.read_gb_per_s);
+        row.fraction_of_bound = row.tokens_per_s / row.bound_tokens_per_s;
+    }
+    return row;
+}
+
 // Caps the cpu backend's threads for one scope (the single-thread reference).
 class CpuThreadCap {
 public:
@@ -229,17 +356,22 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     PLAB_CHECK(o.decode_prompt >= 1 && o.decode_prompt + o.decode_steps <= c.max_seq_len,
                "decode prompt + steps must fit in max_seq_len " << c.max_seq_len);
     PLAB_CHECK(o.decode_steps >= 1, "--decode-steps must be at least 1");
+    PLAB_CHECK(o.batch_prompt >= 1,
+               "--batch-prompt " << o.batch_prompt << " must be at least 1 token");
+    PLAB_CHECK(o.kv_blocks >= 0,
+               "--kv-blocks " << o.kv_blocks << " must be at least 1 (or 0: just enough)");
+    for (int b : o.batches) check_batch(c, b, o);
     BenchReport r;
     r.config = c;
     r.machine = measure_machine();
-    struct Loaded {  // what the load pass needs of each backend
-        std::unique_ptr<Backend> backend;
-        std::unique_ptr<DeviceModel> model;
-    };
-    std::vector<Loaded> loaded;
+    // One engine per backend: its backend and device model serve the
+    // single-sequence rows (a Session each, no pool of the engine's is made);
+    // the batched rows get an engine of their own, with a pool for b sequences.
+    std::vector<std::unique_ptr<Engine>> loaded;  // kept for the load pass
     for (const std::string& name : o.backends) {
-        auto backend = make_backend(name);
-        auto model = std::make_unique<DeviceModel>(*backend, weights);
+        auto engine = std::make_unique<Engine>(weights, EngineOptions{.backend = name});
+        Backend* backend = &engine->backend();
+        const DeviceModel* model = &engine->model();
         {
             // Warm-up, untimed: starts the thread pool and touches every weight once.
             const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
@@ -255,6 +387,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                 r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
         }
         r.decode.push_back(decode_row(*backend, *model, o, r.machine));
+        for (int b : o.batches)
+            r.decode_batch.push_back(decode_batch_row(weights, name, b, o, r.machine));
         if (o.load && name == "cpu") {
             // The one backend whose thread count the engine decides per op.
             CpuThreadCap cap(1);
@@ -264,17 +398,37 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                 r.prefill_single_thread.push_back(row);
             }
         }
-        if (o.load) loaded.push_back({std::move(backend), std::move(model)});
+        if (o.load) loaded.push_back(std::move(engine));
+    }
+    // The crossover at the context of the largest batch of the first CPU
+    // backend (the K/V term, the only one that depends on it, is small).
+    const DecodeBatchRow* largest = nullptr;
+    for (const DecodeBatchRow& row : r.decode_batch) {
+        if (!held_to_host_limits(row.backend)) continue;
+        if (largest != nullptr && row.backend != largest->backend) break;
+        if (largest == nullptr || row.batch > largest->batch) largest = &row;
+    }
+    if (largest != nullptr) {
+        const DecodeStepCost k = decode_step_cost(c, 1, largest->context);
+        r.has_crossover = true;
+        r.crossover.context = largest->context;
+        r.crossover.per_token_flops = k.per_token_flops;
+        r.crossover.weight_bytes = k.weight_bytes;
+        r.crossover.per_token_bytes = k.per_token_bytes;
+        // The ridge point the bench prints: GEMM peak over read bandwidth.
+        r.crossover.ridge_flops_per_byte = r.machine.gemm_gflops / r.machine.read_gb_per_s;
+        r.crossover.batch =
+            decode_compute_bound_batch(c, largest->context, r.crossover.ridge_flops_per_byte);
     }
     if (!o.load) return r;
     r.load_cpu = last_allowed_cpu();
     // An hour: longer than any bench here (each row stops after budget_s).
     SpinningCompetitor competitor(r.load_cpu, 3600);
-    for (Loaded& l : loaded) {
-        const std::string name = l.backend->name();
+    for (const auto& l : loaded) {
+        const std::string name = l->backend().name();
         for (int n : o.lengths) {
             PrefillBenchRow row =
-                prefill_row(name, c, n, time_prefills(*l.model, n, o), r.machine.gemm_gflops);
+                prefill_row(name, c, n, time_prefills(l->model(), n, o), r.machine.gemm_gflops);
             for (const auto& q : r.prefill) {
                 if (q.backend == name && q.tokens == n)
                     row.ratio_to_quiet = row.median_s / q.median_s;
@@ -285,7 +439,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             }
             r.prefill_load.push_back(row);
         }
-        DecodeBenchRow d = decode_row(*l.backend, *l.model, o, r.machine);
+        DecodeBenchRow d = decode_row(l->backend(), l->model(), o, r.machine);
         for (const auto& q : r.decode) {
             if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
         }

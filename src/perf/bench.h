@@ -6,6 +6,10 @@
 // Medians of several runs, because shared machines are noisy; the worst run
 // beside it, because a noisy neighbour shows up there first.
 //
+// With `batches`, decode is also measured b sequences at a time through one
+// Engine: total and per-request tokens/s, each against the roofline, and the
+// batch from which a step is compute-bound here (lessons/08-batching-decode.md).
+//
 // With `load`, every row is measured a second time while a competitor process
 // spins on one CPU (issue 12: a prefill that collapses next to a busy core),
 // and reported as a ratio to the quiet run. The cpu backend is also measured
@@ -31,7 +35,19 @@ struct BenchOptions {
     std::string chunks = "full";  // chunk plan for the prefill rows
     bool load = false;            // also measure next to one spinning process
     std::string mask = "causal";  // attention mask of every prefill and decode (mask_spec.h)
+    // Batched decode (`--batch`): for each batch size b, one Engine serving b
+    // requests of distinct random prompts; the steps that hold exactly b
+    // decode tokens and no prefill are timed (decode_steps of them, fewer if
+    // budget_s runs out, never fewer than 3).
+    std::vector<int> batches;  // empty: no batched rows
+    int batch_prompt = 32;     // prompt tokens of every request of a batched row
+    int batch_warmup = 3;      // pure decode steps run untimed first
+    int kv_blocks = 0;         // the pool of a batched row; 0 = just enough for its b sequences
 };
+
+// The largest batch `plab bench --batch` runs: the pool and the step's logits
+// (b x V floats) grow with b, and a CPU step is compute-bound long before.
+inline constexpr int kMaxBenchBatch = 1024;
 
 struct PrefillBenchRow {
     std::string backend;
@@ -61,6 +77,38 @@ struct DecodeBenchRow {
     double ratio_to_quiet = 0;  // under load: median_step_s / the quiet row's
 };
 
+// Decode of `batch` sequences in one engine, one token each per step. The
+// step reads the weights once for all of them (perf/flops.h DecodeStepCost).
+struct DecodeBatchRow {
+    std::string backend;
+    int batch = 0;
+    int steps = 0;       // timed steps, each with exactly `batch` decode tokens, no prefill
+    double context = 0;  // positions cached per sequence, mean over the timed steps
+    int kv_blocks = 0;   // the pool it ran with
+    int new_tokens = 0;  // max_new_tokens of each request (warm-up, timed steps, prefill steps)
+    double median_step_s = 0;
+    double tokens_per_s = 0;              // batch / median step: the machine's decode throughput
+    double tokens_per_s_per_request = 0;  // 1 / median step: what each request sees
+    double flops_per_step = 0;            // at `context` (perf/flops.h decode_step_cost)
+    double bytes_per_step = 0;
+    // Roofline, CPU backends only (0 otherwise): batch / max(FLOPs / GEMM
+    // peak, bytes / read bandwidth), and the measured speed as a fraction of it.
+    double bound_tokens_per_s = 0;
+    double fraction_of_bound = 0;
+};
+
+// Where a decode step stops being memory-bound on this machine: the batch b
+// with b·f / peak = (W + b·k) / read bandwidth (perf/flops.h
+// decode_compute_bound_batch), at the context of the largest batch of the first CPU backend.
+struct DecodeCrossover {
+    double context = 0;
+    double per_token_flops = 0;  // f
+    double weight_bytes = 0;     // W
+    double per_token_bytes = 0;  // k
+    double ridge_flops_per_byte = 0;
+    double batch = 0;  // +infinity: never compute-bound
+};
+
 // One prefill of a backend that times its ops on the device (the GPU
 // backends: a CUDA event before and after every op), summed by op. The sum of
 // the op times against the wall time says how much of a prefill the kernels
@@ -83,6 +131,11 @@ struct BenchReport {
     MachineSpeed machine;
     std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> decode;
+    std::vector<DecodeBatchRow> decode_batch;  // with BenchOptions::batches: backend by backend
+    // With batches and a CPU backend among the backends (the host's peak and
+    // bandwidth bound CPU backends only); otherwise has_crossover is false.
+    bool has_crossover = false;
+    DecodeCrossover crossover;
     // With BenchOptions::load: the cpu backend quietly on one thread, then
     // every row again next to the competitor.
     std::vector<PrefillBenchRow> prefill_single_thread;

@@ -1,5 +1,8 @@
 #include "perf/flops.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace plab {
 
 PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0) {
@@ -38,6 +41,34 @@ double decode_bytes(const ModelConfig& c, int ctx) {
     const double params =
         c.tied_embeddings ? double(c.n_params()) : double(c.n_params()) - embedding + c.dim;
     return params * sizeof(float) + double(ctx) * c.kv_floats_per_token() * sizeof(float);
+}
+
+DecodeStepCost decode_step_cost(const ModelConfig& c, int batch, double ctx) {
+    DecodeStepCost k;
+    k.batch = batch;
+    k.ctx = ctx;
+    // One token: projections, MLP and logits as prefill_cost counts them, and
+    // attention over its ctx cached keys and itself (linear in ctx).
+    const PrefillCost one = prefill_cost(c, 1, 0);
+    k.per_token_flops = one.projection_flops + one.logits_flops +
+                        4.0 * c.head_dim * c.n_heads * c.n_layers * (ctx + 1);
+    // decode_bytes split into what the step shares and what each token adds:
+    // an untied embedding table is looked up one row per token, not shared.
+    const double row = c.tied_embeddings ? 0.0 : double(c.dim) * sizeof(float);
+    k.weight_bytes = decode_bytes(c, 0) - row;
+    k.per_token_bytes = ctx * c.kv_floats_per_token() * sizeof(float) + row;
+    return k;
+}
+
+double roofline_step_s(const DecodeStepCost& k, double peak_gflops, double bandwidth_gb_per_s) {
+    return std::max(k.flops() / (peak_gflops * 1e9), k.bytes() / (bandwidth_gb_per_s * 1e9));
+}
+
+double decode_compute_bound_batch(const ModelConfig& c, double ctx, double ridge) {
+    const DecodeStepCost k = decode_step_cost(c, 1, ctx);
+    const double margin = k.per_token_flops / ridge - k.per_token_bytes;
+    if (margin <= 0) return std::numeric_limits<double>::infinity();
+    return k.weight_bytes / margin;
 }
 
 }  // namespace plab

@@ -40,4 +40,40 @@ int attention_overtakes_projections_at(const ModelConfig& c);
 // untied token-embedding table only the one row looked up) + K/V of ctx positions.
 double decode_bytes(const ModelConfig& c, int ctx);
 
+// One decode step of `batch` sequences, each feeding back one token at context
+// `ctx` (positions already cached; a mean over the sequences is fine: every
+// term is linear in it). What batching changes (lessons/08-batching-decode.md):
+//   FLOPs  grow with the batch: batch · per_token_flops, the FLOPs of one
+//          token (prefill_cost(c, 1, ctx): projections, attention over ctx+1
+//          keys, its logits);
+//   bytes  barely do: the weights are read once for the whole step
+//          (weight_bytes), and each sequence adds only its own K/V and its
+//          row of an untied embedding table (per_token_bytes).
+// At batch 1 the bytes are decode_bytes(c, ctx).
+struct DecodeStepCost {
+    int batch = 0;
+    double ctx = 0;
+    double per_token_flops = 0;
+    double weight_bytes = 0;     // read once per step, whatever the batch
+    double per_token_bytes = 0;  // K/V of ctx positions (+ one embedding row if untied)
+    double flops() const { return batch * per_token_flops; }
+    double bytes() const { return weight_bytes + batch * per_token_bytes; }
+    double flops_per_byte() const { return flops() / bytes(); }  // arithmetic intensity
+};
+DecodeStepCost decode_step_cost(const ModelConfig& c, int batch, double ctx);
+
+// The roofline's lower bound on a step's time, with the machine's peak
+// (GFLOP/s) and bandwidth (GB/s): max(FLOPs / peak, bytes / bandwidth).
+double roofline_step_s(const DecodeStepCost& k, double peak_gflops, double bandwidth_gb_per_s);
+
+// The batch from which a decode step at context `ctx` is compute-bound on a
+// machine whose ridge point is `ridge` FLOP per byte (peak / bandwidth):
+//   b·f / peak > (W + b·k) / bandwidth  <=>  b > W / (f/ridge − k)
+// with f = per-token FLOPs, W = weight bytes, k = per-token bytes (lower case:
+// F and K name the MLP width and the keys). Without the K/V term this is
+// 2·ridge for float32 weights (2 FLOPs per 4-byte weight per token). Returns
+// +infinity when f/ridge <= k: the per-sequence bytes then grow as fast as
+// the FLOPs, and no batch makes the step compute-bound.
+double decode_compute_bound_batch(const ModelConfig& c, double ctx, double ridge);
+
 }  // namespace plab
