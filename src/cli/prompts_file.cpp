@@ -24,6 +24,13 @@ std::string json_reason(const nlohmann::json::parse_error& e) {
     return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
+// "a string", "an array", "null": the JSON type of a value, for a message.
+std::string a_type(const nlohmann::json& v) {
+    const std::string t = v.type_name();
+    if (v.is_null()) return t;
+    return (t == "array" || t == "object" ? "an " : "a ") + t;
+}
+
 PromptLine parse_json_line(const std::string& line, int n, const std::string& path) {
     static const char* kExample =
         R"(; write one object per line, e.g. {"prompt": "Once upon a time", "max_new_tokens": 8})";
@@ -34,8 +41,8 @@ PromptLine parse_json_line(const std::string& line, int n, const std::string& pa
         PLAB_CHECK(false, path << " line " << n << ": malformed JSON at column " << e.byte << " ("
                                << json_reason(e) << ")" << kExample);
     }
-    PLAB_CHECK(j.is_object(), path << " line " << n << ": a JSON " << j.type_name()
-                                   << ", not an object" << kExample);
+    PLAB_CHECK(j.is_object(),
+               path << " line " << n << ": " << a_type(j) << ", not an object" << kExample);
     PromptLine p;
     p.line = n;
     for (const auto& [key, value] : j.items()) {
@@ -43,12 +50,11 @@ PromptLine parse_json_line(const std::string& line, int n, const std::string& pa
                    path << " line " << n << ": unknown key \"" << key
                         << "\"; the keys are \"prompt\" (required) and \"max_new_tokens\"");
     }
-    PLAB_CHECK(
-        j.contains("prompt") && j["prompt"].is_string(),
-        path << " line " << n << ": "
-             << (j.contains("prompt") ? "\"prompt\" is a " + std::string(j["prompt"].type_name())
-                                      : std::string("no \"prompt\" key"))
-             << "; give the prompt as a JSON string" << kExample);
+    PLAB_CHECK(j.contains("prompt") && j["prompt"].is_string(),
+               path << " line " << n << ": "
+                    << (j.contains("prompt") ? "\"prompt\" is " + a_type(j["prompt"])
+                                             : std::string("no \"prompt\" key"))
+                    << "; give the prompt as a JSON string" << kExample);
     p.text = j["prompt"].get<std::string>();
     PLAB_CHECK(!p.text.empty(), path << " line " << n << ": \"prompt\" is an empty string; "
                                      << "give the text the request starts from");
