@@ -89,7 +89,7 @@ struct Request {
     int computed_tokens = 0;  // tokens run through the model, recomputation included
 
     double arrival_us = 0;
-    std::vector<double> token_us;  // when each new token was sampled
+    std::vector<double> token_us;            // when each new token was sampled
     std::vector<std::vector<float>> logits;  // with options.keep_logits: (new tokens, V)
     double finish_us = 0;
     std::string finish_reason;  // "eos" or "length"
