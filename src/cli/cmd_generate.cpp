@@ -166,6 +166,8 @@ void run_many(const GenerateCliOptions& o) {
         RequestOptions ro;
         ro.max_new_tokens = lines[i].max_new_tokens.value_or(o.gen.max_new_tokens);
         ro.eos_id = o.no_stop ? -1 : tok.eos_id();
+        // The same sampler options, seed included, for every request: each
+        // samples what it would alone (so two equal lines answer alike).
         ro.sampler = o.gen.sampler;
         try {
             engine.add_request(prompts[i], ro);

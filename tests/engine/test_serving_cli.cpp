@@ -295,6 +295,28 @@ TEST_CASE(
     REQUIRE(j["pool"]["blocks_in_use"] == 0);
 }
 
+TEST_CASE(
+    "generate --prompts with a sampling temperature: each request samples what it samples alone "
+    "(the same seed for every request)",
+    "[cli][serving]") {
+    const std::vector<std::string> sampling = {"--temperature", "0.9", "--top-k", "20",
+                                               "--seed",        "7"};
+    const json j = serve(sampling);
+    REQUIRE(j["requests"].size() == kPrompts.size());
+    for (std::size_t i = 0; i < kPrompts.size(); ++i) {
+        INFO("request " << i);
+        const json a = alone(kPrompts[i], sampling);
+        REQUIRE(ids_of(j["requests"][i]["new_tokens"]) == ids_of(a["new_tokens"]));
+    }
+    // Sampling really happened: some answer differs from its greedy one; and
+    // the repeated prompt (request 3 = request 0) answers alike.
+    bool differs = false;
+    for (std::size_t i = 0; i < kPrompts.size(); ++i)
+        differs |= j["requests"][i]["new_tokens"] != alone_runs()[i]["new_tokens"];
+    REQUIRE(differs);
+    REQUIRE(j["requests"][3]["new_tokens"] == j["requests"][0]["new_tokens"]);
+}
+
 TEST_CASE("generate --prompts: bad input is one clear line and exit 1", "[cli][serving]") {
     const std::string m = small_model();
     auto gen = [&](std::vector<std::string> extra) {
