@@ -26,6 +26,7 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/shapes.h"
+#include "runtime/engine.h"
 #include "runtime/equivalence.h"
 #include "runtime/registry.h"
 
@@ -136,8 +137,11 @@ void run(const CompareOptions& o) {
     // 2. Every backend and plan against cpu-ref's full prefill.
     std::vector<Row> rows;
     Tally reference_tally, fast_tally;
-    auto cpu_ref = make_backend("cpu-ref");
-    const DeviceModel ref_model(*cpu_ref, model.weights);
+    // Every backend and device model comes from an Engine (runtime/engine.h);
+    // the sessions below keep KV pools of their own, so the engines' shared
+    // pools are never made.
+    const Engine ref_engine(model.weights, EngineOptions{.backend = "cpu-ref"});
+    const DeviceModel& ref_model = ref_engine.model();
     for (const auto& tokens : prompts) {
         const int t = static_cast<int>(tokens.size());
         MaskContext mc;  // a random model has no tokenizer, hence no BOS for docs:bos
@@ -149,8 +153,9 @@ void run(const CompareOptions& o) {
         double scale = 0;
         for (float x : ref.last_logits) scale = std::max(scale, double(std::fabs(x)));
         for (const std::string& name : names) {
-            auto backend = make_backend(name);
-            const DeviceModel dm(*backend, model.weights);
+            const Engine engine(model.weights, EngineOptions{.backend = name});
+            const Backend* backend = &engine.backend();
+            const DeviceModel& dm = engine.model();
             for (const std::string& plan_text : split_plans(o.plans)) {
                 const ChunkPlan plan = parse_chunk_plan(plan_text, t);
                 double us = 0;

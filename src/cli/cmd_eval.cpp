@@ -8,9 +8,8 @@
 #include <memory>
 
 #include "cli/common.h"
-#include "runtime/device_model.h"
+#include "runtime/engine.h"
 #include "runtime/eval.h"
-#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {
@@ -39,9 +38,9 @@ void run(const EvalCliOptions& o) {
     eo.induction_trials = o.trials;
     eo.induction_len = o.induction_len;
     eo.mask = o.mask;
-    auto backend = make_backend(o.backend);
-    const DeviceModel dm(*backend, m.weights);
-    const EvalReport r = evaluate(dm, *m.tokenizer, eo);
+    const Engine engine(m.weights, EngineOptions{.backend = o.backend});
+    const Backend* backend = &engine.backend();
+    const EvalReport r = evaluate(engine.model(), *m.tokenizer, eo);
 
     if (o.json) {
         nlohmann::json j;

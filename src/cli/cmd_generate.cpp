@@ -1,44 +1,92 @@
 // `plab generate`: a whole request — prefill, first token, decode — with its
 // TTFT next to its prefill time. Lesson: lessons/05-ttft-is-not-prefill.md.
+//
+// With --prompts FILE, many requests served together by one Engine
+// (runtime/engine.h): one shared KV block pool, steps over many sequences, a
+// prefix cache. Each request's own latency figures are printed, with how many
+// of its prompt tokens were found cached. Lesson: lessons/07-reusing-a-prefix.md.
+//
+// Both paths take the backend and the device model from an Engine; the single
+// prompt then runs runtime/generate.h's generate(), whose trace spans (queue,
+// tokenize, copy in, prefill, sample, deliver) lesson 5 reads.
 #include <cstdio>
 #include <memory>
 
 #include "cli/common.h"
+#include "cli/prompts_file.h"
 #include "core/error.h"
+#include "runtime/engine.h"
 #include "runtime/generate.h"
-#include "runtime/registry.h"
 
 namespace plab::cli {
 namespace {
 
 struct GenerateCliOptions {
     PromptOptions prompt;
+    std::string prompts;  // --prompts FILE: many requests through one engine
     std::string model;
     std::string backend = "cpu";
     GenerateOptions gen;
     std::string trace;
     std::string mask = "causal";
+    std::string prefix_cache = "on";
+    int kv_blocks = 0;
     bool no_stop = false;
     bool json = false;
+    // Given on the command line? (to refuse an option where it does not apply)
+    CLI::Option* prompts_opt = nullptr;
+    CLI::Option* chunks_opt = nullptr;
+    CLI::Option* kv_blocks_opt = nullptr;
+    CLI::Option* prefix_cache_opt = nullptr;
 };
 
-void run(GenerateCliOptions o) {
+// Generated text on one line of the report: a byte-level model may emit
+// newlines and control bytes, which would break the layout; they are shown
+// escaped (\n, \t, \xNN). JSON output carries the text unchanged.
+std::string one_line(const std::string& s) {
+    std::string out;
+    for (unsigned char ch : s) {
+        if (ch == '\n') {
+            out += "\\n";
+        } else if (ch == '\t') {
+            out += "\\t";
+        } else if (ch == '\\' || ch == '"') {
+            out += '\\';
+            out += static_cast<char>(ch);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+            out += buf;
+        } else {
+            out += static_cast<char>(ch);
+        }
+    }
+    return out;
+}
+
+void run_one(GenerateCliOptions o) {
+    PLAB_CHECK(o.kv_blocks_opt->count() == 0 && o.prefix_cache_opt->count() == 0,
+               "--kv-blocks and --prefix-cache set up the engine's shared pool for --prompts "
+               "FILE; a single prompt runs in a session of its own (put it in a prompts file of "
+               "one line to serve it through the engine)");
     const Model model = load_model_arg(o.model);
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     o.gen.stop_at_eos = !o.no_stop;
     o.gen.session.mask = resolve_mask(o.mask, tokens, model);
-    auto backend = make_backend(o.backend);
-    const DeviceModel dm(*backend, model.weights);
+    // The engine owns the backend and the device model; its KV pool is made
+    // only by a first add_request, so the session below pays for none.
+    const Engine engine(model.weights, EngineOptions{.backend = o.backend});
     Trace trace;
-    const GenerateResult r = generate(dm, *model.tokenizer, "", tokens, o.gen, trace);
+    const GenerateResult r = generate(engine.model(), *model.tokenizer, "", tokens, o.gen, trace);
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
     double decode_total = 0;
     for (double s : r.decode_step_us) decode_total += s;
     const double decode_tps =
         r.decode_step_us.empty() ? 0 : r.decode_step_us.size() / (decode_total * 1e-6);
+    const std::string backend = engine.backend().name();
     if (o.json) {
         nlohmann::json j;
-        j["backend"] = backend->name();
+        j["backend"] = backend;
         j["mask"] = o.mask;
         j["prompt_tokens"] = r.prompt_tokens;
         j["new_tokens"] = r.new_tokens;
@@ -50,13 +98,172 @@ void run(GenerateCliOptions o) {
         return;
     }
     std::printf("%s%s\n\n", model.tokenizer->decode(r.prompt_tokens).c_str(), r.text.c_str());
-    std::printf("backend %s, %zu prompt tokens, %zu new tokens (chunk plan %s)\n",
-                backend->name().c_str(), r.prompt_tokens.size(), r.new_tokens.size(),
-                o.gen.chunks.c_str());
+    std::printf("backend %s, %zu prompt tokens, %zu new tokens (chunk plan %s)\n", backend.c_str(),
+                r.prompt_tokens.size(), r.new_tokens.size(), o.gen.chunks.c_str());
     std::printf(
         "prefill %.3f ms, time to first token %.3f ms (TTFT also counts tokenize, copies,\n"
         "sampling and delivery), decode %.1f tokens/s\n",
         r.prefill_us / 1000, r.ttft_us / 1000, decode_tps);
+    if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
+}
+
+// A latency figure, or JSON null where there is nothing to measure (the gaps
+// between tokens of a request that made one token): a 0 would pull averages down.
+nlohmann::json ms_or_null(double ms, bool measured) {
+    return measured ? nlohmann::json(ms) : nlohmann::json(nullptr);
+}
+
+void run_many(const GenerateCliOptions& o) {
+    // 1. What does not apply to many requests, refused before any work.
+    PLAB_CHECK(o.prompt.text.empty() && o.prompt.file.empty() && o.prompt.tokens.empty(),
+               "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
+               "--tokens (or drop --prompts to run that one prompt)");
+    PLAB_CHECK(o.chunks_opt->count() == 0,
+               "--chunks is the chunk plan of a single prompt; with --prompts the engine cuts "
+               "prompts into chunks by its step budget ("
+                   << EngineOptions{}.max_step_tokens << " tokens per step)");
+    PLAB_CHECK(o.prefix_cache == "on" || o.prefix_cache == "off",
+               "--prefix-cache '" << o.prefix_cache << "': give on or off");
+    PLAB_CHECK(o.kv_blocks_opt->count() == 0 || o.kv_blocks >= 1,
+               "--kv-blocks " << o.kv_blocks
+                              << ": the pool needs at least one block; leave the option out for "
+                                 "the engine's default (4 full-length sequences)");
+    const Model model = load_model_arg(o.model);
+    const Tokenizer& tok = *model.tokenizer;
+    const ModelConfig& c = model.weights.config;
+    const std::vector<PromptLine> lines = read_prompts_file(o.prompts);
+
+    // 2. Tokenize every prompt as the single-prompt path does (BOS first unless --no-bos).
+    std::vector<std::vector<int32_t>> prompts;
+    for (const PromptLine& l : lines) {
+        std::vector<int32_t> ids = tok.encode(l.text, !o.prompt.no_bos);
+        PLAB_CHECK(!ids.empty(), o.prompts << " line " << l.line << ": the prompt encodes to no "
+                                           << "token; give text (or drop --no-bos)");
+        PLAB_CHECK(static_cast<int>(ids.size()) <= c.max_seq_len,
+                   o.prompts << " line " << l.line << ": prompt of " << ids.size()
+                             << " tokens is longer than the model's max_seq_len " << c.max_seq_len
+                             << "; shorten it");
+        prompts.push_back(std::move(ids));
+    }
+    // The prefix cache shares a block only where its K/V depend on nothing but
+    // the tokens before it: the causal mask. The mask is one spec for all.
+    const BoundMask mask = resolve_mask(o.mask, prompts.front(), model);
+    PLAB_CHECK(mask.is_causal(), "--mask " << o.mask
+                                           << ": --prompts serves causal requests only (the "
+                                              "prefix cache shares K/V computed under the causal "
+                                              "mask); give --mask causal, or run one prompt "
+                                              "(text, --prompt-file or --tokens) with this mask");
+
+    // 3. One engine; every request arrives before the first step.
+    EngineOptions eo;
+    eo.backend = o.backend;
+    eo.block_size = o.gen.session.block_size;
+    eo.kv_blocks = o.kv_blocks;
+    eo.prefix_cache = o.prefix_cache == "on";
+    Trace trace;
+    Engine engine(model.weights, eo, o.trace.empty() ? nullptr : &trace);
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        RequestOptions ro;
+        ro.max_new_tokens = lines[i].max_new_tokens.value_or(o.gen.max_new_tokens);
+        ro.eos_id = o.no_stop ? -1 : tok.eos_id();
+        // The same sampler options, seed included, for every request: each
+        // samples what it would alone (so two equal lines answer alike).
+        ro.sampler = o.gen.sampler;
+        try {
+            engine.add_request(prompts[i], ro);
+        } catch (const Error& e) {
+            // The engine counts requests from 0; the user knows the file's lines.
+            throw Error(o.prompts + " line " + std::to_string(lines[i].line) + ": " + e.what());
+        }
+    }
+    engine.run();
+    if (!o.trace.empty()) trace.write_chrome_json(o.trace);
+
+    // 4. Report: per request, then the steps and the pool.
+    int prefill_tokens = 0, decode_tokens = 0;
+    for (const StepRecord& s : engine.steps()) {
+        prefill_tokens += s.prefill_tokens;
+        decode_tokens += s.decode_tokens;
+    }
+    const PoolStats pool = engine.pool_stats();
+    const std::string clock =
+        "each request's clock starts at its arrival at the engine (all were added at once, "
+        "before the first step) and stops when a token is sampled";
+    if (o.json) {
+        nlohmann::json j;
+        j["backend"] = engine.backend().name();
+        j["prefix_cache"] = eo.prefix_cache;
+        j["clock"] = clock;
+        j["steps"] = engine.steps().size();
+        j["prefill_tokens"] = prefill_tokens;
+        j["decode_tokens"] = decode_tokens;
+        j["requests"] = nlohmann::json::array();
+        for (int id = 0; id < engine.num_requests(); ++id) {
+            const Request& r = engine.request(id);
+            const RequestLatency l = latency_of(r);
+            const bool gaps = r.token_us.size() >= 2;
+            const std::vector<int32_t> made(r.new_tokens().begin(), r.new_tokens().end());
+            j["requests"].push_back({{"id", r.id},
+                                     {"line", lines[static_cast<std::size_t>(id)].line},
+                                     {"prompt_tokens", r.prompt.size()},
+                                     {"prompt_ids", r.prompt},
+                                     {"cached_tokens", r.cached_tokens},
+                                     {"computed_tokens", r.computed_tokens},
+                                     {"new_tokens", made},
+                                     {"text", tok.decode(made)},
+                                     {"finish_reason", r.finish_reason},
+                                     {"preemptions", r.preemptions},
+                                     {"ttft_ms", l.ttft_ms},
+                                     {"itl_ms",
+                                      {{"mean", ms_or_null(l.itl_mean_ms, gaps)},
+                                       {"p90", ms_or_null(l.itl_p90_ms, gaps)}}},
+                                     {"tpot_ms", ms_or_null(l.tpot_ms, gaps)},
+                                     {"e2e_ms", l.e2e_ms}});
+        }
+        j["pool"] = {
+            {"blocks", pool.num_blocks},           {"block_size", pool.block_size},
+            {"blocks_in_use", pool.blocks_in_use}, {"cached_free_blocks", pool.cached_free_blocks},
+            {"free_blocks", pool.free_blocks},     {"hit_blocks", pool.hit_blocks},
+            {"miss_blocks", pool.miss_blocks},     {"evictions", pool.evictions},
+            {"preemptions", pool.preemptions}};
+        print_json(j);
+        return;
+    }
+    std::printf(
+        "backend %s, %d requests from %s, prefix cache %s: %zu steps, %d prefill tokens "
+        "and %d decode tokens computed\n",
+        engine.backend().name().c_str(), engine.num_requests(), o.prompts.c_str(),
+        o.prefix_cache.c_str(), engine.steps().size(), prefill_tokens, decode_tokens);
+    std::printf("Times in ms: %s.\n", clock.c_str());
+    for (int id = 0; id < engine.num_requests(); ++id) {
+        const Request& r = engine.request(id);
+        const RequestLatency l = latency_of(r);
+        const std::vector<int32_t> made(r.new_tokens().begin(), r.new_tokens().end());
+        std::printf(
+            "\nrequest %d (line %d): %zu prompt tokens, %d cached (%s), %zu new tokens "
+            "(%s), %d preemptions\n",
+            r.id, lines[static_cast<std::size_t>(id)].line, r.prompt.size(), r.cached_tokens,
+            r.cached_tokens > 0 ? "warm: prefix hit" : "cold", made.size(), r.finish_reason.c_str(),
+            r.preemptions);
+        if (made.size() >= 2) {
+            std::printf(
+                "  TTFT %.3f ms, inter-token latency mean %.3f ms p90 %.3f ms, TPOT %.3f "
+                "ms, end-to-end %.3f ms\n",
+                l.ttft_ms, l.itl_mean_ms, l.itl_p90_ms, l.tpot_ms, l.e2e_ms);
+        } else {
+            std::printf("  TTFT %.3f ms (one new token: no inter-token gap), end-to-end %.3f ms\n",
+                        l.ttft_ms, l.e2e_ms);
+        }
+        std::printf("  output: \"%s\"\n", one_line(tok.decode(made)).c_str());
+    }
+    std::printf(
+        "\npool: %d blocks of %d positions, %d in use, %d cached free; prefix cache %lld "
+        "block hits, %lld misses; %lld evictions, %lld preemptions\n",
+        pool.num_blocks, pool.block_size, pool.blocks_in_use, pool.cached_free_blocks,
+        pool.hit_blocks, pool.miss_blocks, pool.evictions, pool.preemptions);
+    std::printf(
+        "A warm request (prefix hit) and a cold one are two measurement conditions: "
+        "compare times within one, never average them together.\n");
     if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
 }
 
@@ -66,10 +273,17 @@ void add_generate_command(CLI::App& app) {
     auto o = std::make_shared<GenerateCliOptions>();
     CLI::App* cmd = app.add_subcommand("generate", "prefill a prompt, then decode new tokens");
     o->prompt.add_to(cmd);
+    o->prompts_opt =
+        cmd->add_option("--prompts", o->prompts,
+                        "serve many prompts together through one engine: a file of one prompt per "
+                        "line, or JSON Lines {\"prompt\": \"...\", \"max_new_tokens\": 8}; blank "
+                        "lines are skipped");
     add_model_option(cmd, o->model);
     cmd->add_option("--backend", o->backend, "cpu-ref, cpu, ...")->capture_default_str();
-    cmd->add_option("--chunks", o->gen.chunks, "chunk plan of the prefill")->capture_default_str();
-    cmd->add_option("-n,--max-new-tokens", o->gen.max_new_tokens, "tokens to generate")
+    o->chunks_opt = cmd->add_option("--chunks", o->gen.chunks, "chunk plan of the prefill")
+                        ->capture_default_str();
+    cmd->add_option("-n,--max-new-tokens", o->gen.max_new_tokens,
+                    "tokens to generate (with --prompts: for lines that do not say)")
         ->capture_default_str();
     cmd->add_option("--temperature", o->gen.sampler.temperature, "0 = greedy")
         ->capture_default_str();
@@ -80,11 +294,24 @@ void add_generate_command(CLI::App& app) {
     cmd->add_option("--seed", o->gen.sampler.seed, "sampling seed")->capture_default_str();
     cmd->add_option("--block-size", o->gen.session.block_size, "KV cache block size")
         ->capture_default_str();
+    o->prefix_cache_opt =
+        cmd->add_option("--prefix-cache", o->prefix_cache,
+                        "with --prompts: share the KV blocks of a common prompt prefix (on|off)")
+            ->capture_default_str();
+    o->kv_blocks_opt = cmd->add_option(
+        "--kv-blocks", o->kv_blocks,
+        "with --prompts: blocks in the shared KV pool (default: 4 full-length sequences)");
     add_mask_option(cmd, o->mask);
     cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o] {
+        if (o->prompts_opt->count() > 0) {
+            run_many(*o);
+        } else {
+            run_one(*o);
+        }
+    });
 }
 
 }  // namespace plab::cli

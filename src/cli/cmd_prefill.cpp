@@ -13,8 +13,8 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "perf/flops.h"
+#include "runtime/engine.h"
 #include "runtime/equivalence.h"
-#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "trace/trace.h"
 
@@ -48,8 +48,12 @@ void run(const PrefillOptions& o) {
                                 : ChunkPlan{{t}};
     PLAB_CHECK(o.top >= 1, "--top " << o.top << " must be at least 1");
 
-    auto backend = make_backend(o.backend);
-    DeviceModel dm(*backend, model.weights);
+    // The engine owns the backend and the device model (its shared KV pool is
+    // made only by a first request: the session below keeps a pool of its own,
+    // whose block numbers the chunk lines print).
+    const Engine engine(model.weights, EngineOptions{.backend = o.backend});
+    const Backend* backend = &engine.backend();
+    const DeviceModel& dm = engine.model();
     Trace trace;
     // A trace file also gets the GPU backends' device time of every op, on its
     // own track (CUDA events; a little slower, so only when a trace is asked for).

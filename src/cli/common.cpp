@@ -20,6 +20,28 @@ void PromptOptions::add_to(CLI::App* cmd) {
     cmd->add_flag("--no-bos", no_bos, "do not put the BOS token first");
 }
 
+std::string read_text_file(const std::string& path, const std::string& what) {
+    PLAB_CHECK(!std::filesystem::is_directory(path),
+               what << " " << path << " is a directory; give a text file");
+    PLAB_CHECK(std::filesystem::exists(path),
+               "cannot read " << what << " " << path << ": no such file; check the path");
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    PLAB_CHECK(f.good(), "cannot read " << what << " " << path);
+    // Size first, then one buffer of exactly that size: a huge file is refused
+    // before any of it is read (kMaxPromptFileBytes says why the limit is safe).
+    const std::streamoff size = f.tellg();
+    PLAB_CHECK(size >= 0 && static_cast<std::uint64_t>(size) <= kMaxPromptFileBytes,
+               what << " " << path << " is " << size << " bytes; prompt files are "
+                    << "limited to " << kMaxPromptFileBytes
+                    << " bytes (16 MiB: 16 bytes for each of the 2^20 tokens of the "
+                    << "longest max_seq_len a model may have)");
+    std::string t(static_cast<std::size_t>(size), '\0');
+    f.seekg(0);
+    f.read(t.data(), size);
+    PLAB_CHECK(f.good() || size == 0, "could not read " << what << " " << path);
+    return t;
+}
+
 std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
     const int given = !text.empty() + !file.empty() + !tokens.empty();
     PLAB_CHECK(given <= 1, "give the prompt one way: text, --prompt-file or --tokens");
@@ -35,23 +57,7 @@ std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
     } else {
         std::string t = text;
         if (!file.empty()) {
-            PLAB_CHECK(!std::filesystem::is_directory(file),
-                       "prompt file " << file << " is a directory; give a text file");
-            std::ifstream f(file, std::ios::binary | std::ios::ate);
-            PLAB_CHECK(f.good(), "cannot read prompt file " << file);
-            // Size first, then one buffer of exactly that size: a huge file is refused
-            // before any of it is read (kMaxPromptFileBytes says why the limit is safe).
-            const std::streamoff size = f.tellg();
-            PLAB_CHECK(size >= 0 && static_cast<std::uint64_t>(size) <= kMaxPromptFileBytes,
-                       "prompt file "
-                           << file << " is " << size << " bytes; prompt files are "
-                           << "limited to " << kMaxPromptFileBytes
-                           << " bytes (16 MiB: 16 bytes for each of the 2^20 tokens of the "
-                           << "longest max_seq_len a model may have)");
-            t.resize(static_cast<std::size_t>(size));
-            f.seekg(0);
-            f.read(t.data(), size);
-            PLAB_CHECK(f.good() || size == 0, "could not read prompt file " << file);
+            t = read_text_file(file, "prompt file");
             PLAB_CHECK(!t.empty(), "prompt file " << file << " is empty; a prompt needs text");
         } else if (t.empty()) {
             t = kDefaultPrompt;

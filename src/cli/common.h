@@ -20,6 +20,11 @@ namespace plab::cli {
 // read into memory only to fail the length check after tokenizing.
 inline constexpr std::uint64_t kMaxPromptFileBytes = std::uint64_t(16) << 20;
 
+// The whole of a text file of at most kMaxPromptFileBytes; `what` names it in
+// the one-line errors ("prompt file", "prompts file"): a directory, a missing
+// or unreadable file, a file over the limit.
+std::string read_text_file(const std::string& path, const std::string& what);
+
 // Where the prompt comes from: text, a file, or explicit token ids.
 struct PromptOptions {
     std::string text;
