@@ -154,10 +154,12 @@ TEST_CASE("cpu matmul on many threads matches cpu-ref, awkward sizes", "[threads
         int m, n, k;
     };
     // Each above 2·kMinFlopsPerThread, so on 2+ CPUs it really splits: m = 1
-    // and 5 (decode: w rows only), 37 (one row tile), 300 (two row tiles of
-    // kRowTile 256, uneven); n not a multiple of the 16-wide tiles.
+    // and 5 (decode: w rows only), 2..4 (the few-row dot-product path of a
+    // batched decode step), 37 (one row tile), 300 (two row tiles of kRowTile
+    // 256, uneven); n not a multiple of the 16-wide tiles.
     for (const Shape s :
-         {Shape{1, 20011, 401}, Shape{5, 1501, 1201}, Shape{37, 613, 353}, Shape{300, 517, 131}}) {
+         {Shape{1, 20011, 401}, Shape{2, 20011, 401}, Shape{3, 9001, 403}, Shape{4, 5011, 401},
+          Shape{5, 1501, 1201}, Shape{37, 613, 353}, Shape{300, 517, 131}}) {
         INFO("m=" << s.m << " n=" << s.n << " k=" << s.k << ", threads "
                   << cpu_threads_for(2.0 * s.m * s.n * s.k));
         REQUIRE(2.0 * s.m * s.n * s.k >= 2 * kMinFlopsPerThread);
