@@ -95,7 +95,7 @@ nlohmann::json report_json(const ServeReport& r) {
                         {"ttft_ms", s.ttft_client_ms},
                         {"itl_ms", s.itl_ms},
                         {"tpot_ms", s.latency.tpot_ms},
-                        {"e2e_ms", s.latency.e2e_ms},
+                        {"e2e_ms", s.e2e_client_ms},
                         {"kv_transfer_ms", s.kv_transfer_ms},
                         {"kv_transfer_bytes", s.kv_transfer_bytes}});
     }
@@ -238,15 +238,22 @@ void run(const ServeCliOptions& o) {
     for (const ServedRequest& s : r.requests) {
         std::printf("%4d %9.4f %7d %7d %5zu %9.2f %9.2f %9.2f %9.2f\n", s.id, s.arrival_s,
                     s.prompt_tokens, s.cached_tokens, s.new_tokens.size(), s.latency.queue_ms,
-                    s.ttft_client_ms, s.latency.tpot_ms, s.latency.e2e_ms);
+                    s.ttft_client_ms, s.latency.tpot_ms, s.e2e_client_ms);
     }
     std::printf("\n%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
     print_summary_row(r.policy, r.summary);
     if (o.disaggregate) {
-        std::printf("KV handed over: %lld blocks, %lld bytes, at %.2f GB/s\n",
-                    r.summary.kv_transfer_blocks, r.summary.kv_transfer_bytes,
-                    r.summary.link_gb_per_s);
+        const long long per_block = r.summary.kv_transfer_blocks > 0
+                                        ? r.summary.kv_transfer_bytes / r.summary.kv_transfer_blocks
+                                        : 0;
+        double transfer_ms = 0;
+        for (const ServedRequest& s : r.requests) transfer_ms += s.kv_transfer_ms;
+        std::printf(
+            "KV handed over: %lld blocks x %lld bytes = %lld bytes, %.3f ms in all at "
+            "%.2f GB/s\n",
+            r.summary.kv_transfer_blocks, per_block, r.summary.kv_transfer_bytes, transfer_ms,
+            r.summary.link_gb_per_s);
     }
     std::printf("clocks start at arrival at the engine and stop when a token is sampled%s\n",
                 o.network_delay_ms > 0 ? " (TTFT: delivered, network delay added)" : "");

@@ -156,6 +156,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
         s.kv_transfer_bytes = t.kv_transfer_bytes;
         s.latency = latency_of(view);
         s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
+        s.e2e_client_ms = s.latency.e2e_ms + o.network_delay_ms;
         s.first_scheduled_s = r.first_scheduled_us / 1e6;
         for (double x : t.token_us) s.token_s.push_back(x / 1e6);
         for (std::size_t k = 1; k < t.token_us.size(); ++k)
@@ -164,7 +165,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
         ttft.push_back(s.ttft_client_ms);
         itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
         if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
-        e2e.push_back(s.latency.e2e_ms + o.network_delay_ms);
+        e2e.push_back(s.e2e_client_ms);
         first_arrival = std::min(first_arrival, r.arrival_us);
         last_token = std::max(last_token, t.token_us.back());
         tokens += static_cast<long long>(t.new_tokens.size());
@@ -369,46 +370,47 @@ Trace serve_trace(const ServeReport& report) {
             who += (who.empty() ? "" : ",") + std::to_string(s.requests[i]) + ":" +
                    std::to_string(s.tokens[i]) + (s.decode[i] ? "d" : "p");
         }
-        t.add({"step",
-               "engine",
-               s.start_us,
-               s.us,
-               {{"step", std::to_string(s.index)},
-                {"requests (id:tokens, p prefill d decode)", who},
-                {"prefill_tokens", std::to_string(s.prefill_tokens)},
-                {"decode_tokens", std::to_string(s.decode_tokens)},
-                {"blocks_in_use", std::to_string(s.blocks_in_use)}},
-               "engine steps"});
+        t.add_on_track({"step",
+                        "engine",
+                        s.start_us,
+                        s.us,
+                        {{"step", std::to_string(s.index)},
+                         {"requests (id:tokens, p prefill d decode)", who},
+                         {"prefill_tokens", std::to_string(s.prefill_tokens)},
+                         {"decode_tokens", std::to_string(s.decode_tokens)},
+                         {"blocks_in_use", std::to_string(s.blocks_in_use)}}},
+                       "engine steps");
         for (std::size_t i = 0; i < s.requests.size(); ++i) {
-            t.add({s.decode[i] ? "decode" : "prefill chunk",
-                   "request",
-                   s.start_us,
-                   s.us,
-                   {{"tokens", std::to_string(s.tokens[i])}, {"step", std::to_string(s.index)}},
-                   "request " + std::to_string(s.requests[i])});
+            t.add_on_track(
+                {s.decode[i] ? "decode" : "prefill chunk",
+                 "request",
+                 s.start_us,
+                 s.us,
+                 {{"tokens", std::to_string(s.tokens[i])}, {"step", std::to_string(s.index)}}},
+                "request " + std::to_string(s.requests[i]));
         }
     }
     for (const ServedRequest& r : report.requests) {
         const std::string track = "request " + std::to_string(r.id);
-        t.add({"queued",
-               "request",
-               r.arrival_s * 1e6,
-               (r.first_scheduled_s - r.arrival_s) * 1e6,
-               {{"prompt_tokens", std::to_string(r.prompt_tokens)}},
-               track});
+        t.add_on_track({"queued",
+                        "request",
+                        r.arrival_s * 1e6,
+                        (r.first_scheduled_s - r.arrival_s) * 1e6,
+                        {{"prompt_tokens", std::to_string(r.prompt_tokens)}}},
+                       track);
         if (!r.token_s.empty()) {
-            t.add({"first token",
-                   "request",
-                   r.token_s.front() * 1e6,
-                   0,
-                   {{"ttft_ms", std::to_string(r.latency.ttft_ms)}},
-                   track});
-            t.add({"finish",
-                   "request",
-                   r.token_s.back() * 1e6,
-                   0,
-                   {{"new_tokens", std::to_string(r.new_tokens.size())}},
-                   track});
+            t.add_on_track({"first token",
+                            "request",
+                            r.token_s.front() * 1e6,
+                            0,
+                            {{"ttft_ms", std::to_string(r.latency.ttft_ms)}}},
+                           track);
+            t.add_on_track({"finish",
+                            "request",
+                            r.token_s.back() * 1e6,
+                            0,
+                            {{"new_tokens", std::to_string(r.new_tokens.size())}}},
+                           track);
         }
     }
     return t;

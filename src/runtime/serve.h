@@ -56,6 +56,7 @@ struct ServedRequest {
     long long kv_transfer_bytes = 0;  // disaggregated: its blocks x bytes per block
     RequestLatency latency;
     double ttft_client_ms = 0;  // TTFT + the network delay: when the client has the token
+    double e2e_client_ms = 0;   // e2e + the network delay: when the client has the last one
     double first_scheduled_s = 0;
     std::vector<double> token_s;  // when each new token was sampled
     std::vector<double> itl_ms;

@@ -87,7 +87,7 @@ Workload generate_workload(const WorkloadGenerator& g) {
                                                              << " must satisfy 1 <= min <= max");
     Workload w;
     std::ostringstream src;
-    src << "Poisson arrivals at " << g.rate << "/s, " << g.requests << " requests, seed " << g.seed;
+    src << "Poisson arrivals at " << g.rate << "/s, seed " << g.seed;
     w.source = src.str();
     std::mt19937_64 rng(g.seed);
     std::exponential_distribution<double> gap(g.rate);

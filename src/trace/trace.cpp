@@ -15,7 +15,13 @@ double Trace::now_us() const {
 }
 
 void Trace::add(TraceEvent e) {
-    if (enabled) events_.push_back(std::move(e));
+    add_on_track(std::move(e), "");
+}
+
+void Trace::add_on_track(TraceEvent e, std::string track) {
+    if (!enabled) return;
+    events_.push_back(std::move(e));
+    tracks_.push_back(std::move(track));
 }
 
 void Trace::span(std::string name, std::string category, double start_us,
@@ -66,12 +72,13 @@ std::string Trace::to_chrome_json() const {
     std::map<std::string, int> named;
     for (const auto& e : events_) {
         int tid = e.category == "device" ? 2 : 1;
-        if (!e.track.empty()) {
-            const auto found = named.find(e.track);
+        const std::string& track = tracks_[static_cast<std::size_t>(&e - events_.data())];
+        if (!track.empty()) {
+            const auto found = named.find(track);
             if (found == named.end()) {
                 tid = 3 + static_cast<int>(named.size());
-                named.emplace(e.track, tid);
-                track_name(tid, e.track.c_str());
+                named.emplace(track, tid);
+                track_name(tid, track.c_str());
             } else {
                 tid = found->second;
             }

@@ -23,9 +23,6 @@ struct TraceEvent {
     double start_us = 0;                      // microseconds since the trace began
     double dur_us = 0;                        // 0 for an instant event
     std::map<std::string, std::string> args;  // e.g. {"layer":"0","positions":"0-3","blocks":"0"}
-    // Its own named track ("request 3", "engine steps"); empty: the host
-    // track, or the device track for category "device".
-    std::string track;
 };
 
 class Trace {
@@ -34,6 +31,9 @@ public:
 
     double now_us() const;
     void add(TraceEvent e);
+    // An event on its own named track ("request 3", "engine steps") instead of
+    // the host track (or the device track, for category "device").
+    void add_on_track(TraceEvent e, std::string track);
     // A span from start_us to now.
     void span(std::string name, std::string category, double start_us,
               std::map<std::string, std::string> args = {});
@@ -62,6 +62,7 @@ public:
 private:
     std::chrono::steady_clock::time_point origin_;
     std::vector<TraceEvent> events_;
+    std::vector<std::string> tracks_;  // parallel to events_: "" = host or device track
 };
 
 }  // namespace plab
