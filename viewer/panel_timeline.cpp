@@ -118,16 +118,7 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     };
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const float axis_y = o.y + font * 0.2f;
-    for (int i = 0; i <= 5; ++i) {
-        const double us = t_begin + span * i / 5;
-        const float x = x_of(us);
-        dl->AddLine(ImVec2(x, axis_y + font * 1.2f), ImVec2(x, axis_y + font * 1.6f),
-                    IM_COL32(180, 180, 180, 255));
-        const std::string txt = format_us(us - t_begin);
-        const float w = ImGui::CalcTextSize(txt.c_str()).x;
-        const float tx = i == 0 ? x : i == 5 ? x - w : x - w * 0.5f;  // keep labels inside
-        dl->AddText(ImVec2(tx, axis_y), IM_COL32(180, 180, 180, 255), txt.c_str());
-    }
+    draw_time_axis(dl, o.x + label_w, width, axis_y, t_begin, span);
 
     // 3. One lane per kind of span.
     const std::vector<std::string> lanes = lanes_of(tl.events);

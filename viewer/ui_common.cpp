@@ -360,4 +360,19 @@ void release_texture(HeatmapTexture& tex) {
     tex = HeatmapTexture{};
 }
 
+void draw_time_axis(ImDrawList* dl, float x0, float width, float axis_y, double t_begin,
+                    double span) {
+    const float font = ImGui::GetFontSize();
+    for (int i = 0; i <= 5; ++i) {
+        const double us = t_begin + span * i / 5;
+        const float x = x0 + static_cast<float>((us - t_begin) / span) * width;
+        dl->AddLine(ImVec2(x, axis_y + font * 1.2f), ImVec2(x, axis_y + font * 1.6f),
+                    IM_COL32(180, 180, 180, 255));
+        const std::string txt = format_us(us - t_begin);
+        const float w = ImGui::CalcTextSize(txt.c_str()).x;
+        const float tx = i == 0 ? x : i == 5 ? x - w : x - w * 0.5f;  // keep labels inside
+        dl->AddText(ImVec2(tx, axis_y), IM_COL32(180, 180, 180, 255), txt.c_str());
+    }
+}
+
 }  // namespace plab::viewer

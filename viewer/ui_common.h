@@ -56,6 +56,10 @@ std::string token_label(const std::string& text);
 // "12.3 us" / "4.56 ms" / "1.2 KiB"
 std::string format_us(double us);
 std::string format_bytes(double bytes);
+// A time axis of six ticks labelled from 0 at t_begin: x = x0 + (us - t_begin)
+// / span * width, labels at axis_y (the timeline panels' shared ruler).
+void draw_time_axis(ImDrawList* dl, float x0, float width, float axis_y, double t_begin,
+                    double span);
 
 // The step cursor of the current scene: stages done and layers done of the next stage.
 struct StepView {

@@ -196,6 +196,12 @@ std::vector<int32_t> new_tokens_of(const Engine& e, int id) {
     return {t.begin(), t.end()};
 }
 
+// The cold oracle: the same engine options with the prefix cache off.
+EngineOptions without_prefix_cache(EngineOptions o) {
+    o.prefix_cache = false;
+    return o;
+}
+
 // No block in use, every reference count zero: nothing leaked.
 void require_no_leak(const Engine& e) {
     const KvCache& pool = e.cache();
@@ -278,11 +284,7 @@ TEST_CASE("prefix cache: warm == cold, shared blocks counted, one token recomput
         EngineOptions eo;
         eo.backend = name;
         eo.block_size = B;
-        Engine cold_engine(w, [&] {
-            EngineOptions o = eo;
-            o.prefix_cache = false;
-            return o;
-        }());
+        Engine cold_engine(w, without_prefix_cache(eo));
         Engine e(w, eo);
         const std::vector<int32_t> prompt = prompt_of(5 * B + 1, 7);  // 5 full blocks + 1
         const int cold = cold_engine.add_request(prompt, greedy(6));
@@ -355,11 +357,7 @@ TEST_CASE("prefix cache: a different token before a block boundary misses that b
         REQUIRE(e.request(id).hit_blocks == block);
         REQUIRE(e.request(id).miss_blocks == 6 - block);
         // What was shared gives the answer of a cold run.
-        Engine cold(w, [&] {
-            EngineOptions o = eo;
-            o.prefix_cache = false;
-            return o;
-        }());
+        Engine cold(w, without_prefix_cache(eo));
         const int cid = cold.add_request(other, greedy(1));
         cold.run();
         require_bitwise_equal(e.request(id).logits[0], cold.request(cid).logits[0],
@@ -394,11 +392,7 @@ TEST_CASE("prefix cache: requests admitted in one step share blocks computed in 
     }
     e.run();
     for (int i = 0; i < 4; ++i) {
-        Engine alone(w, [&] {
-            EngineOptions o = eo;
-            o.prefix_cache = false;
-            return o;
-        }());
+        Engine alone(w, without_prefix_cache(eo));
         const int id = alone.add_request(e.request(i).prompt, greedy(4));
         alone.run();
         INFO("request " << i);
