@@ -3,10 +3,7 @@
 // --compare-policies the same workload runs under every scheduling policy in
 // one run: the chunked-prefill experiment of issue 11.
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/common.h"
 #include "core/error.h"
@@ -44,16 +41,6 @@ struct ServeCliOptions {
     std::string trace;
     bool json = false;
 };
-
-std::string read_workload_file(const std::string& path) {
-    PLAB_CHECK(!std::filesystem::is_directory(path),
-               "workload " << path << " is a directory; give a JSON Lines file");
-    std::ifstream f(path, std::ios::binary);
-    PLAB_CHECK(f.good(), "cannot read workload file " << path);
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
 
 std::pair<int, int> parse_range(const std::string& text, const std::string& what) {
     const std::vector<int> v = parse_int_list(text, what);
@@ -144,7 +131,7 @@ void run(const ServeCliOptions& o) {
                "give one workload: --rate R (generated) or --long-prompt N, not both");
     Workload workload;
     if (!o.workload.empty()) {
-        workload = parse_workload(read_workload_file(o.workload), o.workload);
+        workload = parse_workload(read_text_file(o.workload, "workload file"), o.workload);
     } else if (o.long_prompt > 0) {
         workload = long_prompt_workload(o.long_prompt, 4, 32);
     } else {

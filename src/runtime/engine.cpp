@@ -50,10 +50,7 @@ Engine::Engine(const Weights& weights, EngineOptions options, Trace* trace)
     PLAB_CHECK(options_.kv_blocks >= 0, "the KV pool needs at least one block, got "
                                             << options_.kv_blocks
                                             << " (0 picks a pool for 4 full-length sequences)");
-    PLAB_CHECK(options_.max_step_tokens >= 1,
-               "the step token budget " << options_.max_step_tokens << " must be at least 1");
-    PLAB_CHECK(options_.max_running >= 1,
-               "max running sequences " << options_.max_running << " must be at least 1");
+    scheduler_options().validate();  // at once, though the scheduler comes with the pool
     PLAB_CHECK(options_.policy == Policy::chunked ||
                    options_.max_step_tokens >= weights.config.max_seq_len,
                "policy " << policy_name(options_.policy)
@@ -75,6 +72,16 @@ Engine::~Engine() {
     ws_.reset();
     cache_.reset();
     model_.reset();
+}
+
+SchedulerOptions Engine::scheduler_options() const {
+    SchedulerOptions so;
+    so.policy = options_.policy;
+    so.max_step_tokens = options_.max_step_tokens;
+    so.max_running = options_.max_running;
+    so.prefix_cache = options_.prefix_cache;
+    so.salt = salt_;
+    return so;
 }
 
 double Engine::now_us() const {
@@ -100,13 +107,7 @@ KvCache& Engine::pool() {
         const int per_seq = (c.max_seq_len + options_.block_size - 1) / options_.block_size;
         const int blocks = options_.kv_blocks > 0 ? options_.kv_blocks : 4 * per_seq;
         cache_ = std::make_unique<KvCache>(*backend_, c, options_.block_size, blocks);
-        SchedulerOptions so;
-        so.policy = options_.policy;
-        so.max_step_tokens = options_.max_step_tokens;
-        so.max_running = options_.max_running;
-        so.prefix_cache = options_.prefix_cache;
-        so.salt = salt_;
-        scheduler_ = std::make_unique<Scheduler>(*cache_, so);
+        scheduler_ = std::make_unique<Scheduler>(*cache_, scheduler_options());
         // The activations of the largest step, allocated before any step is timed.
         ws_ = std::make_unique<Workspace>(*backend_);
         ws_->ensure(c, options_.max_step_tokens);
@@ -206,6 +207,15 @@ int Engine::add_prefilled(std::vector<int32_t> prompt, int32_t first_token,
     r.kv = std::move(kv);
     r.kv_positions = static_cast<int>(r.prompt.size());
     return id;
+}
+
+std::vector<std::vector<float>> Engine::take_handed_over_kv(int id) {
+    Request& r = *requests_.at(static_cast<std::size_t>(id));
+    PLAB_CHECK(r.state == RequestState::finished && r.options.hand_over_kv,
+               "request " << id
+                          << " has no K/V to hand over (it needs hand_over_kv and to have "
+                             "finished)");
+    return std::move(r.kv);
 }
 
 const StepRecord& Engine::step() {

@@ -109,6 +109,9 @@ public:
     int add_prefilled(std::vector<int32_t> prompt, int32_t first_token,
                       std::vector<std::vector<float>> kv, RequestOptions options, double arrival_us,
                       double first_token_us);
+    // A finished request's K/V copied out with hand_over_kv, moved to the
+    // caller (for Engine::add_prefilled on the decode engine).
+    std::vector<std::vector<float>> take_handed_over_kv(int id);
     bool has_unfinished() const { return scheduler_ && scheduler_->has_unfinished(); }
     // One scheduling decision and one forward step over the chosen sequences.
     const StepRecord& step();
@@ -132,6 +135,7 @@ public:
 
 private:
     KvCache& pool();
+    SchedulerOptions scheduler_options() const;  // the part of options_ the scheduler takes
 
     EngineOptions options_;
     Trace* trace_;

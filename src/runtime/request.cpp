@@ -14,14 +14,19 @@ double percentile(std::vector<double> v, double p) {
 }
 
 RequestLatency latency_of(const Request& r) {
+    return latency_of(r.arrival_us, r.first_scheduled_us, r.token_us);
+}
+
+RequestLatency latency_of(double arrival_us, double first_scheduled_us,
+                          const std::vector<double>& token_us) {
     RequestLatency l;
-    if (r.token_us.empty()) return l;
-    l.queue_ms = (r.first_scheduled_us - r.arrival_us) / 1000;
-    l.ttft_ms = (r.token_us.front() - r.arrival_us) / 1000;
-    l.e2e_ms = (r.token_us.back() - r.arrival_us) / 1000;
+    if (token_us.empty()) return l;
+    l.queue_ms = (first_scheduled_us - arrival_us) / 1000;
+    l.ttft_ms = (token_us.front() - arrival_us) / 1000;
+    l.e2e_ms = (token_us.back() - arrival_us) / 1000;
     std::vector<double> gaps;
-    for (std::size_t i = 1; i < r.token_us.size(); ++i)
-        gaps.push_back((r.token_us[i] - r.token_us[i - 1]) / 1000);
+    for (std::size_t i = 1; i < token_us.size(); ++i)
+        gaps.push_back((token_us[i] - token_us[i - 1]) / 1000);
     if (!gaps.empty()) {
         double sum = 0;
         for (double g : gaps) sum += g;

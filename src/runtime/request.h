@@ -87,6 +87,10 @@ struct RequestLatency {
     double e2e_ms = 0;   // arrival -> last new token
 };
 RequestLatency latency_of(const Request& r);
+// The same from the times alone, on one clock (a request whose tokens came
+// from two engines, as in disaggregated serving).
+RequestLatency latency_of(double arrival_us, double first_scheduled_us,
+                          const std::vector<double>& token_us);
 // Nearest-rank percentile (p in [0, 1]) of v; 0 for an empty v.
 double percentile(std::vector<double> v, double p);
 

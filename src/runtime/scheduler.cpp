@@ -31,11 +31,14 @@ Policy parse_policy(std::string_view name) {
     return Policy::chunked;
 }
 
+void SchedulerOptions::validate() const {
+    PLAB_CHECK(max_step_tokens >= 1,
+               "the step token budget " << max_step_tokens << " must be at least 1");
+    PLAB_CHECK(max_running >= 1, "max running sequences " << max_running << " must be at least 1");
+}
+
 Scheduler::Scheduler(KvCache& pool, SchedulerOptions options) : pool_(pool), options_(options) {
-    PLAB_CHECK(options_.max_step_tokens >= 1,
-               "the step token budget " << options_.max_step_tokens << " must be at least 1");
-    PLAB_CHECK(options_.max_running >= 1,
-               "max running sequences " << options_.max_running << " must be at least 1");
+    options_.validate();
 }
 
 bool Scheduler::uses_prefix_cache(const Request& r) const {
@@ -172,11 +175,9 @@ Schedule Scheduler::schedule() {
     //    request that already has its token in this step).
     for (std::size_t i = 0; i < running_.size() && budget > 0;) {
         Request& r = *running_[i];
+        // A request given its decode token above has nothing left (0 <= 1).
         const int left = remaining(r);
-        const bool scheduled =
-            std::any_of(s.spans.begin(), s.spans.end(),
-                        [&](const ScheduledSpan& sp) { return sp.request == &r; });
-        if (left <= 1 || scheduled) {
+        if (left <= 1) {
             ++i;
             continue;
         }

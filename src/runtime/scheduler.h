@@ -49,6 +49,8 @@ struct SchedulerOptions {
     int max_running = 64;  // sequences in one step at most (vLLM's max_num_seqs)
     bool prefix_cache = true;
     std::uint64_t salt = 0;  // the model's identity, in every block name
+
+    void validate() const;  // one-line plab::Error for a budget or running limit below 1
 };
 
 // One request's share of a step: n_tokens of its known tokens, from

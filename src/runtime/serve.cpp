@@ -119,10 +119,14 @@ std::vector<std::vector<int32_t>> workload_prompts(const Model& model, const Wor
     return prompts;
 }
 
-// Per-request figures and the run's summary, from each request's own record.
-// `token_us` and friends are on one clock whose zero is the first arrival's origin.
+// One request as served, on one clock whose zero is the replay's start: what
+// the engine it arrived at recorded, and its tokens' times (from two engines
+// when disaggregated).
 struct Timeline {
-    const Request* first;  // arrival, prompt, cached tokens, queue (the engine it arrived at)
+    double arrival_us = 0;
+    double first_scheduled_us = 0;
+    std::vector<int32_t> prompt;
+    int cached_tokens = 0;
     std::vector<double> token_us;
     std::vector<int32_t> new_tokens;
     int preemptions = 0;
@@ -130,6 +134,20 @@ struct Timeline {
     long long kv_transfer_bytes = 0;
 };
 
+// The part of a timeline one engine's request gives, times shifted by t_start.
+Timeline timeline_of(const Request& r, double t_start) {
+    Timeline t;
+    t.arrival_us = r.arrival_us - t_start;
+    t.first_scheduled_us = r.first_scheduled_us - t_start;
+    t.prompt = r.prompt;
+    t.cached_tokens = r.cached_tokens;
+    for (double x : r.token_us) t.token_us.push_back(x - t_start);
+    t.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
+    t.preemptions = r.preemptions;
+    return t;
+}
+
+// Per-request figures and the run's summary.
 ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) {
     ServeReport rep;
     rep.policy = policy_name(o.engine.policy);
@@ -139,25 +157,20 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
     long long tokens = 0;
     for (std::size_t id = 0; id < lines.size(); ++id) {
         const Timeline& t = lines[id];
-        const Request& r = *t.first;
-        Request view(SamplerOptions{});  // latency_of over the combined timeline
-        view.arrival_us = r.arrival_us;
-        view.first_scheduled_us = r.first_scheduled_us;
-        view.token_us = t.token_us;
         ServedRequest s;
         s.id = static_cast<int>(id);
-        s.arrival_s = r.arrival_us / 1e6;
-        s.prompt_tokens = static_cast<int>(r.prompt.size());
-        s.prompt_ids = r.prompt;
-        s.cached_tokens = r.cached_tokens;
+        s.arrival_s = t.arrival_us / 1e6;
+        s.prompt_tokens = static_cast<int>(t.prompt.size());
+        s.prompt_ids = t.prompt;
+        s.cached_tokens = t.cached_tokens;
         s.new_tokens = t.new_tokens;
         s.preemptions = t.preemptions;
         s.kv_transfer_ms = t.kv_transfer_ms;
         s.kv_transfer_bytes = t.kv_transfer_bytes;
-        s.latency = latency_of(view);
+        s.latency = latency_of(t.arrival_us, t.first_scheduled_us, t.token_us);
         s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
         s.e2e_client_ms = s.latency.e2e_ms + o.network_delay_ms;
-        s.first_scheduled_s = r.first_scheduled_us / 1e6;
+        s.first_scheduled_s = t.first_scheduled_us / 1e6;
         for (double x : t.token_us) s.token_s.push_back(x / 1e6);
         for (std::size_t k = 1; k < t.token_us.size(); ++k)
             s.itl_ms.push_back((t.token_us[k] - t.token_us[k - 1]) / 1000);
@@ -166,7 +179,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
         itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
         if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
         e2e.push_back(s.e2e_client_ms);
-        first_arrival = std::min(first_arrival, r.arrival_us);
+        first_arrival = std::min(first_arrival, t.arrival_us);
         last_token = std::max(last_token, t.token_us.back());
         tokens += static_cast<long long>(t.new_tokens.size());
         const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
@@ -222,26 +235,8 @@ ServeReport serve_colocated(const Model& model, const Workload& workload, const 
     }
     PLAB_ASSERT(t_start == 0 || !o.virtual_clock);
     std::vector<Timeline> lines;
-    std::vector<std::unique_ptr<Request>> shifted;  // real clock: times from t_start
-    for (int id = 0; id < engine.num_requests(); ++id) {
-        const Request& r = engine.request(id);
-        Timeline t;
-        t.first = &r;
-        if (t_start != 0) {
-            auto copy = std::make_unique<Request>(SamplerOptions{});
-            copy->prompt = r.prompt;
-            copy->cached_tokens = r.cached_tokens;
-            copy->arrival_us = r.arrival_us - t_start;
-            copy->first_scheduled_us = r.first_scheduled_us - t_start;
-            t.first = copy.get();
-            shifted.push_back(std::move(copy));
-        }
-        for (double x : r.token_us) t.token_us.push_back(x - t_start);
-        const auto nt = r.new_tokens();
-        t.new_tokens.assign(nt.begin(), nt.end());
-        t.preemptions = r.preemptions;
-        lines.push_back(std::move(t));
-    }
+    for (int id = 0; id < engine.num_requests(); ++id)
+        lines.push_back(timeline_of(engine.request(id), t_start));
     ServeReport rep = assemble(lines, o);
     rep.summary.steps = static_cast<int>(engine.steps().size());
     rep.summary.preemptions = engine.pool_stats().preemptions;
@@ -275,12 +270,6 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     std::vector<double> transfer_ms(n, 0);
     std::vector<long long> transfer_bytes(n, 0);
     long long blocks = 0;
-    const std::size_t bytes_per_block = [&] {
-        // One block of one sequence, K and V of every layer.
-        const ModelConfig& c = model.weights.config;
-        return std::size_t(o.engine.block_size) * 2 * std::size_t(c.n_layers) * c.n_kv_heads *
-               c.head_dim * sizeof(float);
-    }();
     std::size_t next = 0, handed = 0;
     while (next < n || prefill.has_unfinished() || handed < in_flight.size() ||
            decode.has_unfinished()) {
@@ -294,12 +283,12 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
         }
         while (handed < in_flight.size() && in_flight[handed].at_us <= decode.now_us()) {
             const int pid = in_flight[handed].prefill_id;
-            Request& r = const_cast<Request&>(prefill.request(pid));
+            const Request& r = prefill.request(pid);
             RequestOptions ro;
             ro.max_new_tokens = workload.requests[static_cast<std::size_t>(pid)].max_new_tokens;
             decode_id_of[static_cast<std::size_t>(pid)] =
-                decode.add_prefilled(r.prompt, r.tokens.back(), std::move(r.kv), ro,
-                                     in_flight[handed].at_us, r.token_us.front());
+                decode.add_prefilled(r.prompt, r.tokens.back(), prefill.take_handed_over_kv(pid),
+                                     ro, in_flight[handed].at_us, r.token_us.front());
             ++handed;
         }
         const bool p_work = prefill.has_unfinished(), d_work = decode.has_unfinished();
@@ -310,7 +299,9 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
                 if (!r.options.hand_over_kv) continue;
                 const long long nb =
                     (r.kv_positions + o.engine.block_size - 1) / o.engine.block_size;
-                const long long bytes = nb * static_cast<long long>(bytes_per_block);
+                // A block of one sequence: B positions of K and V in every layer.
+                const long long bytes = nb * o.engine.block_size *
+                                        static_cast<long long>(prefill.cache().bytes_per_token());
                 blocks += nb;
                 transfer_bytes[static_cast<std::size_t>(id)] = bytes;
                 const double ms = static_cast<double>(bytes) / (link * 1e9) * 1e3;
@@ -327,16 +318,11 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     }
     std::vector<Timeline> lines;
     for (std::size_t i = 0; i < n; ++i) {
-        const Request& p = prefill.request(static_cast<int>(i));
-        Timeline t;
-        t.first = &p;
-        t.token_us = p.token_us;
-        t.new_tokens.assign(p.new_tokens().begin(), p.new_tokens().end());
-        t.preemptions = p.preemptions;
-        if (decode_id_of[i] >= 0) {
-            const Request& d = decode.request(decode_id_of[i]);
-            t.token_us = d.token_us;  // the first one is the prefill engine's
-            t.new_tokens.assign(d.new_tokens().begin(), d.new_tokens().end());
+        Timeline t = timeline_of(prefill.request(static_cast<int>(i)), 0);
+        if (decode_id_of[i] >= 0) {  // its tokens from the decode engine, the first included
+            const Timeline d = timeline_of(decode.request(decode_id_of[i]), 0);
+            t.token_us = d.token_us;
+            t.new_tokens = d.new_tokens;
             t.preemptions += d.preemptions;
             t.kv_transfer_ms = transfer_ms[i];
             t.kv_transfer_bytes = transfer_bytes[i];
