@@ -266,6 +266,22 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
     require_one_line_cli_error(serve_file("empty.jsonl", "\n\n"), "no request in the workload");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--rate", "0"}),
                                "request rate 0 must be > 0");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--prompt-len", "9,3"}),
+                               "prompt lengths 9..3 must satisfy 1 <= min <= max");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--prompt-len", "5"}),
+                               "--prompt-len '5' must be MIN,MAX");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--new-tokens", "0,4"}),
+                               "new token counts 0..4 must satisfy 1 <= min <= max");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--clock", "wall"}),
+                               "--clock wall is not a clock; valid: virtual, real");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--prefix-cache", "maybe"}),
+                               "--prefix-cache maybe must be on or off");
+    require_one_line_cli_error(run_cli({"serve", "--model", m, "--workload",
+                                        write_file("both.jsonl",
+                                                   "{\"arrival_s\": 0, "
+                                                   "\"prompt_tokens\": 4}\n"),
+                                        "--rate", "3"}),
+                               "give one workload");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--policy", "fifo"}),
                                "unknown policy 'fifo'");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--step-cost", "1,2"}),
