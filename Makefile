@@ -46,7 +46,7 @@ test: build
 # driver allocations), lessons and recipe (they rerun CLI commands test_engine
 # runs), and the bench --load rows (timing, 3 minutes under ASan).
 # ASAN_CTEST_ARGS='' runs every test of the subset's binaries; more targets, more tests.
-ASAN_TARGETS ?= plab_cli test_engine test_mask test_model fuzz_replays
+ASAN_TARGETS ?= plab_cli test_engine test_mask test_model test_stress fuzz_replays
 ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|fuzz_replay)$$' -E 'bench --load'
 # No -Werror here even in CI: GCC 12's flow analysis under -fsanitize reports
 # false -W(maybe-)uninitialized inside libstdc++ and its AVX-512 intrinsics
