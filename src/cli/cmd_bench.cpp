@@ -79,20 +79,6 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
     }
 }
 
-// `--batch 1,4,16,64`: whole numbers; an empty entry ("1,,4", "1,4,") is
-// refused here (parse_int_list would skip a trailing one), the sizes
-// themselves by run_bench (at least 1, a pool and max_seq_len that fit).
-std::vector<int> parse_batches(const std::string& text) {
-    PLAB_CHECK(!text.empty(), "--batch: empty list; expected batch sizes like 1,4,16,64");
-    std::vector<int> out;
-    for (const std::string& part : split_list(text)) {
-        PLAB_CHECK(!part.empty(),
-                   "--batch: empty entry in '" << text << "'; expected batch sizes like 1,4,16,64");
-        out.push_back(parse_int_list(part, "--batch").front());
-    }
-    return out;
-}
-
 // Batched decode: one row per (backend, batch), then the roofline crossover.
 void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
     std::printf(
@@ -142,7 +128,9 @@ void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
 void run(BenchCliOptions o) {
     o.bench.backends = split_list(o.backends);
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
-    if (o.batch_given) o.bench.batches = parse_batches(o.batch);
+    // --batch 1,4,16,64: the sizes themselves are checked by run_bench (at
+    // least 1, a pool and max_seq_len that fit).
+    if (o.batch_given) o.bench.batches = parse_int_list(o.batch, "--batch");
     PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
     const Weights w = o.model.empty() ? make_random_weights(named_shape("stories15m"), o.seed)
                                       : load_model_arg(o.model).weights;

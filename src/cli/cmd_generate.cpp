@@ -115,7 +115,7 @@ nlohmann::json ms_or_null(double ms, bool measured) {
 
 void run_many(const GenerateCliOptions& o) {
     // 1. What does not apply to many requests, refused before any work.
-    PLAB_CHECK(o.prompt.text.empty() && o.prompt.file.empty() && o.prompt.tokens.empty(),
+    PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
     PLAB_CHECK(o.chunks_opt->count() == 0,

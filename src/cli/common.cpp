@@ -14,7 +14,9 @@
 namespace plab::cli {
 
 void PromptOptions::add_to(CLI::App* cmd) {
-    cmd->add_option("prompt", text, "prompt text (default: a built-in story opening)");
+    // Positional or --prompt TEXT (the viewer's spelling): one option, two names.
+    text_option =
+        cmd->add_option("prompt,--prompt", text, "prompt text (default: a built-in story opening)");
     cmd->add_option("--prompt-file", file, "read the prompt text from this file (at most 16 MiB)");
     cmd->add_option("--tokens", tokens, "token ids instead of text, e.g. 256,72,105");
     cmd->add_flag("--no-bos", no_bos, "do not put the BOS token first");
@@ -42,9 +44,20 @@ std::string read_text_file(const std::string& path, const std::string& what) {
     return t;
 }
 
+bool PromptOptions::given() const {
+    return (text_option != nullptr && text_option->count() > 0) || !file.empty() || !tokens.empty();
+}
+
 std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
-    const int given = !text.empty() + !file.empty() + !tokens.empty();
+    const bool text_given = text_option != nullptr && text_option->count() > 0;
+    const int given = text_given + !file.empty() + !tokens.empty();
     PLAB_CHECK(given <= 1, "give the prompt one way: text, --prompt-file or --tokens");
+    // An empty prompt typed on purpose ("" or --prompt "", e.g. a shell
+    // variable that was not set) is a mistake to report, not a request for
+    // the built-in prompt: only a prompt left out gets the default.
+    PLAB_CHECK(!text_given || !text.empty(),
+               "the prompt is empty; give some text, or leave the prompt out for the built-in "
+               "story opening");
     std::vector<int32_t> ids;
     const ModelConfig& c = model.weights.config;
     if (!tokens.empty()) {
@@ -110,25 +123,27 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& what) {
+    PLAB_CHECK(!text.empty(), what << ": empty list; expected e.g. 1,2,3");
     std::vector<int> out;
-    std::stringstream ss(text);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
+    // split_list keeps empty items ("1,,2", "1,2,"), so a stray comma is
+    // reported rather than silently dropped.
+    for (const std::string& part : split_list(text)) {
+        PLAB_CHECK(!part.empty(), what << ": empty entry in '" << text << "'; expected e.g. 1,2,3");
         int v = 0;
         const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
         PLAB_CHECK(!part.empty() && ec == std::errc() && p == part.data() + part.size(),
                    what << ": '" << part << "' is not a whole number; expected e.g. 1,2,3");
         out.push_back(v);
     }
-    PLAB_CHECK(!out.empty(), what << ": empty list; expected e.g. 1,2,3");
     return out;
 }
 
 std::vector<float> parse_float_list(const std::string& text, const std::string& what) {
+    PLAB_CHECK(!text.empty(), what << ": empty list; expected e.g. 2,4,8,10");
     std::vector<float> out;
-    std::stringstream ss(text);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
+    for (const std::string& part : split_list(text)) {
+        PLAB_CHECK(!part.empty(),
+                   what << ": empty entry in '" << text << "'; expected e.g. 2,4,8,10");
         std::size_t used = 0;
         float v = 0;
         try {
@@ -140,7 +155,6 @@ std::vector<float> parse_float_list(const std::string& text, const std::string& 
                    what << ": '" << part << "' is not a finite number; expected e.g. 2,4,8,10");
         out.push_back(v);
     }
-    PLAB_CHECK(!out.empty(), what << ": empty list; expected e.g. 2,4,8,10");
     return out;
 }
 

@@ -31,7 +31,10 @@ struct PromptOptions {
     std::string file;
     std::string tokens;  // "1,2,3"
     bool no_bos = false;
+    CLI::Option* text_option = nullptr;  // set by add_to: was the text given, even empty?
     void add_to(CLI::App* cmd);
+    // Whether any form of the prompt was given on the command line (even empty).
+    bool given() const;
     // The token ids, validated against the model (empty or out-of-range ids
     // and prompts longer than max_seq_len are rejected with a clear message).
     std::vector<int32_t> resolve(const Model& model) const;

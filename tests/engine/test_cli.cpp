@@ -101,6 +101,24 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE(bj["decode"][0]["bound_tokens_per_s"].get<double>() > 0);
 }
 
+TEST_CASE("the prompt as positional text or as --prompt TEXT is the same prompt", "[cli]") {
+    const std::string model = small_model_dir().string();
+    const auto positional = run_cli({"prefill", "--model", model, "--json", "Once upon a time"});
+    const auto named =
+        run_cli({"prefill", "--model", model, "--json", "--prompt", "Once upon a time"});
+    const auto other = run_cli({"prefill", "--model", model, "--json", "--prompt", "A cat sat"});
+    REQUIRE(positional.exit_code == 0);
+    REQUIRE(named.exit_code == 0);
+    REQUIRE(other.exit_code == 0);
+    auto tokens_of = [](const std::string& out) {
+        const auto j = nlohmann::json::parse(out);
+        return std::make_pair(j.at("tokens").get<std::vector<int>>(),
+                              j.at("first_token").at("id").get<int>());
+    };
+    REQUIRE(tokens_of(named.out) == tokens_of(positional.out));
+    REQUIRE(tokens_of(other.out) != tokens_of(positional.out));  // the text was read, not a default
+}
+
 TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
     const std::string model = small_model_dir().string();
     const std::string long_prompt(300, 'a');  // > max_seq_len 256
@@ -114,6 +132,22 @@ TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
                                "out of range");
     require_one_line_cli_error(run_cli({"prefill", "--model", model, "--tokens", "1,x"}),
                                "not a whole number");
+    // A stray comma is an empty item, reported, not dropped.
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--tokens", "1,2,"}),
+                               "--tokens: empty entry in '1,2,'; expected e.g. 1,2,3");
+    require_one_line_cli_error(run_cli({"toy", "--values", "2,,8,10"}),
+                               "--values: empty entry in '2,,8,10'");
+    // An empty prompt typed on purpose is an error, in either spelling; only
+    // a prompt left out means the built-in one.
+    for (const char* spelling : {"", "--prompt"}) {
+        std::vector<std::string> args = {"prefill", "--model", model};
+        if (*spelling != 0) args.push_back(spelling);
+        args.push_back("");
+        require_one_line_cli_error(run_cli(args), "the prompt is empty; give some text");
+    }
+    require_one_line_cli_error(
+        run_cli({"prefill", "--model", model, "--prompt", "Once", "--tokens", "1,2"}),
+        "give the prompt one way");
     require_one_line_cli_error(run_cli({"prefill", "--model", model, "--chunks", "0", "abc"}),
                                "at least 1");
     require_one_line_cli_error(run_cli({"prefill", "--model", model, "--chunks", "2,-1,4", "abc"}),
