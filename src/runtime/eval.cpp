@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "runtime/chunk_plan.h"
+#include "runtime/sampler.h"
 #include "runtime/session.h"
 
 namespace plab {
@@ -40,10 +41,6 @@ double cross_entropy(const float* logits, int vocab, int target) {
     double sum = 0;
     for (int i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - mx);
     return mx + std::log(sum) - double(logits[target]);
-}
-
-int argmax(const float* v, int n) {
-    return int(std::max_element(v, v + n) - v);
 }
 
 std::vector<AttentionProbe> all_heads(const ModelConfig& c) {
@@ -96,7 +93,7 @@ void score_next_tokens(const DeviceModel& model, const Tokenizer& tok, const std
         for (std::size_t t = 0; t + 1 < ids.size(); ++t) {
             const float* row = p.all_logits.data() + t * std::size_t(V);
             loss_sum += cross_entropy(row, V, ids[t + 1]);
-            correct += argmax(row, V) == ids[t + 1];
+            correct += argmax(std::span<const float>(row, std::size_t(V))) == ids[t + 1];
             ++r.n_predictions;
         }
         ++r.n_stories;
@@ -128,7 +125,7 @@ void score_completions(const DeviceModel& model, const Tokenizer& tok, const std
             s.prefill(ids, parse_chunk_plan("full", int(ids.size()))).last_logits;
         std::vector<int32_t> got;
         for (std::size_t i = 0; i < want.size(); ++i) {
-            got.push_back(argmax(logits.data(), V));
+            got.push_back(argmax(std::span<const float>(logits.data(), std::size_t(V))));
             if (got.back() != want[i]) break;
             if (i + 1 < want.size()) logits = s.decode_step(got.back());
         }

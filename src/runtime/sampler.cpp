@@ -19,7 +19,7 @@ Sampler::Sampler(SamplerOptions options) : options_(options), rng_(options.seed)
     options_.validate();
 }
 
-int32_t argmax(const std::vector<float>& logits) {
+int32_t argmax(std::span<const float> logits) {
     PLAB_ASSERT(!logits.empty());
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }

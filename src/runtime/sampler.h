@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace plab {
@@ -32,8 +33,9 @@ private:
     std::mt19937_64 rng_;
 };
 
-// Index of the largest logit, lowest index on ties.
-int32_t argmax(const std::vector<float>& logits);
+// Index of the largest logit, lowest index on ties: the one argmax on the
+// host (greedy sampling, eval's accuracy, the equivalence report's token).
+int32_t argmax(std::span<const float> logits);
 
 // Softmax of logits (in double for the sum, returned as float) — for printing
 // top-5 probabilities, not part of any bitwise promise.
