@@ -6,34 +6,32 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "runtime/json_lines.h"
 
 namespace plab {
+namespace {
+
+// 2^20: the longest max_seq_len a model may have (cli/common.h's prompt file
+// limit says the same), so no count above it can be served.
+constexpr long long kMaxWorkloadTokens = 1 << 20;
+
+}  // namespace
 
 Workload parse_workload(std::string_view text, const std::string& where) {
+    static const std::string kExample =
+        R"(; write one object per line, e.g. {"arrival_s": 0.5, "prompt": "...", )"
+        R"("max_new_tokens": 32})";
     Workload w;
     w.source = where;
-    int line_no = 0;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        std::size_t end = text.find('\n', pos);
-        if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(pos, end - pos);
-        pos = end + 1;
-        ++line_no;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank
-        const std::string at = where + " line " + std::to_string(line_no) + ": ";
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
-            PLAB_CHECK(false, at << "not valid JSON (" << e.what()
-                                 << "); each line is one object like {\"arrival_s\": 0.5, "
-                                    "\"prompt\": \"...\", \"max_new_tokens\": 32}");
-        }
-        PLAB_CHECK(j.is_object(), at << "expected a JSON object, got " << j.type_name());
+    for (const TextLine& line : split_lines(text)) {
+        if (is_blank(line.text)) continue;
+        const std::string at = where + " line " + std::to_string(line.number) + ": ";
+        const nlohmann::json j = parse_object_line(line.text, at, kExample);
+        check_known_keys(j, {"arrival_s", "prompt", "prompt_tokens", "max_new_tokens"}, at,
+                         "the keys are \"arrival_s\", \"prompt\" or \"prompt_tokens\", and "
+                         "\"max_new_tokens\"");
         WorkloadRequest r;
-        r.line = line_no;
+        r.line = line.number;
         PLAB_CHECK(j.contains("arrival_s") && j["arrival_s"].is_number(),
                    at << "needs a number \"arrival_s\" (seconds from the start)");
         r.arrival_s = j["arrival_s"].get<double>();
@@ -47,20 +45,16 @@ Workload parse_workload(std::string_view text, const std::string& where) {
                        at << "\"prompt\" must be a non-empty string");
             r.prompt = j["prompt"].get<std::string>();
         } else {
-            PLAB_CHECK(j["prompt_tokens"].is_number_integer(),
-                       at << "\"prompt_tokens\" must be an integer");
-            const long long n = j["prompt_tokens"].get<long long>();
-            PLAB_CHECK(n >= 1 && n <= (1 << 20),
-                       at << "prompt_tokens " << n << " must be between 1 and 1048576");
-            r.prompt_tokens = static_cast<int>(n);
+            PLAB_CHECK(is_whole_in_range(j["prompt_tokens"], 1, kMaxWorkloadTokens),
+                       at << "prompt_tokens " << j["prompt_tokens"].dump()
+                          << " must be a whole number between 1 and " << kMaxWorkloadTokens);
+            r.prompt_tokens = j["prompt_tokens"].get<int>();
         }
         if (j.contains("max_new_tokens")) {
-            PLAB_CHECK(j["max_new_tokens"].is_number_integer(),
-                       at << "\"max_new_tokens\" must be an integer");
-            const long long n = j["max_new_tokens"].get<long long>();
-            PLAB_CHECK(n >= 1 && n <= (1 << 20),
-                       at << "max_new_tokens " << n << " must be between 1 and 1048576");
-            r.max_new_tokens = static_cast<int>(n);
+            PLAB_CHECK(is_whole_in_range(j["max_new_tokens"], 1, kMaxWorkloadTokens),
+                       at << "max_new_tokens " << j["max_new_tokens"].dump()
+                          << " must be a whole number between 1 and " << kMaxWorkloadTokens);
+            r.max_new_tokens = j["max_new_tokens"].get<int>();
         }
         if (!w.requests.empty()) {
             const WorkloadRequest& prev = w.requests.back();

@@ -236,6 +236,24 @@ TEST_CASE("serve --calibrate measures a step cost that --step-cost takes back", 
     REQUIRE(nlohmann::json::parse(replay.out)["requests"].size() == 3);
 }
 
+TEST_CASE("workload files: Windows line endings, a byte order mark and blank lines are read",
+          "[serve]") {
+    // The same file as an editor on Windows would save it: BOM, CRLF, a blank
+    // separator line. Line numbers count as the editor does.
+    const Workload w = parse_workload(
+        "\xEF\xBB\xBF{\"arrival_s\": 0, \"prompt_tokens\": 5}\r\n\r\n"
+        "{\"arrival_s\": 0.5, \"prompt\": \"Once\", \"max_new_tokens\": 3}\r\n",
+        "w.jsonl");
+    REQUIRE(w.requests.size() == 2);
+    REQUIRE(w.requests[0].line == 1);
+    REQUIRE(w.requests[0].prompt_tokens == 5);
+    REQUIRE(w.requests[1].line == 3);
+    REQUIRE(w.requests[1].prompt == "Once");  // no '\r' left in the text
+    REQUIRE(w.requests[1].max_new_tokens == 3);
+    require_error([] { parse_workload("{\"arrival_s\": 0, \"prompt_tokens\": 5}\r\n{\"arr", "w"); },
+                  "w line 2: malformed JSON at column");
+}
+
 TEST_CASE("serve: bad workloads and options, one line naming the line and the problem", "[serve]") {
     const std::string m = serve_model_dir();
     auto serve_file = [&](const std::string& name, const std::string& text) {
@@ -248,12 +266,12 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
         "line 2: arrival_s 0.1 is before line 1's 0.5; sort the lines by arrival");
     require_one_line_cli_error(
         serve_file("negative.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": -3}\n"),
-        "line 1: prompt_tokens -3 must be between 1 and 1048576");
+        "line 1: prompt_tokens -3 must be a whole number between 1 and 1048576");
     require_one_line_cli_error(
         serve_file("new.jsonl",
                    "{\"arrival_s\": 0, \"prompt\": \"hi\"}\n\n"
                    "{\"arrival_s\": 1, \"prompt\": \"hi\", \"max_new_tokens\": 0}\n"),
-        "line 3: max_new_tokens 0 must be between 1 and 1048576");
+        "line 3: max_new_tokens 0 must be a whole number between 1 and 1048576");
     require_one_line_cli_error(serve_file("long.jsonl",
                                           "{\"arrival_s\": 0, \"prompt_tokens\": "
                                           "100000}\n"),
@@ -262,7 +280,18 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
     require_one_line_cli_error(
         serve_file("malformed.jsonl",
                    "{\"arrival_s\": 0, \"prompt\": \"a\"}\n{\"arrival_s\": 1,\n"),
-        "line 2: not valid JSON");
+        "line 2: malformed JSON at column 17");
+    // A typo in a key is refused, not ignored (it would silently drop the
+    // request's output length).
+    require_one_line_cli_error(
+        serve_file("typo.jsonl", "{\"arrival_s\": 0, \"prompt\": \"a\", \"max_tokens\": 4}\n"),
+        "line 1: unknown key \"max_tokens\"; the keys are \"arrival_s\"");
+    require_one_line_cli_error(serve_file("array.jsonl", "[0, \"a\", 4]\n"),
+                               "line 1: an array, not an object; write one object per line");
+    // 2^64 - 1 would wrap to -1 if read as a signed number.
+    require_one_line_cli_error(
+        serve_file("huge.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 18446744073709551615}\n"),
+        "prompt_tokens 18446744073709551615 must be a whole number between 1 and 1048576");
     require_one_line_cli_error(serve_file("empty.jsonl", "\n\n"), "no request in the workload");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--rate", "0"}),
                                "request rate 0 must be > 0");
