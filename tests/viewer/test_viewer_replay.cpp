@@ -41,6 +41,17 @@ const Model& model() {
     return m;
 }
 
+// The tiny model's steps cost little more than the virtual clock's fixed 20 us,
+// so it needs far more requests per second than the panel's default (150/s on
+// the shipped model) to keep several in flight at once.
+constexpr double kBusyRate = 20000;
+
+ReplayOptions busy() {
+    ReplayOptions o;
+    o.rate = kBusyRate;
+    return o;
+}
+
 ReplaySnapshot replay_of(const ReplayOptions& o) {
     ReplaySnapshot rp = run_replay(model(), o);
     rp.ready = true;
@@ -57,14 +68,16 @@ bool fails(const ReplaySnapshot& rp, const std::string& why) {
 
 TEST_CASE("viewer replay: the rows are the report's steps, and the check passes",
           "[viewer][replay]") {
-    const ReplayOptions o;  // the panel's defaults
+    const ReplayOptions o = busy();  // the panel's defaults, but busy for this model
     const ReplaySnapshot rp = replay_of(o);
     const CheckResult check = check_replay(rp);
     INFO(check.line);
     REQUIRE(check.ok);
     REQUIRE(rp.rows.size() == static_cast<std::size_t>(o.requests));
-    // The defaults show what the panel is for: a prompt split across steps
-    // (chunked prefill) and a step that mixes a prompt chunk with decode tokens.
+    // The picture shows what the panel is for: a prompt split across steps
+    // (chunked prefill), a step that mixes a prompt chunk with decode tokens,
+    // and a preemption (the pool of 36 blocks is too small for the busiest moment).
+    REQUIRE(rp.report.summary.preemptions > 0);
     bool split = false, mixed = false;
     std::map<int, int> prefill_steps;
     for (const StepRecord& s : rp.report.steps) {
@@ -122,9 +135,8 @@ TEST_CASE("viewer replay: every policy passes, and a network delay moves only th
           "[viewer][replay]") {
     for (Policy p :
          {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
-        ReplayOptions o;
+        ReplayOptions o = busy();
         o.policy = p;
-        o.rate = 400;  // busy: queues, full steps, a fuller pool
         const auto t0 = std::chrono::steady_clock::now();
         const ReplaySnapshot rp = replay_of(o);
         const double ms =
@@ -144,7 +156,7 @@ TEST_CASE("viewer replay: every policy passes, and a network delay moves only th
                 REQUIRE(prefill == 1 + row.preemptions);
             }
     }
-    ReplayOptions o;
+    ReplayOptions o = busy();
     const ReplaySnapshot base = replay_of(o);
     o.network_delay_ms = 3;
     const ReplaySnapshot late = replay_of(o);
@@ -159,9 +171,7 @@ TEST_CASE("viewer replay: every policy passes, and a network delay moves only th
 }
 
 TEST_CASE("viewer replay: the self-check fails on a corrupted snapshot", "[viewer][replay]") {
-    ReplayOptions o;
-    o.rate = 400;
-    const ReplaySnapshot good = replay_of(o);
+    const ReplaySnapshot good = replay_of(busy());
     REQUIRE(check_replay(good).ok);
 
     SECTION("a step over the token budget") {
