@@ -48,7 +48,9 @@ bool hovered(ImVec2 a, ImVec2 b) {
     return ImGui::IsMouseHoveringRect(a, b, false);
 }
 
-// 1. The inputs: policy, rate, budget, delay, requests; any change re-runs.
+// 1. The inputs: policy, rate, budget, delay, requests. A change re-runs the
+// replay when the slider is let go (a re-run takes about 0.1-0.4 s, too long
+// for every frame of a drag).
 void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
     ReplayOptions& o = state.replay;
     bool changed = false;
@@ -72,7 +74,8 @@ void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
     ImGui::SetNextItemWidth(em * 9);
     float rate = static_cast<float>(o.rate);
     if (ImGui::SliderFloat("rate /s", &rate, 10.f, 1000.f, "%.0f", ImGuiSliderFlags_Logarithmic))
-        o.rate = rate, changed = true;
+        o.rate = rate;
+    changed = changed || ImGui::IsItemDeactivatedAfterEdit();
     item_tooltip(
         "Requests per second arriving (--rate): Poisson arrivals, exponential gaps, the same "
         "seed. A higher rate means more requests in flight at once: longer queues, fuller "
@@ -80,7 +83,8 @@ void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
     ImGui::SameLine();
     ImGui::BeginDisabled(o.policy != Policy::chunked);
     ImGui::SetNextItemWidth(em * 8);
-    if (ImGui::SliderInt("token budget", &o.token_budget, 8, 256)) changed = true;
+    ImGui::SliderInt("token budget", &o.token_budget, 8, 256);
+    changed = changed || ImGui::IsItemDeactivatedAfterEdit();
     ImGui::EndDisabled();
     item_tooltip(
         "Token budget (--token-budget, vLLM's max_num_batched_tokens): the most tokens one "
@@ -90,15 +94,16 @@ void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em * 7);
     float delay = static_cast<float>(o.network_delay_ms);
-    if (ImGui::SliderFloat("network ms", &delay, 0.f, 10.f, "%.1f"))
-        o.network_delay_ms = delay, changed = true;
+    if (ImGui::SliderFloat("network ms", &delay, 0.f, 10.f, "%.1f")) o.network_delay_ms = delay;
+    changed = changed || ImGui::IsItemDeactivatedAfterEdit();
     item_tooltip(
         "One-way network delay to the client (--network-delay-ms). A token sampled by the "
         "engine reaches the client this much later; the engine does not wait for it, so the "
         "delivery overlaps its next step. The client's TTFT = the engine's TTFT + this delay.");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em * 6);
-    if (ImGui::SliderInt("requests", &o.requests, 1, 32)) changed = true;
+    ImGui::SliderInt("requests", &o.requests, 1, 32);
+    changed = changed || ImGui::IsItemDeactivatedAfterEdit();
     item_tooltip("Requests in the generated workload (--requests), one row each.");
     ImGui::SameLine();
     text_with_tip("re-run " + ms(rp.rerun_ms),
