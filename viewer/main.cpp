@@ -2,8 +2,9 @@
 // cache filling up, full == chunked, and where the time to first token goes.
 //
 // What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
-// chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), driven by the
-// engine in src/ and never by math of its own. Left out on purpose: docking,
+// chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), and the
+// serving lessons in a sixth (a workload replayed by the scheduler, on the virtual clock),
+// driven by the engine in src/ and never by math of its own. Left out on purpose: docking,
 // saved window layouts, multi-viewport — one window that projects well.
 //
 // The application skeleton follows Dear ImGui's examples/example_glfw_opengl3
