@@ -21,6 +21,7 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "self_check.h"
+#include "serving_replay.h"
 #include "serving_scenario.h"
 
 namespace plab::viewer {
@@ -28,9 +29,11 @@ namespace plab::viewer {
 namespace {
 
 // 1. Scenes ----------------------------------------------------------------------
-constexpr const char* kSceneNames[kSceneCount] = {"toy", "mask", "kv", "equivalence", "timeline"};
-constexpr const char* kSceneTitles[kSceneCount] = {"Toy example", "Causal mask & attention",
-                                                   "KV cache growth", "Equivalence", "Timeline"};
+constexpr const char* kSceneNames[kSceneCount] = {"toy",         "mask",     "kv",
+                                                  "equivalence", "timeline", "serving"};
+constexpr const char* kSceneTitles[kSceneCount] = {"Toy example",     "Causal mask & attention",
+                                                   "KV cache growth", "Equivalence",
+                                                   "Timeline",        "Serving"};
 
 void print_check(bool enabled, const std::string& line) {
     if (enabled) std::printf("%s\n", line.c_str());
@@ -203,6 +206,7 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
     part(dirty.serving, snap.serving, &Controller::refresh_serving, check_serving);
     part(dirty.equivalence, snap.equivalence, &Controller::refresh_equivalence, check_equivalence);
     part(dirty.timeline, snap.timeline, &Controller::refresh_timeline, check_timeline);
+    part(dirty.replay, snap.replay, &Controller::refresh_replay, check_replay);
 }
 
 // 3. Toy ---------------------------------------------------------------------------
@@ -416,6 +420,14 @@ void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& ou
     out.n_prompt = static_cast<int>(r.prompt_tokens.size());
     out.output_text = r.text;
     out.plan = parse_chunk_plan(state.chunks, out.n_prompt).to_string();
+}
+
+// 9. Serving: a Poisson workload replayed by plab::serve on the virtual clock -------------
+void Controller::refresh_replay(const ViewerState& state, ReplaySnapshot& out) {
+    out = ReplaySnapshot{};
+    // Its own engine inside serve(): the policy, budget and pool are its
+    // inputs. Its backend is the replay's own (serving_replay.h), not the bar's.
+    out = run_replay(model_, state.replay);
 }
 
 }  // namespace plab::viewer

@@ -43,6 +43,8 @@ public:
     void refresh_serving(const ViewerState& state, ServingSnapshot& out);
     void refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out);
     void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
+    // A generated workload served on the virtual clock (serving_replay.h).
+    void refresh_replay(const ViewerState& state, ReplaySnapshot& out);
 
     const Model& model() const { return model_; }
 

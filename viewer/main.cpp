@@ -2,8 +2,9 @@
 // cache filling up, full == chunked, and where the time to first token goes.
 //
 // What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
-// chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), driven by the
-// engine in src/ and never by math of its own. Left out on purpose: docking,
+// chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), and the
+// serving lessons in a sixth (a workload replayed by the scheduler, on the virtual clock),
+// driven by the engine in src/ and never by math of its own. Left out on purpose: docking,
 // saved window layouts, multi-viewport — one window that projects well.
 //
 // The application skeleton follows Dear ImGui's examples/example_glfw_opengl3
@@ -62,6 +63,13 @@ struct Options {
     bool serving = false;  // KV and timeline panels: several requests through one engine
     int kv_blocks = 0;     // their pool; 0 = the scenario's default
     std::string prefix_cache = "on";
+    // The Serving panel: the names and meanings of `plab serve`'s flags.
+    std::string policy = policy_name(ReplayOptions{}.policy);
+    double rate = ReplayOptions{}.rate;
+    int requests = ReplayOptions{}.requests;
+    std::uint64_t seed = ReplayOptions{}.seed;
+    int token_budget = ReplayOptions{}.token_budget;
+    double network_delay_ms = ReplayOptions{}.network_delay_ms;
     float font_size = 16.0f;
 };
 
@@ -110,7 +118,8 @@ std::vector<int> parse_keys(const std::string& text) {
         {"space", GLFW_KEY_SPACE}, {"right", GLFW_KEY_RIGHT}, {"left", GLFW_KEY_LEFT},
         {"down", GLFW_KEY_DOWN},   {"home", GLFW_KEY_HOME},   {"end", GLFW_KEY_END},
         {"r", GLFW_KEY_R},         {"1", GLFW_KEY_1},         {"2", GLFW_KEY_2},
-        {"3", GLFW_KEY_3},         {"4", GLFW_KEY_4},         {"5", GLFW_KEY_5}};
+        {"3", GLFW_KEY_3},         {"4", GLFW_KEY_4},         {"5", GLFW_KEY_5},
+        {"6", GLFW_KEY_6}};
     std::vector<int> keys;
     std::stringstream ss(text);
     std::string name;
@@ -120,7 +129,7 @@ std::vector<int> parse_keys(const std::string& text) {
             if (name == n) code = c;
         PLAB_CHECK(code >= 0, "--press: unknown key '" << name
                                                        << "' (valid: space, right, left, down, "
-                                                          "home, end, r, 1-5)");
+                                                          "home, end, r, 1-6)");
         keys.push_back(code);
     }
     return keys;
@@ -141,6 +150,8 @@ bool& dirty_flag(Dirty& d, Scene s, bool serving_view) {
             return d.equivalence;
         case Scene::kTimeline:
             return d.timeline;
+        case Scene::kServing:
+            return d.replay;
     }
     return d.toy;
 }
@@ -156,7 +167,7 @@ void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
         return;
     }
     state.slow_refresh_announced = false;
-    Dirty only{false, false, false, false, false, false};
+    Dirty only{false, false, false, false, false, false, false};
     dirty_flag(only, state.scene, state.serving_view) = true;
     flag = false;
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
@@ -178,6 +189,9 @@ void draw_panel(const Snapshot& snap, ViewerState& state) {
             break;
         case Scene::kTimeline:
             draw_timeline(snap, state);
+            break;
+        case Scene::kServing:
+            draw_serving(snap, state);
             break;
     }
 }
@@ -223,8 +237,9 @@ int run(const Options& opt) {
     const std::optional<Scene> scene = opt.lesson > 0
                                            ? std::optional<Scene>(kLessonScene[opt.lesson - 1])
                                            : parse_scene(opt.scene);
-    PLAB_CHECK(scene,
-               "unknown scene '" << opt.scene << "' (valid: toy, mask, kv, equivalence, timeline)");
+    PLAB_CHECK(scene, "unknown scene '"
+                          << opt.scene
+                          << "' (valid: toy, mask, kv, equivalence, timeline, serving)");
     PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
                "window size " << opt.width << "x" << opt.height
                               << " is out of range (320x240 .. 8192x8192)");
@@ -252,6 +267,13 @@ int run(const Options& opt) {
     PLAB_CHECK(opt.prefix_cache == "on" || opt.prefix_cache == "off",
                "--prefix-cache '" << opt.prefix_cache << "' (valid: on, off)");
     state.serving_prefix_cache = opt.prefix_cache == "on";
+    state.replay.policy = parse_policy(opt.policy);
+    state.replay.rate = opt.rate;
+    state.replay.requests = opt.requests;
+    state.replay.seed = opt.seed;
+    state.replay.token_budget = opt.token_budget;
+    state.replay.network_delay_ms = opt.network_delay_ms;
+    state.replay.validate();
     if (!opt.toy_values.empty()) state.toy.values = parse_floats(opt.toy_values, "--values");
     if (!opt.toy_queries.empty()) state.toy.queries = parse_floats(opt.toy_queries, "--queries");
     if (!opt.toy_keys.empty()) state.toy.keys = parse_floats(opt.toy_keys, "--keys");
@@ -281,7 +303,7 @@ int run(const Options& opt) {
     refresh_scene(ctrl, state, snap);
     for (const std::string* err :
          {&snap.toy.error, &snap.mask.error, &snap.kv.error, &snap.serving.error,
-          &snap.equivalence.error, &snap.timeline.error})
+          &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
         PLAB_CHECK(!headless || err->empty(), *err);
 
     // 2. Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3).
@@ -424,7 +446,8 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
     plab::viewer::Options opt;
     CLI::App app{"plab-viewer: watch LLM prefill step by step (causal mask, chunks, KV cache)"};
-    app.add_option("--scene", opt.scene, "Panel to open: toy, mask, kv, equivalence, timeline");
+    app.add_option("--scene", opt.scene,
+                   "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
                    "Open the panel of lesson 1-5 (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline)");
     app.add_option("--screenshot", opt.screenshot,
@@ -450,6 +473,21 @@ int main(int argc, char** argv) {
     app.add_option("--kv-blocks", opt.kv_blocks,
                    "With --serving: blocks in the shared pool (default: just too few)");
     app.add_option("--prefix-cache", opt.prefix_cache, "With --serving: on or off (default on)");
+    app.add_option("--policy", opt.policy,
+                   "Serving panel: one-at-a-time, static, continuous, chunked (default chunked)");
+    app.add_option("--rate", opt.rate, "Serving panel: Poisson arrivals per second")
+        ->capture_default_str();
+    app.add_option("--requests", opt.requests, "Serving panel: requests in the workload")
+        ->capture_default_str();
+    app.add_option("--seed", opt.seed, "Serving panel: arrivals, lengths and prompt ids")
+        ->capture_default_str();
+    app.add_option("--token-budget", opt.token_budget,
+                   "Serving panel: tokens per step (chunked policy; the others prefill whole "
+                   "prompts)")
+        ->capture_default_str();
+    app.add_option("--network-delay-ms", opt.network_delay_ms,
+                   "Serving panel: one-way delay to the client (each token's delivery)")
+        ->capture_default_str();
     app.add_option("--width", opt.width, "Window width in pixels");
     app.add_option("--height", opt.height, "Window height in pixels");
     app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");
@@ -457,7 +495,7 @@ int main(int argc, char** argv) {
     app.add_option("--hover", opt.hover,
                    "Screenshots: put the mouse pointer at x,y (pixels) to show a tooltip");
     app.add_option("--press", opt.keys,
-                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-5)");
+                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-6)");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
     try {

@@ -1,4 +1,4 @@
-// The five panels of plab-viewer, one free function each (two views in the KV and
+// The six panels of plab-viewer, one free function each (two views in the KV and
 // timeline panels) (see STYLE.md, Viewer).
 //
 // Each draws one part of the Snapshot into the current ImGui window and may
@@ -18,12 +18,15 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state);  // panel_equiv
 void draw_timeline(const Snapshot& snap, ViewerState& state);     // panel_timeline.cpp
 void draw_timeline_requests(const Snapshot& snap,
                             ViewerState& state);  // panel_timeline_requests.cpp
+// A Poisson workload served on the virtual clock: requests x time, step composition,
+// KV pool occupancy, TTFT and ITL distributions; policy and rate re-run live.
+void draw_serving(const Snapshot& snap, ViewerState& state);  // panel_serving.cpp
 // KV and timeline panels: one sequence, or several requests through one engine.
 void draw_serving_toggle(ViewerState& state);  // ui_common.cpp
 
 // The bar above every panel: model, backend, play/step controls, chunk slider.
 void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
-// Keyboard: space play/pause, right/left one chunk, down one layer, Home/R reset, 1-5 scene.
+// Keyboard: space play/pause, right/left one chunk, down one layer, Home/R reset, 1-6 scene.
 void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
 // Advances the cursor while playing.
 void tick_playback(const Snapshot& snap, ViewerState& state, double dt);

@@ -42,5 +42,11 @@ CheckResult check_serving(const ServingSnapshot& sv);
 CheckResult check_equivalence(const EquivalenceSnapshot& eq);
 // TTFT and prefill are different spans, and TTFT contains prefill.
 CheckResult check_timeline(const TimelineSnapshot& tl);
+// The Serving panel (self_check_replay.cpp): every request's spans are in time
+// order without overlap and its queued span ends where its first span starts;
+// its tokens over its spans are what its prompt, cache hits, new tokens and
+// preemptions imply; every step is within the token budget; the drawn
+// distributions' p50/p90/p99 are the report's summary.
+CheckResult check_replay(const ReplaySnapshot& rp);
 
 }  // namespace plab::viewer

@@ -62,16 +62,14 @@ std::string arg(const TraceEvent& e, const char* key) {
 
 // 2. One stage: the engine's state after a step -------------------------------------
 struct Before {
-    std::vector<int> n_tokens;  // each request's tokens before the step
-    std::vector<int> reached;   // the most positions each request ever had computed
+    std::vector<int> reached;  // the most positions each request ever had computed
 };
 
 // The step's work, from its "kv append" trace events of layer 0: which request
 // wrote which positions into which blocks (a step with one sequence leaves the
 // sequence out of the event: it is the step's only request).
-std::vector<ServingSpan> spans_of(const Engine& engine, const StepRecord& rec,
-                                  const std::vector<TraceEvent>& events, std::size_t first_event,
-                                  Before& before) {
+std::vector<ServingSpan> spans_of(const StepRecord& rec, const std::vector<TraceEvent>& events,
+                                  std::size_t first_event, Before& before) {
     std::vector<ServingSpan> spans;
     for (std::size_t i = first_event; i < events.size(); ++i) {
         const TraceEvent& e = events[i];
@@ -84,12 +82,14 @@ std::vector<ServingSpan> spans_of(const Engine& engine, const StepRecord& rec,
         s.first_pos = first;
         s.n_pos = last - first + 1;
         s.blocks = parse_ints(arg(e, "blocks"));
-        const Request& r = engine.request(s.request);
         const std::size_t id = static_cast<std::size_t>(s.request);
-        // The engine's own rule (engine.cpp, step 3): one token that is the
-        // newest known token, past the prompt, is a decode token.
-        s.decode = s.n_pos == 1 && first + 1 == before.n_tokens[id] &&
-                   first >= static_cast<int>(r.prompt.size());
+        // Decode or prompt chunk: the engine's StepRecord says, for each of
+        // the step's requests (a request is in a step at most once).
+        const auto at = std::find(rec.requests.begin(), rec.requests.end(), s.request);
+        PLAB_ASSERT(at != rec.requests.end());
+        const std::size_t k = static_cast<std::size_t>(at - rec.requests.begin());
+        PLAB_ASSERT(rec.tokens[k] == s.n_pos);
+        s.decode = rec.decode[k];
         s.recompute = first < before.reached[id];
         before.reached[id] = std::max(before.reached[id], last + 1);
         spans.push_back(std::move(s));
@@ -240,7 +240,6 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
         RequestOptions ro;
         ro.max_new_tokens = spec.max_new_tokens;  // greedy, no early stop: a fixed picture
         engine.add_request(spec.prompt, ro);
-        before.n_tokens.push_back(static_cast<int>(spec.prompt.size()));
         before.reached.push_back(0);
     }
     out.num_blocks = engine.cache().num_blocks();
@@ -249,12 +248,9 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
 
     // 1. Step by step: each stage copies the engine's state after its step.
     while (engine.has_unfinished()) {
-        for (int id = 0; id < engine.num_requests(); ++id)
-            before.n_tokens[static_cast<std::size_t>(id)] =
-                static_cast<int>(engine.request(id).tokens.size());
         const std::size_t first_event = trace.events().size();
         const StepRecord& rec = engine.step();
-        std::vector<ServingSpan> spans = spans_of(engine, rec, trace.events(), first_event, before);
+        std::vector<ServingSpan> spans = spans_of(rec, trace.events(), first_event, before);
         ServingStage st = capture(engine, &out.stages.back(), std::move(spans));
         st.record = rec;
         out.stages.push_back(std::move(st));

@@ -18,16 +18,18 @@
 #include "runtime/chunk_plan.h"
 #include "runtime/engine.h"
 #include "runtime/equivalence.h"
+#include "runtime/serve.h"
 #include "runtime/session.h"
 #include "toy/toy.h"
 #include "trace/trace.h"
 
 namespace plab::viewer {
 
-enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline };
-inline constexpr int kSceneCount = 5;
+enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline, kServing };
+inline constexpr int kSceneCount = 6;
 
-const char* scene_name(Scene scene);   // "toy", "mask", "kv", "equivalence", "timeline"
+// "toy", "mask", "kv", "equivalence", "timeline", "serving"
+const char* scene_name(Scene scene);
 const char* scene_title(Scene scene);  // "Toy example", "Causal mask & attention", ...
 std::optional<Scene> parse_scene(std::string_view name);
 
@@ -193,6 +195,42 @@ struct TimelineSnapshot {
     std::string error;
 };
 
+// Panel 6: a generated workload served by plab::serve on the virtual clock
+// (viewer/serving_replay.h). Every time and count is the ServeReport's.
+struct ReplaySpan {
+    int step = 0;  // StepRecord::index
+    double start_us = 0, us = 0;
+    int tokens = 0;       // StepRecord::tokens of this request in that step
+    bool decode = false;  // StepRecord::decode: its newest token fed back (else a prompt chunk)
+};
+
+struct ReplayRow {
+    int id = 0;
+    double arrival_us = 0, first_scheduled_us = 0;  // queued: arrival -> first step began
+    std::vector<ReplaySpan> spans;                  // the steps it was in, in order
+    std::vector<double> preempted_us;               // starts of the steps that preempted it
+    std::vector<double> token_us;                   // each new token sampled (engine's clock)
+    double client_first_token_us = 0;               // arrival + ttft_client_ms: the client has it
+    int prompt_tokens = 0, cached_tokens = 0, new_tokens = 0;
+    int computed_tokens = 0;  // the engine's count, recomputation included
+    int preemptions = 0;
+};
+
+struct ReplaySnapshot {
+    bool ready = false;
+    std::string backend, policy, workload;
+    int token_budget = 0;  // max_step_tokens of this policy's engine
+    int pool_blocks = 0, block_size = 0;
+    double network_delay_ms = 0;
+    ServeReport report;
+    std::vector<ReplayRow> rows;          // (requests)
+    std::vector<double> ttft_ms, itl_ms;  // sorted: the distributions drawn
+    Percentiles ttft_pct, itl_pct;        // percentile() of the drawn values
+    double end_us = 0;                    // the time axis: 0 .. the last token at the client
+    double rerun_ms = 0;                  // wall time of this replay (generate + serve)
+    std::string error;
+};
+
 struct Snapshot {
     std::string model_summary;  // ModelConfig::summary()
     std::string model_source;
@@ -206,6 +244,7 @@ struct Snapshot {
     ServingSnapshot serving;
     EquivalenceSnapshot equivalence;
     TimelineSnapshot timeline;
+    ReplaySnapshot replay;
 };
 
 }  // namespace plab::viewer

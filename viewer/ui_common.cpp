@@ -240,7 +240,7 @@ void draw_serving_toggle(ViewerState& state) {
 // ---- the control bar -------------------------------------------------------------------
 void draw_controls(const Snapshot& snap, ViewerState& state) {
     const StepView v = step_view(snap, state);
-    const bool model_scene = state.scene != Scene::kToy;
+    const bool model_scene = state.scene != Scene::kToy && state.scene != Scene::kServing;
 
     // 1. Step controls (only where there is something to step through).
     ImGui::BeginDisabled(v.n_stages == 0);
@@ -299,6 +299,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     }
     ImGui::SameLine(0, ImGui::GetFontSize() * 2);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    // The Serving panel's replay keeps its own backend (its times are the virtual clock's).
+    ImGui::BeginDisabled(state.scene == Scene::kServing);
     if (ImGui::BeginCombo("backend", state.backend.c_str())) {
         for (const std::string& name : snap.backend_names)
             if (ImGui::Selectable(name.c_str(), name == state.backend)) {
@@ -311,6 +313,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     item_tooltip(
         "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed order "
         "(bitwise identical results); cpu and gpu are fast paths.");
+    ImGui::EndDisabled();
 
     if (model_scene) {
         const std::string model =

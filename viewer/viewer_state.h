@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "serving_replay.h"
 #include "snapshot.h"
 #include "toy/toy.h"
 
@@ -18,7 +19,8 @@ namespace plab::viewer {
 struct Dirty {
     bool toy = true, mask = true, kv = true, equivalence = true, timeline = true;
     bool serving = true;  // the shared-pool scenario (KV and timeline panels)
-    void all() { toy = mask = kv = equivalence = timeline = serving = true; }
+    bool replay = true;   // the Serving panel's workload replay
+    void all() { toy = mask = kv = equivalence = timeline = serving = replay = true; }
 };
 
 // A texture holding one attention heatmap, re-uploaded when its key changes.
@@ -51,6 +53,8 @@ struct ViewerState {
     int serving_kv_blocks = 0;   // blocks in its pool; 0 = the scenario's default
     bool serving_prefix_cache = true;
     int serving_step_tokens = 16;  // token budget of one engine step
+    // The Serving panel: a Poisson workload through plab::serve (serving_replay.h).
+    ReplayOptions replay;
     Dirty dirty;
     bool slow_refresh_announced = false;  // a "computing..." frame was shown before a slow refresh
 

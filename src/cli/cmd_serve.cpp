@@ -165,12 +165,11 @@ void run(const ServeCliOptions& o) {
     so.disaggregate = o.disaggregate;
     so.link_gb_per_s = o.link_gb_per_s;
     const int max_seq = model.weights.config.max_seq_len;
-    // Policies without chunking compute a prompt whole in one step: their
-    // budget is max_seq_len; --token-budget is the chunked policy's.
+    // --token-budget is the chunked policy's (policy_step_tokens).
     auto options_for = [&](Policy p) {
         ServeOptions s = so;
         s.engine.policy = p;
-        s.engine.max_step_tokens = p == Policy::chunked ? o.token_budget : max_seq;
+        s.engine.max_step_tokens = policy_step_tokens(p, o.token_budget, max_seq);
         return s;
     };
 

@@ -130,6 +130,7 @@ struct Timeline {
     std::vector<double> token_us;
     std::vector<int32_t> new_tokens;
     int preemptions = 0;
+    int computed_tokens = 0;
     double kv_transfer_ms = 0;
     long long kv_transfer_bytes = 0;
 };
@@ -144,6 +145,7 @@ Timeline timeline_of(const Request& r, double t_start) {
     for (double x : r.token_us) t.token_us.push_back(x - t_start);
     t.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
     t.preemptions = r.preemptions;
+    t.computed_tokens = r.computed_tokens;
     return t;
 }
 
@@ -152,6 +154,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
     ServeReport rep;
     rep.policy = policy_name(o.engine.policy);
     rep.clock = o.virtual_clock ? "virtual" : "real";
+    rep.network_delay_ms = o.network_delay_ms;
     std::vector<double> queue, ttft, itl, tpot, e2e;
     double first_arrival = 1e300, last_token = 0;
     long long tokens = 0;
@@ -165,6 +168,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
         s.cached_tokens = t.cached_tokens;
         s.new_tokens = t.new_tokens;
         s.preemptions = t.preemptions;
+        s.computed_tokens = t.computed_tokens;
         s.kv_transfer_ms = t.kv_transfer_ms;
         s.kv_transfer_bytes = t.kv_transfer_bytes;
         s.latency = latency_of(t.arrival_us, t.first_scheduled_us, t.token_us);
@@ -324,6 +328,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
             t.token_us = d.token_us;
             t.new_tokens = d.new_tokens;
             t.preemptions += d.preemptions;
+            t.computed_tokens += d.computed_tokens;
             t.kv_transfer_ms = transfer_ms[i];
             t.kv_transfer_bytes = transfer_bytes[i];
         }
@@ -341,6 +346,10 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
 
 }  // namespace
 
+int policy_step_tokens(Policy p, int token_budget, int max_seq_len) {
+    return p == Policy::chunked ? token_budget : max_seq_len;
+}
+
 ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
     check_serve_options(o);
     const std::vector<std::vector<int32_t>> prompts = workload_prompts(model, workload, o.seed);
@@ -349,6 +358,7 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
 }
 
 Trace serve_trace(const ServeReport& report) {
+    const double network_delay_ms = report.network_delay_ms;
     Trace t;
     for (const StepRecord& s : report.steps) {
         std::string who;
@@ -397,6 +407,20 @@ Trace serve_trace(const ServeReport& report) {
                             0,
                             {{"new_tokens", std::to_string(r.new_tokens.size())}}},
                            track);
+        }
+        // Item 5 of issue 11: delivery is a stage of its own that overlaps the
+        // engine's next step (the engine samples the next token while this one
+        // is still on the wire), so it gets a track of its own.
+        if (network_delay_ms > 0) {
+            for (std::size_t k = 0; k < r.token_s.size(); ++k) {
+                t.add_on_track({k == 0 ? "first token delivered" : "token delivered",
+                                "network",
+                                r.token_s[k] * 1e6,
+                                network_delay_ms * 1e3,
+                                {{"token", std::to_string(k)},
+                                 {"network_delay_ms", std::to_string(network_delay_ms)}}},
+                               track + " delivery");
+            }
         }
     }
     return t;

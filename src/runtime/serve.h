@@ -52,6 +52,9 @@ struct ServedRequest {
     int cached_tokens = 0;
     std::vector<int32_t> new_tokens;
     int preemptions = 0;
+    // Tokens run through the model for it, recomputation after a preemption
+    // included (Request::computed_tokens; both engines' when disaggregated).
+    int computed_tokens = 0;
     double kv_transfer_ms = 0;        // disaggregated: the handover's modelled time
     long long kv_transfer_bytes = 0;  // disaggregated: its blocks x bytes per block
     RequestLatency latency;
@@ -83,11 +86,17 @@ struct ServeSummary {
 
 struct ServeReport {
     std::string policy;
-    std::string clock;  // "virtual" or "real"
+    std::string clock;            // "virtual" or "real"
+    double network_delay_ms = 0;  // ServeOptions::network_delay_ms: each token's delivery
     std::vector<ServedRequest> requests;
     ServeSummary summary;
     std::vector<StepRecord> steps;
 };
+
+// The token budget of a policy's steps: `token_budget` for the chunked
+// policy; the others compute a prompt whole in one step, so theirs is the
+// model's max_seq_len (any prompt fits).
+int policy_step_tokens(Policy p, int token_budget, int max_seq_len);
 
 // Measures this machine's step cost for `model` on the real clock: median
 // step times of decode at batch 1 and 8 and of one 4·B..128-token prefill,
@@ -101,7 +110,9 @@ ServeReport serve(const Model& model, const Workload& workload, const ServeOptio
 // The replay as a Chrome trace on the engine's clock (virtual or real): one
 // track for the engine's steps (which requests, how many tokens of each) and
 // one per request — queued, then each step it was in (prefill chunk or decode
-// token), its first token and its finish.
+// token), its first token and its finish. With a network delay, each token's
+// delivery (sampled -> at the client) is a span of its own on a second track
+// of the request: it overlaps the engine's next step, which does not wait for it.
 Trace serve_trace(const ServeReport& report);
 
 }  // namespace plab

@@ -173,6 +173,71 @@ TEST_CASE("serve --trace: a track per request, spans in order, steps within the 
     }
 }
 
+TEST_CASE("serve --trace --network-delay-ms: each token's delivery overlaps the next step",
+          "[serve]") {
+    // Issue 11, item 5: stages that overlap are drawn overlapping. A token is
+    // on the wire to the client while the engine already computes the next
+    // step, so its delivery span must start where it was sampled and overlap
+    // the following engine step, not follow it.
+    auto trace_of = [](const std::string& delay) {
+        const std::string path =
+            (process_temp_dir("plab_serve") / ("serve_delivery_" + delay + ".json")).string();
+        const CliResult r =
+            run_cli({"serve", "--model", serve_model_dir(), "--rate", "2000", "--requests", "4",
+                     "--token-budget", "16", "--network-delay-ms", delay, "--trace", path});
+        REQUIRE(r.exit_code == 0);
+        std::ifstream f(path);
+        const auto j = nlohmann::json::parse(f);
+        std::map<int, std::string> tracks;
+        for (const auto& e : j["traceEvents"])
+            if (e["ph"] == "M") tracks[e["tid"].get<int>()] = e["args"]["name"];
+        std::map<std::string, std::vector<nlohmann::json>> by_track;
+        for (const auto& e : j["traceEvents"])
+            if (e["ph"] != "M") by_track[tracks.at(e["tid"].get<int>())].push_back(e);
+        return by_track;
+    };
+    auto by_track = trace_of("5");
+    const auto& steps = by_track.at("engine steps");
+    int overlapping = 0;
+    for (int id = 0; id < 4; ++id) {
+        const std::string name = "request " + std::to_string(id);
+        INFO(name);
+        REQUIRE(by_track.count(name + " delivery") == 1);
+        std::vector<double> sampled;  // the end of each step that made one of its tokens
+        for (const auto& e : by_track[name])
+            if (e["name"] == "prefill chunk" || e["name"] == "decode") {
+                const double end = e["ts"].get<double>() + e["dur"].get<double>();
+                sampled.push_back(end);
+            }
+        const auto& deliveries = by_track[name + " delivery"];
+        REQUIRE(!deliveries.empty());
+        REQUIRE(deliveries.front()["name"] == "first token delivered");
+        for (const auto& d : deliveries) {
+            const double ts = d["ts"], dur = d["dur"];
+            REQUIRE(std::abs(dur - 5000.0) < 1e-6);  // the delay, in us
+            // It starts when a step of its request ended (the token was sampled).
+            bool at_a_step_end = false;
+            for (double end : sampled) at_a_step_end = at_a_step_end || std::abs(end - ts) < 1e-3;
+            REQUIRE(at_a_step_end);
+            // The engine's next step starts as the token is sampled and runs
+            // while the token is still on its way: the spans overlap.
+            for (const auto& s : steps) {
+                const double s_ts = s["ts"], s_end = s_ts + s["dur"].get<double>();
+                if (s_ts < ts - 1e-3) continue;  // an earlier step
+                REQUIRE(s_ts < ts + dur);        // starts before the delivery ends ...
+                REQUIRE(s_end > ts);             // ... and runs during it
+                ++overlapping;
+                break;
+            }
+        }
+    }
+    REQUIRE(overlapping > 0);
+    // No delay: nothing is drawn for delivery (TTFT stops when the token is sampled).
+    auto no_delay = trace_of("0");
+    for (const auto& [track, events] : no_delay)
+        REQUIRE(track.find("delivery") == std::string::npos);
+}
+
 TEST_CASE("serve --disaggregate: the colocated outputs, and the bytes of the blocks handed over",
           "[serve]") {
     const Model model = load_model(serve_model_dir());
