@@ -226,17 +226,51 @@ void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
     ImGui::End();
 }
 
-int run(const Options& opt) {
+// The panel of each lesson in lessons/ (one numbering: lesson N, --lesson N).
+// Lessons 6 (compute vs memory) and 8 (batching decode) are `plab bench`,
+// lesson 12 (disaggregated serving) is `plab serve --disaggregate`: no panel.
+struct LessonPanel {
+    int lesson;
+    Scene scene;
+    bool serving_view = false;     // the KV panel's shared pool (lesson 7: a reused prefix)
+    const char* policy = nullptr;  // the Serving panel's policy, unless --policy is given
+    double network_delay_ms = -1;  // and its client delay, unless given
+};
+constexpr LessonPanel kLessonPanels[] = {
+    {1, Scene::kToy},
+    {2, Scene::kKv},
+    {3, Scene::kMask},
+    {4, Scene::kEquivalence},
+    {5, Scene::kTimeline},
+    {7, Scene::kKv, true},
+    {9, Scene::kServing, false, "continuous"},
+    {10, Scene::kServing, false, "chunked"},
+    {11, Scene::kServing, false, "chunked", 2.0},
+};
+
+// The options with lesson `lesson`'s panel applied (flags the user gave win).
+Options with_lesson(Options o) {
+    if (o.lesson == 0) return o;
+    const LessonPanel* found = nullptr;
+    for (const LessonPanel& p : kLessonPanels)
+        if (p.lesson == o.lesson) found = &p;
+    PLAB_CHECK(found != nullptr,
+               "--lesson " << o.lesson
+                           << " has no panel (panels: lessons 1-5, 7, 9-11; lessons 6 and 8 are "
+                              "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
+    o.scene = scene_name(found->scene);
+    o.serving = o.serving || found->serving_view;
+    const Options defaults;
+    if (found->policy != nullptr && o.policy == defaults.policy) o.policy = found->policy;
+    if (found->network_delay_ms >= 0 && o.network_delay_ms == defaults.network_delay_ms)
+        o.network_delay_ms = found->network_delay_ms;
+    return o;
+}
+
+int run(const Options& given) {
     // 1. Inputs, checked before any window opens.
-    // The panel of each lesson in lessons/ (lesson 6, compute vs memory, is `plab bench`).
-    constexpr Scene kLessonScene[] = {Scene::kToy, Scene::kKv, Scene::kMask, Scene::kEquivalence,
-                                      Scene::kTimeline};
-    PLAB_CHECK(
-        opt.lesson >= 0 && opt.lesson <= 5,
-        "--lesson " << opt.lesson << " has no panel (lessons 1-5; lesson 6 is `plab bench`)");
-    const std::optional<Scene> scene = opt.lesson > 0
-                                           ? std::optional<Scene>(kLessonScene[opt.lesson - 1])
-                                           : parse_scene(opt.scene);
+    const Options opt = with_lesson(given);
+    const std::optional<Scene> scene = parse_scene(opt.scene);
     PLAB_CHECK(scene, "unknown scene '"
                           << opt.scene
                           << "' (valid: toy, mask, kv, equivalence, timeline, serving)");
@@ -449,7 +483,8 @@ int main(int argc, char** argv) {
     app.add_option("--scene", opt.scene,
                    "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
-                   "Open the panel of lesson 1-5 (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline)");
+                   "Open the panel of lesson N (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline, "
+                   "7 kv --serving, 9-11 serving)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");

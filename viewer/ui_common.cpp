@@ -40,7 +40,8 @@ void help_marker(const char* text) {
 }
 
 void item_tooltip(const std::string& text) {
-    if (ImGui::IsItemHovered()) {
+    // Disabled items explain themselves too (why they cannot be changed).
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
         ImGui::BeginTooltip();
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
         ImGui::TextUnformatted(text.c_str());
@@ -300,8 +301,10 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     ImGui::SameLine(0, ImGui::GetFontSize() * 2);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
     // The Serving panel's replay keeps its own backend (its times are the virtual clock's).
-    ImGui::BeginDisabled(state.scene == Scene::kServing);
-    if (ImGui::BeginCombo("backend", state.backend.c_str())) {
+    const bool replay = state.scene == Scene::kServing;
+    ImGui::BeginDisabled(replay);
+    const std::string& shown = replay ? snap.replay.backend : state.backend;
+    if (ImGui::BeginCombo("backend", shown.c_str())) {
         for (const std::string& name : snap.backend_names)
             if (ImGui::Selectable(name.c_str(), name == state.backend)) {
                 state.backend = name;
@@ -310,9 +313,11 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
             }
         ImGui::EndCombo();
     }
-    item_tooltip(
-        "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed order "
-        "(bitwise identical results); cpu and gpu are fast paths.");
+    item_tooltip(replay ? "The Serving replay always runs on the fast cpu backend: its times are "
+                          "the virtual clock's, so a backend changes no number here, and cpu-ref "
+                          "would take seconds per re-run. Every token is still computed."
+                        : "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed "
+                          "order (bitwise identical results); cpu and gpu are fast paths.");
     ImGui::EndDisabled();
 
     if (model_scene) {
