@@ -20,9 +20,10 @@ namespace {
 
 // Lanes in the order a request passes through them; unknown names go last.
 std::vector<std::string> lanes_of(const std::vector<TraceEvent>& events) {
-    std::vector<std::string> lanes = {"request", "queue",         "tokenize",  "copy in",
-                                      "prefill", "prefill chunk", "kv append", "sample",
-                                      "deliver", "decode step"};
+    std::vector<std::string> lanes = {
+        "request", "queue",         "tokenize",   "allocate KV cache",
+        "prefill", "prefill chunk", "kv append",  "copy logits to host",
+        "sample",  "deliver",       "decode step"};
     std::vector<std::string> used;
     for (const std::string& l : lanes)
         if (std::any_of(events.begin(), events.end(),

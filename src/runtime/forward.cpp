@@ -252,8 +252,15 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     const int V = c.vocab_size;
     ws.ensure_logits(rows, V);
     be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
+    // 9. The one copy back per step: rows x V floats of logits to the host,
+    //    where the sampler reads them (a span of its own, so the trace shows
+    //    what a copy costs next to the compute around it).
     out.logits.resize(std::size_t(rows) * V);
+    const double t_copy = trace != nullptr ? trace->now_us() : 0;
     be.download(out.logits.data(), ws.logits.buf(), out.logits.size());
+    if (trace != nullptr && trace->enabled)
+        trace->span("copy logits to host", "copy", t_copy,
+                    {{"bytes", std::to_string(out.logits.size() * sizeof(float))}});
     return out;
 }
 

@@ -24,10 +24,13 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
     r.prompt_tokens = prompt_tokens.empty() ? tokenizer.encode(prompt, true) : prompt_tokens;
     trace.span("tokenize", "request", t, {{"tokens", std::to_string(r.prompt_tokens.size())}});
 
-    // 3. Copy in: allocate the KV cache and move inputs to the backend.
+    // 3. Allocate the KV cache: the session's block pool (on a GPU, device
+    //    memory). No prompt data moves here: the token ids go to the device
+    //    inside the first prefill chunk's embedding lookup, and each chunk's
+    //    logits come back in its "copy logits to host" span.
     t = trace.now_us();
     Session session(model, options.session, &trace);
-    trace.span("copy in", "request", t);
+    trace.span("allocate KV cache", "request", t);
     PLAB_CHECK(!r.prompt_tokens.empty(), "empty prompt: nothing to prefill");
     const ChunkPlan plan =
         parse_chunk_plan(options.chunks, static_cast<int>(r.prompt_tokens.size()));

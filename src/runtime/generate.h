@@ -2,9 +2,10 @@
 //
 // What it teaches: time to first token (TTFT) = everything from the request's
 // arrival until the first token is delivered; prefill is one part of it.
-// Trace spans: "request", "queue", "tokenize", "copy in", "prefill",
-// "prefill chunk" (one per chunk), "kv append" (per layer), "sample",
-// "deliver", "decode step" (one per new token after the first).
+// Trace spans: "request", "queue", "tokenize", "allocate KV cache",
+// "prefill", "prefill chunk" (one per chunk) with its "copy logits to host"
+// inside, "kv append" (per layer), "sample", "deliver", "decode step" (one
+// per new token after the first).
 #pragma once
 
 #include <cstdint>
