@@ -171,9 +171,21 @@ TEST_CASE("plab info says how many threads cpu uses and from which prompt length
         REQUIRE(cpu_threads_for(2.0 * from * d * widest) > 1);
         REQUIRE(cpu_threads_for(2.0 * (from - 1) * d * widest) == 1);
     }
+    // cpu-ref: the same rule, its FLOPs weighted by its measured cost factor.
+    REQUIRE(j["cpu_ref_flop_cost"]["matmul"].get<double>() == kRefMatmulFlopCost);
+    REQUIRE(j["cpu_ref_flop_cost"]["attention"].get<double>() == kRefAttentionFlopCost);
+    const int ref_from = j["cpu_ref_threaded_prefill_from_tokens"];
+    if (cpu_threads() > 1) {
+        REQUIRE(ref_from >= 1);
+        REQUIRE(ref_from < from);  // the slower reference splits sooner
+        REQUIRE(cpu_threads_for(kRefMatmulFlopCost * 2.0 * ref_from * d * widest) > 1);
+        if (ref_from > 1)
+            REQUIRE(cpu_threads_for(kRefMatmulFlopCost * 2.0 * (ref_from - 1) * d * widest) == 1);
+    }
     const auto text = run_cli({"info"});
     REQUIRE(text.out.find("Threads of the cpu backend: up to " + std::to_string(cpu_threads())) !=
             std::string::npos);
+    REQUIRE(text.out.find("cpu-ref follows the same rule") != std::string::npos);
 }
 
 TEST_CASE("cpu matmul on many threads matches cpu-ref, awkward sizes", "[threads]") {
@@ -297,9 +309,18 @@ TEST_CASE("plab bench --load reports quiet, single-thread and loaded rows", "[th
     REQUIRE(j["decode_load"][0]["ratio_to_quiet"].get<double>() > 0);
 
     // The text form: the new columns and sections, and no load section without --load.
-    const auto t = run_cli({"bench", "--backends", "cpu", "--lengths", "8", "--repeats", "2",
-                            "--decode-steps", "2", "--load"});
+    // cpu-ref too: its thread count is the engine's choice as well, so it
+    // gets a single-thread row.
+    const auto t = run_cli({"bench", "--backends", "cpu,cpu-ref", "--lengths", "8", "--repeats",
+                            "2", "--decode-steps", "2", "--load"});
     REQUIRE(t.exit_code == 0);
+    const auto quiet_one = t.out.find("Quiet, capped at 1 thread");
+    const auto loaded = t.out.find("Under load: one other process spinning on CPU");
+    REQUIRE(quiet_one != std::string::npos);
+    REQUIRE(loaded != std::string::npos);
+    const std::string one_thread = t.out.substr(quiet_one, loaded - quiet_one);
+    INFO(one_thread);
+    REQUIRE(one_thread.find("cpu-ref ") != std::string::npos);
     REQUIRE(t.out.find("worst ms") != std::string::npos);
     REQUIRE(t.out.find("Under load: one other process spinning on CPU") != std::string::npos);
     REQUIRE(t.out.find("median / quiet 1-thr") != std::string::npos);
