@@ -27,7 +27,7 @@ constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to
 // dynamic: a thread the OS deschedules delays only the tile it holds, the
 // others take the rest. More tasks also re-pack the shared operand more often
 // (each tile packs its rows of x and of w again: 5-13 % more CPU time in all
-// at 4 per thread, measured; see kMinFlopsPerThread in cpu_fast.h).
+// at 4 per thread, measured; see kMinFlopsPerThread in cpu_threads.h).
 constexpr int kTasksPerThread = 4;
 constexpr int kRowTile = 256;  // at most this many rows of x per GEMM tile
 constexpr int kColAlign = 16;  // tile widths in w rows: a multiple of the AVX-512 lanes
@@ -59,39 +59,16 @@ private:
     int saved_;
 };
 
-// task(i) for i in [0, n_tasks): on the calling thread alone when `threads`
-// is 1 (no wake-up, nothing to wait for), else on the engine's pool.
+// run_cpu_tasks (cpu_threads.h), each task under SerialEigen.
 template <class F>
 void run_tasks(int threads, int n_tasks, const F& task) {
-    if (threads <= 1) {
-        SerialEigen serial;
-        for (int i = 0; i < n_tasks; ++i) task(i);
-        return;
-    }
-    ThreadPool::engine().run(n_tasks, [&](int i) {
+    run_cpu_tasks(threads, n_tasks, [&](int i) {
         SerialEigen serial;
         task(i);
     });
 }
 
-std::atomic<int> g_thread_cap{0};  // set_cpu_thread_cap(); 0: none
-
 }  // namespace
-
-int cpu_threads() {
-    static const int cpus = ThreadPool::available_cpus();  // once: it is a system call
-    return cpus;
-}
-
-int cpu_threads_for(double flops) {
-    const int cap = g_thread_cap.load(std::memory_order_relaxed);
-    const int most = cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
-    return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most);
-}
-
-void set_cpu_thread_cap(int threads) {
-    g_thread_cap.store(std::max(0, threads));
-}
 
 void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
     PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&

@@ -25,46 +25,21 @@
 // Threads (issue 12). Every op runs on the engine's one ThreadPool
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
 // region, and Eigen never starts threads of its own. The *engine* picks the
-// thread count of each op from its work: one thread per kMinFlopsPerThread
-// FLOPs, at most one per CPU. An op below the threshold runs on the calling
-// thread alone — waking a second thread for it costs more than it saves, and
-// next to a busy core it can cost a whole scheduler time slice. So a 29-token
-// prefill of the stories15M shape (largest op ~13 MFLOP) stays on one thread,
-// while 128 tokens and up use every core for their GEMMs.
+// thread count of each op from its work (backends/cpu_threads.h: one thread
+// per kMinFlopsPerThread FLOPs, at most one per CPU). An op below the
+// threshold runs on the calling thread alone — waking a second thread for it
+// costs more than it saves, and next to a busy core it can cost a whole
+// scheduler time slice. So a 29-token prefill of the stories15M shape
+// (largest op ~13 MFLOP) stays on one thread, while 128 tokens and up use
+// every core for their GEMMs.
 #pragma once
 
 #include <atomic>
 
 #include "backends/cpu_ref.h"
+#include "backends/cpu_threads.h"
 
 namespace plab {
-
-// An op gets one more thread for every this many FLOPs of work, so each
-// thread's share is at least this much. Measured on the project's machine
-// kind (2-vCPU AMD EPYC VM, AVX-512, stories15M shapes, 200 interleaved calls
-// of this file's matmul on 1 thread vs 2 pool threads; /tmp harness, numbers
-// in the issue 12 report):
-//   - one thread runs these GEMMs at ~110-150 GFLOP/s (29x288x288, 4.8 MFLOP:
-//     37 us; 128x768x288, 57 MFLOP: 370-440 us); so 8 MFLOP is ~55-70 us;
-//   - splitting into tiles costs 5-13 % more CPU time in total (re-packing
-//     the shared operand per tile), measured when the 2nd thread got no core;
-//   - a worker asleep on a futex needs tens of microseconds to run when a core
-//     is free (and up to a scheduler slice, milliseconds, when it is not).
-// A second thread gains T/2 minus ~0.1 T of tiling minus the wake-up, so it
-// pays from roughly T > 2.5 x wake-up; at 2 x 8 MFLOP (~150 us) it does with
-// margin. Below that it cannot win even on a quiet machine: issue 12 measured
-// the shipped model's 29-token prefill (ops <= 2.8 MFLOP) at 1.08 ms on 1
-// thread and at best the same on 2. With the machine saturated (CPU pressure
-// 99.8 % during these measurements), 2 threads won nowhere below 113 MFLOP.
-constexpr double kMinFlopsPerThread = 8e6;
-
-// Threads cpu ops may use here: the CPUs this process may run on.
-int cpu_threads();
-// Threads an op of `flops` FLOPs runs on: 1 .. cpu_threads().
-int cpu_threads_for(double flops);
-// Caps cpu_threads_for() (0: no cap). For `plab bench`'s single-thread
-// reference and tests of the threaded paths; not a user setting.
-void set_cpu_thread_cap(int threads);
 
 class CpuFastBackend final : public CpuRefBackend {
 public:

@@ -1,12 +1,29 @@
 #include "backends/cpu_ref.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu_threads.h"
 #include "core/error.h"
 #include "core/rope.h"
 
 namespace plab {
+namespace {
+
+// Tasks per thread: more tasks than threads, so a thread the OS deschedules
+// delays only the rows it holds; the others take the rest (core/thread_pool.h).
+constexpr int kTasksPerThread = 4;
+
+// Splits [0, n) into `tasks` contiguous ranges; range t is [lo, hi).
+struct Range {
+    long long lo, hi;
+};
+Range task_range(long long n, int tasks, int t) {
+    return {n * t / tasks, n * (t + 1) / tasks};
+}
+
+}  // namespace
 
 Buffer CpuRefBackend::alloc(std::size_t n) {
     return Buffer{new float[n > 0 ? n : 1], n};
@@ -48,16 +65,22 @@ void CpuRefBackend::rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int d
     }
 }
 
-// Threads split the *outputs* (rows of `out`), never a sum: the bits stay the
-// same for any thread count.
+// Threads split the *outputs* (ranges of out's m·n elements), never a sum:
+// each element is one strict_dot, run whole by whichever thread holds its
+// range, so the bits are the same for any thread count or task split.
 void CpuRefBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
     PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&
                 w.size >= std::size_t(n) * k);
-#pragma omp parallel for schedule(static) if (std::size_t(m) * n * k > 100000)
-    for (int idx = 0; idx < m * n; ++idx) {
-        const int i = idx / n, j = idx % n;
-        out.data[idx] = strict_dot(x.data + std::size_t(i) * k, w.data + std::size_t(j) * k, k);
-    }
+    const long long outputs = static_cast<long long>(m) * n;
+    const int threads = cpu_threads_for(kRefMatmulFlopCost * 2.0 * double(outputs) * k);
+    const int tasks = static_cast<int>(std::min<long long>(outputs, threads * kTasksPerThread));
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        const Range r = task_range(outputs, tasks, t);
+        for (long long idx = r.lo; idx < r.hi; ++idx) {
+            const long long i = idx / n, j = idx % n;
+            out.data[idx] = strict_dot(x.data + std::size_t(i) * k, w.data + std::size_t(j) * k, k);
+        }
+    });
 }
 
 void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
@@ -85,22 +108,29 @@ void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
 
 // One (query, head) row at a time: scores over the query's key range (masked
 // cells -inf), their softmax statistics, then each output component — all
-// through core/attention_spec.h.
+// through core/attention_spec.h. Threads split the rows, never a row: each
+// row is computed whole, in the spec's order, by one task.
 void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                               std::span<const int32_t> block_table, const AttentionShape& s) {
     PLAB_ASSERT(std::size_t(s.n_keys() + s.block_size - 1) / s.block_size <= block_table.size());
     const int rows = s.n_queries * s.n_heads;
-#pragma omp parallel if (rows * s.n_keys() > 4096)
-    {
-        std::vector<float> scores(static_cast<std::size_t>(s.n_keys()));
-#pragma omp for schedule(dynamic, 4)
-        for (int row = 0; row < rows; ++row) {
+    // FLOPs: q·k and p·v, 2 each per dim and pair, counted over the causal
+    // pairs like cpu_fast.cpp (an upper bound for masks that see less; only
+    // picks the threads).
+    const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
+    const int threads =
+        cpu_threads_for(kRefAttentionFlopCost * 4.0 * s.head_dim * s.n_heads * pairs);
+    const int tasks = std::min(rows, threads * kTasksPerThread);
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        std::vector<float> scores(static_cast<std::size_t>(s.n_keys()));  // this task's scratch
+        const Range r = task_range(rows, tasks, t);
+        for (int row = int(r.lo); row < int(r.hi); ++row) {
             const int i = row / s.n_heads, h = row % s.n_heads;
             const int pos = s.pos0 + i;
             const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
             const float* qr = q.data + std::size_t(row) * s.head_dim;
-            const KeyRange r = attention_key_range(s, pos);
-            for (int j = r.lo; j <= r.hi; ++j) {
+            const KeyRange kr = attention_key_range(s, pos);
+            for (int j = kr.lo; j <= kr.hi; ++j) {
                 scores[j] = attention_score(qr, k_pool.data, block_table.data(), s, h, pos, j);
             }
             const SoftmaxStats st = attention_softmax_stats(scores.data(), s, pos);
@@ -110,7 +140,7 @@ void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool
                                         pos, d);
             }
         }
-    }
+    });
 }
 
 void CpuRefBackend::attention_probs(Buffer probs, Buffer scores_out, Buffer q, Buffer k_pool,

@@ -271,11 +271,11 @@ void run(BenchCliOptions o) {
     }
     if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
     std::printf(
-        "\nThreads: cpu uses up to %d (the CPUs this process may run on), one per %.0f MFLOP "
-        "of an op's work\n",
+        "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "
+        "%.0f MFLOP of an op's work\n",
         cpu_threads(), kMinFlopsPerThread / 1e6);
     if (!o.bench.load) return;
-    std::printf("\nQuiet, cpu capped at 1 thread (the reference for the loaded runs):\n");
+    std::printf("\nQuiet, capped at 1 thread (the reference for the loaded runs):\n");
     print_prefill_rows(r.prefill_single_thread);
     std::printf("\nUnder load: one other process spinning on CPU %d\n", r.load_cpu);
     print_prefill_rows(r.prefill_load);

@@ -17,12 +17,13 @@ struct InfoOptions {
 };
 
 // The shortest prompt whose largest per-layer GEMM (the MLP's D x F, or the
-// attention projections when wider) gets more than one thread on `cpu`.
-int first_threaded_prompt(const ModelConfig& c) {
+// attention projections when wider) gets more than one thread, each FLOP
+// counted as `flop_cost` GEMM-FLOPs (1 on `cpu`, kRefMatmulFlopCost on cpu-ref).
+int first_threaded_prompt(const ModelConfig& c, double flop_cost) {
     const double widest =
         std::max({double(c.hidden_dim), double(c.n_heads) * c.head_dim, double(c.dim)});
     for (int t = 1; t <= c.max_seq_len; ++t) {
-        if (cpu_threads_for(2.0 * t * c.dim * widest) > 1) return t;
+        if (cpu_threads_for(flop_cost * 2.0 * t * c.dim * widest) > 1) return t;
     }
     return 0;  // never (one CPU, or a model too small)
 }
@@ -30,7 +31,8 @@ int first_threaded_prompt(const ModelConfig& c) {
 void run(const InfoOptions& o) {
     const Model m = load_model_arg(o.model);
     const ModelConfig& c = m.weights.config;
-    const int threaded_from = first_threaded_prompt(c);
+    const int threaded_from = first_threaded_prompt(c, 1.0);
+    const int ref_threaded_from = first_threaded_prompt(c, kRefMatmulFlopCost);
     const double classifier_flops = 2.0 * c.dim * c.vocab_size;
     const std::size_t kv_bytes = c.kv_floats_per_token() * sizeof(float);
     if (o.json) {
@@ -48,6 +50,9 @@ void run(const InfoOptions& o) {
         j["cpu_min_flops_per_thread"] = kMinFlopsPerThread;
         j["cpu_threaded_prefill_from_tokens"] = threaded_from;
         j["cpu_decode_classifier_threads"] = cpu_threads_for(classifier_flops);
+        j["cpu_ref_flop_cost"] = {{"matmul", kRefMatmulFlopCost},
+                                  {"attention", kRefAttentionFlopCost}};
+        j["cpu_ref_threaded_prefill_from_tokens"] = ref_threaded_from;
         print_json(j);
         return;
     }
@@ -77,7 +82,7 @@ void run(const InfoOptions& o) {
     std::printf(
         "Threads of the cpu backend: up to %d (the CPUs this process may run on); each op "
         "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
-        "costs more\n  than it saves (measured; see src/backends/cpu_fast.h).\n",
+        "costs more\n  than it saves (measured; see src/backends/cpu_threads.h).\n",
         cpu_threads(), kMinFlopsPerThread / 1e6);
     if (threaded_from > 0) {
         std::printf(
@@ -86,6 +91,17 @@ void run(const InfoOptions& o) {
             threaded_from, classifier_flops / 1e6, cpu_threads_for(classifier_flops));
     } else {
         std::printf("  This model: every op runs on 1 thread here.\n");
+    }
+    std::printf(
+        "  cpu-ref follows the same rule, counting each of its FLOPs as %.0f (matmul) or %.0f\n"
+        "  (attention) of the fast GEMM's: its in-order scalar sums run that much slower.\n",
+        kRefMatmulFlopCost, kRefAttentionFlopCost);
+    if (ref_threaded_from > 0) {
+        std::printf(
+            "  This model on cpu-ref: prompts shorter than %d tokens prefill on 1 thread.\n",
+            ref_threaded_from);
+    } else {
+        std::printf("  This model on cpu-ref: every op runs on 1 thread here.\n");
     }
 }
 

@@ -389,8 +389,9 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         r.decode.push_back(decode_row(*backend, *model, o, r.machine));
         for (int b : o.batches)
             r.decode_batch.push_back(decode_batch_row(weights, name, b, o, r.machine));
-        if (o.load && name == "cpu") {
-            // The one backend whose thread count the engine decides per op.
+        if (o.load && (name == "cpu" || name == "cpu-ref")) {
+            // The backends whose thread count the engine decides per op
+            // (backends/cpu_threads.h).
             CpuThreadCap cap(1);
             for (int n : o.lengths) {
                 PrefillBenchRow row = prefill_row(

@@ -1,7 +1,8 @@
 // Threads (issue 12): the engine's pool runs every task exactly once however
 // the threads interleave; the cpu backend's threaded ops (sizes above the FLOP
-// threshold, so they really split) match cpu-ref within a proven bound; the
-// engine picks the thread count from the work; `plab bench --load` reports.
+// threshold, so they really split) match cpu-ref within a proven bound; cpu-ref
+// gives the same bits on one thread and on many; the engine picks the thread
+// count from the work; `plab bench --load` reports.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -15,7 +16,10 @@
 #include "backends/cpu_fast.h"
 #include "core/attention_spec.h"
 #include "core/thread_pool.h"
+#include "model/weights.h"
+#include "runtime/device_model.h"
 #include "runtime/registry.h"
+#include "runtime/session.h"
 #include "test_util.h"
 
 using namespace plab;
@@ -75,6 +79,31 @@ std::vector<float> run_matmul(Backend& b, const std::vector<float>& x, const std
     std::vector<float> h(out.size());
     b.download(h.data(), out.buf(), h.size());
     return h;
+}
+
+std::vector<float> run_attention(Backend& b, const std::vector<float>& q,
+                                 const std::vector<float>& k_pool, const std::vector<float>& v_pool,
+                                 const std::vector<int32_t>& table, const AttentionShape& s) {
+    DeviceArray dq(b, q.size()), dk(b, k_pool.size()), dv(b, v_pool.size()), out(b, q.size());
+    b.upload(dq.buf(), q.data(), q.size());
+    b.upload(dk.buf(), k_pool.data(), k_pool.size());
+    b.upload(dv.buf(), v_pool.data(), v_pool.size());
+    b.fill(out.buf(), NAN);  // a row nobody wrote stays NaN
+    b.attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), table, s);
+    std::vector<float> h(out.size());
+    b.download(h.data(), out.buf(), h.size());
+    return h;
+}
+
+// Runs f() with every CPU op capped at one thread (each op then runs as one
+// task on the calling thread); the cap is lifted even when f() fails.
+template <class F>
+auto on_one_thread(const F& f) {
+    struct Cap {
+        Cap() { set_cpu_thread_cap(1); }
+        ~Cap() { set_cpu_thread_cap(0); }
+    } cap;
+    return f();
 }
 
 }  // namespace
@@ -142,9 +171,21 @@ TEST_CASE("plab info says how many threads cpu uses and from which prompt length
         REQUIRE(cpu_threads_for(2.0 * from * d * widest) > 1);
         REQUIRE(cpu_threads_for(2.0 * (from - 1) * d * widest) == 1);
     }
+    // cpu-ref: the same rule, its FLOPs weighted by its measured cost factor.
+    REQUIRE(j["cpu_ref_flop_cost"]["matmul"].get<double>() == kRefMatmulFlopCost);
+    REQUIRE(j["cpu_ref_flop_cost"]["attention"].get<double>() == kRefAttentionFlopCost);
+    const int ref_from = j["cpu_ref_threaded_prefill_from_tokens"];
+    if (cpu_threads() > 1) {
+        REQUIRE(ref_from >= 1);
+        REQUIRE(ref_from < from);  // the slower reference splits sooner
+        REQUIRE(cpu_threads_for(kRefMatmulFlopCost * 2.0 * ref_from * d * widest) > 1);
+        if (ref_from > 1)
+            REQUIRE(cpu_threads_for(kRefMatmulFlopCost * 2.0 * (ref_from - 1) * d * widest) == 1);
+    }
     const auto text = run_cli({"info"});
     REQUIRE(text.out.find("Threads of the cpu backend: up to " + std::to_string(cpu_threads())) !=
             std::string::npos);
+    REQUIRE(text.out.find("cpu-ref follows the same rule") != std::string::npos);
 }
 
 TEST_CASE("cpu matmul on many threads matches cpu-ref, awkward sizes", "[threads]") {
@@ -268,10 +309,143 @@ TEST_CASE("plab bench --load reports quiet, single-thread and loaded rows", "[th
     REQUIRE(j["decode_load"][0]["ratio_to_quiet"].get<double>() > 0);
 
     // The text form: the new columns and sections, and no load section without --load.
-    const auto t = run_cli({"bench", "--backends", "cpu", "--lengths", "8", "--repeats", "2",
-                            "--decode-steps", "2", "--load"});
+    // cpu-ref too: its thread count is the engine's choice as well, so it
+    // gets a single-thread row.
+    const auto t = run_cli({"bench", "--backends", "cpu,cpu-ref", "--lengths", "8", "--repeats",
+                            "2", "--decode-steps", "2", "--load"});
     REQUIRE(t.exit_code == 0);
+    const auto quiet_one = t.out.find("Quiet, capped at 1 thread");
+    const auto loaded = t.out.find("Under load: one other process spinning on CPU");
+    REQUIRE(quiet_one != std::string::npos);
+    REQUIRE(loaded != std::string::npos);
+    const std::string one_thread = t.out.substr(quiet_one, loaded - quiet_one);
+    INFO(one_thread);
+    REQUIRE(one_thread.find("cpu-ref ") != std::string::npos);
     REQUIRE(t.out.find("worst ms") != std::string::npos);
     REQUIRE(t.out.find("Under load: one other process spinning on CPU") != std::string::npos);
     REQUIRE(t.out.find("median / quiet 1-thr") != std::string::npos);
+}
+
+// cpu-ref's promise (issue 12): the thread count never changes a bit, because
+// its threads split outputs, never a sum. Each op runs capped at one thread
+// (one task, on the caller) and uncapped twice (4 tasks per thread on the
+// pool, claimed first come first served, so which thread computes which
+// output changes from run to run). Every op is above the split threshold by
+// the engine's rule with cpu-ref's cost factors (asserted); the matmuls are
+// even by their raw FLOPs.
+TEST_CASE("cpu-ref on 1 thread and on many: bitwise equal, matmul, attention and a whole prefill",
+          "[threads][reference]") {
+    if (cpu_threads() < 2) {
+        FAIL(
+            "this test compares cpu-ref on 1 thread with cpu-ref on 2+, but this process may "
+            "run on "
+            << cpu_threads() << " CPU; run it where 2 or more CPUs are allowed");
+    }
+    auto ref = make_backend("cpu-ref");
+
+    SECTION("matmul: decode-like, few outputs, uneven rows") {
+        struct Shape {
+            int m, n, k;
+        };
+        // 1 x 20011: one row, split over w's rows; 1 x 3: fewer outputs than
+        // tasks; 37 and 300 rows: ranges that cut rows in the middle.
+        for (const Shape s : {Shape{1, 20011, 401}, Shape{1, 3, 2700001}, Shape{37, 613, 353},
+                              Shape{300, 517, 131}}) {
+            const double flops = 2.0 * s.m * s.n * s.k;
+            INFO("m=" << s.m << " n=" << s.n << " k=" << s.k << ", threads "
+                      << cpu_threads_for(kRefMatmulFlopCost * flops));
+            REQUIRE(flops >= 2 * kMinFlopsPerThread);
+            REQUIRE(cpu_threads_for(kRefMatmulFlopCost * flops) == cpu_threads());
+            const auto x = random_floats(std::size_t(s.m) * s.k, 90 + s.m, -1.0f, 1.0f);
+            const auto w = random_floats(std::size_t(s.n) * s.k, 91 + s.n, -1.0f, 1.0f);
+            const auto one = on_one_thread([&] { return run_matmul(*ref, x, w, s.m, s.n, s.k); });
+            require_not_all_zero(one, "cpu-ref matmul on 1 thread");
+            require_bitwise_equal(run_matmul(*ref, x, w, s.m, s.n, s.k), one, "matmul, threaded");
+            require_bitwise_equal(run_matmul(*ref, x, w, s.m, s.n, s.k), one,
+                                  "matmul, threaded again");
+        }
+    }
+
+    SECTION("attention: a chunk after cached positions, and 3 queries over 900 keys") {
+        // 7 query heads sharing 1 K/V head (GQA), Dh 40, blocks of 16 in
+        // shuffled order; (100, 123): 700 rows of uneven causal length;
+        // (3, 900): 21 rows, each long.
+        for (const auto& [n_queries, pos0] : {std::pair{100, 123}, std::pair{3, 900}}) {
+            AttentionShape s;
+            s.n_queries = n_queries;
+            s.pos0 = pos0;
+            s.n_heads = 7;
+            s.n_kv_heads = 1;
+            s.head_dim = 40;
+            s.block_size = 16;
+            s.scale = 1.0f / std::sqrt(40.0f);
+            const int n_blocks = (s.n_keys() + s.block_size - 1) / s.block_size;
+            std::vector<int32_t> table(static_cast<std::size_t>(n_blocks));
+            std::iota(table.begin(), table.end(), 0);
+            std::shuffle(table.begin(), table.end(), std::mt19937_64(6));
+            const int row = s.n_kv_heads * s.head_dim;
+            const auto k_pool =
+                random_floats(std::size_t(n_blocks) * s.block_size * row, 92, -2, 2);
+            const auto v_pool = random_floats(k_pool.size(), 93);
+            const auto q =
+                random_floats(std::size_t(s.n_queries) * s.n_heads * s.head_dim, 94, -2, 2);
+            const double pairs = double(n_queries) * pos0 + 0.5 * n_queries * (n_queries + 1.0);
+            const double flops = 4.0 * s.head_dim * s.n_heads * pairs;
+            INFO(n_queries << " queries after " << pos0 << ", threads "
+                           << cpu_threads_for(kRefAttentionFlopCost * flops));
+            REQUIRE(cpu_threads_for(kRefAttentionFlopCost * flops) == cpu_threads());
+            const auto one =
+                on_one_thread([&] { return run_attention(*ref, q, k_pool, v_pool, table, s); });
+            require_not_all_zero(one, "cpu-ref attention on 1 thread");
+            require_bitwise_equal(run_attention(*ref, q, k_pool, v_pool, table, s), one,
+                                  "attention, threaded");
+            require_bitwise_equal(run_attention(*ref, q, k_pool, v_pool, table, s), one,
+                                  "attention, threaded again");
+        }
+    }
+
+    SECTION("a whole prefill, and a chunked one, of a seeded random model") {
+        // D 128, 4 query heads and 2 K/V heads of 32, F 384: the shipped
+        // model's shape, 2 layers. 101 tokens whole on 1 thread, then whole
+        // and in chunks of 37 + 64 on many.
+        const ModelConfig c = small_config(128, 2, 4, 2, 32, 384, 512, 128);
+        const Weights w = make_random_weights(c, 31);
+        const auto tokens = random_tokens(101, c.vocab_size, 32);
+        // The smallest ops of the run, the 37-token chunk's K projection
+        // (37 x 64 x 128) and its attention, still get more than one thread.
+        REQUIRE(cpu_threads_for(kRefMatmulFlopCost * 2.0 * 37 * 64 * 128) > 1);
+        REQUIRE(cpu_threads_for(kRefAttentionFlopCost * 4.0 * 32 * 4 * (0.5 * 37 * 38)) > 1);
+        const DeviceModel model(*ref, w);
+        struct Run {
+            std::vector<float> logits;             // (T, V)
+            std::vector<std::vector<float>> k, v;  // per layer, the cache as read back
+        };
+        const auto prefill = [&](const ChunkPlan& plan) {
+            Session session(model);
+            ForwardProbes every_position;
+            every_position.all_logits = true;
+            Run r;
+            r.logits = session.prefill(tokens, plan, every_position).all_logits;
+            for (int l = 0; l < c.n_layers; ++l) {
+                r.k.push_back(session.read_kv(l, KvPart::K));
+                r.v.push_back(session.read_kv(l, KvPart::V));
+            }
+            return r;
+        };
+        const Run one = on_one_thread([&] { return prefill(ChunkPlan{{101}}); });
+        REQUIRE(one.logits.size() == std::size_t(101) * c.vocab_size);
+        require_not_all_zero(one.logits, "cpu-ref logits on 1 thread");
+        for (const ChunkPlan& plan : {ChunkPlan{{101}}, ChunkPlan{{37, 64}}}) {
+            const Run many = prefill(plan);
+            const std::string how =
+                plan.lengths.size() == 1 ? "whole, threaded" : "37+64, threaded";
+            require_bitwise_equal(many.logits, one.logits, "logits of every position, " + how);
+            for (int l = 0; l < c.n_layers; ++l) {
+                require_bitwise_equal(many.k[std::size_t(l)], one.k[std::size_t(l)],
+                                      "K of layer " + std::to_string(l) + ", " + how);
+                require_bitwise_equal(many.v[std::size_t(l)], one.v[std::size_t(l)],
+                                      "V of layer " + std::to_string(l) + ", " + how);
+            }
+        }
+    }
 }

@@ -1,0 +1,28 @@
+#include "backends/cpu_threads.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace plab {
+namespace {
+
+std::atomic<int> g_thread_cap{0};  // set_cpu_thread_cap(); 0: none
+
+}  // namespace
+
+int cpu_threads() {
+    static const int cpus = ThreadPool::available_cpus();  // once: it is a system call
+    return cpus;
+}
+
+int cpu_threads_for(double flops) {
+    const int cap = g_thread_cap.load(std::memory_order_relaxed);
+    const int most = cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
+    return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most);
+}
+
+void set_cpu_thread_cap(int threads) {
+    g_thread_cap.store(std::max(0, threads));
+}
+
+}  // namespace plab

@@ -1,0 +1,62 @@
+// How many threads a CPU op runs on: one rule for `cpu` and `cpu-ref`.
+//
+// What it teaches: a parallel region only pays when each thread's share of
+// the work is larger than the cost of waking a thread (issue 12). So the
+// *engine* picks each op's thread count from the op's work, never the user
+// from an environment variable; both CPU backends ask this one function, and
+// `plab info` prints its answer. The threads themselves are the engine's one
+// ThreadPool (core/thread_pool.h: dynamic tasks, spin-then-sleep).
+//
+// Work is counted in *GEMM-FLOP equivalents*: the time one thread of the fast
+// backend's GEMM needs for that many FLOPs. An op that runs slower per FLOP
+// (cpu-ref's in-order scalar sums, an exp) converts its FLOPs with a measured
+// factor before it asks (cpu_fast.cpp's swiglu, cpu_ref.cpp's kRef*FlopCost).
+//
+// Left out: per-op tuning beyond one threshold, thread counts between 2 and
+// the CPU count that depend on the op's shape.
+#pragma once
+
+#include "core/thread_pool.h"
+
+namespace plab {
+
+// An op gets one more thread for every this many FLOPs of work, so each
+// thread's share is at least this much. Measured on the project's machine
+// kind (2-vCPU AMD EPYC VM, AVX-512, stories15M shapes, 200 interleaved calls
+// of cpu_fast.cpp's matmul on 1 thread vs 2 pool threads; /tmp harness,
+// numbers in the issue 12 report):
+//   - one thread runs these GEMMs at ~110-150 GFLOP/s (29x288x288, 4.8 MFLOP:
+//     37 us; 128x768x288, 57 MFLOP: 370-440 us); so 8 MFLOP is ~55-70 us;
+//   - splitting into tiles costs 5-13 % more CPU time in total (re-packing
+//     the shared operand per tile), measured when the 2nd thread got no core;
+//   - a worker asleep on a futex needs tens of microseconds to run when a core
+//     is free (and up to a scheduler slice, milliseconds, when it is not).
+// A second thread gains T/2 minus ~0.1 T of tiling minus the wake-up, so it
+// pays from roughly T > 2.5 x wake-up; at 2 x 8 MFLOP (~150 us) it does with
+// margin. Below that it cannot win even on a quiet machine: issue 12 measured
+// the shipped model's 29-token prefill (ops <= 2.8 MFLOP) at 1.08 ms on 1
+// thread and at best the same on 2. With the machine saturated (CPU pressure
+// 99.8 % during these measurements), 2 threads won nowhere below 113 MFLOP.
+constexpr double kMinFlopsPerThread = 8e6;
+
+// Threads CPU ops may use here: the CPUs this process may run on.
+int cpu_threads();
+// Threads an op of `flops` GEMM-FLOP equivalents runs on: 1 .. cpu_threads().
+int cpu_threads_for(double flops);
+// Caps cpu_threads_for() (0: no cap). For `plab bench`'s single-thread
+// reference and tests of the threaded paths; not a user setting.
+void set_cpu_thread_cap(int threads);
+
+// task(i) for every i in [0, n_tasks): on the calling thread alone, in order,
+// when `threads` is 1 (no wake-up, nothing to wait for), else on the engine's
+// pool (any order, any thread). A task must not depend on which thread runs it.
+template <class F>
+void run_cpu_tasks(int threads, int n_tasks, const F& task) {
+    if (threads <= 1) {
+        for (int i = 0; i < n_tasks; ++i) task(i);
+        return;
+    }
+    ThreadPool::engine().run(n_tasks, task);
+}
+
+}  // namespace plab
