@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
+#include "runtime/request.h"
 
 namespace plab::cli {
 namespace {
@@ -32,12 +33,14 @@ struct GenerateCliOptions {
     std::string prefix_cache = "on";
     int kv_blocks = 0;
     bool no_stop = false;
+    int repeats = 3;  // warm runs of a single prompt after the first, cold one
     bool json = false;
     // Given on the command line? (to refuse an option where it does not apply)
     CLI::Option* prompts_opt = nullptr;
     CLI::Option* chunks_opt = nullptr;
     CLI::Option* kv_blocks_opt = nullptr;
     CLI::Option* prefix_cache_opt = nullptr;
+    CLI::Option* repeats_opt = nullptr;
 };
 
 // Generated text on one line of the report: a byte-level model may emit
@@ -75,14 +78,35 @@ void run_one(GenerateCliOptions o) {
     o.gen.session.mask = resolve_mask(o.mask, tokens, model);
     // The engine owns the backend and the device model; its KV pool is made
     // only by a first add_request, so the session below pays for none.
+    PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
+               "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
     const Engine engine(model.weights, EngineOptions{.backend = o.backend});
-    Trace trace;
-    const GenerateResult r = generate(engine.model(), *model.tokenizer, "", tokens, o.gen, trace);
+    // The first run is cold (caches, allocator and thread pool not yet warm);
+    // the times reported are the medians of the warm runs after it, and the
+    // cold one is printed apart: two measurement conditions, never averaged.
+    // Every run is the same request on a fresh KV cache, with the same tokens.
+    Trace cold_trace;
+    const GenerateResult cold =
+        generate(engine.model(), *model.tokenizer, "", tokens, o.gen, cold_trace);
+    std::vector<double> ttft_us, prefill_us, decode_tps;
+    Trace trace;  // the last warm run's, for --trace
+    GenerateResult r;
+    for (int i = 0; i < o.repeats; ++i) {
+        trace = Trace();
+        r = generate(engine.model(), *model.tokenizer, "", tokens, o.gen, trace);
+        PLAB_ASSERT(r.new_tokens == cold.new_tokens);  // same request, same seed
+        double decode_total = 0;
+        for (double s : r.decode_step_us) decode_total += s;
+        ttft_us.push_back(r.ttft_us);
+        prefill_us.push_back(r.prefill_us);
+        decode_tps.push_back(
+            r.decode_step_us.empty() ? 0 : double(r.decode_step_us.size()) / (decode_total * 1e-6));
+    }
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
-    double decode_total = 0;
-    for (double s : r.decode_step_us) decode_total += s;
-    const double decode_tps =
-        r.decode_step_us.empty() ? 0 : r.decode_step_us.size() / (decode_total * 1e-6);
+    // Each run's TTFT contains its prefill, so the medians keep that order too.
+    const double ttft_ms = percentile(ttft_us, 50) / 1000;
+    const double prefill_ms = percentile(prefill_us, 50) / 1000;
+    const double decode_tps_median = percentile(decode_tps, 50);
     const std::string backend = engine.backend().name();
     if (o.json) {
         nlohmann::json j;
@@ -91,9 +115,12 @@ void run_one(GenerateCliOptions o) {
         j["prompt_tokens"] = r.prompt_tokens;
         j["new_tokens"] = r.new_tokens;
         j["text"] = r.text;
-        j["ttft_ms"] = r.ttft_us / 1000;
-        j["prefill_ms"] = r.prefill_us / 1000;
-        j["decode_tokens_per_s"] = decode_tps;
+        j["ttft_ms"] = ttft_ms;  // medians of the warm runs
+        j["prefill_ms"] = prefill_ms;
+        j["decode_tokens_per_s"] = decode_tps_median;
+        j["warm_runs"] = o.repeats;
+        j["cold_ttft_ms"] = cold.ttft_us / 1000;  // the first run, apart
+        j["cold_prefill_ms"] = cold.prefill_us / 1000;
         print_json(j);
         return;
     }
@@ -103,8 +130,13 @@ void run_one(GenerateCliOptions o) {
     std::printf(
         "prefill %.3f ms, time to first token %.3f ms (TTFT also counts tokenize, copies,\n"
         "sampling and delivery), decode %.1f tokens/s\n",
-        r.prefill_us / 1000, r.ttft_us / 1000, decode_tps);
-    if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
+        prefill_ms, ttft_ms, decode_tps_median);
+    std::printf(
+        "  (medians of %d warm runs, each on a fresh KV cache; the first, cold run: prefill "
+        "%.3f ms, TTFT %.3f ms)\n",
+        o.repeats, cold.prefill_us / 1000, cold.ttft_us / 1000);
+    if (!o.trace.empty())
+        std::printf("Trace written to %s (the last warm run; open in Perfetto)\n", o.trace.c_str());
 }
 
 // A latency figure, or JSON null where there is nothing to measure (the gaps
@@ -118,6 +150,9 @@ void run_many(const GenerateCliOptions& o) {
     PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
+    PLAB_CHECK(o.repeats_opt->count() == 0,
+               "--repeats times one prompt's warm runs; with --prompts each request runs once, "
+               "timed on the engine's clock");
     PLAB_CHECK(o.chunks_opt->count() == 0,
                "--chunks is the chunk plan of a single prompt; with --prompts the engine cuts "
                "prompts into chunks by its step budget ("
@@ -303,6 +338,11 @@ void add_generate_command(CLI::App& app) {
         "with --prompts: blocks in the shared KV pool (default: 4 full-length sequences)");
     add_mask_option(cmd, o->mask);
     cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
+    o->repeats_opt =
+        cmd->add_option("--repeats", o->repeats,
+                        "a single prompt: warm runs timed after the first, cold one (medians "
+                        "reported)")
+            ->capture_default_str();
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] {

@@ -81,6 +81,11 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     const auto j = nlohmann::json::parse(g.out);
     REQUIRE(j["new_tokens"].size() == 5);
     REQUIRE(j["ttft_ms"].get<double>() >= j["prefill_ms"].get<double>());
+    // Warm medians, the cold first run apart (issue 15): both present, each
+    // TTFT containing its prefill.
+    REQUIRE(j["warm_runs"] == 3);
+    REQUIRE(j["cold_ttft_ms"].get<double>() >= j["cold_prefill_ms"].get<double>());
+    REQUIRE(j["cold_prefill_ms"].get<double>() > 0);
     std::ifstream tf(trace);
     const auto tj = nlohmann::json::parse(tf);
     REQUIRE(tj["traceEvents"].size() > 5);
@@ -117,6 +122,23 @@ TEST_CASE("the prompt as positional text or as --prompt TEXT is the same prompt"
     };
     REQUIRE(tokens_of(named.out) == tokens_of(positional.out));
     REQUIRE(tokens_of(other.out) != tokens_of(positional.out));  // the text was read, not a default
+}
+
+TEST_CASE("plab prefill times warm runs and prints the cold first run apart", "[cli]") {
+    const std::string model = small_model_dir().string();
+    const auto r = run_cli({"prefill", "--model", model, "--repeats", "4", "--json", "abc"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["warm_runs"] == 4);
+    REQUIRE(j["prefill_ms"].get<double>() > 0);
+    REQUIRE(j["cold_prefill_ms"].get<double>() > 0);
+    const auto text = run_cli({"prefill", "--model", model, "--repeats", "2", "abc"});
+    REQUIRE(text.out.find("time: median of 2 warm runs, each on a fresh KV cache; the first, "
+                          "cold run took ") != std::string::npos);
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--repeats", "0"}),
+                               "--repeats 0 must be between 1 and 1000");
+    require_one_line_cli_error(run_cli({"generate", "--model", model, "--repeats", "-1"}),
+                               "--repeats -1 must be between 1 and 1000");
 }
 
 TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {

@@ -386,6 +386,8 @@ TEST_CASE("generate --prompts: bad input is one clear line and exit 1", "[cli][s
                                "--prompts serves causal requests only");
     require_one_line_cli_error(gen({"--prompts", good, "--chunks", "4"}),
                                "--chunks is the chunk plan of a single prompt");
+    require_one_line_cli_error(gen({"--prompts", good, "--repeats", "2"}),
+                               "--repeats times one prompt's warm runs");
     require_one_line_cli_error(gen({"--prompts", good, "--prefix-cache", "yes"}),
                                "--prefix-cache 'yes': give on or off");
     require_one_line_cli_error(gen({"--kv-blocks", "8", "abc"}),
