@@ -166,7 +166,8 @@ void run_many(const GenerateCliOptions& o) {
     const Model model = load_model_arg(o.model);
     const Tokenizer& tok = *model.tokenizer;
     const ModelConfig& c = model.weights.config;
-    const std::vector<PromptLine> lines = read_prompts_file(o.prompts);
+    const std::vector<PromptLine> lines =
+        parse_prompts(read_text_file(o.prompts, "prompts file"), o.prompts);
 
     // 2. Tokenize every prompt as the single-prompt path does (BOS first unless --no-bos).
     std::vector<std::vector<int32_t>> prompts;

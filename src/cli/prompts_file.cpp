@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "cli/common.h"
 #include "core/error.h"
 #include "runtime/json_lines.h"
 
@@ -64,10 +63,6 @@ std::vector<PromptLine> parse_prompts(const std::string& text, const std::string
                                << "); write one prompt per line, or JSON Lines "
                                   "{\"prompt\": \"...\"}");
     return prompts;
-}
-
-std::vector<PromptLine> read_prompts_file(const std::string& path) {
-    return parse_prompts(read_text_file(path, "prompts file"), path);
 }
 
 }  // namespace plab::cli

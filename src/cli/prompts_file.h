@@ -28,10 +28,10 @@ struct PromptLine {
     std::optional<int> max_new_tokens;  // from JSON Lines only
 };
 
-// Reads and parses the file (at most kMaxPromptFileBytes, as --prompt-file);
-// throws plab::Error with one line naming the file, the line and the fix.
-std::vector<PromptLine> read_prompts_file(const std::string& path);
-// The same rules on text already in memory (`path` only names it in messages).
+// Parses a prompts file's text (read with cli/common.h read_text_file, which
+// refuses files over kMaxPromptFileBytes); `path` names it in messages.
+// Throws plab::Error with one line naming the file, the line and the fix.
+// No file access here, so the fuzz build links it alone.
 std::vector<PromptLine> parse_prompts(const std::string& text, const std::string& path);
 
 }  // namespace plab::cli

@@ -351,6 +351,10 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
     require_one_line_cli_error(
         serve_file("typo.jsonl", "{\"arrival_s\": 0, \"prompt\": \"a\", \"max_tokens\": 4}\n"),
         "line 1: unknown key \"max_tokens\"; the keys are \"arrival_s\"");
+    // Valid JSON grammar, beyond a double (found by the fuzzer: it escaped as a
+    // library exception).
+    require_one_line_cli_error(serve_file("overflow.jsonl", "{\"arrival_s\": 1e99999}\n"),
+                               "line 1: a number too large to read");
     require_one_line_cli_error(serve_file("array.jsonl", "[0, \"a\", 4]\n"),
                                "line 1: an array, not an object; write one object per line");
     // 2^64 - 1 would wrap to -1 if read as a signed number.

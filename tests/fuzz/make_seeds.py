@@ -114,3 +114,11 @@ for i, spec in enumerate(specs):
     out("mask_spec", "spec%02d" % i, bytes([15, 4]) + spec.encode())
 matrix = "\n".join(" ".join("1" if k <= q else "0" for k in range(4)) for q in range(4))
 out("mask_spec", "file_4x4", bytes([3, 2]) + b"file:m.txt\n# lower triangle\n" + matrix.encode())
+
+# ---- JSON Lines: byte 0 even = a workload, odd = a prompts file --------------
+out("json_lines", "workload", b"\x00" + b'{"arrival_s": 0, "prompt_tokens": 5}\r\n\r\n'
+    b'{"arrival_s": 0.25, "prompt": "Once upon a time", "max_new_tokens": 32}\n')
+out("json_lines", "workload_bom", b"\x02\xef\xbb\xbf" + b'{"arrival_s": 1.5, "prompt_tokens": 300}\n')
+out("json_lines", "prompts_jsonl", b"\x01" + b'{"prompt": "Tom had a dog", "max_new_tokens": 8}\n'
+    b'\n{"prompt": "The sun"}\n')
+out("json_lines", "prompts_text", b"\x03" + b"Once upon a time\r\n  \nLily saw a {bird}\n")
