@@ -239,12 +239,17 @@ void run(BenchCliOptions o) {
         r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s, r.machine.read_gb_per_s,
         r.machine.gemm_gflops, r.machine.read_gb_per_s,
         r.machine.gemm_gflops / r.machine.read_gb_per_s);
+    // Under another mask the attention term counts the pairs it lets through
+    // (plab mask SPEC --length T prints them), so GFLOP/s stays useful work.
+    const bool causal = o.bench.mask == "causal";
     std::printf(
         "Prefill of a cold prompt (plan %s), FLOPs counted as\n"
         "  2*T*L*(D*H*Dh + 2*D*Hkv*Dh + H*Dh*D + 3*D*F)   projections and SwiGLU\n"
-        "  + 4*Dh*H*L * T(T+1)/2                           causal attention pairs\n"
+        "  + 4*Dh*H*L * %-34s %s\n"
         "  + 2*D*V                                         logits of the last position\n",
-        o.bench.chunks.c_str());
+        o.bench.chunks.c_str(), causal ? "T(T+1)/2" : "visible pairs",
+        causal ? "causal attention pairs"
+               : ("attention pairs " + o.bench.mask + " lets through").c_str());
     print_prefill_rows(r.prefill);
     print_device_ops(r.device_ops);
     std::printf(

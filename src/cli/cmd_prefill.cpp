@@ -15,6 +15,7 @@
 #include "perf/flops.h"
 #include "runtime/engine.h"
 #include "runtime/equivalence.h"
+#include "runtime/mask_spec.h"
 #include "runtime/request.h"
 #include "runtime/sampler.h"
 #include "trace/trace.h"
@@ -82,7 +83,13 @@ void run(const PrefillOptions& o) {
     const Difference d = compare_snapshots(mine, ref);
     const int32_t first = argmax(r.last_logits);
     const auto top = top_probs(r.last_logits, o.top);
-    const PrefillCost cost = prefill_cost(model.weights.config, t);
+    // FLOPs and attention pairs of this prompt under its mask: a window or
+    // a document boundary removes pairs (the causal count stays beside it).
+    const PrefillCost causal_cost = prefill_cost(model.weights.config, t);
+    const PrefillCost cost = mask.is_causal()
+                                 ? causal_cost
+                                 : with_visible_pairs(causal_cost, model.weights.config,
+                                                      double(count_visible_pairs(mask.view(), t)));
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
     const Tokenizer& tok = *model.tokenizer;
 
@@ -98,7 +105,8 @@ void run(const PrefillOptions& o) {
         j["cold_prefill_ms"] = r.prefill_us / 1000;
         j["warm_runs"] = o.repeats;
         j["flops"] = cost.total();
-        j["attention_pairs"] = cost.attention_pairs;
+        j["attention_pairs"] = cost.attention_pairs;  // visible under the mask
+        j["causal_attention_pairs"] = causal_cost.attention_pairs;
         j["kv_blocks"] = session.cache().blocks_in_use();
         j["kv_bytes"] = session.cache().bytes_in_use();
         j["first_token"] = {{"id", first}, {"text", tok.token_text(first)}};
@@ -121,10 +129,18 @@ void run(const PrefillOptions& o) {
                 tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(),
                 mask.is_causal() ? "" : "; mask ", mask.is_causal() ? "" : o.mask.c_str());
     // Whole numbers below 2^53, so %.0f prints them exactly.
-    std::printf(
-        "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f causal attention pairs per head and "
-        "layer)\n",
-        prefill_us / 1000, t / (prefill_us * 1e-6), cost.total(), cost.attention_pairs);
+    if (mask.is_causal()) {
+        std::printf(
+            "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f causal attention pairs per head "
+            "and layer)\n",
+            prefill_us / 1000, t / (prefill_us * 1e-6), cost.total(), cost.attention_pairs);
+    } else {
+        std::printf(
+            "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f attention pairs per head and layer "
+            "visible under %s; causal: %.0f)\n",
+            prefill_us / 1000, t / (prefill_us * 1e-6), cost.total(), cost.attention_pairs,
+            o.mask.c_str(), causal_cost.attention_pairs);
+    }
     std::printf("  FLOP = projections %.0f + attention %.0f + logits %.0f\n", cost.projection_flops,
                 cost.attention_flops, cost.logits_flops);
     std::printf(

@@ -136,8 +136,20 @@ std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOp
     return times;
 }
 
+// The FLOPs of one benchmark prefill under the bench's mask (causal:
+// T(T+1)/2 attention pairs; another mask: the pairs it lets through).
+double prefill_flops(const ModelConfig& c, int n, const BenchOptions& o) {
+    const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
+    const SessionOptions so = session_for(tokens, c, o);
+    PrefillCost cost = prefill_cost(c, n);
+    if (!so.mask.is_causal())
+        cost = with_visible_pairs(cost, c, double(count_visible_pairs(so.mask.view(), n)));
+    return cost.total();
+}
+
 PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, int n,
-                            const std::vector<double>& times, double peak_gflops) {
+                            const std::vector<double>& times, double peak_gflops,
+                            const BenchOptions& o) {
     PrefillBenchRow row;
     row.backend = backend;
     row.tokens = n;
@@ -145,7 +157,7 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     row.median_s = median(times);
     row.worst_s = *std::max_element(times.begin(), times.end());
     row.tokens_per_s = n / row.median_s;
-    row.gflops = prefill_cost(c, n).total() / row.median_s / 1e9;
+    row.gflops = prefill_flops(c, n, o) / row.median_s / 1e9;
     row.fraction_of_peak = held_to_host_limits(backend) ? row.gflops / peak_gflops : 0;
     return row;
 }
@@ -380,7 +392,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         }
         for (int n : o.lengths) {
             r.prefill.push_back(prefill_row(backend->name(), c, n, time_prefills(*model, n, o),
-                                            r.machine.gemm_gflops));
+                                            r.machine.gemm_gflops, o));
         }
         if (backend->times_device_ops()) {
             for (int n : o.lengths)
@@ -395,7 +407,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             CpuThreadCap cap(1);
             for (int n : o.lengths) {
                 PrefillBenchRow row = prefill_row(
-                    backend->name(), c, n, time_prefills(*model, n, o), r.machine.gemm_gflops);
+                    backend->name(), c, n, time_prefills(*model, n, o), r.machine.gemm_gflops, o);
                 r.prefill_single_thread.push_back(row);
             }
         }
@@ -429,7 +441,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         const std::string name = l->backend().name();
         for (int n : o.lengths) {
             PrefillBenchRow row =
-                prefill_row(name, c, n, time_prefills(l->model(), n, o), r.machine.gemm_gflops);
+                prefill_row(name, c, n, time_prefills(l->model(), n, o), r.machine.gemm_gflops, o);
             for (const auto& q : r.prefill) {
                 if (q.backend == name && q.tokens == n)
                     row.ratio_to_quiet = row.median_s / q.median_s;

@@ -17,6 +17,12 @@ PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0) {
     return k;
 }
 
+PrefillCost with_visible_pairs(PrefillCost cost, const ModelConfig& c, double visible_pairs) {
+    cost.attention_pairs = visible_pairs;
+    cost.attention_flops = 4.0 * c.head_dim * c.n_heads * c.n_layers * visible_pairs;
+    return cost;
+}
+
 int attention_overtakes_projections_at(const ModelConfig& c) {
     // attention / projections grows with T (it is ∝ T+1): double, then bisect.
     const auto attention_wins = [&](int t) {

@@ -22,13 +22,19 @@ struct PrefillCost {
     double projection_flops = 0;
     double attention_flops = 0;
     double logits_flops = 0;
-    double attention_pairs =
-        0;  // (query, key) pairs the causal mask lets through, per head and layer
+    // (query, key) pairs the mask lets through, per head and layer (causal
+    // unless with_visible_pairs says otherwise).
+    double attention_pairs = 0;
     double total() const { return projection_flops + attention_flops + logits_flops; }
 };
 
 // Cost of prefilling n tokens after pos0 already cached tokens.
 PrefillCost prefill_cost(const ModelConfig& c, int n, int pos0 = 0);
+// The same cost under a mask that lets `visible_pairs` (query, key) pairs
+// through per head and layer (runtime/mask_spec.h count_visible_pairs): the
+// attention term counts only those, as a kernel that skips every invisible
+// pair would compute. A window shorter than the prompt makes it linear in T.
+PrefillCost with_visible_pairs(PrefillCost cost, const ModelConfig& c, double visible_pairs);
 
 // The prompt length from which a cold prefill's attention FLOPs exceed its
 // projection and MLP FLOPs: attention grows as T², the rest as T, so below this

@@ -64,6 +64,20 @@ TEST_CASE("plab --mask on prefill / compare / generate / toy / bench and eval an
                                   .out);
     REQUIRE(j["mask"] == "window:4+sink:1");
     REQUIRE(j["equivalence"]["logits_bitwise"] == true);
+    // Pairs and FLOPs under the mask, not causal's (counted by hand: rows see
+    // 1, 2, 3, 4 keys, then the sink and 4 in the window: 10 + 6*5 = 40 of 55).
+    REQUIRE(j["attention_pairs"] == 40);
+    REQUIRE(j["causal_attention_pairs"] == 55);
+    const auto causal = nlohmann::json::parse(
+        run_cli({"prefill", "--model", model, "--tokens", kTokens, "--json"}).out);
+    REQUIRE(causal["attention_pairs"] == 55);
+    // The FLOPs differ by exactly the attention of the 15 hidden pairs: 4*Dh*H*L each.
+    const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
+    const auto& cfg = info["config"];
+    const double per_pair = 4.0 * cfg["head_dim"].get<double>() *
+                            cfg["num_attention_heads"].get<double>() *
+                            cfg["num_hidden_layers"].get<double>();
+    REQUIRE(causal["flops"].get<double>() - j["flops"].get<double>() == 15 * per_pair);
     // The full plan is compared against one token at a time, as far as the prefix allows.
     j = nlohmann::json::parse(
         run_cli({"prefill", "--model", model, "--mask", "prefix:4", "--tokens", kTokens, "--json"})
