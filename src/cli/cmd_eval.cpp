@@ -3,6 +3,7 @@
 // Prints next-token accuracy and loss, templated-completion accuracy (the
 // answer is a name mentioned earlier), and every head's induction and
 // previous-token scores (definitions in src/runtime/eval.h). `--json` for tests.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -13,6 +14,12 @@
 
 namespace plab::cli {
 namespace {
+
+std::string fixed3(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return buf;
+}
 
 struct EvalCliOptions {
     std::string model;
@@ -100,12 +107,21 @@ void run(const EvalCliOptions& o) {
                     h.previous_token, h.induction >= 0.5 ? "  <- induction head" : "",
                     h.previous_token >= 0.5 ? "  <- previous-token head" : "");
     }
-    std::printf(
-        "Best induction head: layer %d head %d (%.3f); best previous-token head: layer %d "
-        "head %d (%.3f)\n",
-        r.best_induction.layer, r.best_induction.head, r.best_induction.induction,
-        r.best_previous_token.layer, r.best_previous_token.head,
-        r.best_previous_token.previous_token);
+    // A head scoring 0 is not a "best" anything (a window shorter than the
+    // distance to the earlier copy hides it from every head): say so instead.
+    auto best = [](const char* what, int layer, int head, double score) {
+        if (score > 0)
+            return std::string("best ") + what + " head: layer " + std::to_string(layer) +
+                   " head " + std::to_string(head) + " (" + fixed3(score) + ")";
+        return std::string("no ") + what + " head (every head scores 0.000)";
+    };
+    std::string line = best("induction", r.best_induction.layer, r.best_induction.head,
+                            r.best_induction.induction) +
+                       "; " +
+                       best("previous-token", r.best_previous_token.layer,
+                            r.best_previous_token.head, r.best_previous_token.previous_token);
+    line[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(line[0])));
+    std::printf("%s\n", line.c_str());
 }
 
 }  // namespace

@@ -164,4 +164,10 @@ TEST_CASE(
     // The window keeps the target in view; losing the first keys (BOS among them)
     // costs a little: within 0.1 of causal.
     REQUIRE(longer >= causal - 0.1);
+    // The text report names no "best" head when every head scores 0.
+    const auto text =
+        run_cli({"eval", "--backend", "cpu", "--stories", "0", "--max-completions", "0", "--trials",
+                 "3", "--induction-len", "24", "--mask", "window:20"});
+    REQUIRE(text.out.find("No induction head (every head scores 0.000)") != std::string::npos);
+    REQUIRE(text.out.find("Best induction head") == std::string::npos);
 }
