@@ -450,8 +450,11 @@ int main(int argc, char** argv) {
     for (const Step& s : steps) {
         run_checks_before(s.line);
         const std::string out_path = (scratch / "out.txt").string();
-        const std::string cmd = "cd '" + scratch.string() + "' && PATH='" + bin_dir +
-                                "':\"$PATH\" " + s.command + " > '" + out_path +
+        // The command runs as written, in a group: pipes, `&&` chains and
+        // loops behave as in a terminal (every command finds the built plab,
+        // only the group's stdin is /dev/null, its output is captured whole).
+        const std::string cmd = "cd '" + scratch.string() + "' && export PATH='" + bin_dir +
+                                "':\"$PATH\" && { " + s.command + "\n} > '" + out_path +
                                 "' 2>&1 < /dev/null";
         const int status = std::system(cmd.c_str());
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
