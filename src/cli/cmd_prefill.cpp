@@ -125,9 +125,10 @@ void run(const PrefillOptions& o) {
     const ModelConfig& c = model.weights.config;
     std::printf("Model: %s (%s)\nBackend: %s\n", model.source.c_str(), c.summary().c_str(),
                 backend->name().c_str());
-    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunks)%s%s\n", t,
+    std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunk%s)%s%s\n", t,
                 tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(),
-                mask.is_causal() ? "" : "; mask ", mask.is_causal() ? "" : o.mask.c_str());
+                plan.lengths.size() == 1 ? "" : "s", mask.is_causal() ? "" : "; mask ",
+                mask.is_causal() ? "" : o.mask.c_str());
     // Whole numbers below 2^53, so %.0f prints them exactly.
     if (mask.is_causal()) {
         std::printf(

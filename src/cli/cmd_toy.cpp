@@ -102,10 +102,16 @@ void run(const ToyOptions& o) {
                   << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over "
                      "those.\n\n";
     } else {
+        // The score each weight comes from, as the mask's modifiers change it
+        // (core/mask.h: ALiBi adds -slope * distance, soft-capping squashes).
+        const Mask m = bound.view();
+        std::string score = "q_p * k_j";
+        if (m.alibi) score += " - slope * |p - j|";
+        if (m.softcap > 0) score = "cap * tanh((" + score + ") / cap)";
         std::cout << "Toy example: one head, head dimension 1, mask " << o.mask << " (backend "
                   << backend->name() << ")\n"
-                  << "Query p attends to the keys the mask lets it see; weights are "
-                     "softmax(q_p * k_j) over those.\n\n";
+                  << "Query p attends to the keys the mask lets it see; weights are softmax("
+                  << score << ") over those.\n\n";
     }
     std::cout << "  pos        q        k        v   output (full prefill)   exact\n";
     for (int p = 0; p < t; ++p) {
