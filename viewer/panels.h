@@ -10,8 +10,12 @@
 
 namespace plab::viewer {
 
-void draw_toy(const Snapshot& snap, ViewerState& state);          // panel_toy.cpp
-void draw_mask(const Snapshot& snap, ViewerState& state);         // panel_mask.cpp
+void draw_toy(const Snapshot& snap, ViewerState& state);   // panel_toy.cpp
+void draw_mask(const Snapshot& snap, ViewerState& state);  // panel_mask.cpp
+// The Mask panel's explorer (panel_mask_explorer.cpp): the mask picker, sliders and
+// spec text above the heatmap; the tile map, pairs saved and chunking verdict beside it.
+void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state);
+void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width);
 void draw_kv(const Snapshot& snap, ViewerState& state);           // panel_kv.cpp
 void draw_kv_pool(const Snapshot& snap, ViewerState& state);      // panel_kv_pool.cpp
 void draw_equivalence(const Snapshot& snap, ViewerState& state);  // panel_equivalence.cpp
