@@ -489,7 +489,10 @@ CheckResult check_timeline(const TimelineSnapshot& tl) {
     std::snprintf(line, sizeof line,
                   "timeline: TTFT (%.0f us) >= prefill (%.0f us), different spans: %s", tl.ttft_us,
                   tl.prefill_us, yes_no(ok));
-    return CheckResult{ok, line};
+    std::string out = line;
+    if (tl.mask != "causal") out += " (mask " + tl.mask + ")";
+    if (!tl.refusal.empty()) out += "; plan refused: " + tl.refusal + "; ran plan " + tl.plan;
+    return CheckResult{ok, out};
 }
 
 }  // namespace plab::viewer
