@@ -292,9 +292,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
                       "chunk %d of %zu: queries %d..%d see cached keys 0..%d and their own keys "
-                      "%d..%d, each only up to itself",
+                      "%d..%d, %s",
                       current, mask.plan.lengths.size(), starts[current], starts[current + 1] - 1,
-                      starts[current] - 1, starts[current], starts[current + 1] - 1);
+                      starts[current] - 1, starts[current], starts[current + 1] - 1,
+                      mask.mask.is_causal() ? "each only up to itself" : "as the mask allows");
         ImGui::TextColored(ImColor(colour::kChunk), "%s", buf);
     } else {
         ImGui::TextDisabled("before prefill: no chunk has run (press the right arrow)");

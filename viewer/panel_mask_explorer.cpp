@@ -320,6 +320,24 @@ void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) 
                                   : "empty - no visible key: the kernel skips it");
         }
     }
+    // Its legend.
+    {
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        auto swatch = [&](ImU32 c, const char* text, const char* tip) {
+            const ImVec2 p = ImGui::GetCursorScreenPos();
+            dl->AddRectFilled(p, ImVec2(p.x + font * 0.8f, p.y + font * 0.8f), c);
+            ImGui::Dummy(ImVec2(font * 0.8f, font * 0.8f));
+            ImGui::SameLine();
+            text_with_tip(text, tip);
+            ImGui::SameLine();
+        };
+        swatch(colour::kTileFull, "full",
+               "Every key visible: computed with no per-cell mask test.");
+        swatch(colour::kTilePartial, "partial",
+               "Some keys visible: computed, then masked per cell.");
+        swatch(colour::kTileEmpty, "empty", "No key visible: the kernel skips the tile.");
+        ImGui::NewLine();
+    }
     // The chunking verdict.
     ImGui::Spacing();
     if (!mask.refusal.empty()) {
