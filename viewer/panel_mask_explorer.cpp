@@ -92,6 +92,9 @@ std::string picker_spec(const MaskExplorer& e, int n_tokens) {
     std::string s = item_text(e.kind[0], e.a[0], e.b[0], n_tokens);
     if (e.kind[1] >= 0)
         s += (e.use_or ? "|" : "+") + item_text(e.kind[1], e.a[1], e.b[1], n_tokens);
+    // Modifiers apply to the whole mask wherever they are written.
+    if (e.alibi) s += "+alibi";
+    if (e.softcap > 0) s += "+softcap:" + std::to_string(e.softcap);
     return s;
 }
 
@@ -147,6 +150,8 @@ void sync_picker(MaskExplorer& e, const std::string& spec) {
         }
     }
     e.use_or = units.size() == 2 && units[1].new_group;
+    e.alibi = parsed.alibi;
+    e.softcap = static_cast<int>(parsed.softcap);
 }
 
 void set_mask(ViewerState& state, const std::string& spec) {
@@ -217,6 +222,18 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         "visible when both masks show it ('+' in the spec); 'or' - when either does ('|').");
     ImGui::SameLine();
     changed |= picker_row(e, 1, t);
+    changed |= ImGui::Checkbox("alibi", &e.alibi);
+    item_tooltip(
+        "ALiBi (Press et al. 2022): adds -slope_h x |q - k| to every score, a distance penalty "
+        "instead of position embeddings. The mask is the same; the probabilities shift toward "
+        "near keys. This model was trained with RoPE: an experiment.");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    changed |= ImGui::SliderInt("softcap", &e.softcap, 0, 50);
+    item_tooltip(
+        "Soft-capping (Gemma 2): score -> C x tanh(score / C) keeps every score inside (-C, C). "
+        "0: off. A small C flattens the attention.");
+    ImGui::SameLine();
     if (changed) {
         e.text_error.clear();
         const std::string spec = picker_spec(e, t);

@@ -30,6 +30,8 @@ struct MaskExplorer {
     int a[2] = {8, 4};       // first parameter (W, L, P, documents)
     int b[2] = {2, 2};       // second parameter (sinks S, spacing D)
     bool use_or = false;     // compose with OR ('|') instead of AND ('+')
+    bool alibi = false;      // score modifier '+alibi'
+    int softcap = 0;         // score modifier '+softcap:C'; 0 = none
     char text[256] = "";     // the spec as shown (editable)
     std::string text_error;  // why the edited text was not taken
     std::string synced;      // the spec `text` was last filled from
