@@ -359,7 +359,9 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     }
     // Then greedy decode steps: each appends exactly one position.
     const int max_len = model_.weights.config.max_seq_len;
-    for (int i = 0; i < state.decode_steps && session.length() < max_len; ++i) {
+    // A custom mask has rows for its file's positions only: decoding stops there too.
+    const int limit = out.mask.limit() > 0 ? std::min(max_len, out.mask.limit()) : max_len;
+    for (int i = 0; i < state.decode_steps && session.length() < limit; ++i) {
         const int32_t next = argmax(logits);
         out.token_text.push_back(model_.tokenizer->token_text(next));
         const std::size_t before = trace.events().size();
@@ -469,6 +471,11 @@ void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& ou
                      parse_chunk_plan(state.chunks, static_cast<int>(tokens.size())), out.refusal)
             .to_string();
     options.max_new_tokens = state.new_tokens;
+    // A custom mask has rows for its file's positions only: generate no further.
+    const int limit = options.session.mask.limit();
+    if (limit > 0)
+        options.max_new_tokens =
+            std::clamp(limit - static_cast<int>(tokens.size()), 1, state.new_tokens);
     options.stop_at_eos = false;
     Trace trace;
     GenerateResult r =

@@ -94,12 +94,14 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     item_tooltip("Greedy decode steps after the prefill; each appends one position.");
     if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImColor(colour::kClose),
-                           "(%d skipped: the model holds at most %d positions)", kv.decode_skipped,
-                           kv.stages.back().length);
+        ImGui::TextColored(
+            ImColor(colour::kClose),
+            "(%d skipped: at most %d positions - the model's max_seq_len or a custom mask's rows)",
+            kv.decode_skipped, kv.stages.back().length);
         item_tooltip(
             "max_seq_len: the longest sequence the model (and its RoPE table and "
-            "cache) accepts.");
+            "cache) accepts. A custom mask (file:) has a row for its own positions only: "
+            "decoding stops at its last row.");
     }
     if (!kv.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());

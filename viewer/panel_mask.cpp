@@ -42,7 +42,9 @@ void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerSta
     std::snprintf(key, sizeof key, "%d/%d/%d/%d/%s/%s/%d/", side, map.probe.layer, map.probe.head,
                   state.sqrt_colours ? 1 : 0, mask.backend.c_str(), mask.plan.to_string().c_str(),
                   mask.n_tokens());
-    const std::string full_key = key + mask.mask.spec() + "/" + state.prompt;
+    // A painted mask keeps its file name: its version tells the pictures apart.
+    const std::string full_key = key + mask.mask.spec() + "/" +
+                                 std::to_string(state.explorer.paint_version) + "/" + state.prompt;
     if (state.heatmap.id != 0 && state.heatmap.key == full_key) return;
     const int t = mask.n_tokens();
     const bool grid = side >= 6 * t;  // grid lines only when cells are 6+ pixels
@@ -249,7 +251,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
                     IM_COL32(255, 255, 255, 120));
         dl->AddRect(ImVec2(a.x + k * cell, a.y), ImVec2(a.x + (k + 1) * cell, b.y),
                     IM_COL32(255, 255, 255, 120));
-        cell_tooltip(mask, *map, q, k, done_rows, chunk);
+        if (state.explorer.paint && ImGui::IsItemClicked())
+            paint_cell(mask, state, q, k);
+        else
+            cell_tooltip(mask, *map, q, k, done_rows, chunk);
     }
 
     // 7. Legend.

@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -154,8 +156,8 @@ void sync_picker(MaskExplorer& e, const std::string& spec) {
     e.softcap = static_cast<int>(parsed.softcap);
 }
 
-void set_mask(ViewerState& state, const std::string& spec) {
-    if (spec == state.mask) return;
+void set_mask(ViewerState& state, const std::string& spec, bool force = false) {
+    if (spec == state.mask && !force) return;
     state.mask = spec;
     state.dirty.mask = state.dirty.kv = state.dirty.timeline = true;
 }
@@ -234,6 +236,13 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         "Soft-capping (Gemma 2): score -> C x tanh(score / C) keeps every score inside (-C, C). "
         "0: off. A small C flattens the attention.");
     ImGui::SameLine();
+    ImGui::Checkbox("paint", &e.paint);
+    item_tooltip(
+        "Paint a mask of your own: with this on, a click on a heatmap cell shows or hides that "
+        "key for that query. The result is a custom mask (file:PATH, a 0/1 matrix the viewer "
+        "writes to the temp folder; plab reads the same file). Every row needs at least one "
+        "visible key. A custom mask that shows a later key cannot be cut into chunks there.");
+    ImGui::SameLine();
     if (changed) {
         e.text_error.clear();
         const std::string spec = picker_spec(e, t);
@@ -274,7 +283,38 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", e.text_error.c_str());
 }
 
-// 3. Beside the heatmap: first token, pairs saved, tile map, chunking verdict.
+// 3. Painting: the mask on screen with one cell toggled, written as a 0/1 file.
+void paint_cell(const MaskSnapshot& mask, ViewerState& state, int q, int k) {
+    MaskExplorer& e = state.explorer;
+    const int t = mask.n_tokens();
+    const Mask m = mask.mask.view();
+    std::vector<std::string> rows(static_cast<std::size_t>(t), std::string(t, '0'));
+    for (int r = 0; r < t; ++r)
+        for (int c = 0; c < t; ++c) rows[r][c] = m.visible(r, c) ? '1' : '0';
+    rows[q][k] = rows[q][k] == '1' ? '0' : '1';
+    if (rows[q].find('1') == std::string::npos) {
+        e.text_error = "query " + std::to_string(q) +
+                       " would see no key: softmax needs at least one visible key per row";
+        return;
+    }
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() / "plab-viewer-painted-mask.txt";
+    std::ofstream out(path);
+    out << "# painted in plab-viewer (from " << mask.mask.spec() << ", cell q" << q << " k" << k
+        << " toggled): row q = query q, column k = key k\n";
+    for (const std::string& r : rows) out << r << "\n";
+    if (!out.good()) {
+        e.text_error = "cannot write the painted mask to " + path.string();
+        return;
+    }
+    out.close();
+    e.text_error.clear();
+    ++e.paint_version;
+    e.synced.clear();  // the picker shows no kind for a custom mask: the text says it all
+    set_mask(state, "file:" + path.string(), /*force=*/true);
+}
+
+// 4. Beside the heatmap: first token, pairs saved, tile map, chunking verdict.
 void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) {
     (void)state;
     const float font = ImGui::GetFontSize();

@@ -32,6 +32,8 @@ struct MaskExplorer {
     bool use_or = false;     // compose with OR ('|') instead of AND ('+')
     bool alibi = false;      // score modifier '+alibi'
     int softcap = 0;         // score modifier '+softcap:C'; 0 = none
+    bool paint = false;      // a click on the heatmap toggles that cell (a custom mask)
+    int paint_version = 0;   // bumped by every painted cell (the file's name stays the same)
     char text[256] = "";     // the spec as shown (editable)
     std::string text_error;  // why the edited text was not taken
     std::string synced;      // the spec `text` was last filled from
