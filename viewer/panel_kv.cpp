@@ -138,12 +138,15 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                       "Blocks this mask lets no present or future query see, given back to the "
                       "pool (KvCache::free_forgotten): their table entries read 'freed'.");
     }
-    if (!kv.refusal.empty())
-        ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)", kv.refusal.c_str(),
-                           kv.plan.to_string().c_str());
     ImGui::SameLine(0, ImGui::GetFontSize() * 2);
     text_with_tip(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
                   "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
+    if (!kv.refusal.empty()) {
+        ImGui::PushTextWrapPos(0.0f);  // the refusal is one long line: wrap it at the edge
+        ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)", kv.refusal.c_str(),
+                           kv.plan.to_string().c_str());
+        ImGui::PopTextWrapPos();
+    }
 
     // 3. One row of blocks per layer.
     const std::vector<int> stage_of = stage_of_position(kv);
