@@ -31,9 +31,8 @@ namespace {
 // 1. Scenes ----------------------------------------------------------------------
 constexpr const char* kSceneNames[kSceneCount] = {"toy",         "mask",     "kv",
                                                   "equivalence", "timeline", "serving"};
-constexpr const char* kSceneTitles[kSceneCount] = {"Toy example",     "Causal mask & attention",
-                                                   "KV cache growth", "Equivalence",
-                                                   "Timeline",        "Serving"};
+constexpr const char* kSceneTitles[kSceneCount] = {
+    "Toy example", "Mask & attention", "KV cache growth", "Equivalence", "Timeline", "Serving"};
 
 void print_check(bool enabled, const std::string& line) {
     if (enabled) std::printf("%s\n", line.c_str());
@@ -181,6 +180,25 @@ std::vector<int32_t> Controller::encode(const ViewerState& state) const {
     return tokens;
 }
 
+BoundMask Controller::mask_for(const ViewerState& state, const std::vector<int32_t>& tokens) const {
+    MaskContext ctx;
+    ctx.tokens = tokens;
+    ctx.bos_id = model_.tokenizer->bos_id();
+    ctx.n_heads = model_.weights.config.n_heads;
+    return make_mask(state.mask, ctx);
+}
+
+ChunkPlan allowed_plan(const Mask& mask, const ChunkPlan& asked, std::string& refusal) {
+    refusal.clear();
+    try {
+        check_plan_for_mask(mask, asked);
+        return asked;
+    } catch (const Error& e) {
+        refusal = e.what();
+        return nearest_valid_plan(mask, asked);
+    }
+}
+
 void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap, bool print_checks,
                          bool& checks_failed) {
     // Asks the engine for one part if it is dirty, then checks and reports the answer.
@@ -230,15 +248,19 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
     }
 }
 
-// 4. Causal mask and attention ----------------------------------------------------------
+// 4. The mask and attention ---------------------------------------------------------------
 void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     out = MaskSnapshot{};
     Engine& eng = engine(state.backend);
     const ModelConfig& c = model_.weights.config;
     out.backend = eng.backend().name();
     out.tokens = encode(state);
+    const int t = out.n_tokens();
     for (int32_t id : out.tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
-    out.plan = parse_chunk_plan(state.chunks, out.n_tokens());
+    out.mask = mask_for(state, out.tokens);
+    const Mask mask = out.mask.view();
+    out.asked_plan = parse_chunk_plan(state.chunks, t);
+    out.plan = allowed_plan(mask, out.asked_plan, out.refusal);
     out.n_layers = c.n_layers;
     out.n_heads = c.n_heads;
     out.n_kv_heads = c.n_kv_heads;
@@ -247,14 +269,35 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     probes.attention_scores = true;  // for the hover tooltip
     for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_heads; ++h) probes.attention.push_back({l, h});
-    Session session(eng.model(), SessionOptions{});
+    SessionOptions options;
+    options.mask = out.mask;
+    Session session(eng.model(), options);
     PrefillResult result = session.prefill(out.tokens, out.plan, probes);
     out.maps = std::move(result.attention);
     for (const AttentionMap& m : out.maps)
-        PLAB_ASSERT(m.query_pos0 == 0 && m.n_queries == out.n_tokens() &&
-                    m.n_keys == out.n_tokens() &&
-                    m.probs.size() == static_cast<size_t>(out.n_tokens()) * out.n_tokens());
+        PLAB_ASSERT(m.query_pos0 == 0 && m.n_queries == t && m.n_keys == t &&
+                    m.probs.size() == static_cast<size_t>(t) * t);
     out.prefill_us = result.prefill_us;
+    out.first_token = model_.tokenizer->token_text(argmax(result.last_logits));
+
+    // What a tiled kernel makes of this mask, and the work it saves against causal.
+    const int tile = std::clamp(state.mask_tile, 1, t);
+    out.tile = tile;
+    out.tiles = tile_map(mask, t, tile);
+    out.visible_pairs = count_visible_pairs(mask, t);
+    out.causal_pairs = static_cast<long long>(t) * (t + 1) / 2;
+
+    // Chunked == full under this mask, asked of cpu-ref (a reference backend,
+    // whose promise is bitwise): every position's logits, chunked vs whole.
+    const DeviceModel& ref = engine("cpu-ref").model();
+    ForwardProbes logits_only;
+    logits_only.all_logits = true;
+    Session chunked(ref, options), whole(ref, options);
+    const std::vector<float> a = chunked.prefill(out.tokens, out.plan, logits_only).all_logits;
+    const std::vector<float> b =
+        whole.prefill(out.tokens, parse_chunk_plan("full", t), logits_only).all_logits;
+    out.chunked_equals_full =
+        a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // 5. KV cache growth: one engine call at a time, the block table after each --------------
@@ -264,10 +307,14 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.backend = eng.backend().name();
     const std::vector<int32_t> tokens = encode(state);
     const int t = static_cast<int>(tokens.size());
-    const ChunkPlan plan = parse_chunk_plan(state.chunks, t);
+    out.mask = mask_for(state, tokens);
+    const ChunkPlan plan =
+        allowed_plan(out.mask.view(), parse_chunk_plan(state.chunks, t), out.refusal);
     out.plan = plan;
     Trace trace;
-    Session session(eng.model(), SessionOptions{state.block_size, 0}, &trace);
+    // Under a window-type mask the session gives back the blocks no later query
+    // can see (KvCache::free_forgotten): their table entries read kFreedBlock.
+    Session session(eng.model(), SessionOptions{state.block_size, 0, out.mask}, &trace);
     out.block_size = session.cache().block_size();
     out.num_blocks = session.cache().num_blocks();
     out.n_layers = model_.weights.config.n_layers;
@@ -285,11 +332,17 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
         // A freed entry (kFreedBlock: a window mask gave the block back) has no count.
         for (int32_t b : s.block_table)
             s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().ref_count(b));
+        s.freed_blocks = KvCache::freed_blocks(session.sequence());
         s.blocks_in_use = session.cache().blocks_in_use();
         s.bytes_in_use = session.cache().bytes_in_use();
+        s.peak_blocks = s.blocks_in_use;
         const std::vector<TraceEvent>& ev = trace.events();
-        for (std::size_t i = events_before; i < ev.size(); ++i)
+        for (std::size_t i = events_before; i < ev.size(); ++i) {
             if (ev[i].name == "kv append") s.appends.push_back(ev[i]);
+            const auto before_free = ev[i].args.find("blocks_in_use_before");
+            if (ev[i].name == "kv free" && before_free != ev[i].args.end())
+                s.peak_blocks = std::stoi(before_free->second);
+        }
         out.stages.push_back(std::move(s));
     };
 
@@ -306,7 +359,9 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     }
     // Then greedy decode steps: each appends exactly one position.
     const int max_len = model_.weights.config.max_seq_len;
-    for (int i = 0; i < state.decode_steps && session.length() < max_len; ++i) {
+    // A custom mask has rows for its file's positions only: decoding stops there too.
+    const int limit = out.mask.limit() > 0 ? std::min(max_len, out.mask.limit()) : max_len;
+    for (int i = 0; i < state.decode_steps && session.length() < limit; ++i) {
         const int32_t next = argmax(logits);
         out.token_text.push_back(model_.tokenizer->token_text(next));
         const std::size_t before = trace.events().size();
@@ -407,19 +462,30 @@ void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& ou
     out = TimelineSnapshot{};
     Engine& eng = engine(state.backend);
     out.backend = eng.backend().name();
+    const std::vector<int32_t> tokens = encode(state);
     GenerateOptions options;
-    options.chunks = state.chunks;
+    options.session.mask = mask_for(state, tokens);
+    out.mask = options.session.mask.spec();
+    options.chunks =
+        allowed_plan(options.session.mask.view(),
+                     parse_chunk_plan(state.chunks, static_cast<int>(tokens.size())), out.refusal)
+            .to_string();
     options.max_new_tokens = state.new_tokens;
+    // A custom mask has rows for its file's positions only: generate no further.
+    const int limit = options.session.mask.limit();
+    if (limit > 0)
+        options.max_new_tokens =
+            std::clamp(limit - static_cast<int>(tokens.size()), 1, state.new_tokens);
     options.stop_at_eos = false;
     Trace trace;
     GenerateResult r =
-        generate(eng.model(), *model_.tokenizer, state.prompt, encode(state), options, trace);
+        generate(eng.model(), *model_.tokenizer, state.prompt, tokens, options, trace);
     out.events = trace.events();
     out.ttft_us = r.ttft_us;
     out.prefill_us = r.prefill_us;
     out.n_prompt = static_cast<int>(r.prompt_tokens.size());
     out.output_text = r.text;
-    out.plan = parse_chunk_plan(state.chunks, out.n_prompt).to_string();
+    out.plan = options.chunks;
 }
 
 // 9. Serving: a Poisson workload replayed by plab::serve on the virtual clock -------------

@@ -66,6 +66,9 @@ private:
     // that only lends its model costs no pool).
     Engine& engine(const std::string& backend_name);
     std::vector<int32_t> encode(const ViewerState& state) const;
+    // The viewer's --mask spec bound to this prompt (docs:bos reads its BOS ids,
+    // ALiBi its heads); a bad spec throws plab::Error with the CLI's one line.
+    BoundMask mask_for(const ViewerState& state, const std::vector<int32_t>& tokens) const;
     // Shared, not borrowed: the cache may drop its entries while a caller still
     // holds one (the equivalence matrix keeps its reference across 16 lookups).
     std::shared_ptr<const PrefillSnapshot> prefill_snapshot(const std::string& backend,
@@ -79,6 +82,12 @@ private:
     // backend|plan|tokens -> result; at most kMaxSnapshots, then emptied.
     std::map<std::string, std::shared_ptr<const PrefillSnapshot>> snapshots_;
 };
+
+// The plan the engine runs for `asked` under `mask`: `asked` itself, or, when
+// check_plan_for_mask refuses it (a chunk boundary inside a prefix-LM prefix),
+// nearest_valid_plan's, with the refusal's one line in `refusal`. Never
+// silently: every scene shows (and headless prints) the refusal.
+ChunkPlan allowed_plan(const Mask& mask, const ChunkPlan& asked, std::string& refusal);
 
 // Reads a prompt file; throws plab::Error with the path when it cannot.
 std::string read_prompt_file(const std::string& path);

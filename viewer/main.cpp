@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "panels.h"
 #include "runtime/generate.h"
+#include "runtime/mask_spec.h"
 #include "ui_common.h"
 
 namespace plab::viewer {
@@ -49,6 +50,8 @@ struct Options {
     std::string chunks;
     std::string model;
     std::string backend = "cpu-ref";
+    std::string mask = "causal";  // runtime/mask_spec.h grammar, as `plab --mask`
+    int mask_tile = ViewerState{}.mask_tile;
     std::string toy_values, toy_queries, toy_keys, toy_chunks;
     int width = 1280, height = 800;
     int frames = 0;
@@ -293,6 +296,12 @@ int run(const Options& given) {
         state.chunk_size = std::atoi(opt.chunks.c_str());
     }
     state.backend = opt.backend;
+    // The spec is checked here, before any window opens: the CLI's one line.
+    parse_mask_spec(opt.mask);
+    state.mask = opt.mask;
+    PLAB_CHECK(opt.mask_tile >= 1 && opt.mask_tile <= 256,
+               "--mask-tile " << opt.mask_tile << " must be between 1 and 256 positions");
+    state.mask_tile = opt.mask_tile;
     state.block_size = opt.block_size;
     state.serving_view = opt.serving;
     PLAB_CHECK(opt.kv_blocks >= 0,
@@ -494,6 +503,14 @@ int main(int argc, char** argv) {
     app.add_option("--chunks", opt.chunks, "Chunk plan: full, a size (8) or lengths (3,1,4)");
     app.add_option("--model", opt.model, "Model directory (default: $PLAB_MODEL or assets/model)");
     app.add_option("--backend", opt.backend, "Backend: cpu-ref, cpu, gpu-ref, gpu");
+    app.add_option("--mask", opt.mask,
+                   "Attention mask of the mask, kv and timeline panels, as plab --mask: causal, "
+                   "window:8, window:8+sink:2, chunked:16, dilated:4,2, prefix:6, docs:5,7, "
+                   "file:m.txt, +alibi, +softcap:30 (grammar: plab mask --help)")
+        ->capture_default_str();
+    app.add_option("--mask-tile", opt.mask_tile,
+                   "Mask panel: tile size of the tile map (the fast kernels use 32)")
+        ->capture_default_str();
     app.add_option("--values", opt.toy_values, "Toy example values V (default 2,4,8,10)");
     app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
     app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kv_layout.h"
 #include "panels.h"
 #include "ui_common.h"
 
@@ -66,7 +67,10 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
         "and V of every position in a pool of blocks of B positions (PagedAttention, Kwon "
         "et al. 2023). Prefill writes a whole chunk per layer; each decode step then adds "
         "one position, reusing the cache instead of recomputing the prompt. Right arrow: "
-        "one engine call; down arrow: one layer. Hover a slot or a block.");
+        "one engine call; down arrow: one layer. Hover a slot or a block.\n\nUnder a "
+        "window-type mask (--mask window:8, window:8+sink:2, chunked:16, docs:...) the blocks "
+        "no later query can see are given back to the pool (drawn as freed): memory stays flat "
+        "as the prompt grows.");
     ImGui::TextDisabled("%s",
                         "Try: press Home, then the right arrow for one engine call or the down "
                         "arrow for one layer; watch the blocks fill.");
@@ -90,12 +94,14 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     item_tooltip("Greedy decode steps after the prefill; each appends one position.");
     if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
         ImGui::SameLine();
-        ImGui::TextColored(ImColor(colour::kClose),
-                           "(%d skipped: the model holds at most %d positions)", kv.decode_skipped,
-                           kv.stages.back().length);
+        ImGui::TextColored(
+            ImColor(colour::kClose),
+            "(%d skipped: at most %d positions - the model's max_seq_len or a custom mask's rows)",
+            kv.decode_skipped, kv.stages.back().length);
         item_tooltip(
             "max_seq_len: the longest sequence the model (and its RoPE table and "
-            "cache) accepts.");
+            "cache) accepts. A custom mask (file:) has a row for its own positions only: "
+            "decoding stops at its last row.");
     }
     if (!kv.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());
@@ -125,9 +131,22 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     text_with_tip("memory: " + format_bytes(shown ? static_cast<double>(shown->bytes_in_use) : 0),
                   "Bytes of the blocks in use, K and V, all layers. A half-full block costs a "
                   "whole block.");
+    if (!kv.mask.is_causal()) {
+        ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+        text_with_tip("mask " + kv.mask.spec() + ": " +
+                          std::to_string(shown ? shown->freed_blocks : 0) + " blocks freed",
+                      "Blocks this mask lets no present or future query see, given back to the "
+                      "pool (KvCache::free_forgotten): their table entries read 'freed'.");
+    }
     ImGui::SameLine(0, ImGui::GetFontSize() * 2);
     text_with_tip(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
                   "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
+    if (!kv.refusal.empty()) {
+        ImGui::PushTextWrapPos(0.0f);  // the refusal is one long line: wrap it at the edge
+        ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)", kv.refusal.c_str(),
+                           kv.plan.to_string().c_str());
+        ImGui::PopTextWrapPos();
+    }
 
     // 3. One row of blocks per layer.
     const std::vector<int> stage_of = stage_of_position(kv);
@@ -154,11 +173,13 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             const float x0 = o.x + blk * (kv.block_size * slot + gap);
             const bool allocated = blk < table_len;
             const bool shared = allocated && shown->ref_counts[blk] > 1;
+            const bool freed = allocated && shown->block_table[blk] == kFreedBlock;
             for (int s = 0; s < kv.block_size; ++s) {
                 const int pos = blk * kv.block_size + s;
                 const ImVec2 a(x0 + s * slot, o.y), b(a.x + slot - 1, o.y + row_h);
                 ImU32 fill = allocated ? IM_COL32(55, 55, 62, 255) : IM_COL32(32, 32, 36, 255);
                 if (pos < filled) fill = stage_colour(kv, stage_of[pos], current);
+                if (freed) fill = colour::kFreed;
                 dl->AddRectFilled(a, b, fill);
                 ImGui::SetCursorScreenPos(a);
                 ImGui::PushID(pos);
@@ -168,7 +189,12 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                         "layer " + std::to_string(layer) + ", position " + std::to_string(pos);
                     if (pos < static_cast<int>(kv.token_text.size()))
                         tip += " '" + token_label(kv.token_text[pos]) + "'";
-                    if (pos < filled) {
+                    if (freed) {
+                        tip += "\nwritten by " + stage_name(kv, stage_of[pos]) +
+                               ", then freed: mask " + kv.mask.spec() +
+                               " lets no later query see logical block " + std::to_string(blk) +
+                               ", so its physical block went back to the pool";
+                    } else if (pos < filled) {
                         tip += "\nwritten by " + stage_name(kv, stage_of[pos]);
                         tip += "\nlogical block " + std::to_string(blk) + " -> physical block " +
                                std::to_string(table[blk]) + ", slot " +
@@ -191,7 +217,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                 shared ? colour::kShared
                        : (allocated ? IM_COL32(160, 160, 170, 255) : IM_COL32(70, 70, 76, 255)),
                 0, 0, shared ? 3.0f : 1.0f);
-            if (layer == 0 && allocated && kv.block_size * slot > font * 1.8f) {
+            if (layer == 0 && allocated && !freed && kv.block_size * slot > font * 1.8f) {
                 const std::string id = "#" + std::to_string(shown->block_table[blk]);
                 dl->AddText(ImVec2(a.x + 2, o.y - font * 1.05f), IM_COL32(170, 170, 180, 255),
                             id.c_str());
@@ -225,20 +251,40 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
            "A block used by more than one sequence (prefix-cache hit, reference count > 1). None "
            "here: this session has a single sequence; see 'four requests, one engine' above.",
            true);
+    swatch(colour::kFreed, "freed by the mask",
+           "A block the mask lets no present or future query see (a key that slid out of the "
+           "window, a chunk or document that ended): given back to the pool, its table entry "
+           "marked freed. Causal frees nothing.",
+           false);
     ImGui::NewLine();
 
     // 5. Memory after every engine call: whole blocks, so it grows in steps of a block.
     ImGui::Separator();
-    ImGui::TextUnformatted("cache memory after each engine call");
+    {
+        int most = 0, peak = 0;
+        for (const KvStage& st : kv.stages) {
+            most = std::max(most, st.blocks_in_use);
+            peak = std::max(peak, st.peak_blocks);
+        }
+        ImGui::Text(
+            "cache memory after each engine call: at most %d blocks held after a call, "
+            "%d during one",
+            most, peak);
+    }
     item_tooltip(
         "KvCache::bytes_in_use() after each prefill chunk and decode step. It grows by "
-        "whole blocks: a block is allocated when the first position lands in it.");
+        "whole blocks: a block is allocated when the first position lands in it. Under a "
+        "window-type mask it stays flat: each call gives back the blocks that slid out. The "
+        "white tick is the most the call held before giving them back.");
     {
         const float bar_w = std::clamp(
             (ImGui::GetContentRegionAvail().x - font) / std::max<size_t>(1, kv.stages.size()), 4.0f,
             font * 2.5f);
         const float h = font * 4;
-        const double max_bytes = std::max<double>(1.0, kv.stages.back().bytes_in_use);
+        double max_bytes = 1.0;  // the most held, during a call included
+        for (const KvStage& st : kv.stages)
+            max_bytes = std::max(
+                max_bytes, double(st.peak_blocks) * kv.block_size * double(kv.bytes_per_token));
         const ImVec2 p0 = ImGui::GetCursorScreenPos();
         for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s) {
             const KvStage& st = kv.stages[s];
@@ -247,12 +293,21 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             const bool done = s < step.stages_done;
             dl->AddRectFilled(a, b,
                               done ? stage_colour(kv, s, current) : IM_COL32(50, 50, 56, 255));
+            if (st.peak_blocks > st.blocks_in_use && st.blocks_in_use > 0) {
+                const float py =
+                    p0.y + h - bh * static_cast<float>(st.peak_blocks) / st.blocks_in_use;
+                dl->AddLine(ImVec2(a.x, py), ImVec2(b.x, py), IM_COL32(230, 230, 230, 255), 2.0f);
+            }
             ImGui::SetCursorScreenPos(ImVec2(a.x, p0.y));
             ImGui::PushID(1000 + s);
             ImGui::InvisibleButton("bar", ImVec2(bar_w - 2, h));
             item_tooltip(stage_name(kv, s) + ": " + std::to_string(st.length) + " positions in " +
                          std::to_string(st.blocks_in_use) +
-                         " blocks = " + format_bytes(static_cast<double>(st.bytes_in_use)));
+                         " blocks = " + format_bytes(static_cast<double>(st.bytes_in_use)) +
+                         (st.freed_blocks > 0
+                              ? "; " + std::to_string(st.peak_blocks) + " held during the call, " +
+                                    std::to_string(st.freed_blocks) + " freed so far"
+                              : std::string()));
             ImGui::PopID();
         }
         ImGui::SetCursorScreenPos(ImVec2(p0.x, p0.y + h + 4));

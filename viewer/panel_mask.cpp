@@ -1,13 +1,14 @@
-// Panel 2, causal mask and attention: who each token looks at, chunk by chunk.
+// Panel 2, the mask and attention: who each token looks at, chunk by chunk.
 //
 // What it teaches (lessons/03-chunked-prefill.md; the mask itself is lesson 1): a heatmap of one head's
 // attention probabilities, row = query position, column = key position. The
-// upper triangle is the causal mask (hatched): a token never sees the future.
+// cells the mask hides are hatched (causal: the upper triangle, the future; the
+// explorer above, panel_mask_explorer.cpp, picks any other mask).
 // Chunk boundaries are drawn as bands: chunk c's queries (its rows) read every
 // earlier key from the KV cache (blue) plus their own keys (orange), so the
 // rows come out the same whatever the chunking. The probabilities are the
 // engine's attention probe (Session::prefill with ForwardProbes); the masked
-// cells are placed with the engine's Mask{}.visible() (core/mask.h).
+// cells are placed with the engine's own bound mask's visible() (core/mask.h).
 #include <imgui.h>
 
 #include <algorithm>
@@ -41,7 +42,9 @@ void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerSta
     std::snprintf(key, sizeof key, "%d/%d/%d/%d/%s/%s/%d/", side, map.probe.layer, map.probe.head,
                   state.sqrt_colours ? 1 : 0, mask.backend.c_str(), mask.plan.to_string().c_str(),
                   mask.n_tokens());
-    const std::string full_key = key + state.prompt;
+    // A painted mask keeps its file name: its version tells the pictures apart.
+    const std::string full_key = key + mask.mask.spec() + "/" +
+                                 std::to_string(state.explorer.paint_version) + "/" + state.prompt;
     if (state.heatmap.id != 0 && state.heatmap.key == full_key) return;
     const int t = mask.n_tokens();
     const bool grid = side >= 6 * t;  // grid lines only when cells are 6+ pixels
@@ -50,6 +53,7 @@ void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerSta
         chunk_start[p] = c > 0;
         p += mask.plan.lengths[c];
     }
+    const Mask m = mask.mask.view();
     std::vector<unsigned char> rgba(static_cast<size_t>(side) * side * 4);
     auto cell_of = [&](int px) { return static_cast<int>(static_cast<long long>(px) * t / side); };
     for (int y = 0; y < side; ++y) {
@@ -59,7 +63,7 @@ void update_texture(const MaskSnapshot& mask, const AttentionMap& map, ViewerSta
             const int k = cell_of(x);
             const bool col_edge = x > 0 && cell_of(x - 1) != k;
             ImU32 c;
-            if (!Mask{}.visible(q, k))  // the engine's causal rule
+            if (!m.visible(q, k))  // the engine's mask
                 c = (x + y) % 8 < 2 ? colour::kHatch : colour::kMasked;
             else
                 c = probability_colour(map.probs[static_cast<size_t>(q) * t + k],
@@ -84,12 +88,21 @@ void cell_tooltip(const MaskSnapshot& mask, const AttentionMap& map, int q, int 
     ImGui::BeginTooltip();
     ImGui::Text("query %d '%s'  ->  key %d '%s'", q, token_label(mask.token_text[q]).c_str(), k,
                 token_label(mask.token_text[k]).c_str());
-    if (!Mask{}.visible(q, k)) {
-        ImGui::TextColored(ImColor(colour::kHatch), "masked (future): key %d comes after query %d",
-                           k, q);
-        ImGui::TextUnformatted(
-            "The causal mask lets position p attend to keys 0..p only:\n"
-            "a token cannot look at text that follows it. Probability 0.");
+    if (!mask.mask.view().visible(q, k)) {
+        if (mask.mask.is_causal()) {
+            ImGui::TextColored(ImColor(colour::kHatch),
+                               "masked (future): key %d comes after query %d", k, q);
+            ImGui::TextUnformatted(
+                "The causal mask lets position p attend to keys 0..p only:\n"
+                "a token cannot look at text that follows it. Probability 0.");
+        } else {
+            ImGui::TextColored(ImColor(colour::kHatch), "masked: %s hides key %d from query %d",
+                               mask.mask.spec().c_str(), k, q);
+            ImGui::TextUnformatted(
+                k > q ? "The future: no mask here lets a query read it. Probability 0."
+                      : "An earlier key the mask hides (outside the window, another chunk\n"
+                        "or document, or between dilated keys). Probability 0.");
+        }
     } else if (q >= done_rows) {
         ImGui::TextDisabled("not computed yet: query %d's chunk %d has not run", q, chunk[q]);
     } else {
@@ -113,7 +126,7 @@ void cell_tooltip(const MaskSnapshot& mask, const AttentionMap& map, int q, int 
 
 void draw_mask(const Snapshot& snap, ViewerState& state) {
     const MaskSnapshot& mask = snap.mask;
-    ImGui::TextUnformatted("Causal mask & attention: rows = queries, columns = keys");
+    ImGui::TextUnformatted("Mask & attention: rows = queries, columns = keys");
     help_marker(
         "Lesson 3 - chunked prefill (lessons/03-chunked-prefill.md); the causal mask is lesson "
         "1.\n\nEach row is one "
@@ -121,10 +134,14 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         "engine (each row sums to 1). Hatched cells are the future: masked, never read. "
         "Bands on the left are prefill chunks: a chunk's rows see all earlier keys from "
         "the KV cache (blue outline) plus their own (orange). Hover a cell for the tokens, "
-        "the score and the probability. Slide 'chunk size': the picture does not change.");
+        "the score and the probability. Slide 'chunk size': the picture does not change.\n\n"
+        "Pick another mask above (sliding window, sinks, chunked-local, dilated, prefix-LM, "
+        "packed documents, or two composed): the engine runs under it, and the tile map beside "
+        "the heatmap shows which tiles a fast kernel skips.");
     ImGui::TextDisabled("%s",
                         "Try: press Home, then the right arrow: each chunk adds its rows. Slide "
                         "chunk size: the colours stay the same.");
+    draw_mask_picker(mask, state);
     if (!mask.error.empty()) {
         ImGui::TextColored(ImColor(colour::kBad), "%s", mask.error.c_str());
         return;
@@ -166,7 +183,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const int t = mask.n_tokens();
     const float font = ImGui::GetFontSize();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float margin_left = font * 4.5f, margin_top = font * 1.4f, legend = font * 13;
+    const float margin_left = font * 4.5f, margin_top = font * 1.4f, legend = font * 30;
     const float side = std::floor(std::max(
         64.0f, std::min(avail.x - margin_left - legend, avail.y - margin_top - font * 2.5f)));
     const float cell = side / static_cast<float>(t);
@@ -186,7 +203,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     if (done_rows < t)
         dl->AddRectFilled(ImVec2(a.x, a.y + done_rows * cell), b, IM_COL32(30, 30, 36, 235));
     // A label inside the masked triangle says why it is empty.
-    if (side > font * 20) {
+    if (side > font * 20 && mask.mask.is_causal()) {
         const char* why = "masked: a token never attends to later tokens";
         const ImVec2 sz = ImGui::CalcTextSize(why);
         const ImVec2 p(b.x - sz.x - font, a.y + side * 0.12f);
@@ -234,7 +251,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
                     IM_COL32(255, 255, 255, 120));
         dl->AddRect(ImVec2(a.x + k * cell, a.y), ImVec2(a.x + (k + 1) * cell, b.y),
                     IM_COL32(255, 255, 255, 120));
-        cell_tooltip(mask, *map, q, k, done_rows, chunk);
+        if (state.explorer.paint && ImGui::IsItemClicked())
+            paint_cell(mask, state, q, k);
+        else
+            cell_tooltip(mask, *map, q, k, done_rows, chunk);
     }
 
     // 7. Legend.
@@ -263,18 +283,24 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         dl->AddText(ImVec2(l.x + font * 1.4f, y), IM_COL32_WHITE, text);
         y += font * 1.5f;
     };
-    swatch(colour::kMasked, 0, true, "masked: the future");
+    swatch(colour::kMasked, 0, true, mask.mask.is_causal() ? "masked: the future" : "masked");
     swatch(IM_COL32(30, 30, 36, 255), 0, false, "chunk not run yet");
     swatch(0, colour::kChunk, false, "current chunk's keys");
     swatch(0, colour::kCached, false, "keys from KV cache");
+    // The explorer's facts in a column right of the legend.
+    ImGui::SetCursorScreenPos(ImVec2(l.x + font * 11, a.y));
+    ImGui::BeginGroup();
+    draw_mask_facts(mask, state, font * 18);
+    ImGui::EndGroup();
     ImGui::SetCursorScreenPos(ImVec2(origin.x, b.y + font * 0.4f));
     if (current >= 0) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
                       "chunk %d of %zu: queries %d..%d see cached keys 0..%d and their own keys "
-                      "%d..%d, each only up to itself",
+                      "%d..%d, %s",
                       current, mask.plan.lengths.size(), starts[current], starts[current + 1] - 1,
-                      starts[current] - 1, starts[current], starts[current + 1] - 1);
+                      starts[current] - 1, starts[current], starts[current + 1] - 1,
+                      mask.mask.is_causal() ? "each only up to itself" : "as the mask allows");
         ImGui::TextColored(ImColor(colour::kChunk), "%s", buf);
     } else {
         ImGui::TextDisabled("before prefill: no chunk has run (press the right arrow)");

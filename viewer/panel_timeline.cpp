@@ -82,6 +82,17 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         return;
     }
     if (!tl.ready || tl.events.empty()) return;
+    if (tl.mask != "causal") {
+        text_with_tip("mask " + tl.mask,
+                      "The request ran under this attention mask (--mask, or the Mask panel).");
+        if (!tl.refusal.empty()) {
+            ImGui::SameLine();
+            ImGui::PushTextWrapPos(0.0f);  // one long line: wrap it at the window's edge
+            ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)",
+                               tl.refusal.c_str(), tl.plan.c_str());
+            ImGui::PopTextWrapPos();
+        }
+    }
 
     // 1. The two numbers, and what lies between them.
     text_with_tip("TTFT " + format_us(tl.ttft_us),

@@ -10,8 +10,15 @@
 
 namespace plab::viewer {
 
-void draw_toy(const Snapshot& snap, ViewerState& state);          // panel_toy.cpp
-void draw_mask(const Snapshot& snap, ViewerState& state);         // panel_mask.cpp
+void draw_toy(const Snapshot& snap, ViewerState& state);   // panel_toy.cpp
+void draw_mask(const Snapshot& snap, ViewerState& state);  // panel_mask.cpp
+// The Mask panel's explorer (panel_mask_explorer.cpp): the mask picker, sliders and
+// spec text above the heatmap; the tile map, pairs saved and chunking verdict beside it.
+void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state);
+void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width);
+// With 'paint' on, a click on cell (q, k) of the heatmap: the current mask with that cell
+// toggled becomes a custom mask (file:PATH in the system's temp folder).
+void paint_cell(const MaskSnapshot& mask, ViewerState& state, int q, int k);
 void draw_kv(const Snapshot& snap, ViewerState& state);           // panel_kv.cpp
 void draw_kv_pool(const Snapshot& snap, ViewerState& state);      // panel_kv_pool.cpp
 void draw_equivalence(const Snapshot& snap, ViewerState& state);  // panel_equivalence.cpp

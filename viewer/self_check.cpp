@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/kv_layout.h"
 #include "core/mask.h"
 
 namespace plab::viewer {
@@ -150,33 +151,7 @@ CheckResult check_toy(const ToySnapshot& toy) {
     return r;
 }
 
-// 2. Causal mask --------------------------------------------------------------------
-CheckResult check_mask(const MaskSnapshot& mask) {
-    const int t = mask.n_tokens();
-    bool ok = !mask.maps.empty();
-    for (const AttentionMap& m : mask.maps) {
-        ok = ok && m.scores.size() == m.probs.size();
-        for (int q = 0; q < t && ok; ++q) {
-            double sum = 0;
-            for (int k = 0; k < t; ++k) {
-                const std::size_t i = static_cast<std::size_t>(q) * t + k;
-                const bool visible = Mask{}.visible(q, k);
-                if (!visible && m.probs[i] != 0.0f) ok = false;
-                if (std::isfinite(m.scores[i]) != visible) ok = false;
-                sum += m.probs[i];
-            }
-            // Each p_j is rounded once (e_j / den in float): the row sum is 1 up to
-            // about T ulps of 1.0, far below 1e-4 for any T this model takes.
-            if (std::fabs(sum - 1.0) > 1e-4) ok = false;
-        }
-    }
-    CheckResult r;
-    r.ok = ok;
-    r.line = std::string("mask: rows sum to 1, future cells have probability 0 and score -inf: ") +
-             yes_no(ok) + " (" + std::to_string(t) + " tokens, plan " + mask.plan.to_string() +
-             ", " + std::to_string(mask.maps.size()) + " heads)";
-    return r;
-}
+// 2. The mask scene: self_check_mask.cpp.
 
 // 3. KV cache -----------------------------------------------------------------------
 namespace {
@@ -218,13 +193,14 @@ std::string arg(const TraceEvent& e, const char* key) {
 
 CheckResult check_kv(const KvSnapshot& kv) {
     const int b = kv.block_size;
+    const Mask mask = kv.mask.view();
     Failure f;
     if (kv.stages.empty() || b <= 0) f.add("no engine calls recorded");
     const std::vector<int>& plan = kv.plan.lengths;
     std::vector<int32_t> previous_table;
-    std::set<int> used_slots;
-    int end = 0;  // positions the plan and the decode steps so far imply
-    int boundaries = 0, inside = 0, n_decode = 0;
+    std::set<int> live_slots;  // slots holding a position's K/V (freed blocks' slots leave)
+    int end = 0;               // positions the plan and the decode steps so far imply
+    int boundaries = 0, inside = 0, n_decode = 0, most_held = 0, total_freed = 0;
     for (std::size_t i = 0; i < kv.stages.size() && f.why.empty(); ++i) {
         const KvStage& s = kv.stages[i];
         const std::string call = (s.decode ? "decode step " : "prefill chunk ") +
@@ -248,31 +224,66 @@ CheckResult check_kv(const KvSnapshot& kv) {
         if (s.length != end)
             f.add(call + ": the session holds " + std::to_string(s.length) +
                   " positions, the plan implies " + std::to_string(end));
-        // Whole blocks: ceil(length/B) of them, a table that only grows (a chunk
-        // starting inside a block fills that same physical block), whole-block bytes.
+        // Whole blocks: ceil(length/B) table entries; an entry never changes except
+        // to kFreedBlock (a chunk starting inside a block fills that same block).
         const std::size_t want_blocks = static_cast<std::size_t>((end + b - 1) / b);
         if (s.block_table.size() != want_blocks)
             f.add(call + ": block table of " + std::to_string(s.block_table.size()) +
                   " blocks, ceil(" + std::to_string(end) + "/" + std::to_string(b) +
                   ") = " + std::to_string(want_blocks));
-        if (s.block_table.size() < previous_table.size() ||
-            !std::equal(previous_table.begin(), previous_table.end(), s.block_table.begin()))
-            f.add(call + ": an earlier block table entry changed");
-        if (s.blocks_in_use != static_cast<int>(s.block_table.size()))
+        if (s.block_table.size() < previous_table.size()) f.add(call + ": the block table shrank");
+        for (std::size_t lb = 0; lb < previous_table.size() && f.why.empty(); ++lb)
+            if (s.block_table[lb] != previous_table[lb] && s.block_table[lb] != kFreedBlock)
+                f.add(call + ": an earlier block table entry changed");
+        // Freed entries are exactly the full blocks the mask forgets: no query at
+        // position `end` or later may see any of their positions.
+        int freed = 0;
+        for (std::size_t lb = 0; lb < s.block_table.size() && f.why.empty(); ++lb) {
+            const int p0 = static_cast<int>(lb) * b;
+            bool forgotten = p0 + b <= end;
+            for (int p = p0; p < p0 + b && forgotten; ++p) forgotten = mask.forgets(p, end);
+            const bool is_freed = s.block_table[lb] == kFreedBlock;
+            freed += is_freed ? 1 : 0;
+            if (is_freed != forgotten)
+                f.add(call + ": logical block " + std::to_string(lb) +
+                      (is_freed ? " was given back but a later query may see it"
+                                : " is kept but no later query can see it (mask " + kv.mask.spec() +
+                                      ")"));
+        }
+        if (freed != s.freed_blocks) f.add(call + ": freed-block count disagrees with the table");
+        if (s.blocks_in_use != static_cast<int>(s.block_table.size()) - freed)
             f.add(call + ": " + std::to_string(s.blocks_in_use) + " blocks in use for a table of " +
-                  std::to_string(s.block_table.size()));
+                  std::to_string(s.block_table.size()) + " entries, " + std::to_string(freed) +
+                  " of them freed");
         if (s.bytes_in_use != static_cast<std::size_t>(s.blocks_in_use) * b * kv.bytes_per_token)
             f.add(call + ": bytes in use are not whole blocks");
+        if (s.peak_blocks < s.blocks_in_use) f.add(call + ": held fewer blocks than it kept");
         if (!f.why.empty()) break;
         // The engine's "kv append" events: one per layer, in layer order, naming the
-        // positions the plan implies and the slots the block table gives them.
-        if (static_cast<int>(s.appends.size()) != kv.n_layers)
+        // positions the plan implies and the slots the block table gives them. A
+        // block written and freed by this same call is known only from the event
+        // (layer 0's), so the table the call wrote through is the previous one plus it.
+        if (static_cast<int>(s.appends.size()) != kv.n_layers || s.appends.empty()) {
             f.add(call + ": " + std::to_string(s.appends.size()) + " 'kv append' events for " +
                   std::to_string(kv.n_layers) + " layers");
+            break;
+        }
+        std::vector<int> event_blocks;
+        parse_list(arg(s.appends[0], "blocks"), false, event_blocks);
+        std::vector<int32_t> written = s.block_table;  // the table during the call
+        for (std::size_t lb = 0; lb < written.size(); ++lb) {
+            if (written[lb] != kFreedBlock) continue;
+            const int j = static_cast<int>(lb) - first / b;  // index in the call's blocks
+            if (lb < previous_table.size() && previous_table[lb] != kFreedBlock)
+                written[lb] = previous_table[lb];  // held before, freed after this call
+            else if (lb >= previous_table.size() && j >= 0 &&
+                     j < static_cast<int>(event_blocks.size()))
+                written[lb] = event_blocks[static_cast<std::size_t>(j)];  // written and freed now
+        }
         std::vector<int> want_slots, want_blocks_list;
-        for (int p = first; p < end; ++p) want_slots.push_back(kv_slot(s.block_table.data(), p, b));
+        for (int p = first; p < end; ++p) want_slots.push_back(kv_slot(written.data(), p, b));
         for (int lb = first / b; lb <= (end - 1) / b; ++lb)
-            want_blocks_list.push_back(s.block_table[static_cast<std::size_t>(lb)]);
+            want_blocks_list.push_back(written[static_cast<std::size_t>(lb)]);
         const std::string want_pos = std::to_string(first) + "-" + std::to_string(end - 1);
         for (std::size_t l = 0; l < s.appends.size() && f.why.empty(); ++l) {
             const TraceEvent& e = s.appends[l];
@@ -290,10 +301,16 @@ CheckResult check_kv(const KvSnapshot& kv) {
                 f.add(call + ", layer " + std::to_string(l) + ": blocks '" + arg(e, "blocks") +
                       "' are not the table's entries for these positions");
         }
-        // No position overwrites another's slot.
+        // No position overwrites a slot still holding another's K/V; a freed
+        // block's slots may be written again.
         for (int slot : want_slots)
-            if (!used_slots.insert(slot).second)
-                f.add(call + ": slot " + std::to_string(slot) + " written twice");
+            if (!live_slots.insert(slot).second)
+                f.add(call + ": slot " + std::to_string(slot) + " written twice while live");
+        for (std::size_t lb = 0; lb < written.size(); ++lb)
+            if (s.block_table[lb] == kFreedBlock && written[lb] != kFreedBlock)
+                for (int o = 0; o < b; ++o) live_slots.erase(written[lb] * b + o);
+        most_held = std::max(most_held, s.peak_blocks);
+        total_freed = freed;
         previous_table = s.block_table;
     }
     if (f.why.empty() && kv.stages.size() < plan.size())
@@ -307,7 +324,15 @@ CheckResult check_kv(const KvSnapshot& kv) {
              yes_no(r.ok) + " (" + std::to_string(kv.n_prompt) + " prompt tokens, plan " +
              kv.plan.to_string() + ", B=" + std::to_string(b) + ", " + std::to_string(inside) +
              " of " + std::to_string(boundaries) + " chunk boundaries inside a block, " +
-             std::to_string(n_decode) + " decode steps)" + f.suffix();
+             std::to_string(n_decode) + " decode steps)";
+    if (!kv.mask.is_causal())
+        r.line += "; mask " + kv.mask.spec() +
+                  ": the blocks it forgets are given back: " + yes_no(r.ok) + " (" +
+                  std::to_string(total_freed) + " freed, at most " + std::to_string(most_held) +
+                  " held)";
+    if (!kv.refusal.empty())
+        r.line += "; plan refused: " + kv.refusal + "; ran plan " + kv.plan.to_string();
+    r.line += f.suffix();
     return r;
 }
 
@@ -464,7 +489,10 @@ CheckResult check_timeline(const TimelineSnapshot& tl) {
     std::snprintf(line, sizeof line,
                   "timeline: TTFT (%.0f us) >= prefill (%.0f us), different spans: %s", tl.ttft_us,
                   tl.prefill_us, yes_no(ok));
-    return CheckResult{ok, line};
+    std::string out = line;
+    if (tl.mask != "causal") out += " (mask " + tl.mask + ")";
+    if (!tl.refusal.empty()) out += "; plan refused: " + tl.refusal + "; ran plan " + tl.plan;
+    return CheckResult{ok, out};
 }
 
 }  // namespace plab::viewer

@@ -22,12 +22,20 @@ struct CheckResult {
 // input): bitwise on reference backends, within a stated bound on fast ones; future
 // keys get probability 0; chunked == full bitwise on reference backends.
 CheckResult check_toy(const ToySnapshot& toy);
-// Rows sum to 1; future cells have probability 0 and score -inf.
+// The mask scene under any mask (self_check_mask.cpp): every row sums to 1; a
+// cell the mask hides has probability exactly 0 and score -inf; a visible cell
+// has a finite score and a probability above 0 (unless exp underflows: its
+// score 80+ below the row's best); the tile map agrees with visible() on every
+// cell (empty: none visible, full: all, partial: some) and the pair count is
+// the visible cells'. A refused plan is named with the plan run instead.
 CheckResult check_mask(const MaskSnapshot& mask);
 // After every engine call: the session's length is what the plan (or one decode
 // step) implies; the block table holds ceil(length/B) blocks and only grows; the
 // call's "kv append" events (one per layer) name the implied positions and the
-// slots block_table[p/B]*B + p%B; no slot is written twice.
+// slots block_table[p/B]*B + p%B; no live slot is written twice. Under a
+// window-type mask, exactly the full blocks whose every position the mask
+// forgets (Mask::forgets) are given back (kFreedBlock), and blocks in use are
+// the table's other entries.
 CheckResult check_kv(const KvSnapshot& kv);
 // After every step of the shared-pool scenario: each block's reference count
 // equals the block-table entries that hold it; a shared block is named and at

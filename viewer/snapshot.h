@@ -30,7 +30,7 @@ inline constexpr int kSceneCount = 6;
 
 // "toy", "mask", "kv", "equivalence", "timeline", "serving"
 const char* scene_name(Scene scene);
-const char* scene_title(Scene scene);  // "Toy example", "Causal mask & attention", ...
+const char* scene_title(Scene scene);  // "Toy example", "Mask & attention", ...
 std::optional<Scene> parse_scene(std::string_view name);
 
 // Panel 1: the [2,4,8,10] toy, full and chunked, through one backend.
@@ -47,13 +47,28 @@ struct ToySnapshot {
     std::string error;               // bad input, shown instead of the panel
 };
 
-// Panel 2: attention probabilities of every (layer, head) of one prefill.
+// Panel 2: attention probabilities of every (layer, head) of one prefill, under a mask.
 struct MaskSnapshot {
     bool ready = false;
     std::string backend;
     std::vector<int32_t> tokens;          // (T)
     std::vector<std::string> token_text;  // (T): how each token is shown
-    ChunkPlan plan;
+    BoundMask mask;                       // the mask the engine ran under (mask_spec.h)
+    ChunkPlan asked_plan;                 // the plan asked for
+    // The engine's refusal of `asked_plan` under this mask (check_plan_for_mask's
+    // one line); then `plan` is nearest_valid_plan's, run instead. "" = ran as asked.
+    std::string refusal;
+    ChunkPlan plan;           // the plan the engine ran
+    std::string first_token;  // the greedy next token after the prompt under this mask
+    // The fast kernels' view of this mask (runtime/mask_spec.h): tile_map of T
+    // positions in tiles of `tile`, row-major (query tiles down, key tiles across).
+    int tile = 0;
+    std::vector<TileClass> tiles;
+    long long visible_pairs = 0, causal_pairs = 0;  // count_visible_pairs; T(T+1)/2
+    // Chunked == full for this mask and `plan`, on cpu-ref (a reference backend):
+    // every position's logits of the chunked run have the same bits as the whole
+    // prompt at once.
+    bool chunked_equals_full = false;
     int n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     std::vector<AttentionMap> maps;  // (L·H): probs and scores q·k/sqrt(Dh), each (T, T)
     double prefill_us = 0;
@@ -69,8 +84,12 @@ struct KvStage {
     bool decode = false;               // false: a prefill chunk; true: a decode step
     int first_pos = 0, n_pos = 0;      // positions this call wrote
     int length = 0;                    // positions cached after it
-    std::vector<int32_t> block_table;  // logical block -> physical block, after it
-    std::vector<int> ref_counts;       // (blocks of the table): >1 = shared prefix block
+    std::vector<int32_t> block_table;  // logical block -> physical block (kFreedBlock: given back)
+    int freed_blocks = 0;              // kFreedBlock entries: a window-type mask gave them back
+    // Blocks held during the call, before the mask's forgotten blocks went back (the
+    // "kv free" trace event's blocks_in_use_before; blocks_in_use when none was freed).
+    int peak_blocks = 0;
+    std::vector<int> ref_counts;  // (blocks of the table): >1 = shared prefix block
     int blocks_in_use = 0;
     std::size_t bytes_in_use = 0;
     std::vector<TraceEvent> appends;  // this call's "kv append" trace events (one per layer)
@@ -82,6 +101,8 @@ struct KvSnapshot {
     int block_size = 0, num_blocks = 0, n_layers = 0;
     std::size_t bytes_per_token = 0;
     int n_prompt = 0;                     // prompt positions (the rest are decoded)
+    BoundMask mask;                       // the mask the session ran under
+    std::string refusal;                  // the asked plan's refusal ("" = ran as asked)
     ChunkPlan plan;                       // the prefill chunks, one engine call each
     int decode_skipped = 0;               // decode steps asked for but past max_seq_len
     std::vector<std::string> token_text;  // (prompt + decoded tokens)
@@ -187,6 +208,8 @@ struct TimelineSnapshot {
     bool ready = false;
     std::string backend;
     std::string plan;
+    std::string mask = "causal";  // the mask spec of the request
+    std::string refusal;          // the asked plan's refusal ("" = ran as asked)
     std::vector<TraceEvent> events;
     double ttft_us = 0;     // GenerateResult::ttft_us
     double prefill_us = 0;  // GenerateResult::prefill_us

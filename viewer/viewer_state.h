@@ -23,6 +23,22 @@ struct Dirty {
     void all() { toy = mask = kv = equivalence = timeline = serving = replay = true; }
 };
 
+// The Mask panel's picker (panel_mask_explorer.cpp): up to two masks and how
+// they compose; the spec text is built from them and sent to the engine.
+struct MaskExplorer {
+    int kind[2] = {1, -1};   // index into the picker's kinds; second: -1 = none
+    int a[2] = {8, 4};       // first parameter (W, L, P, documents)
+    int b[2] = {2, 2};       // second parameter (sinks S, spacing D)
+    bool use_or = false;     // compose with OR ('|') instead of AND ('+')
+    bool alibi = false;      // score modifier '+alibi'
+    int softcap = 0;         // score modifier '+softcap:C'; 0 = none
+    bool paint = false;      // a click on the heatmap toggles that cell (a custom mask)
+    int paint_version = 0;   // bumped by every painted cell (the file's name stays the same)
+    char text[256] = "";     // the spec as shown (editable)
+    std::string text_error;  // why the edited text was not taken
+    std::string synced;      // the spec `text` was last filled from
+};
+
 // A texture holding one attention heatmap, re-uploaded when its key changes.
 struct HeatmapTexture {
     unsigned int id = 0;  // GL texture name; 0 = none yet
@@ -40,6 +56,13 @@ struct ViewerState {
     std::string chunks = "8";  // chunk plan text for the model scenes: "full", "8", "3,1,4"
     int chunk_size = 8;        // the slider; 0 = full
     std::string backend = "cpu-ref";
+    // The attention mask of the mask, KV and timeline scenes (runtime/mask_spec.h
+    // grammar, as `plab --mask`): the engine runs under it, the panels draw it.
+    std::string mask = "causal";
+    // Tile size of the Mask panel's tile map. The fast kernels use 32; the default
+    // prompt is about 30 tokens, so 8 shows a map with every kind of tile.
+    int mask_tile = 8;
+    MaskExplorer explorer;
     ToyInput toy;
     std::string toy_chunks = "2";
     // B of the KV panel. 16 (vLLM's default) against the default chunk size 8:
