@@ -238,6 +238,7 @@ struct LessonPanel {
     bool serving_view = false;     // the KV panel's shared pool (lesson 7: a reused prefix)
     const char* policy = nullptr;  // the Serving panel's policy, unless --policy is given
     double network_delay_ms = -1;  // and its client delay, unless given
+    const char* mask = nullptr;    // the mask scenes' mask, unless --mask is given
 };
 constexpr LessonPanel kLessonPanels[] = {
     {1, Scene::kToy},
@@ -249,6 +250,7 @@ constexpr LessonPanel kLessonPanels[] = {
     {9, Scene::kServing, false, "continuous"},
     {10, Scene::kServing, false, "chunked"},
     {11, Scene::kServing, false, "chunked", 2.0},
+    {13, Scene::kMask, false, nullptr, -1, "window:8"},
 };
 
 // The options with lesson `lesson`'s panel applied (flags the user gave win).
@@ -257,16 +259,18 @@ Options with_lesson(Options o) {
     const LessonPanel* found = nullptr;
     for (const LessonPanel& p : kLessonPanels)
         if (p.lesson == o.lesson) found = &p;
-    PLAB_CHECK(found != nullptr,
-               "--lesson " << o.lesson
-                           << " has no panel (panels: lessons 1-5, 7, 9-11; lessons 6 and 8 are "
-                              "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
+    PLAB_CHECK(
+        found != nullptr,
+        "--lesson " << o.lesson
+                    << " has no panel (panels: lessons 1-5, 7, 9-11, 13; lessons 6 and 8 are "
+                       "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
     o.scene = scene_name(found->scene);
     o.serving = o.serving || found->serving_view;
     const Options defaults;
     if (found->policy != nullptr && o.policy == defaults.policy) o.policy = found->policy;
     if (found->network_delay_ms >= 0 && o.network_delay_ms == defaults.network_delay_ms)
         o.network_delay_ms = found->network_delay_ms;
+    if (found->mask != nullptr && o.mask == defaults.mask) o.mask = found->mask;
     return o;
 }
 
@@ -493,7 +497,7 @@ int main(int argc, char** argv) {
                    "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
                    "Open the panel of lesson N (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline, "
-                   "7 kv --serving, 9-11 serving)");
+                   "7 kv --serving, 9-11 serving, 13 mask --mask window:8)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");
