@@ -251,6 +251,7 @@ constexpr LessonPanel kLessonPanels[] = {
     {10, Scene::kServing, false, "chunked"},
     {11, Scene::kServing, false, "chunked", 2.0},
     {13, Scene::kMask, false, nullptr, -1, "window:8"},
+    {14, Scene::kKv},
 };
 
 // The options with lesson `lesson`'s panel applied (flags the user gave win).
@@ -262,7 +263,7 @@ Options with_lesson(Options o) {
     PLAB_CHECK(
         found != nullptr,
         "--lesson " << o.lesson
-                    << " has no panel (panels: lessons 1-5, 7, 9-11, 13; lessons 6 and 8 are "
+                    << " has no panel (panels: lessons 1-5, 7, 9-11, 13, 14; lessons 6 and 8 are "
                        "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
     o.scene = scene_name(found->scene);
     o.serving = o.serving || found->serving_view;
@@ -497,7 +498,7 @@ int main(int argc, char** argv) {
                    "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
                    "Open the panel of lesson N (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline, "
-                   "7 kv --serving, 9-11 serving, 13 mask --mask window:8)");
+                   "7 kv --serving, 9-11 serving, 13 mask --mask window:8, 14 kv)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");

@@ -148,9 +148,10 @@ void run(const PrefillOptions& o) {
         "  time: median of %d warm runs, each on a fresh KV cache; the first, cold run "
         "took %.3f ms\n",
         o.repeats, r.prefill_us / 1000);
-    std::printf("KV cache: %d blocks of %d positions in use, %zu bytes (%zu bytes per token)\n",
-                session.cache().blocks_in_use(), session.cache().block_size(),
-                session.cache().bytes_in_use(), session.cache().bytes_per_token());
+    std::printf("KV cache: %d block%s of %d positions in use, %zu bytes (%zu bytes per token)\n",
+                session.cache().blocks_in_use(), session.cache().blocks_in_use() == 1 ? "" : "s",
+                session.cache().block_size(), session.cache().bytes_in_use(),
+                session.cache().bytes_per_token());
     // Where each chunk's K/V went (layer 0; every layer uses the same slots).
     int chunk = 0;
     const int shown_chunks = 12;

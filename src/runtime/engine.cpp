@@ -263,7 +263,19 @@ const StepRecord& Engine::step() {
         rec.tokens.push_back(span.n_tokens);
         rec.decode.push_back(span.decode);
     }
-    const ChunkOutput out = forward_step(*model_, cache, items, *ws_, {}, trace_);
+    // Greedy sampling on the device: when every request of the step samples
+    // greedily and keeps no logits, each one's token is the backend's argmax
+    // of its logits row, and no logits cross back to the host (on a GPU: 4
+    // bytes per request instead of V floats). Same rule as the host's argmax
+    // (the lowest index among equal maxima), so the same tokens.
+    bool on_device = true;
+    for (const ScheduledSpan& span : schedule.spans) {
+        const Request& r = *span.request;
+        on_device = on_device && r.options.sampler.temperature == 0.0f && !r.options.keep_logits;
+    }
+    ForwardProbes probes;
+    probes.logits_stay_on_device = on_device;
+    const ChunkOutput out = forward_step(*model_, cache, items, *ws_, probes, trace_);
 
     // 3. A request whose known tokens are all computed samples its next one
     //    from its last position's logits; done at EOS or at its limit.
@@ -272,10 +284,15 @@ const StepRecord& Engine::step() {
         Request& r = *schedule.spans[i].request;
         if (!r.options.mask.is_causal()) cache.free_forgotten(r.seq, r.options.mask.view());
         if (r.seq.length < static_cast<int>(r.tokens.size())) continue;  // prompt not done
-        const auto row = out.logits.begin() + static_cast<std::ptrdiff_t>(i * V);
-        const std::vector<float> logits(row, row + static_cast<std::ptrdiff_t>(V));
-        const int32_t token = r.sampler.sample(logits);
-        if (r.options.keep_logits) r.logits.push_back(logits);
+        int32_t token = 0;
+        if (on_device) {
+            token = backend_->argmax(ws_->logits.buf().slice(i * V, V), V);
+        } else {
+            const auto row = out.logits.begin() + static_cast<std::ptrdiff_t>(i * V);
+            const std::vector<float> logits(row, row + static_cast<std::ptrdiff_t>(V));
+            token = r.sampler.sample(logits);
+            if (r.options.keep_logits) r.logits.push_back(logits);
+        }
         r.tokens.push_back(token);
         r.token_us.push_back(now_us());
         const int made = static_cast<int>(r.tokens.size() - r.prompt.size());

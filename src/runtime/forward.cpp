@@ -255,6 +255,7 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     // 9. The one copy back per step: rows x V floats of logits to the host,
     //    where the sampler reads them (a span of its own, so the trace shows
     //    what a copy costs next to the compute around it).
+    if (probes.logits_stay_on_device) return out;
     out.logits.resize(std::size_t(rows) * V);
     const double t_copy = trace != nullptr ? trace->now_us() : 0;
     be.download(out.logits.data(), ws.logits.buf(), out.logits.size());

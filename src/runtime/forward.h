@@ -41,6 +41,11 @@ struct ForwardProbes {
     bool all_logits = false;                // logits of every position of the chunk
     std::vector<AttentionProbe> attention;  // probabilities of these (layer, head)s
     bool attention_scores = false;          // also their scaled scores q·k/sqrt(Dh) (viewer)
+    // Leave each item's last-position logits on the backend (Workspace::logits,
+    // one row per item) and copy nothing back: a caller that only needs the
+    // greedy token takes Backend::argmax of each row (4 bytes back instead of
+    // V floats). ChunkOutput::logits is then empty.
+    bool logits_stay_on_device = false;
 };
 
 struct ChunkOutput {

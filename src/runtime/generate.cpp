@@ -61,7 +61,9 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
         r.new_tokens.push_back(token);
         trace.span(
             "decode step", "decode", t,
-            {{"position", std::to_string(session.length())}, {"token", std::to_string(token)}});
+            // The position this step computed (the fed-back token's), not the
+            // cache length after it.
+            {{"position", std::to_string(session.length() - 1)}, {"token", std::to_string(token)}});
         r.decode_step_us.push_back(trace.now_us() - t);
     }
     r.text = tokenizer.decode(r.new_tokens);

@@ -464,6 +464,41 @@ TEST_CASE("prefix cache: a hash collision cannot return a wrong block", "[engine
     pool.release(s);
 }
 
+TEST_CASE("greedy sampling on the device: the tokens of the host's argmax, no logits copied back",
+          "[engine][serving]") {
+    const ModelConfig c = engine_config();
+    const Weights w = make_random_weights(c, 31);
+    for (const std::string backend : {"cpu-ref", "cpu", "gpu-ref", "gpu"}) {
+        INFO("backend " << backend);
+        EngineOptions eo;
+        eo.backend = backend;
+        eo.block_size = 4;
+        eo.max_step_tokens = 16;  // prompts in chunks, next to others' decode tokens
+        auto run = [&](bool keep_logits, Trace& trace) {
+            Engine e(w, eo, &trace);
+            for (int i = 0; i < 4; ++i)
+                e.add_request(prompt_of(5 + 9 * i, 300 + std::uint64_t(i)), greedy(6, keep_logits));
+            e.run();
+            std::vector<std::vector<int32_t>> tokens;
+            for (int i = 0; i < 4; ++i) tokens.push_back(new_tokens_of(e, i));
+            return tokens;
+        };
+        // keep_logits: the logits come to the host and the sampler's argmax
+        // picks (the oracle); without: Backend::argmax on the device.
+        Trace host_trace, device_trace;
+        const auto host = run(true, host_trace);
+        const auto device = run(false, device_trace);
+        REQUIRE(device == host);
+        auto copies = [](const Trace& t) {
+            return std::count_if(t.events().begin(), t.events().end(), [](const TraceEvent& e) {
+                return e.name == "copy logits to host";
+            });
+        };
+        REQUIRE(copies(host_trace) > 0);
+        REQUIRE(copies(device_trace) == 0);
+    }
+}
+
 TEST_CASE("preemption under a tiny pool, then recompute: the tokens of an unconstrained run",
           "[engine][preempt]") {
     const Weights w = make_random_weights(engine_config(), 16);
