@@ -28,6 +28,19 @@ std::string write_file(const std::string& name, const std::string& text) {
     return path.string();
 }
 
+// A Chrome trace file's events, grouped by the name of their track.
+std::map<std::string, std::vector<nlohmann::json>> events_by_track(const std::string& path) {
+    std::ifstream f(path);
+    const auto j = nlohmann::json::parse(f);
+    std::map<int, std::string> tracks;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "M") tracks[e["tid"].get<int>()] = e["args"]["name"];
+    std::map<std::string, std::vector<nlohmann::json>> by_track;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] != "M") by_track[tracks.at(e["tid"].get<int>())].push_back(e);
+    return by_track;
+}
+
 }  // namespace
 
 TEST_CASE("serve: every policy gives each request the tokens it gets alone", "[serve]") {
@@ -135,14 +148,7 @@ TEST_CASE("serve --trace: a track per request, spans in order, steps within the 
     const CliResult r = run_cli({"serve", "--model", serve_model_dir(), "--rate", "2000",
                                  "--requests", "5", "--token-budget", "16", "--trace", path});
     REQUIRE(r.exit_code == 0);
-    std::ifstream f(path);
-    const auto j = nlohmann::json::parse(f);
-    std::map<int, std::string> tracks;
-    for (const auto& e : j["traceEvents"])
-        if (e["ph"] == "M") tracks[e["tid"].get<int>()] = e["args"]["name"];
-    std::map<std::string, std::vector<nlohmann::json>> by_track;
-    for (const auto& e : j["traceEvents"])
-        if (e["ph"] != "M") by_track[tracks.at(e["tid"].get<int>())].push_back(e);
+    auto by_track = events_by_track(path);
     REQUIRE(by_track.count("engine steps") == 1);
     for (const auto& step : by_track["engine steps"]) {
         const int tokens = std::stoi(step["args"]["prefill_tokens"].get<std::string>()) +
@@ -186,15 +192,7 @@ TEST_CASE("serve --trace --network-delay-ms: each token's delivery overlaps the 
             run_cli({"serve", "--model", serve_model_dir(), "--rate", "2000", "--requests", "4",
                      "--token-budget", "16", "--network-delay-ms", delay, "--trace", path});
         REQUIRE(r.exit_code == 0);
-        std::ifstream f(path);
-        const auto j = nlohmann::json::parse(f);
-        std::map<int, std::string> tracks;
-        for (const auto& e : j["traceEvents"])
-            if (e["ph"] == "M") tracks[e["tid"].get<int>()] = e["args"]["name"];
-        std::map<std::string, std::vector<nlohmann::json>> by_track;
-        for (const auto& e : j["traceEvents"])
-            if (e["ph"] != "M") by_track[tracks.at(e["tid"].get<int>())].push_back(e);
-        return by_track;
+        return events_by_track(path);
     };
     auto by_track = trace_of("5");
     const auto& steps = by_track.at("engine steps");

@@ -22,17 +22,14 @@
 #include "runtime/registry.h"
 #include "self_check.h"
 #include "test_util.h"
+#include "tiny_model.h"
 
 namespace plab::viewer {
 namespace {
 
-// A tiny seeded random model with the byte tokenizer: GQA, two layers.
+// tests/viewer/tiny_model.h
 Model tiny_model() {
-    Model m;
-    m.weights = make_random_weights(test::small_config(32, 2, 4, 2, 8, 48, 258, 64), 2024);
-    m.tokenizer = std::make_unique<ByteTokenizer>();
-    m.source = "tiny random model, seed 2024";
-    return m;
+    return plab::test::tiny_viewer_model();
 }
 
 ViewerState tiny_state(const std::string& mask) {

@@ -23,17 +23,14 @@
 #include "self_check.h"
 #include "serving_replay.h"
 #include "test_util.h"
+#include "tiny_model.h"
 
 namespace plab::viewer {
 namespace {
 
-// A small seeded random model with the byte tokenizer and a 256-token context.
+// tests/viewer/tiny_model.h, with a 256-token context.
 Model tiny_model() {
-    Model m;
-    m.weights = make_random_weights(test::small_config(32, 2, 4, 2, 8, 48, 258, 256), 2027);
-    m.tokenizer = std::make_unique<ByteTokenizer>();
-    m.source = "tiny random model, seed 2027";
-    return m;
+    return plab::test::tiny_viewer_model(256, 2027);
 }
 
 const Model& model() {
