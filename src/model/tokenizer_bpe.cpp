@@ -58,8 +58,11 @@ BpeTokenizer BpeTokenizer::parse(const std::string& text, const std::string& whe
         std::string k;
         long long v = -1;
         ls >> k >> v;
-        PLAB_CHECK(k == key && v >= 0 && ls.eof(), where << ": line " << line_no << " is '" << line
-                                                         << "', expected '" << key << " <number>'");
+        // !fail(): a number too large for long long sets failbit and reads as
+        // LLONG_MAX, which would overflow the arithmetic below (found by the fuzzer).
+        PLAB_CHECK(k == key && !ls.fail() && v >= 0 && ls.eof(),
+                   where << ": line " << line_no << " is '" << line << "', expected '" << key
+                         << " <number>'");
         return v;
     };
     const long long vocab = keyed("vocab_size");
@@ -68,10 +71,10 @@ BpeTokenizer BpeTokenizer::parse(const std::string& text, const std::string& whe
     const long long n = keyed("merges");
     PLAB_CHECK(bos == kBos && eos == kEos,
                where << ": bos/eos are " << bos << "/" << eos << ", expected 256/257");
+    PLAB_CHECK(n <= 1'000'000, where << ": " << n << " merges is more than the 1000000 allowed");
     PLAB_CHECK(vocab == kFirstMerge + n, where << ": vocab_size " << vocab
                                                << " must equal 258 + merges (" << kFirstMerge + n
                                                << ")");
-    PLAB_CHECK(n <= 1'000'000, where << ": " << n << " merges is more than the 1000000 allowed");
     std::vector<std::pair<int32_t, int32_t>> merges;
     merges.reserve(static_cast<std::size_t>(n));
     for (long long k = 0; k < n; ++k) {
