@@ -6,21 +6,25 @@
 // weight is read once per token, so decode speed is set by memory bandwidth.
 //
 // Versions of the ops it replaces (everything else is cpu-ref's code):
-//   matmul    C >= 8: Eigen's blocked, multi-threaded GEMM (x · wᵀ, RowMajor maps)
-//             C <  8: the weight rows are split between threads, each runs an
-//                     Eigen GEMV on its slice (Eigen does not thread GEMV itself)
-//   attention per K/V head: gather the cached K and V of positions 0..p+C-1 into
-//             contiguous (n_keys, Dh) matrices; per query head and tile of 32
-//             queries: the mask classifies each tile of 32 keys (core/mask.h);
-//             empty tiles are skipped and counted, runs of the others get
-//             S = Q·Kᵀ·scale (GEMM), partial tiles test each cell, score
-//             modifiers apply, softmax with the library exp, O = P·V (GEMM).
+//   matmul    the chunk-invariant GEMM of cpu_gemm.h: weights repacked once into
+//             column panels (prepare_weight), each output one FMA chain over k
+//             in vector lanes, tasks of (rows x panels) on the engine's pool.
+//   attention per K/V head: gather the cached Kᵀ and V of positions 0..p+C-1,
+//             key j in column j; per query head and tile of 32 queries: the
+//             mask classifies each tile of 32 keys (core/mask.h); empty tiles
+//             are skipped and counted, runs of the others get S = Q·Kᵀ (the
+//             same GEMM), then ·scale, partial tiles test each cell, score
+//             modifiers apply; softmax in vector lanes aligned to key 0
+//             (cpu_vector.h); O = P·V (the same GEMM) / the row's sum.
 //             Under the causal mask the tiles past the diagonal are skipped.
-//   swiglu    Eigen's vectorised exp over the whole (C, F) block, split between
-//             threads (the reference's scalar strict_expf is ~10x slower here)
-// All three reorder sums or round differently (GEMM blocking, vector lanes, FMA), so results differ from
-// cpu-ref in the last bits and *can* change with the chunk plan; tests report
-// by how much (tolerance rel 1e-5 on logits).
+//   swiglu    Eigen's vectorised exp, every element in a vector lane (cpu_vector.h)
+// They round differently from cpu-ref (FMA, a polynomial exp, lane-wise sums),
+// so results differ from it in the last bits (tolerance rel 1e-5 on logits).
+// But they are *chunk-invariant*: a token's every value is computed by the
+// same operations in the same order whichever chunk it is in, how many rows
+// share its GEMM, or which thread runs it. So every chunk plan gives the same
+// bits as full prefill on `cpu`, as on the reference backends (issue 9,
+// lesson 15: "Why fast kernels differ in the last bits").
 //
 // Threads (issue 12). Every op runs on the engine's one ThreadPool
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
@@ -35,7 +39,10 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <vector>
 
+#include "backends/cpu_gemm.h"
 #include "backends/cpu_ref.h"
 #include "backends/cpu_threads.h"
 
@@ -46,7 +53,11 @@ public:
     std::string name() const override { return "cpu"; }
     bool is_reference() const override { return false; }
 
+    void release(Buffer b) noexcept override;
+    void upload(Buffer dst, const float* src, std::size_t n) override;
+    void fill(Buffer dst, float value) override;
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
+    void prepare_weight(Buffer w, int n, int k) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
@@ -54,6 +65,16 @@ public:
     void reset_attention_tile_counts() override;
 
 private:
+    // A weight repacked into column panels, keyed by its buffer's address;
+    // dropped when that memory is released or written again.
+    struct PackedWeight {
+        std::size_t source_size = 0;  // floats of the original (N, K) matrix
+        std::vector<float> storage;
+        cpu_gemm::Panels panels;
+    };
+    void forget_packed(const float* data, std::size_t n);
+
+    std::map<const float*, PackedWeight> packed_;
     std::atomic<long long> tiles_skipped_{0}, tiles_partial_{0}, tiles_full_{0};
 };
 

@@ -82,6 +82,12 @@ public:
     virtual void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) = 0;
     // out = x · wᵀ        out (M, N), x (M, K), w (N, K) — a torch Linear's layout
     virtual void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) = 0;
+    // w holds an (N, K) weight matrix that stays unchanged until it is
+    // released, uploaded to or filled again (DeviceModel calls this once per
+    // weight after uploading it). A backend may keep a copy in the layout its
+    // matmul streams fastest (cpu: column panels, backends/cpu_gemm.h) —
+    // weights repacked once at load time. Results must not depend on it.
+    virtual void prepare_weight(Buffer /*w*/, int /*n*/, int /*k*/) {}
     // Rotates each head of row i by position pos0 + i, in place.
     // x (C, nh, Dh); cos, sin (max_seq_len, Dh/2) from core/rope.h
     virtual void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,

@@ -34,6 +34,19 @@ DeviceModel::DeviceModel(Backend& backend, const Weights& w)
     if (!config_.tied_embeddings) classifier = upload(backend, w.classifier);
     const RopeTable rope =
         make_rope_table(config_.max_seq_len, config_.head_dim, config_.rope_theta);
+    // The matmul weights, each (N, K): the backend may repack them once here.
+    const ModelConfig& c = config_;
+    const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
+    for (const DeviceLayer& d : layers) {
+        backend.prepare_weight(d.wq.buf(), qd, c.dim);
+        backend.prepare_weight(d.wk.buf(), kvd, c.dim);
+        backend.prepare_weight(d.wv.buf(), kvd, c.dim);
+        backend.prepare_weight(d.wo.buf(), c.dim, qd);
+        backend.prepare_weight(d.w_gate.buf(), c.hidden_dim, c.dim);
+        backend.prepare_weight(d.w_up.buf(), c.hidden_dim, c.dim);
+        backend.prepare_weight(d.w_down.buf(), c.dim, c.hidden_dim);
+    }
+    backend.prepare_weight(classifier_buf(), c.vocab_size, c.dim);
     rope_cos = upload(backend, rope.cos);
     rope_sin = upload(backend, rope.sin);
 }

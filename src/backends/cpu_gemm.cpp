@@ -1,0 +1,161 @@
+#include "backends/cpu_gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace plab::cpu_gemm {
+namespace {
+
+using Packet = Eigen::internal::packet_traits<float>::type;
+constexpr int kLanes = Eigen::internal::packet_traits<float>::size;
+constexpr int kPanel = 2 * kLanes;  // columns per panel: two registers
+// The main micro-tile: 6 rows x kMainPanels panels. With AVX-512 (32 vector
+// registers) 6 x 2 panels = 24 accumulators + 4 of B + 1 broadcast; with AVX2
+// (16 registers) 6 x 1 panel = 12 + 2 + 1. Fewer rows (a small chunk, a decode
+// step) take more panels at once, so enough independent chains hide the FMA
+// latency. None of this changes a bit of the result: only which outputs are
+// computed side by side.
+constexpr int kRows = 6;
+constexpr int kMainPanels = kLanes >= 16 ? 2 : 1;
+
+constexpr int panels_for(int rows) {
+    return rows == 1 ? 4 : rows == 2 ? 3 : rows == 3 ? 2 : rows == 4 ? kMainPanels : 1;
+}
+
+// R rows times P panels from panel p: each output one FMA chain over k.
+// c points at the tile's first output (its first row, panel p's first column),
+// a at the tile's first row of A.
+template <int R, int P>
+inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int p,
+                 bool write_padding) {
+    using namespace Eigen::internal;
+    Packet acc[R][P][2];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = pset1<Packet>(0.0f);
+    const float* bp = b.data + std::size_t(p) * b.panel_stride;
+    const float* ar = a;
+    for (int k = 0; k < b.k; ++k) {
+        Packet bv[P][2];
+        const float* bk = bp + std::size_t(k) * b.row_stride;
+#pragma GCC unroll 16
+        for (int q = 0; q < P; ++q) {
+            bv[q][0] = ploadu<Packet>(bk + q * b.panel_stride);
+            bv[q][1] = ploadu<Packet>(bk + q * b.panel_stride + kLanes);
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const Packet av = pset1<Packet>(ar[r * lda + k]);
+#pragma GCC unroll 16
+            for (int q = 0; q < P; ++q) {
+                acc[r][q][0] = pmadd(av, bv[q][0], acc[r][q][0]);
+                acc[r][q][1] = pmadd(av, bv[q][1], acc[r][q][1]);
+            }
+        }
+    }
+    for (int q = 0; q < P; ++q) {
+        const int valid = write_padding ? kPanel : std::min(kPanel, b.n - (p + q) * kPanel);
+        for (int r = 0; r < R; ++r) {
+            float* dst = c + std::size_t(r) * ldc + q * kPanel;
+            for (int h = 0; h < 2; ++h) {
+                const int n_here = valid - h * kLanes;
+                if (n_here >= kLanes) {
+                    pstoreu(dst + h * kLanes, acc[r][q][h]);
+                } else if (n_here > 0) {  // the last panel's real columns only
+                    alignas(64) float tmp[kLanes];
+                    pstoreu(tmp, acc[r][q][h]);
+                    std::copy(tmp, tmp + n_here, dst + h * kLanes);
+                }
+            }
+        }
+    }
+}
+
+// R rows, panels [p0, p1), P at a time; c and a point at the rows' first
+// output of panel p0 and their first row of A.
+template <int R>
+void rows_block(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int p0,
+                int p1, bool write_padding) {
+    constexpr int P = panels_for(R);
+    int p = p0;
+    for (; p + P <= p1; p += P) tile<R, P>(c + (p - p0) * kPanel, ldc, a, lda, b, p, write_padding);
+    for (; p < p1; ++p) tile<R, 1>(c + (p - p0) * kPanel, ldc, a, lda, b, p, write_padding);
+}
+
+void remainder_rows(int rows, float* c, std::size_t ldc, const float* a, std::size_t lda,
+                    const Panels& b, int p0, int p1, bool write_padding) {
+    static_assert(kRows == 6, "one case per row count below kRows");
+    switch (rows) {
+        case 0:
+            return;
+        case 1:
+            return rows_block<1>(c, ldc, a, lda, b, p0, p1, write_padding);
+        case 2:
+            return rows_block<2>(c, ldc, a, lda, b, p0, p1, write_padding);
+        case 3:
+            return rows_block<3>(c, ldc, a, lda, b, p0, p1, write_padding);
+        case 4:
+            return rows_block<4>(c, ldc, a, lda, b, p0, p1, write_padding);
+        case 5:
+            return rows_block<5>(c, ldc, a, lda, b, p0, p1, write_padding);
+        default:
+            PLAB_ASSERT(false);
+    }
+}
+
+}  // namespace
+
+int lanes() {
+    return kLanes;
+}
+int panel_columns() {
+    return kPanel;
+}
+int padded_columns(int n) {
+    return (n + kPanel - 1) / kPanel * kPanel;
+}
+
+Panels pack_transposed(const float* w, int n, int k, std::vector<float>& out) {
+    const int panels = padded_columns(n) / kPanel;
+    out.assign(std::size_t(panels) * k * kPanel, 0.0f);
+    for (int j = 0; j < n; ++j) {
+        float* dst = out.data() + std::size_t(j / kPanel) * k * kPanel + j % kPanel;
+        const float* src = w + std::size_t(j) * k;
+        for (int kk = 0; kk < k; ++kk) dst[std::size_t(kk) * kPanel] = src[kk];
+    }
+    return Panels{out.data(), k, n, std::size_t(k) * kPanel, std::size_t(kPanel)};
+}
+
+void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int row0,
+          int row1, int panel0, int panel1, bool write_padding) {
+    PLAB_ASSERT(row0 <= row1 && panel0 <= panel1 && panel1 * kPanel < b.n + kPanel);
+    const auto c_at = [&](int i, int p) {
+        return c + std::size_t(i) * ldc + (p - panel0) * kPanel;
+    };
+    const auto a_at = [&](int i) { return a + std::size_t(i) * lda; };
+    if (row1 - row0 < kRows) {  // a decode step or a tiny chunk: all panels for these rows
+        remainder_rows(row1 - row0, c_at(row0, panel0), ldc, a_at(row0), lda, b, panel0, panel1,
+                       write_padding);
+        return;
+    }
+    // Panels outer, rows inner: a group of panels of B stays in cache while
+    // every row block of A passes over it.
+    for (int p = panel0; p < panel1; p += kMainPanels) {
+        const int pe = std::min(p + kMainPanels, panel1);
+        int i = row0;
+        for (; i + kRows <= row1; i += kRows) {
+            if (pe - p == kMainPanels) {
+                tile<kRows, kMainPanels>(c_at(i, p), ldc, a_at(i), lda, b, p, write_padding);
+            } else {
+                for (int q = p; q < pe; ++q)
+                    tile<kRows, 1>(c_at(i, q), ldc, a_at(i), lda, b, q, write_padding);
+            }
+        }
+        remainder_rows(row1 - i, c_at(i, p), ldc, a_at(i), lda, b, p, pe, write_padding);
+    }
+}
+
+}  // namespace plab::cpu_gemm

@@ -1,0 +1,33 @@
+// Element-wise math and row sums for the fast CPU backend, in vector lanes,
+// with the same bits for an element wherever it sits in a buffer.
+//
+// What it teaches: Eigen's `array.exp()` on a buffer computes the aligned
+// middle in vector registers (a polynomial) but the unaligned head and the
+// tail one scalar at a time (the C library's expf), and the two round
+// differently. Where a token's row starts in the buffer depends on the chunk
+// it was prefilled in, so the same token's value could change with the chunk
+// plan. Here every element goes through the vector code: a partial last vector
+// is padded, computed, and only its real elements copied back.
+//
+// Row sums (a softmax's denominator) add element j into lane j % lanes() in
+// increasing j, then add the lanes in one fixed tree: so a sum over keys
+// [lo, hi) equals the sum over any wider range whose extra elements are 0,
+// provided lo is a multiple of lanes() (keys are counted from position 0).
+#pragma once
+
+#include <cstddef>
+
+namespace plab::cpu_vector {
+
+// out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up.
+void silu_mul(float* out, const float* gate, const float* up, std::size_t n);
+
+// Largest of row[0, n); -inf when every element is -inf.
+float row_max(const float* row, int n);
+
+// row[j] = exp(row[j] - max) (exactly 0 where row[j] is -inf: a masked key),
+// and returns the sum of the new row in the lane order above. n need not be a
+// multiple of lanes(); row must start at an element whose index is one.
+float exp_and_sum(float* row, int n, float max);
+
+}  // namespace plab::cpu_vector
