@@ -72,12 +72,14 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
         "Lesson 4 - bitwise equivalence (lessons/04-bitwise-equivalence.md).\n\nChunked "
         "prefill must equal full prefill. Reference backends (cpu-ref, gpu-ref) add in "
         "one fixed order with no fused multiply-add, so every cell of their rows is "
-        "bitwise. Fast backends (cpu on Eigen, gpu with tiled kernels) reorder sums; "
-        "float addition is not associative, so they differ in the last bits, and the "
-        "size of the difference changes with the chunk plan.");
+        "bitwise. Fast backends (cpu with a vectorised GEMM, gpu with tiled kernels) "
+        "reorder sums; float addition is not associative, so they differ from cpu-ref in "
+        "the last bits. Their kernels are chunk-invariant (tiles and vector lanes "
+        "aligned to position 0), so the difference is the same in every chunk plan: "
+        "lesson 15.");
     ImGui::TextDisabled("%s",
-                        "Try: move chunk size. The fast rows change by tiny amounts; the reference "
-                        "rows stay bitwise.");
+                        "Try: move chunk size. The fast rows keep the same tiny difference; the "
+                        "reference rows stay bitwise.");
     if (state.dirty.equivalence) {
         ImGui::TextColored(ImColor(colour::kClose),
                            "Computing: every backend runs every chunk plan (emulated GPU "

@@ -70,8 +70,9 @@ void add_info_command(CLI::App& app);
 void add_eval_command(CLI::App& app);     // cmd_eval.cpp: held-out evaluation, head scores
 void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> llama2.c
 void add_random_model_command(CLI::App& app);
-void add_compare_command(CLI::App& app);  // cmd_compare.cpp: backends x plans vs cpu-ref
-void add_mask_command(CLI::App& app);     // cmd_mask.cpp: print a mask, its tile map, its grammar
-void add_serve_command(CLI::App& app);    // cmd_serve.cpp: replay a workload, serving metrics
+void add_compare_command(CLI::App& app);   // cmd_compare.cpp: backends x plans vs cpu-ref
+void add_mask_command(CLI::App& app);      // cmd_mask.cpp: print a mask, its tile map, its grammar
+void add_rounding_command(CLI::App& app);  // cmd_rounding.cpp: the reduction-order lab
+void add_serve_command(CLI::App& app);     // cmd_serve.cpp: replay a workload, serving metrics
 
 }  // namespace plab::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     plab::cli::add_random_model_command(app);
     plab::cli::add_compare_command(app);
     plab::cli::add_mask_command(app);
+    plab::cli::add_rounding_command(app);
     plab::cli::add_serve_command(app);
     try {
         app.parse(argc, argv);
