@@ -64,7 +64,8 @@ std::string short_number(double v) {
 // What a fast row must keep (the "promise" column, the summary, the error).
 std::string fast_promise(double tolerance) {
     return "relative " + short_number(tolerance) +
-           " on logits, the same first token, and the bits of the backend's own full prefill in every plan";
+           " on logits, the same first token, and the bits of the backend's own full prefill in "
+           "every plan";
 }
 
 // Plans are separated by ';' when one of them lists lengths ("full;3,1,4"),
