@@ -141,6 +141,8 @@ void run(BenchCliOptions o) {
         j["mask"] = o.bench.mask;
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
+        j["gemm_peak_eigen_gflops"] = r.machine.eigen_gemm_gflops;
+        j["gemm_peak_engine_gflops"] = r.machine.engine_gemm_gflops;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
         j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
@@ -230,13 +232,14 @@ void run(BenchCliOptions o) {
                 o.model.empty() ? "random, stories15M shape" : o.model.c_str(),
                 r.config.summary().c_str(), r.config.n_params());
     std::printf(
-        "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3 "
-        "Eigen),\n"
+        "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3: "
+        "Eigen %.1f, the engine's own %.1f),\n"
         "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy),\n"
         "  read bandwidth %.1f GB/s (1 GiB summed)\n"
         "Ridge point: %.1f GFLOP/s / %.1f GB/s = %.1f FLOP per byte read: an op doing fewer\n"
         "  FLOPs per byte it reads is memory-bound here (roofline model, Williams et al. 2009)\n\n",
-        r.machine.threads, r.machine.gemm_gflops, r.machine.copy_gb_per_s, r.machine.read_gb_per_s,
+        r.machine.threads, r.machine.gemm_gflops, r.machine.eigen_gemm_gflops,
+        r.machine.engine_gemm_gflops, r.machine.copy_gb_per_s, r.machine.read_gb_per_s,
         r.machine.gemm_gflops, r.machine.read_gb_per_s,
         r.machine.gemm_gflops / r.machine.read_gb_per_s);
     // Under another mask the attention term counts the pairs it lets through

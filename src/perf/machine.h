@@ -2,7 +2,9 @@
 //
 // Peaks printed on a spec sheet are not what this machine gives this process
 // today (other tenants, clock limits, a virtual CPU): so `plab bench` measures
-// (1) float32 GEMM peak: the best of several large Eigen GEMMs (2048³), and
+// (1) float32 GEMM peak: the fastest float32 GEMM available here, measured on
+//     2048³ — Eigen's (with OpenMP threads) and the engine's own (cpu_gemm.h,
+//     on the engine's thread pool); the best run of the faster one;
 // (2) copy bandwidth: a large memcpy split across the threads, counting bytes
 //     read + written (the STREAM "copy" convention);
 // (3) read bandwidth: a 1 GiB buffer summed by all threads — what a decode
@@ -13,9 +15,11 @@
 namespace plab {
 
 struct MachineSpeed {
-    double gemm_gflops = 0;    // best of the runs
-    double copy_gb_per_s = 0;  // best of the runs
-    double read_gb_per_s = 0;  // best of the runs
+    double gemm_gflops = 0;         // the peak: max of the two below
+    double eigen_gemm_gflops = 0;   // best run of Eigen's GEMM
+    double engine_gemm_gflops = 0;  // best run of the cpu backend's matmul
+    double copy_gb_per_s = 0;       // best of the runs
+    double read_gb_per_s = 0;       // best of the runs
     int threads = 0;
 };
 
