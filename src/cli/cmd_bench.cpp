@@ -18,7 +18,8 @@ namespace plab::cli {
 namespace {
 
 struct BenchCliOptions {
-    std::string model;  // empty: a random stories15M-shaped model
+    std::string model;                  // empty: random weights of the --random shape
+    std::string random = "stories15m";  // the shape of those random weights
     std::string backends = "cpu,cpu-ref";
     std::string lengths = "128,512,2048";
     std::string batch;
@@ -125,6 +126,12 @@ void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
         static_cast<int>(std::floor(x.batch)) + 1);
 }
 
+// "stories15m" -> "stories15M": the shapes as llama2.c's model names spell them.
+std::string shape_label(std::string shape) {
+    if (shape.rfind("stories", 0) == 0 && shape.back() == 'm') shape.back() = 'M';
+    return shape;
+}
+
 void run(BenchCliOptions o) {
     o.bench.backends = split_list(o.backends);
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
@@ -132,12 +139,12 @@ void run(BenchCliOptions o) {
     // least 1, a pool and max_seq_len that fit).
     if (o.batch_given) o.bench.batches = parse_int_list(o.batch, "--batch");
     PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
-    const Weights w = o.model.empty() ? make_random_weights(named_shape("stories15m"), o.seed)
+    const Weights w = o.model.empty() ? make_random_weights(named_shape(o.random), o.seed)
                                       : load_model_arg(o.model).weights;
     const BenchReport r = run_bench(w, o.bench);
     if (o.json) {
         nlohmann::json j;
-        j["model"] = o.model.empty() ? "random stories15M shape" : o.model;
+        j["model"] = o.model.empty() ? "random " + shape_label(o.random) + " shape" : o.model;
         j["mask"] = o.bench.mask;
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
@@ -174,7 +181,10 @@ void run(BenchCliOptions o) {
                                   {"bound_tokens_per_s", or_null(d.bound_tokens_per_s)},
                                   {"fraction_of_bound", or_null(d.fraction_of_bound)},
                                   {"read_bound_tokens_per_s", or_null(d.read_bound_tokens_per_s)},
-                                  {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)}};
+                                  {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)},
+                                  {"sweep_s", or_null(d.sweep_s)},
+                                  {"sweep_bound_tokens_per_s", or_null(d.sweep_bound_tokens_per_s)},
+                                  {"fraction_of_sweep_bound", or_null(d.fraction_of_sweep_bound)}};
             if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
             return row;
         };
@@ -228,9 +238,10 @@ void run(BenchCliOptions o) {
         print_json(j);
         return;
     }
-    std::printf("Model: %s (%s, %zu parameters)\n",
-                o.model.empty() ? "random, stories15M shape" : o.model.c_str(),
-                r.config.summary().c_str(), r.config.n_params());
+    std::printf(
+        "Model: %s (%s, %zu parameters)\n",
+        o.model.empty() ? ("random, " + shape_label(o.random) + " shape").c_str() : o.model.c_str(),
+        r.config.summary().c_str(), r.config.n_params());
     std::printf(
         "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3: "
         "Eigen %.1f, the engine's own %.1f),\n"
@@ -276,6 +287,11 @@ void run(BenchCliOptions o) {
             "reached %.1f%%\n",
             d.backend.c_str(), r.machine.read_gb_per_s, d.read_bound_tokens_per_s,
             100 * d.fraction_of_read_bound);
+        std::printf(
+            "  %s against a weight sweep (the same bytes through a multiply-add, %d threads, "
+            "%.3f ms): bound %.1f tok/s, reached %.1f%%\n",
+            d.backend.c_str(), cpu_threads(), d.sweep_s * 1e3, d.sweep_bound_tokens_per_s,
+            100 * d.fraction_of_sweep_bound);
     }
     if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
     std::printf(
@@ -308,8 +324,13 @@ void add_bench_command(CLI::App& app) {
     auto o = std::make_shared<BenchCliOptions>();
     CLI::App* cmd =
         app.add_subcommand("bench", "prefill/decode speed vs this machine's measured peak");
-    cmd->add_option("--model", o->model,
-                    "model directory (default: random stories15M-shaped model)");
+    CLI::Option* model_option = cmd->add_option(
+        "--model", o->model, "model directory (default: random weights of the --random shape)");
+    cmd->add_option("--random", o->random,
+                    "shape of the random weights when no --model is given: stories15m, "
+                    "stories110m, small")
+        ->capture_default_str()
+        ->excludes(model_option);
     cmd->add_option("--backends", o->backends, "comma-separated backends")->capture_default_str();
     cmd->add_option("--lengths", o->lengths, "prompt lengths")->capture_default_str();
     cmd->add_option("--repeats", o->bench.repeats, "prefill runs per row (median)")

@@ -5,7 +5,7 @@
 namespace plab {
 
 std::vector<std::string> shape_names() {
-    return {"small", "stories15m"};
+    return {"small", "stories15m", "stories110m"};
 }
 
 ModelConfig named_shape(const std::string& name) {
@@ -30,8 +30,21 @@ ModelConfig named_shape(const std::string& name) {
         c.vocab_size = 32000;
         c.max_seq_len = 2048;
         c.tied_embeddings = true;  // llama2.c shares the classifier with the embeddings
+    } else if (name == "stories110m") {
+        // llama2.c's largest TinyStories model: 110M parameters, 440 MB in float32,
+        // more than most CPUs' last-level cache (decode really streams from DRAM).
+        c.dim = 768;
+        c.n_layers = 12;
+        c.n_heads = 12;
+        c.n_kv_heads = 12;
+        c.head_dim = 64;
+        c.hidden_dim = 2048;
+        c.vocab_size = 32000;
+        c.max_seq_len = 1024;
+        c.tied_embeddings = true;
     } else {
-        PLAB_CHECK(false, "unknown model shape '" << name << "'; valid shapes: small, stories15m");
+        PLAB_CHECK(false, "unknown model shape '"
+                              << name << "'; valid shapes: small, stories15m, stories110m");
     }
     c.validate();
     return c;

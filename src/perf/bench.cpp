@@ -220,6 +220,9 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
         d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
         d.read_bound_tokens_per_s = machine.read_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
+        d.sweep_s = weight_sweep_seconds(d.bytes_per_token);
+        d.sweep_bound_tokens_per_s = 1.0 / d.sweep_s;
+        d.fraction_of_sweep_bound = d.tokens_per_s / d.sweep_bound_tokens_per_s;
     }
     return d;
 }

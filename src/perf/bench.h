@@ -74,6 +74,9 @@ struct DecodeBenchRow {
     double fraction_of_bound = 0;
     double read_bound_tokens_per_s = 0;  // read bandwidth / bytes per token
     double fraction_of_read_bound = 0;
+    double sweep_s = 0;                   // weight_sweep_seconds(bytes_per_token)
+    double sweep_bound_tokens_per_s = 0;  // 1 / sweep_s
+    double fraction_of_sweep_bound = 0;
     double ratio_to_quiet = 0;  // under load: median_step_s / the quiet row's
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu_threads.h"
 #include "core/error.h"
 #include "runtime/registry.h"
 
@@ -83,6 +84,47 @@ MachineSpeed measure_machine(int n, int repeats) {
     }
     PLAB_ASSERT(sink > 0);  // the sums were really taken
     return m;
+}
+
+double weight_sweep_seconds(double bytes, int repeats) {
+    using namespace Eigen::internal;
+    using Packet = packet_traits<float>::type;
+    constexpr int kLanes = packet_traits<float>::size;
+    const std::size_t floats = std::max<std::size_t>(std::size_t(bytes / sizeof(float)), 1);
+    std::vector<float> w(floats);
+    for (std::size_t i = 0; i < floats; ++i) w[i] = 1.0f + float(i % 7) * 0x1p-8f;
+    const int threads = cpu_threads();
+    const int tasks = threads * 8;  // dynamic: a late thread delays one piece
+    std::vector<float> sums(static_cast<std::size_t>(tasks));
+    const auto sweep = [&] {
+        run_cpu_tasks(threads, tasks, [&](int t) {
+            const std::size_t lo = floats * std::size_t(t) / tasks;
+            const std::size_t hi = floats * std::size_t(t + 1) / tasks;
+            // Four independent multiply-add chains, as a decode GEMV keeps.
+            const Packet x = pset1<Packet>(0.5f);
+            Packet a0 = pset1<Packet>(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            std::size_t i = lo;
+            for (; i + 4 * kLanes <= hi; i += 4 * kLanes) {
+                a0 = pmadd(ploadu<Packet>(&w[i]), x, a0);
+                a1 = pmadd(ploadu<Packet>(&w[i + kLanes]), x, a1);
+                a2 = pmadd(ploadu<Packet>(&w[i + 2 * kLanes]), x, a2);
+                a3 = pmadd(ploadu<Packet>(&w[i + 3 * kLanes]), x, a3);
+            }
+            float s = predux(padd(padd(a0, a1), padd(a2, a3)));
+            for (; i < hi; ++i) s += w[i] * 0.5f;
+            sums[std::size_t(t)] = s;
+        });
+    };
+    sweep();  // warm-up: page in, and into whatever cache holds it
+    std::vector<double> times;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        sweep();
+        times.push_back(seconds_since(t0));
+    }
+    PLAB_ASSERT(sums[0] > 0);  // the sweep was really taken
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
 }
 
 }  // namespace plab

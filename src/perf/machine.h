@@ -25,4 +25,13 @@ struct MachineSpeed {
 
 MachineSpeed measure_machine(int gemm_size = 2048, int repeats = 5);
 
+// The weight-sweep limit of a decode step (issue 13): the median time, over
+// `repeats` runs after a warm-up, for the engine's threads to stream `bytes`
+// of floats through a multiply-add — exactly the bytes one decode step must
+// read, in a buffer of that size. Whatever the caches give (a model that fits
+// in the last-level cache is swept from there) the sweep gets too, so no
+// decode step on this machine can beat it: a bound that holds on any machine,
+// unlike bytes / DRAM bandwidth.
+double weight_sweep_seconds(double bytes, int repeats = 9);
+
 }  // namespace plab

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_io.h"
+#include "model/shapes.h"
 #include "test_util.h"
 
 using namespace plab;
@@ -108,6 +109,36 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE(bj["gemm_peak_gflops"].get<double>() > 0);
     REQUIRE(bj["prefill"][0]["gflops"].get<double>() > 0);
     REQUIRE(bj["decode"][0]["bound_tokens_per_s"].get<double>() > 0);
+    // The peak is the faster of the two GEMMs measured (issue 13).
+    const double eigen = bj["gemm_peak_eigen_gflops"], engine = bj["gemm_peak_engine_gflops"];
+    REQUIRE(eigen > 0);
+    REQUIRE(engine > 0);
+    REQUIRE(bj["gemm_peak_gflops"].get<double>() == std::max(eigen, engine));
+    // The weight-sweep limit: the time to stream the step's bytes, as tokens/s.
+    const auto& d = bj["decode"][0];
+    REQUIRE(d["sweep_s"].get<double>() > 0);
+    REQUIRE(d["sweep_bound_tokens_per_s"].get<double>() ==
+            Approx(1.0 / d["sweep_s"].get<double>()).epsilon(1e-12));
+    REQUIRE(d["fraction_of_sweep_bound"].get<double>() ==
+            Approx(d["tokens_per_s"].get<double>() / d["sweep_bound_tokens_per_s"].get<double>())
+                .epsilon(1e-12));
+    // --random names the shape of random weights; not beside --model, not unknown.
+    require_one_line_cli_error(run_cli({"bench", "--random", "stories1b"}),
+                               "unknown model shape 'stories1b'; valid shapes: small, stories15m, "
+                               "stories110m");
+    const auto both = run_cli({"bench", "--random", "small", "--model", model});
+    REQUIRE(both.exit_code != 0);
+    REQUIRE(both.err.find("excludes") != std::string::npos);
+}
+
+TEST_CASE("named shapes: stories110m is llama2.c's 110M model", "[cli][shapes]") {
+    const ModelConfig c = named_shape("stories110m");
+    const long long D = c.dim, F = c.hidden_dim, V = c.vocab_size, L = c.n_layers;
+    REQUIRE(c.n_heads * c.head_dim == c.dim);
+    // Tied embeddings: V·D once, per layer 4·D² (Q, K, V, O) + 3·D·F (SwiGLU) + 2·D (norms).
+    REQUIRE(static_cast<long long>(c.n_params()) == V * D + L * (4 * D * D + 3 * D * F + 2 * D) + D);
+    REQUIRE(c.n_params() > 109'000'000);
+    REQUIRE(c.n_params() < 110'000'000);
 }
 
 TEST_CASE("the prompt as positional text or as --prompt TEXT is the same prompt", "[cli]") {
