@@ -136,7 +136,8 @@ TEST_CASE("named shapes: stories110m is llama2.c's 110M model", "[cli][shapes]")
     const long long D = c.dim, F = c.hidden_dim, V = c.vocab_size, L = c.n_layers;
     REQUIRE(c.n_heads * c.head_dim == c.dim);
     // Tied embeddings: V·D once, per layer 4·D² (Q, K, V, O) + 3·D·F (SwiGLU) + 2·D (norms).
-    REQUIRE(static_cast<long long>(c.n_params()) == V * D + L * (4 * D * D + 3 * D * F + 2 * D) + D);
+    REQUIRE(static_cast<long long>(c.n_params()) ==
+            V * D + L * (4 * D * D + 3 * D * F + 2 * D) + D);
     REQUIRE(c.n_params() > 109'000'000);
     REQUIRE(c.n_params() < 110'000'000);
 }
