@@ -1,7 +1,7 @@
 """Runs one notebook of lessons/notebooks top to bottom and checks what it drew (ctest label
 `notebooks`).
 
-  1. The committed notebook is stripped: no outputs, no execution counts (so a diff shows
+  1. The committed notebook is stripped: no outputs, execution counts or timestamps (a diff shows
      only what a person wrote, and no stale figure can pass for a fresh one).
   2. `jupyter nbconvert --to notebook --execute` runs it in the python3 kernel (Debian's
      /usr/bin/python3 with ipykernel); any cell that raises fails the run.
@@ -33,10 +33,13 @@ def stripped_problems(nb):
         if cell["cell_type"] != "code":
             continue
         if cell.get("outputs"):
-            problems.append(f"cell {i} has outputs committed; strip them (nbconvert "
-                            "--ClearOutputPreprocessor.enabled=True)")
+            problems.append(f"cell {i} has outputs committed; strip them (jupyter nbconvert "
+                            "--clear-output --ClearMetadataPreprocessor.enabled=True --inplace)")
         if cell.get("execution_count") is not None:
             problems.append(f"cell {i} has an execution count committed; strip it")
+        if "execution" in cell.get("metadata", {}):
+            problems.append(f"cell {i} has execution timestamps committed; strip them "
+                            "(--ClearMetadataPreprocessor.enabled=True)")
     return problems
 
 
