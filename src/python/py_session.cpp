@@ -118,7 +118,13 @@ ForwardProbes probes_from(const ModelConfig& c, const pyb::object& attention, bo
     }
     // A list of pairs; the runtime checks their ranges (forward_step).
     for (const pyb::handle item : attention) {
-        const auto pair = item.cast<std::pair<int, int>>();
+        std::pair<int, int> pair;
+        try {
+            pair = item.cast<std::pair<int, int>>();
+        } catch (const pyb::cast_error&) {
+            PLAB_CHECK(false, "attention item " << pyb::repr(item).cast<std::string>()
+                                                << " is not a (layer, head) pair of integers");
+        }
         p.attention.push_back({pair.first, pair.second});
     }
     return p;

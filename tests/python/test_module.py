@@ -280,6 +280,12 @@ class Errors(unittest.TestCase):
         with self.assertRaises(pl.Error) as caught:
             pl.Engine(MODEL).prefill([256, 72]).attention(0, 0)
         self.assertIn("was not probed", str(caught.exception))
+        with self.assertRaises(pl.Error) as caught:
+            pl.Engine(MODEL).prefill([256, 72], attention=[(0, "a")])
+        self.assertIn("is not a (layer, head) pair", str(caught.exception))
+        with self.assertRaises(pl.Error) as caught:  # the runtime's own range check
+            pl.Engine(MODEL).prefill([256, 72], attention=[(9, 0)])
+        self.assertIn("layer 9", str(caught.exception))
 
 
 class Session(unittest.TestCase):
