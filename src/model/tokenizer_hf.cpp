@@ -65,6 +65,10 @@ void HfTokenizer::added_token_split(std::string_view text, std::vector<int32_t>&
     std::size_t segment = 0;
     for (std::size_t pos = 0; pos < text.size();) {
         const AddedToken* hit = nullptr;
+        if (!added_first_byte_[static_cast<unsigned char>(text[pos])]) {
+            ++pos;  // no added token starts with this byte (Llama 3's all start with '<')
+            continue;
+        }
         for (const AddedToken& a : added_) {
             if (text.compare(pos, a.content.size(), a.content) == 0) {
                 hit = &a;  // longest first, so the first hit is the longest

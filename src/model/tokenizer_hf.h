@@ -110,7 +110,8 @@ private:
     std::vector<char> is_added_;       // (V) 1 for added tokens (decoded as their content)
     std::unordered_map<std::string, int32_t> vocab_;  // model.vocab: string -> id
     hf::BpeMergeTable merges_;
-    std::vector<AddedToken> added_;  // longest content first
+    std::vector<AddedToken> added_;             // longest content first
+    std::array<bool, 256> added_first_byte_{};  // some added token starts with this byte
     std::vector<NormalizerStep> normalizer_;
     std::vector<PreTokenizerStep> pre_tokenizer_;
     std::array<std::string, 256> byte_char_;  // byte-level: byte -> its UTF-8 character

@@ -171,6 +171,8 @@ struct HfTokenizerLoader {
         std::stable_sort(added.begin(), added.end(), [](const auto& x, const auto& y) {
             return x.content.size() > y.content.size();
         });
+        for (const auto& a : added)
+            t.added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
         t.added_ = std::move(added);
     }
 
