@@ -53,15 +53,37 @@ const std::string& HfTokenizer::token_string(int32_t id) const {
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_bos) const {
     std::vector<int32_t> ids;
     if (add_bos && add_bos_token_ && bos_ >= 0) ids.push_back(bos_);
-    added_token_split(text, ids);
+    added_token_split(
+        text,
+        [&](std::string_view segment, bool at_text_start) {
+            if (segment.empty()) return;
+            for (const Piece& p : pre_tokenize(normalize(segment), at_text_start))
+                model_encode(p.text, ids);
+        },
+        [&](const AddedToken& a) { ids.push_back(a.id); });
     return ids;
+}
+
+std::vector<std::string> HfTokenizer::pieces(std::string_view text) const {
+    std::vector<std::string> out;
+    added_token_split(
+        text,
+        [&](std::string_view segment, bool at_text_start) {
+            if (segment.empty()) return;
+            for (Piece& p : pre_tokenize(normalize(segment), at_text_start))
+                out.push_back(std::move(p.text));
+        },
+        [&](const AddedToken& a) { out.push_back(a.content); });
+    return out;
 }
 
 // 1. Added tokens ("<|begin_of_text|>", "<s>") are cut out of the raw text
 // first, leftmost match first and the longest one at a position, so that no
 // later stage splits or merges them; lstrip/rstrip take the whitespace beside
 // them along. The text between them is encoded segment by segment.
-void HfTokenizer::added_token_split(std::string_view text, std::vector<int32_t>& ids) const {
+void HfTokenizer::added_token_split(std::string_view text,
+                                    const std::function<void(std::string_view, bool)>& segment_fn,
+                                    const std::function<void(const AddedToken&)>& added_fn) const {
     std::size_t segment = 0;
     for (std::size_t pos = 0; pos < text.size();) {
         const AddedToken* hit = nullptr;
@@ -91,18 +113,11 @@ void HfTokenizer::added_token_split(std::string_view text, std::vector<int32_t>&
             while (end < text.size() && hf::is_white_space(hf::utf8_at(text, end)))
                 end += hf::utf8_at(text, end).len;
         }
-        encode_segment(text.substr(segment, start - segment), segment == 0, ids);
-        ids.push_back(hit->id);
+        segment_fn(text.substr(segment, start - segment), segment == 0);
+        added_fn(*hit);
         segment = pos = end;
     }
-    encode_segment(text.substr(segment), segment == 0, ids);
-}
-
-void HfTokenizer::encode_segment(std::string_view segment, bool at_text_start,
-                                 std::vector<int32_t>& ids) const {
-    if (segment.empty()) return;
-    for (const Piece& p : pre_tokenize(normalize(segment), at_text_start))
-        model_encode(p.text, ids);
+    segment_fn(text.substr(segment), segment == 0);
 }
 
 // 2. The normalizer rewrites the segment: Llama 2 prepends '▁' and turns spaces

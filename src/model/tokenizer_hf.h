@@ -28,6 +28,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,10 @@ public:
     std::string token_text(int32_t id) const override;
 
     bool byte_level() const { return family_ == Family::kByteLevel; }
+    // The pieces BPE merges within, in order: each added token's text, and the
+    // normalized, pre-tokenized pieces between them ("▁Hello" in SentencePiece
+    // files, raw bytes " world" in byte-level ones). No merge crosses a piece.
+    std::vector<std::string> pieces(std::string_view text) const;
     // The vocabulary string of a token as the file writes it ("Ġthe", "▁the", "<0x0A>").
     const std::string& token_string(int32_t id) const;
 
@@ -97,9 +102,11 @@ private:
     };
 
     friend struct HfTokenizerLoader;
-    void added_token_split(std::string_view text, std::vector<int32_t>& ids) const;
-    void encode_segment(std::string_view segment, bool at_text_start,
-                        std::vector<int32_t>& ids) const;
+    // Calls segment(text, at_text_start) for the text between added tokens and
+    // added(token) for each added token, in order.
+    void added_token_split(std::string_view text,
+                           const std::function<void(std::string_view, bool)>& segment,
+                           const std::function<void(const AddedToken&)>& added) const;
     std::string normalize(std::string_view segment) const;
     std::vector<Piece> pre_tokenize(std::string segment, bool at_text_start) const;
     void model_encode(const std::string& piece, std::vector<int32_t>& ids) const;

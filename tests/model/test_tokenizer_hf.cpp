@@ -44,6 +44,13 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
+std::string unhex(const std::string& hex) {
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+        bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    return bytes;
+}
+
 struct Case {
     std::string name, bytes;
     bool round_trip, round_trip_sentencepiece;
@@ -54,14 +61,7 @@ std::vector<Case> corpus() {
     std::istringstream in(read_file(hf_dir("corpus.jsonl")));
     for (std::string line; std::getline(in, line);) {
         const Json j = Json::parse(line);
-        std::string bytes;
-        if (j.contains("hex")) {
-            const std::string hex = j["hex"];
-            for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-                bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-        } else {
-            bytes = j["text"];
-        }
+        const std::string bytes = j.contains("hex") ? unhex(j["hex"]) : std::string(j["text"]);
         out.push_back({j["name"], bytes, j["round_trip"], j["round_trip_sentencepiece"]});
     }
     return out;
@@ -94,11 +94,11 @@ void parse_edited(const std::string& family, const std::function<void(Json&)>& e
 
 }  // namespace
 
-TEST_CASE("tokenizer.json: ids equal the independent Python reference, both families",
+TEST_CASE("tokenizer.json: ids and pieces equal the independent Python reference",
           "[tokenizer][hf]") {
     const std::vector<Case> cases = corpus();
     REQUIRE(cases.size() >= 20);
-    std::size_t compared = 0, corpus_bytes = 0;
+    std::size_t compared = 0, pieces_compared = 0, corpus_bytes = 0;
     for (const Case& c : cases) corpus_bytes += c.bytes.size();
     for (const char* family : kFamilies) {
         const auto tok = HfTokenizer::load_dir(hf_dir(family));
@@ -111,6 +111,12 @@ TEST_CASE("tokenizer.json: ids equal the independent Python reference, both fami
             INFO(family << " / " << c.name << "\n  plab:      " << ids_text(got)
                         << "\n  reference: " << ids_text(want));
             REQUIRE(got == want);
+            // The pieces too: a split boundary no merge crosses is invisible in the ids.
+            std::vector<std::string> want_pieces;
+            for (const Json& hex : ref["cases"][k]["pieces"])
+                want_pieces.push_back(unhex(hex.get<std::string>()));
+            REQUIRE(tok->pieces(c.bytes) == want_pieces);
+            pieces_compared += want_pieces.size();
             // A non-empty text gives ids (a comparison of two empty lists proves nothing).
             REQUIRE(got.empty() == c.bytes.empty());
             compared += got.size();
@@ -121,9 +127,9 @@ TEST_CASE("tokenizer.json: ids equal the independent Python reference, both fami
             REQUIRE(tok->encode(c.bytes, true) == with_bos);
         }
     }
-    WARN("compared " << compared << " token ids over " << std::size(kFamilies)
-                     << " tokenizers, corpus " << cases.size() << " texts, " << corpus_bytes
-                     << " bytes");
+    WARN("compared " << compared << " token ids and " << pieces_compared << " pieces over "
+                     << std::size(kFamilies) << " tokenizers, corpus " << cases.size() << " texts, "
+                     << corpus_bytes << " bytes");
     REQUIRE(compared > 5000);
 }
 

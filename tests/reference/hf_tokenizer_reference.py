@@ -20,7 +20,8 @@ one character of no category (U+DC80..U+DCFF) and encodes back to itself.
 
 CORPUS.jsonl: one {"name": ..., "text": ...} or {"name": ..., "hex": ...} per
 line. Prints JSON: {"bos": id|null, "add_bos_token": bool,
-"cases": [{"name": ..., "ids": [...]}]} (ids without BOS).
+"cases": [{"name": ..., "ids": [...], "pieces": [hex, ...]}]} (ids without
+BOS; pieces as the hex of their bytes).
 """
 import json
 import os
@@ -157,14 +158,20 @@ class Reference:
 
     # -- the pipeline --------------------------------------------------------
     def encode(self, text):
-        ids, last = [], 0
+        """(ids, pieces): the pieces are what BPE merges within, in order; an
+        added token is a piece of its own."""
+        parts, last = [], 0  # (piece, added token id or None)
         if self.added_re is not None:
             for m in self.added_re.finditer(text):
-                ids += self.segment(text[last:m.start()], last == 0)
+                parts += [(p, None) for p in self.segment(text[last:m.start()], last == 0)]
                 content = next(g for g in m.groups() if g is not None)
-                ids.append(self.added[content])
+                parts.append((content, self.added[content]))
                 last = m.end()
-        return ids + self.segment(text[last:], last == 0)
+        parts += [(p, None) for p in self.segment(text[last:], last == 0)]
+        ids = []
+        for piece, added_id in parts:
+            ids += [added_id] if added_id is not None else self.model(piece)
+        return ids, [p for p, _ in parts]
 
     def segment(self, text, at_start):
         if not text:
@@ -185,10 +192,7 @@ class Reference:
                 cut = self.pre_tokenize(p, piece, first)
                 nxt += [(c, first and k == 0) for k, c in enumerate(cut) if c]
             pieces = nxt
-        ids = []
-        for piece, _ in pieces:
-            ids += self.model(piece)
-        return ids
+        return [piece for piece, _ in pieces]
 
     def pre_tokenize(self, p, piece, first):
         t = p["type"]
@@ -254,8 +258,9 @@ def main():
         for line in f:
             c = json.loads(line)
             raw = bytes.fromhex(c["hex"]) if "hex" in c else c["text"].encode("utf-8")
-            cases.append({"name": c["name"],
-                          "ids": ref.encode(raw.decode("utf-8", "surrogateescape"))})
+            ids, pieces = ref.encode(raw.decode("utf-8", "surrogateescape"))
+            cases.append({"name": c["name"], "ids": ids,
+                          "pieces": [p.encode("utf-8", "surrogateescape").hex() for p in pieces]})
     json.dump({"bos": ref.bos, "add_bos_token": ref.add_bos_token, "cases": cases}, sys.stdout)
 
 

@@ -179,7 +179,7 @@ def sentencepiece(name, n_merges, normalizer, pre_tokenizer, decoder, config):
 def corpus():
     cases = [
         ("english", "Once upon a time, there was a little girl named Lily."),
-        ("contractions", "I'm sure they're here; we'll see. It's HE'S, THEY'RE, you'VE, it'\u017f"),
+        ("contractions", "I'm sure they're here; we'll see. It's HE'S, THEY'RE, you'VE, it'\u017fx IT'\u017fS"),
         ("russian", "Привет, мир! Съешь же ещё этих мягких французских булок."),
         ("greek", "Καλημέρα κόσμε· τί κάνεις; Ελληνικά!"),
         ("danish", "Blåbærgrød med fløde på øen Ærø. ÆØÅ æøå"),
