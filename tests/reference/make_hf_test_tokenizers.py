@@ -240,6 +240,9 @@ def main():
                 ("<|im_end|>", True, {})],
                {"bos_token": None, "eos_token": "<|im_end|>"},
                normalizer={"type": "NFC"})
+    # Digits (one digit per piece) before ByteLevel with GPT-2's regex: the
+    # StarCoder-style pre-tokenizer of SmolLM's tokenizer (check a downloaded
+    # model's file: plab reads whichever of these splits it names).
     byte_level("smollm", "digits", 300,
                [("<|endoftext|>", True, {}), ("<|im_start|>", True, {}),
                 ("<|im_end|>", True, {})],
