@@ -24,7 +24,8 @@
 // check is tests/reference/hf_tokenizer_reference.py.
 // Left out: WordPiece/Unigram models, normalizers other than Prepend/Replace/
 // NFC (NFC only as a check that the text is NFC already), added tokens with
-// single_word, BPE dropout. Each is refused with a line that says so.
+// single_word, added tokens with normalized: true beside a Prepend/Replace
+// normalizer, BPE dropout. Each is refused with a line that says so.
 #pragma once
 
 #include <array>
@@ -82,6 +83,7 @@ private:
         std::string content;
         int32_t id;
         bool special, lstrip, rstrip;
+        bool normalized;  // matched in normalized text (refused where that differs)
     };
     struct NormalizerStep {
         enum Kind { kPrepend, kReplace, kNfc } kind;

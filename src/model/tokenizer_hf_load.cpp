@@ -109,7 +109,8 @@ struct HfTokenizerLoader {
                                     "only single_word: false is read");
                 added.push_back({content, static_cast<int32_t>(id.get<std::int64_t>()),
                                  flag(a, "special", false, path), flag(a, "lstrip", false, path),
-                                 flag(a, "rstrip", false, path)});
+                                 flag(a, "rstrip", false, path),
+                                 flag(a, "normalized", false, path)});
             }
         }
         // Ids: every id 0..V-1 names exactly one token, of model.vocab or added.
@@ -352,6 +353,18 @@ struct HfTokenizerLoader {
             space_to_metaspace = space_to_metaspace || (n.kind == n.kReplace && n.to == kMetaspace);
             PLAB_CHECK(n.kind != n.kNfc || byte_level,
                        where << ": an NFC normalizer is read only with a ByteLevel pre-tokenizer");
+        }
+        // Hugging Face looks for a "normalized" added token in the normalized
+        // text; plab looks in the raw text, which is the same unless a
+        // normalizer rewrites it (Llama 2's files have "normalized": false).
+        for (const auto& a : t.added_) {
+            bool rewrites = false;
+            for (const auto& n : t.normalizer_) rewrites = rewrites || n.kind != n.kNfc;
+            PLAB_CHECK(!a.normalized || !rewrites,
+                       where << ": added token '" << shorten(a.content)
+                             << "' has \"normalized\": true beside a Prepend/Replace normalizer; "
+                                "plab matches added tokens in the raw text, so it reads them only "
+                                "with \"normalized\": false there");
         }
         t.byte_fallback_ = flag(model, "byte_fallback", false, "model");
         t.fuse_unk_ = flag(model, "fuse_unk", false, "model");

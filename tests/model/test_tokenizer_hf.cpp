@@ -278,6 +278,9 @@ TEST_CASE("malformed tokenizer.json: one line saying what is wrong and what is r
         [] { parse_edited("gpt2", [](Json& j) { j["added_tokens"][0]["single_word"] = true; }); },
         "single_word: true");
     one_line(
+        [] { parse_edited("llama2", [](Json& j) { j["added_tokens"][1]["normalized"] = true; }); },
+        "has \"normalized\": true beside a Prepend/Replace normalizer");
+    one_line(
         [] {
             parse_edited(
                 "gpt2", [](Json&) {}, "{\"bos_token\": \"<nope>\"}");
