@@ -31,7 +31,6 @@
 #include <array>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,8 +81,8 @@ private:
     struct AddedToken {
         std::string content;
         int32_t id;
-        bool special, lstrip, rstrip;
-        bool normalized;  // matched in normalized text (refused where that differs)
+        bool lstrip, rstrip;  // take the whitespace on that side along
+        bool normalized;      // matched in normalized text (refused where that differs)
     };
     struct NormalizerStep {
         enum Kind { kPrepend, kReplace, kNfc } kind;

@@ -107,9 +107,9 @@ struct HfTokenizerLoader {
                            where << ": " << path << " ('" << shorten(content)
                                  << "') has single_word: true, which plab does not implement; "
                                     "only single_word: false is read");
+                flag(a, "special", false, path);  // checked; plab drops only BOS/EOS in decode
                 added.push_back({content, static_cast<int32_t>(id.get<std::int64_t>()),
-                                 flag(a, "special", false, path), flag(a, "lstrip", false, path),
-                                 flag(a, "rstrip", false, path),
+                                 flag(a, "lstrip", false, path), flag(a, "rstrip", false, path),
                                  flag(a, "normalized", false, path)});
             }
         }
