@@ -10,6 +10,7 @@
 #include "model/llama2c.h"
 #include "model/safetensors.h"
 #include "model/tokenizer_bpe.h"
+#include "model/tokenizer_hf.h"
 #include "model/tokenizer_ids.h"
 #include "model/tokenizer_llama2c.h"
 
@@ -46,17 +47,19 @@ std::vector<float> take(TensorMap& m, const std::string& name, std::vector<std::
 }
 
 // "byte", "ids" (prompts are token ids), or a file beside config.json:
-// *.bpe (plab-bpe, model/tokenizer_bpe.h) or *.bin (llama2.c tokenizer.bin).
+// *.bpe (plab-bpe, model/tokenizer_bpe.h), *.bin (llama2.c tokenizer.bin) or
+// tokenizer.json (Hugging Face, model/tokenizer_hf.h).
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name, const fs::path& dir,
                                           int vocab_size) {
     if (name == "byte") return std::make_unique<ByteTokenizer>();
     if (name == "ids") return std::make_unique<IdTokenizer>(vocab_size, -1, -1);
+    if (name == "tokenizer.json") return HfTokenizer::load_dir(dir.string());
     const fs::path file = dir / name;
     const bool bpe = file.extension() == ".bpe", l2c = file.extension() == ".bin";
     PLAB_CHECK(bpe || l2c, (dir / "config.json").string()
                                << ": plab_tokenizer '" << name
-                               << "' is not known; use \"byte\", \"ids\", or a *.bpe / *.bin "
-                                  "tokenizer file in the model directory");
+                               << "' is not known; use \"byte\", \"ids\", \"tokenizer.json\", or a "
+                                  "*.bpe / *.bin tokenizer file in the model directory");
     PLAB_CHECK(fs::exists(file), (dir / "config.json").string()
                                      << ": plab_tokenizer names " << file.string()
                                      << ", which does not exist");
@@ -182,10 +185,12 @@ Model load_hf_directory(const fs::path& p) {
     w.validate();
 
     const auto j = nlohmann::json::parse(config_text);
-    // A Hugging Face directory has no "plab_tokenizer": its tokenizer.json is not
-    // understood here, so prompts are token ids unless the vocabulary is the byte one.
+    // A Hugging Face directory has no "plab_tokenizer": its tokenizer.json is read
+    // when there is one; else prompts are token ids unless the vocabulary is the byte one.
     const std::string tok =
-        j.value("plab_tokenizer", std::string(c.vocab_size == 258 ? "byte" : "ids"));
+        j.value("plab_tokenizer", std::string(fs::exists(dir / "tokenizer.json") ? "tokenizer.json"
+                                              : c.vocab_size == 258              ? "byte"
+                                                                                 : "ids"));
     m.tokenizer = load_tokenizer(tok, dir, c.vocab_size);
     PLAB_CHECK(m.tokenizer->vocab_size() <= c.vocab_size,
                config_path.string() << ": tokenizer has " << m.tokenizer->vocab_size()

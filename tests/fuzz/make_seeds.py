@@ -102,6 +102,48 @@ shutil.copy(os.path.join(model, "tokenizer.bpe"),
 out("bpe_tokenizer", "three_merges.bpe",
     "plab-bpe 1\nvocab_size 261\nbos 256\neos 257\nmerges 3\n116 104\n258 101\n32 259\n")
 
+# ---- tokenizer.json: the test tokenizers, minified; NUL + tokenizer_config.json -
+hf = os.path.join(ROOT, "tests", "golden", "hf_tokenizers")
+for d in sorted(os.listdir(hf)):
+    if not os.path.isdir(os.path.join(hf, d)):
+        continue
+    with open(os.path.join(hf, d, "tokenizer.json"), encoding="utf-8") as f:
+        seed = json.dumps(json.load(f), ensure_ascii=False, separators=(",", ":")).encode()
+    cfg = os.path.join(hf, d, "tokenizer_config.json")
+    if os.path.exists(cfg):
+        with open(cfg, "rb") as f:
+            seed += b"\0" + f.read()
+    out("hf_tokenizer", d + ".json", seed)
+# Hand-written, tiny: three byte-level merges over the 256 byte characters ...
+def byte_chars():
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+vocab = {c: i for i, c in enumerate(byte_chars())}
+vocab.update({"th": 256, "the": 257, "\u0120the": 258})
+out("hf_tokenizer", "tiny_byte_level.json", json.dumps(
+    {"added_tokens": [{"id": 259, "content": "<|eot|>", "special": True, "lstrip": True}],
+     "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True},
+     "model": {"type": "BPE", "vocab": vocab, "merges": ["t h", "th e", ["\u0120", "the"]]}},
+    ensure_ascii=False, separators=(",", ":")))
+# ... and a SentencePiece-style file with byte fallback and a Metaspace split.
+sp = {"<unk>": 0, "<s>": 1, "</s>": 2}
+sp.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+sp.update({"\u2581": 259, "a": 260, "b": 261, "\u2581a": 262, "\u2581ab": 263})
+out("hf_tokenizer", "tiny_sentencepiece.json", json.dumps(
+    {"added_tokens": [{"id": 1, "content": "<s>", "special": True}],
+     "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                       "split": True},
+     "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"},
+     "model": {"type": "BPE", "byte_fallback": True, "unk_token": "<unk>", "fuse_unk": True,
+               "vocab": sp, "merges": ["\u2581 a", "\u2581a b"]}},
+    ensure_ascii=False, separators=(",", ":")).encode() + b'\0{"bos_token": "<s>"}')
+
 # ---- chunk plans: two bytes of prompt length, then the plan ------------------
 for t, plan in [(10, "full"), (10, "4"), (8, "3,1,4"), (5, "1,1,1,1,1"), (3, "7")]:
     out("chunk_plan", "t%d_%s" % (t, plan.replace(",", "_")), struct.pack("<H", t) + plan.encode())
