@@ -13,8 +13,9 @@
 namespace plab::viewer {
 namespace {
 
-// Lessons 6 (compute vs memory) and 8 (batching decode) are `plab bench`,
-// lesson 12 (disaggregated serving) is `plab serve --disaggregate`: no panel.
+// A lesson's panel and settings, one line each; a lesson added with a panel is one
+// more line here (and its "Try:" steps in its text), one without a panel a line of
+// kLessonCommands.
 constexpr LessonPanel kLessonPanels[] = {
     {1, Scene::kToy},
     {2, Scene::kKv},
@@ -28,6 +29,31 @@ constexpr LessonPanel kLessonPanels[] = {
     {13, Scene::kMask, false, nullptr, -1, "window:8"},
     {14, Scene::kKv},
 };
+
+// The lessons a command teaches instead of a panel (what --lesson N points to).
+struct LessonCommand {
+    int lesson;
+    const char* command;
+};
+constexpr LessonCommand kLessonCommands[] = {
+    {6, "plab bench"},  // compute vs memory
+    {8, "plab bench --batch"},
+    {12, "plab serve --disaggregate"},
+};
+
+// "1-5, 7, 9-11, 13, 14": the lessons with a panel, runs of consecutive numbers joined.
+std::string panel_ranges() {
+    const std::vector<int> n = lessons_with_panels();
+    std::ostringstream s;
+    for (size_t i = 0; i < n.size();) {
+        size_t j = i;
+        while (j + 1 < n.size() && n[j + 1] == n[j] + 1) ++j;
+        s << (i ? ", " : "") << n[i];
+        if (j > i) s << (j > i + 1 ? "-" : ", ") << n[j];
+        i = j + 1;
+    }
+    return s.str();
+}
 
 // The flags a "Try:" command may give: the panel's inputs, nothing about the window,
 // the model or the run (a lesson's button must not write files or reload a model).
@@ -72,11 +98,16 @@ std::vector<float> parse_floats(const std::string& text, const char* what) {
 Options with_lesson(Options o) {
     if (o.lesson == 0) return o;
     const LessonPanel* found = lesson_panel(o.lesson);
-    PLAB_CHECK(
-        found != nullptr,
-        "--lesson " << o.lesson
-                    << " has no panel (panels: lessons 1-5, 7, 9-11, 13, 14; lessons 6 and 8 are "
-                       "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
+    if (found == nullptr) {
+        std::string taught_by;
+        for (const LessonCommand& c : kLessonCommands)
+            if (c.lesson == o.lesson) taught_by = c.command;
+        PLAB_CHECK(!taught_by.empty(), "--lesson " << o.lesson << " is not a lesson with a panel "
+                                                   << "(panels: lessons " << panel_ranges() << ")");
+        PLAB_CHECK(false, "--lesson " << o.lesson << " has no panel: lesson " << o.lesson
+                                      << " is taught by `" << taught_by << "` (panels: lessons "
+                                      << panel_ranges() << ")");
+    }
     o.scene = scene_name(found->scene);
     o.serving = o.serving || found->serving_view;
     const Options defaults;
@@ -185,8 +216,8 @@ void add_options(CLI::App& app, Options& opt) {
                    "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
                    "Lesson mode: lesson N's text (lessons/NN-*.md, its Try: steps as buttons) "
-                   "beside its panel (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline, "
-                   "7 kv --serving, 9-11 serving, 13 mask --mask window:8, 14 kv)");
+                   "beside its panel (lessons " +
+                       panel_ranges() + ")");
     app.add_option("--click-try", opt.click_try,
                    "Lesson mode, headless tests: click the lesson's Try button K (1 = first)");
     app.add_option("--screenshot", opt.screenshot,

@@ -208,19 +208,28 @@ TEST_CASE("every lesson with a panel has Try steps that parse, and each one chan
 
 TEST_CASE("lessons without a panel are refused with the command that teaches them",
           "[viewer][lesson]") {
-    for (int n : {6, 8, 12}) {
-        INFO("lesson " << n);
-        CHECK(lesson_panel(n) == nullptr);
+    const auto refusal = [](int n) {
         try {
             with_lesson(lesson_options(n));
-            FAIL("accepted");
         } catch (const Error& e) {
-            CHECK(std::string(e.what()).find("has no panel") != std::string::npos);
-            CHECK(std::string(e.what()).find("plab bench") != std::string::npos);
+            return std::string(e.what());
         }
-        // Their text still parses (a Try step there would have no panel to drive).
+        return std::string("accepted");
+    };
+    const std::pair<int, const char*> taught[] = {
+        {6, "`plab bench`"}, {8, "`plab bench --batch`"}, {12, "`plab serve --disaggregate`"}};
+    for (const auto& [n, command] : taught) {
+        INFO("lesson " << n);
+        CHECK(lesson_panel(n) == nullptr);
+        const std::string line = refusal(n);
+        CHECK(line.find("has no panel: lesson " + std::to_string(n) + " is taught by " + command) !=
+              std::string::npos);
+        // The panels listed are the table's, runs of lessons joined.
+        CHECK(line.find("(panels: lessons 1-5, 7, 9-11, 13, 14)") != std::string::npos);
+        // Their text has no Try step (there is no panel for one to drive).
         CHECK(count_try_lines(read_all(lesson_file(lessons_dir(), n))) == 0);
     }
+    CHECK(refusal(99).find("--lesson 99 is not a lesson with a panel") != std::string::npos);
 }
 
 TEST_CASE("pressing a Try step changes the snapshot the panel draws", "[viewer][lesson]") {
