@@ -20,7 +20,9 @@ namespace plab::viewer {
 
 // What one frame of the pane laid out (filled by draw_lesson, read by the self-check).
 struct LessonLayout {
-    int blocks_drawn = 0;   // blocks submitted to ImGui this frame
+    // Blocks laid out this frame: drawn, or (far outside the view) stood in for by the
+    // height they had when last drawn.
+    int blocks_drawn = 0;
     int blocks_hidden = 0;  // blocks inside a closed <details> section (answers)
     int try_buttons = 0;    // Try buttons submitted (drawn or hidden in a closed section)
     float text_height = 0;  // height of the laid-out text, in pixels
@@ -48,6 +50,8 @@ struct LessonPane {
     int click_stable_frames = 0;  // frames the button has stayed at click_rect
     float click_rect[4] = {0, 0, 0, 0};
     LessonLayout layout;
+    std::vector<float> block_heights;       // each block's height when last drawn (-1: not yet)
+    float heights_width = 0;                // the text width they were measured at
     int mono_font = -1, heading_font = -1;  // indices into the font atlas; -1: the default
 };
 

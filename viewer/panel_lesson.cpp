@@ -139,6 +139,16 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
     int closed_depth = 0;    // > 0: inside a closed section (its blocks are hidden)
     int k = 0;               // Try steps so far
     const float indent = ImGui::GetFontSize() * 1.2f;
+    // Blocks far outside the visible part are stood in for by their height from an
+    // earlier frame: a long lesson costs what its visible screenful costs. Heights
+    // are measured again whenever the pane's width changes.
+    const float width = ImGui::GetContentRegionAvail().x;
+    if (pane.block_heights.size() != pane.text.blocks.size() || pane.heights_width != width) {
+        pane.block_heights.assign(pane.text.blocks.size(), -1.0f);
+        pane.heights_width = width;
+    }
+    const float view_top = ImGui::GetScrollY() - ImGui::GetWindowHeight();
+    const float view_bottom = ImGui::GetScrollY() + 2 * ImGui::GetWindowHeight();
     for (size_t i = 0; i < pane.text.blocks.size(); ++i) {
         const LessonBlock& b = pane.text.blocks[i];
         if (closed_depth > 0) {
@@ -151,6 +161,14 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
             continue;
         }
         ++layout.blocks_drawn;
+        const float y0 = ImGui::GetCursorPosY();
+        const float h = pane.block_heights[i];
+        const bool skippable = b.kind != BlockKind::kTry && b.kind != BlockKind::kDetailsBegin &&
+                               b.kind != BlockKind::kDetailsEnd;
+        if (skippable && h > 0 && (y0 + h < view_top || y0 > view_bottom)) {
+            ImGui::Dummy(ImVec2(1.0f, h - ImGui::GetStyle().ItemSpacing.y));
+            continue;
+        }
         const bool indented = b.level > 0 && b.kind != BlockKind::kHeading;
         if (indented) ImGui::Indent(indent);
         switch (b.kind) {
@@ -206,6 +224,7 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
                 break;
         }
         if (indented) ImGui::Unindent(indent);
+        pane.block_heights[i] = ImGui::GetCursorPosY() - y0;
     }
     while (!open.empty()) {
         if (open.back()) ImGui::TreePop();
