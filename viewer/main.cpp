@@ -4,8 +4,9 @@
 // What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
 // chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), and the
 // serving lessons in a sixth (a workload replayed by the scheduler, on the virtual clock),
-// driven by the engine in src/ and never by math of its own. Left out on purpose: docking,
-// saved window layouts, multi-viewport — one window that projects well.
+// driven by the engine in src/ and never by math of its own. Lesson mode (--lesson N) puts
+// the lesson's text beside its panel, its Try steps as buttons (lesson_pane.h). Left out
+// on purpose: docking, saved window layouts, multi-viewport — one window that projects well.
 //
 // The application skeleton follows Dear ImGui's examples/example_glfw_opengl3
 // (v1.86): GLFW window + OpenGL 3.3 core context, ImGui GLFW and OpenGL3
@@ -37,8 +38,6 @@
 #include "lesson_pane.h"
 #include "options.h"
 #include "panels.h"
-#include "runtime/generate.h"
-#include "runtime/mask_spec.h"
 #include "ui_common.h"
 
 namespace plab::viewer {
@@ -163,7 +162,7 @@ void draw_panel_side(const Snapshot& snap, ViewerState& state) {
 void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
     const float avail = ImGui::GetContentRegionAvail().x;
     const float splitter = 6.0f;
-    const float pane_w = std::clamp(lesson.width_fraction, 0.2f, 0.8f) * avail;
+    const float pane_w = lesson.width_fraction * avail;
     ImGui::BeginChild("lesson", ImVec2(pane_w, 0), true);
     const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
     draw_lesson(snap, state, lesson);
@@ -171,7 +170,9 @@ void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane&
     ImGui::SameLine(0, 0);
     // The splitter: an invisible button the width of the gap, dragged sideways.
     ImGui::InvisibleButton("splitter", ImVec2(splitter, ImGui::GetContentRegionAvail().y));
-    if (ImGui::IsItemActive()) lesson.width_fraction += ImGui::GetIO().MouseDelta.x / avail;
+    if (ImGui::IsItemActive())
+        lesson.width_fraction =
+            std::clamp(lesson.width_fraction + ImGui::GetIO().MouseDelta.x / avail, 0.2f, 0.8f);
     if (ImGui::IsItemHovered() || ImGui::IsItemActive())
         ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
     ImGui::SameLine(0, 0);
