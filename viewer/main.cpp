@@ -4,8 +4,9 @@
 // What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
 // chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), and the
 // serving lessons in a sixth (a workload replayed by the scheduler, on the virtual clock),
-// driven by the engine in src/ and never by math of its own. Left out on purpose: docking,
-// saved window layouts, multi-viewport — one window that projects well.
+// driven by the engine in src/ and never by math of its own. Lesson mode (--lesson N) puts
+// the lesson's text beside its panel, its Try steps as buttons (lesson_pane.h). Left out
+// on purpose: docking, saved window layouts, multi-viewport — one window that projects well.
 //
 // The application skeleton follows Dear ImGui's examples/example_glfw_opengl3
 // (v1.86): GLFW window + OpenGL 3.3 core context, ImGui GLFW and OpenGL3
@@ -34,69 +35,18 @@
 #include "capture.h"
 #include "controller.h"
 #include "core/error.h"
+#include "lesson_pane.h"
+#include "options.h"
 #include "panels.h"
-#include "runtime/generate.h"
-#include "runtime/mask_spec.h"
 #include "ui_common.h"
 
 namespace plab::viewer {
 namespace {
 
-struct Options {
-    std::string screenshot;  // "" = interactive
-    std::string scene = "toy";
-    std::string prompt;
-    std::string prompt_file;
-    std::string chunks;
-    std::string model;
-    std::string backend = "cpu-ref";
-    std::string mask = "causal";  // runtime/mask_spec.h grammar, as `plab --mask`
-    int mask_tile = ViewerState{}.mask_tile;
-    std::string toy_values, toy_queries, toy_keys, toy_chunks;
-    int width = 1280, height = 800;
-    int frames = 0;
-    bool report_frame_time = false;
-    int prompt_tokens = 0;
-    int lesson = 0;
-    std::string hover;  // "x,y": where the mouse pointer rests in a screenshot
-    std::string keys;  // --press "home,right,down": keys pressed one after another (headless tests)
-    int step = -1;
-    int layer = -1, head = -1;
-    int block_size = ViewerState{}.block_size;
-    bool serving = false;  // KV and timeline panels: several requests through one engine
-    int kv_blocks = 0;     // their pool; 0 = the scenario's default
-    std::string prefix_cache = "on";
-    // The Serving panel: the names and meanings of `plab serve`'s flags.
-    std::string policy = policy_name(ReplayOptions{}.policy);
-    double rate = ReplayOptions{}.rate;
-    int requests = ReplayOptions{}.requests;
-    std::uint64_t seed = ReplayOptions{}.seed;
-    int token_budget = ReplayOptions{}.token_budget;
-    double network_delay_ms = ReplayOptions{}.network_delay_ms;
-    float font_size = 16.0f;
-};
-
 std::string glfw_error_text;  // GLFW reports errors through a C callback
 
 void glfw_error_callback(int code, const char* description) {
     glfw_error_text = std::string(description) + " (GLFW error " + std::to_string(code) + ")";
-}
-
-std::vector<float> parse_floats(const std::string& text, const char* what) {
-    std::vector<float> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        try {
-            size_t used = 0;
-            out.push_back(std::stof(item, &used));
-            PLAB_CHECK(used == item.size(), "");
-        } catch (const std::exception&) {
-            PLAB_CHECK(false,
-                       what << ": '" << item << "' is not a number (expected e.g. 2,4,8,10)");
-        }
-    }
-    return out;
 }
 
 // CPU time of the whole process (every thread), in milliseconds.
@@ -199,8 +149,46 @@ void draw_panel(const Snapshot& snap, ViewerState& state) {
     }
 }
 
-// One frame of UI: a full-window tab bar, the control bar, the scene's panel.
-void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
+// The control bar and the scene's panel, in the space left.
+void draw_panel_side(const Snapshot& snap, ViewerState& state) {
+    draw_controls(snap, state);
+    ImGui::Separator();
+    ImGui::BeginChild("panel", ImVec2(0, 0), false);
+    draw_panel(snap, state);
+    ImGui::EndChild();
+}
+
+// Lesson mode: the lesson's text on the left, a splitter to drag, the panel on the right.
+void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float splitter = 6.0f;
+    const float pane_w = lesson.width_fraction * avail;
+    ImGui::BeginChild("lesson", ImVec2(pane_w, 0), true);
+    const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
+    draw_lesson(snap, state, lesson);
+    ImGui::EndChild();
+    ImGui::SameLine(0, 0);
+    // The splitter: an invisible button the width of the gap, dragged sideways.
+    ImGui::InvisibleButton("splitter", ImVec2(splitter, ImGui::GetContentRegionAvail().y));
+    if (ImGui::IsItemActive())
+        lesson.width_fraction =
+            std::clamp(lesson.width_fraction + ImGui::GetIO().MouseDelta.x / avail, 0.2f, 0.8f);
+    if (ImGui::IsItemHovered() || ImGui::IsItemActive())
+        ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+    ImGui::SameLine(0, 0);
+    ImGui::BeginChild("panel_side", ImVec2(0, 0), false);
+    const ImVec2 qa = ImGui::GetWindowPos(), qs = ImGui::GetWindowSize();
+    draw_panel_side(snap, state);
+    ImGui::EndChild();
+    LessonLayout& l = lesson.layout;
+    l.pane[0] = pa.x, l.pane[1] = pa.y, l.pane[2] = pa.x + ps.x, l.pane[3] = pa.y + ps.y;
+    l.panel[0] = qa.x, l.panel[1] = qa.y, l.panel[2] = qa.x + qs.x, l.panel[3] = qa.y + qs.y;
+}
+
+// One frame of UI: a full-window tab bar, the control bar, the scene's panel (with
+// the lesson's text beside it in lesson mode). Returns whether something below the
+// tab bar (a lesson's Try button) switched the scene: the next frame selects its tab.
+bool draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab, LessonPane* lesson) {
     const ImGuiIO& io = ImGui::GetIO();
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
@@ -221,116 +209,32 @@ void draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab) {
         }
         ImGui::EndTabBar();
     }
-    draw_controls(snap, state);
-    ImGui::Separator();
-    ImGui::BeginChild("panel", ImVec2(0, 0), false);
-    draw_panel(snap, state);
-    ImGui::EndChild();
+    const Scene tab_scene = state.scene;
+    if (lesson != nullptr) {
+        draw_lesson_and_panel(snap, state, *lesson);
+    } else {
+        draw_panel_side(snap, state);
+    }
     ImGui::End();
-}
-
-// The panel of each lesson in lessons/ (one numbering: lesson N, --lesson N).
-// Lessons 6 (compute vs memory) and 8 (batching decode) are `plab bench`,
-// lesson 12 (disaggregated serving) is `plab serve --disaggregate`: no panel.
-struct LessonPanel {
-    int lesson;
-    Scene scene;
-    bool serving_view = false;     // the KV panel's shared pool (lesson 7: a reused prefix)
-    const char* policy = nullptr;  // the Serving panel's policy, unless --policy is given
-    double network_delay_ms = -1;  // and its client delay, unless given
-    const char* mask = nullptr;    // the mask scenes' mask, unless --mask is given
-};
-constexpr LessonPanel kLessonPanels[] = {
-    {1, Scene::kToy},
-    {2, Scene::kKv},
-    {3, Scene::kMask},
-    {4, Scene::kEquivalence},
-    {5, Scene::kTimeline},
-    {7, Scene::kKv, true},
-    {9, Scene::kServing, false, "continuous"},
-    {10, Scene::kServing, false, "chunked"},
-    {11, Scene::kServing, false, "chunked", 2.0},
-    {13, Scene::kMask, false, nullptr, -1, "window:8"},
-    {14, Scene::kKv},
-};
-
-// The options with lesson `lesson`'s panel applied (flags the user gave win).
-Options with_lesson(Options o) {
-    if (o.lesson == 0) return o;
-    const LessonPanel* found = nullptr;
-    for (const LessonPanel& p : kLessonPanels)
-        if (p.lesson == o.lesson) found = &p;
-    PLAB_CHECK(
-        found != nullptr,
-        "--lesson " << o.lesson
-                    << " has no panel (panels: lessons 1-5, 7, 9-11, 13, 14; lessons 6 and 8 are "
-                       "`plab bench`, lesson 12 is `plab serve --disaggregate`)");
-    o.scene = scene_name(found->scene);
-    o.serving = o.serving || found->serving_view;
-    const Options defaults;
-    if (found->policy != nullptr && o.policy == defaults.policy) o.policy = found->policy;
-    if (found->network_delay_ms >= 0 && o.network_delay_ms == defaults.network_delay_ms)
-        o.network_delay_ms = found->network_delay_ms;
-    if (found->mask != nullptr && o.mask == defaults.mask) o.mask = found->mask;
-    return o;
+    return state.scene != tab_scene;
 }
 
 int run(const Options& given) {
     // 1. Inputs, checked before any window opens.
     const Options opt = with_lesson(given);
-    const std::optional<Scene> scene = parse_scene(opt.scene);
-    PLAB_CHECK(scene, "unknown scene '"
-                          << opt.scene
-                          << "' (valid: toy, mask, kv, equivalence, timeline, serving)");
     PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
                "window size " << opt.width << "x" << opt.height
                               << " is out of range (320x240 .. 8192x8192)");
     PLAB_CHECK(opt.frames >= 0, "--frames must be >= 0");
     const bool headless = !opt.screenshot.empty();
 
-    ViewerState state;
-    state.scene = *scene;
+    ViewerState state = state_from_options(opt);
     state.print_checks = headless || opt.frames > 0;
-    state.prompt = !opt.prompt_file.empty() ? read_prompt_file(opt.prompt_file)
-                   : !opt.prompt.empty()    ? opt.prompt
-                                            : plab::kDefaultPrompt;
-    PLAB_CHECK(opt.prompt_tokens >= 0, "--prompt-tokens must be >= 0");
-    state.prompt_tokens = opt.prompt_tokens;
-    if (!opt.chunks.empty()) {
-        state.chunks = opt.chunks;
-        state.chunk_size = std::atoi(opt.chunks.c_str());
-    }
-    state.backend = opt.backend;
-    // The spec is checked here, before any window opens: the CLI's one line.
-    parse_mask_spec(opt.mask);
-    state.mask = opt.mask;
-    PLAB_CHECK(opt.mask_tile >= 1 && opt.mask_tile <= 256,
-               "--mask-tile " << opt.mask_tile << " must be between 1 and 256 positions");
-    state.mask_tile = opt.mask_tile;
-    state.block_size = opt.block_size;
-    state.serving_view = opt.serving;
-    PLAB_CHECK(opt.kv_blocks >= 0,
-               "--kv-blocks " << opt.kv_blocks << " must be at least 1 (0: the default pool)");
-    state.serving_kv_blocks = opt.kv_blocks;
-    PLAB_CHECK(opt.prefix_cache == "on" || opt.prefix_cache == "off",
-               "--prefix-cache '" << opt.prefix_cache << "' (valid: on, off)");
-    state.serving_prefix_cache = opt.prefix_cache == "on";
-    state.replay.policy = parse_policy(opt.policy);
-    state.replay.rate = opt.rate;
-    state.replay.requests = opt.requests;
-    state.replay.seed = opt.seed;
-    state.replay.token_budget = opt.token_budget;
-    state.replay.network_delay_ms = opt.network_delay_ms;
-    state.replay.validate();
-    if (!opt.toy_values.empty()) state.toy.values = parse_floats(opt.toy_values, "--values");
-    if (!opt.toy_queries.empty()) state.toy.queries = parse_floats(opt.toy_queries, "--queries");
-    if (!opt.toy_keys.empty()) state.toy.keys = parse_floats(opt.toy_keys, "--keys");
-    const int toy_t = state.toy.n_tokens();
-    if (opt.toy_queries.empty()) state.toy.queries.assign(toy_t, 1.0f);
-    if (opt.toy_keys.empty()) state.toy.keys.assign(toy_t, 1.0f);
-    if (!opt.toy_chunks.empty()) state.toy_chunks = opt.toy_chunks;
-    state.toy.validate();
-    if (opt.step >= 0) state.stage = opt.step;
+    // Lesson mode: the lesson's text is read and parsed before any window opens.
+    std::unique_ptr<LessonPane> lesson;
+    if (opt.lesson > 0) lesson = std::make_unique<LessonPane>(make_lesson_pane(given));
+    PLAB_CHECK(opt.click_try == 0 || (lesson && headless),
+               "--click-try needs --lesson N and --screenshot (it clicks a Try button headless)");
 
     Controller ctrl(opt.model);
     Snapshot snap;
@@ -379,8 +283,35 @@ int run(const Options& given) {
     io.IniFilename = nullptr;  // same layout every run: screenshots are reproducible
     ImGui::StyleColorsDark();
     ImGui::GetStyle().FrameRounding = 3.0f;
-    const char* font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-    if (std::filesystem::exists(font)) io.Fonts->AddFontFromFileTTF(font, opt.font_size);
+    const std::string fonts = "/usr/share/fonts/truetype/dejavu/";
+    // Lesson mode: every character of the lesson gets a glyph (ImGui's default range
+    // is Latin-1 only, and lessons write —, …, ≤, ², ·); a bold font for headings and a
+    // monospace one for code, when installed.
+    ImVector<ImWchar> glyphs;
+    if (lesson) {
+        ImFontGlyphRangesBuilder builder;
+        builder.AddRanges(io.Fonts->GetGlyphRangesDefault());
+        for (const LessonBlock& b : lesson->text.blocks) {
+            builder.AddText(b.text.c_str(), b.text.c_str() + b.text.size());
+            for (const auto& row : b.cells)
+                for (const std::string& cell : row) builder.AddText(cell.c_str());
+        }
+        builder.BuildRanges(&glyphs);
+    }
+    const ImWchar* ranges = lesson ? glyphs.Data : nullptr;
+    if (std::filesystem::exists(fonts + "DejaVuSans.ttf"))
+        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSans.ttf").c_str(), opt.font_size, nullptr,
+                                     ranges);
+    if (lesson && std::filesystem::exists(fonts + "DejaVuSansMono.ttf")) {
+        lesson->mono_font = io.Fonts->Fonts.Size;
+        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSansMono.ttf").c_str(), opt.font_size * 0.9f,
+                                     nullptr, ranges);
+    }
+    if (lesson && std::filesystem::exists(fonts + "DejaVuSans-Bold.ttf")) {
+        lesson->heading_font = io.Fonts->Fonts.Size;
+        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSans-Bold.ttf").c_str(), opt.font_size * 1.25f,
+                                     nullptr, ranges);
+    }
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -404,8 +335,17 @@ int run(const Options& given) {
     std::vector<double> frame_ms, frame_cpu_ms;
     Scene forced = state.scene;
     bool force_tab = true;
+    // Scripted click (--click-try K): once the pane reports Try button K fully in view,
+    // the mouse goes down on it for one frame and up on the next (ImGui presses a button
+    // on release); a few frames after, the panel has refreshed and drawn the new state.
+    int click_down = -1, click_up = -1;
+    const bool clicking = lesson && lesson->click_index >= 0;
+    auto more_frames = [&](int frame) {
+        if (clicking && frame < 120 && (click_up < 0 || frame < click_up + 4)) return true;
+        return n_frames == 0 || frame < n_frames;
+    };
     auto last = std::chrono::steady_clock::now();
-    for (int frame = 0; n_frames == 0 || frame < n_frames; ++frame) {
+    for (int frame = 0; more_frames(frame); ++frame) {
         if (!headless && glfwWindowShouldClose(window)) break;
         glfwPollEvents();
         refresh_scene(ctrl, state, snap);  // engine time is not frame time
@@ -417,14 +357,19 @@ int run(const Options& given) {
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
         if (hover) io.MousePos = *hover;  // a resting pointer, for tooltip screenshots
+        if (clicking && lesson->click_rect_ready && click_up < 0) {
+            const float* r = lesson->click_rect;
+            io.MousePos = ImVec2((r[0] + r[2]) / 2, (r[1] + r[3]) / 2);
+            io.MouseDown[0] = click_down < 0;
+            (click_down < 0 ? click_down : click_up) = frame;
+        }
         for (int key : keys) io.KeysDown[key] = false;
         if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(keys.size()))
             io.KeysDown[keys[(frame - 2) / 2]] = true;
         ImGui::NewFrame();
         handle_keys(snap, state);
         force_tab = force_tab || state.scene != forced;
-        draw_frame(snap, state, force_tab);
-        force_tab = false;
+        force_tab = draw_frame(snap, state, force_tab, lesson.get());
         forced = state.scene;
         ImGui::Render();
 
@@ -452,6 +397,23 @@ int run(const Options& given) {
     }
 
     // 4. Results.
+    if (lesson && state.print_checks) {
+        bool ok = false;
+        std::printf("%s\n", lesson_self_check(*lesson, ok).c_str());
+        state.checks_failed = state.checks_failed || !ok;
+        if (clicking) {
+            // The click must have pressed exactly that button, and its command must have
+            // changed the panel's inputs (the refreshed self-check lines above show them).
+            const bool pressed = lesson->presses == 1 && lesson->pressed == lesson->click_index;
+            const bool changed = lesson->error.empty() && !lesson->changed.empty();
+            const std::string what = !pressed  ? "the button was not pressed: NO"
+                                     : changed ? "set: " + lesson->changed
+                                               : "nothing changed: NO " + lesson->error;
+            std::printf("lesson %d: Try %d clicked: %s\n", lesson->lesson, opt.click_try,
+                        what.c_str());
+            state.checks_failed = state.checks_failed || !pressed || !changed;
+        }
+    }
     if (headless || !keys.empty()) {
         const StepView v = step_view(snap, state);
         std::printf("cursor: %s step %d/%d + %d/%d layers, playing: %s\n", scene_name(state.scene),
@@ -494,67 +456,7 @@ int run(const Options& given) {
 int main(int argc, char** argv) {
     plab::viewer::Options opt;
     CLI::App app{"plab-viewer: watch LLM prefill step by step (causal mask, chunks, KV cache)"};
-    app.add_option("--scene", opt.scene,
-                   "Panel to open: toy, mask, kv, equivalence, timeline, serving");
-    app.add_option("--lesson", opt.lesson,
-                   "Open the panel of lesson N (1 toy, 2 kv, 3 mask, 4 equivalence, 5 timeline, "
-                   "7 kv --serving, 9-11 serving, 13 mask --mask window:8, 14 kv)");
-    app.add_option("--screenshot", opt.screenshot,
-                   "Render headless (no window shown) and write this PNG, then exit");
-    app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");
-    app.add_option("--prompt-file", opt.prompt_file, "Read the prompt from this file");
-    app.add_option("--prompt-tokens", opt.prompt_tokens,
-                   "Cut (or repeat) the tokenized prompt to exactly this many tokens");
-    app.add_option("--chunks", opt.chunks, "Chunk plan: full, a size (8) or lengths (3,1,4)");
-    app.add_option("--model", opt.model, "Model directory (default: $PLAB_MODEL or assets/model)");
-    app.add_option("--backend", opt.backend, "Backend: cpu-ref, cpu, gpu-ref, gpu");
-    app.add_option("--mask", opt.mask,
-                   "Attention mask of the mask, kv and timeline panels, as plab --mask: causal, "
-                   "window:8, window:8+sink:2, chunked:16, dilated:4,2, prefix:6, docs:5,7, "
-                   "file:m.txt, +alibi, +softcap:30 (grammar: plab mask --help)")
-        ->capture_default_str();
-    app.add_option("--mask-tile", opt.mask_tile,
-                   "Mask panel: tile size of the tile map (the fast kernels use 32)")
-        ->capture_default_str();
-    app.add_option("--values", opt.toy_values, "Toy example values V (default 2,4,8,10)");
-    app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
-    app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
-    app.add_option("--toy-chunks", opt.toy_chunks, "Toy example chunk plan (default 2)");
-    app.add_option("--step", opt.step, "Engine calls to show as done (default: all)");
-    app.add_option("--layer", opt.layer, "Attention panel: layer (default: the last)");
-    app.add_option("--head", opt.head, "Attention panel: head (default 0)");
-    app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
-    app.add_flag("--serving", opt.serving,
-                 "KV and timeline panels: four requests through one engine and one shared "
-                 "KV pool (prefix sharing, preemption, eviction)");
-    app.add_option("--kv-blocks", opt.kv_blocks,
-                   "With --serving: blocks in the shared pool (default: just too few)");
-    app.add_option("--prefix-cache", opt.prefix_cache, "With --serving: on or off (default on)");
-    app.add_option("--policy", opt.policy,
-                   "Serving panel: one-at-a-time, static, continuous, chunked (default chunked)");
-    app.add_option("--rate", opt.rate, "Serving panel: Poisson arrivals per second")
-        ->capture_default_str();
-    app.add_option("--requests", opt.requests, "Serving panel: requests in the workload")
-        ->capture_default_str();
-    app.add_option("--seed", opt.seed, "Serving panel: arrivals, lengths and prompt ids")
-        ->capture_default_str();
-    app.add_option("--token-budget", opt.token_budget,
-                   "Serving panel: tokens per step (chunked policy; the others prefill whole "
-                   "prompts)")
-        ->capture_default_str();
-    app.add_option("--network-delay-ms", opt.network_delay_ms,
-                   "Serving panel: one-way delay to the client (each token's delivery)")
-        ->capture_default_str();
-    app.add_option("--width", opt.width, "Window width in pixels");
-    app.add_option("--height", opt.height, "Window height in pixels");
-    app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");
-    app.add_option("--frames", opt.frames, "Render this many frames, then exit (0: until closed)");
-    app.add_option("--hover", opt.hover,
-                   "Screenshots: put the mouse pointer at x,y (pixels) to show a tooltip");
-    app.add_option("--press", opt.keys,
-                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-6)");
-    app.add_flag("--report-frame-time", opt.report_frame_time,
-                 "Print the median frame time of the run");
+    plab::viewer::add_options(app, opt);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

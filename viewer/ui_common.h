@@ -34,6 +34,10 @@ inline constexpr ImU32 kFreed = IM_COL32(150, 60, 110, 255);         // KV block
 inline constexpr ImU32 kGood = IM_COL32(60, 170, 80, 255);
 inline constexpr ImU32 kBad = IM_COL32(200, 60, 60, 255);
 inline constexpr ImU32 kClose = IM_COL32(200, 150, 40, 255);
+// Lesson mode (panel_lesson.cpp): headings, code boxes, Try buttons.
+inline constexpr ImU32 kHeading = IM_COL32(255, 214, 120, 255);
+inline constexpr ImU32 kCodeBox = IM_COL32(28, 32, 44, 255);
+inline constexpr ImU32 kTryButton = IM_COL32(40, 120, 90, 255);
 }  // namespace colour
 
 // The colour of request `id` in the serving views (one per request, cycling).
