@@ -28,6 +28,7 @@ constexpr LessonPanel kLessonPanels[] = {
     {11, Scene::kServing, false, "chunked", 2.0},
     {13, Scene::kMask, false, nullptr, -1, "window:8"},
     {14, Scene::kKv},
+    {15, Scene::kEquivalence},  // the fast rows: one difference in every plan
 };
 
 // The lessons a command teaches instead of a panel (what --lesson N points to).
@@ -41,7 +42,7 @@ constexpr LessonCommand kLessonCommands[] = {
     {12, "plab serve --disaggregate"},
 };
 
-// "1-5, 7, 9-11, 13, 14": the lessons with a panel, runs of consecutive numbers joined.
+// "1-5, 7, 9-11, 13-15": the lessons with a panel, runs of consecutive numbers joined.
 std::string panel_ranges() {
     const std::vector<int> n = lessons_with_panels();
     std::ostringstream s;
