@@ -99,11 +99,8 @@ void add_mask_option(CLI::App* cmd, std::string& spec) {
 
 BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& tokens,
                        const Model& model) {
-    MaskContext ctx;
-    ctx.tokens = tokens;
-    ctx.bos_id = model.tokenizer->bos_id();
-    ctx.n_heads = model.weights.config.n_heads;
-    return make_mask(spec, ctx);
+    return make_mask(spec,
+                     MaskContext{tokens, model.tokenizer->bos_id(), model.weights.config.n_heads});
 }
 
 Model load_model_arg(const std::string& path) {

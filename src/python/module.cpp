@@ -62,11 +62,8 @@ std::vector<int32_t> resolve_prompt(const Model& model, const pyb::object& promp
 
 BoundMask bind_mask_for(const std::string& spec, const std::vector<int32_t>& tokens,
                         const Model& model) {
-    MaskContext ctx;
-    ctx.tokens = tokens;
-    ctx.bos_id = model.tokenizer->bos_id();
-    ctx.n_heads = model.weights.config.n_heads;
-    return make_mask(spec, ctx);
+    return make_mask(spec,
+                     MaskContext{tokens, model.tokenizer->bos_id(), model.weights.config.n_heads});
 }
 
 }  // namespace plab::py

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "model/llama2c.h"
 #include "model/tokenizer_bpe.h"
+#include "model/tokenizer_hf_unicode.h"
 #include "model_test_util.h"
 #include "test_util.h"
 
@@ -45,21 +46,7 @@ std::string random_utf8(std::mt19937_64& rng, int n_chars) {
                 cp = std::uniform_int_distribution<std::uint32_t>(0x01, 0x7F)(rng);
                 break;
         }
-        if (cp < 0x80) {
-            s += char(cp);
-        } else if (cp < 0x800) {
-            s += char(0xC0 | (cp >> 6));
-            s += char(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            s += char(0xE0 | (cp >> 12));
-            s += char(0x80 | ((cp >> 6) & 0x3F));
-            s += char(0x80 | (cp & 0x3F));
-        } else {
-            s += char(0xF0 | (cp >> 18));
-            s += char(0x80 | ((cp >> 12) & 0x3F));
-            s += char(0x80 | ((cp >> 6) & 0x3F));
-            s += char(0x80 | (cp & 0x3F));
-        }
+        s += hf::utf8_encode(char32_t(cp));  // model/tokenizer_hf_unicode.h
     }
     return s;
 }
