@@ -32,9 +32,45 @@ struct PrefillOptions {
     int top = 5;
     std::string trace;
     std::string mask = "causal";
-    int repeats = 5;  // warm runs after the first, cold one
+    int repeats = 5;        // warm runs after the first, cold one
+    std::string attention;  // "L:H,L:H": attention probabilities of these heads
     bool json = false;
 };
+
+// "1:2,3:0" -> the (layer, head)s to probe, each checked against the model.
+std::vector<AttentionProbe> parse_probes(const std::string& text, const ModelConfig& c) {
+    std::vector<AttentionProbe> probes;
+    if (text.empty()) return probes;
+    for (const std::string& item : split_list(text)) {
+        const std::size_t colon = item.find(':');
+        PLAB_CHECK(colon != std::string::npos,
+                   "--attention item '" << item << "' must be LAYER:HEAD, e.g. 1:2");
+        const std::vector<int> lh =
+            parse_int_list(item.substr(0, colon) + "," + item.substr(colon + 1), "--attention");
+        PLAB_CHECK(lh[0] >= 0 && lh[0] < c.n_layers, "--attention " << item << ": layer " << lh[0]
+                                                                    << " is not in 0.."
+                                                                    << c.n_layers - 1);
+        PLAB_CHECK(lh[1] >= 0 && lh[1] < c.n_heads, "--attention " << item << ": head " << lh[1]
+                                                                   << " is not in 0.."
+                                                                   << c.n_heads - 1);
+        probes.push_back({lh[0], lh[1]});
+    }
+    return probes;
+}
+
+// The (T, T) probabilities of one probe, gathered from its chunks' maps
+// (row q: keys 0..T-1, masked and future cells 0).
+std::vector<std::vector<float>> whole_map(const PrefillResult& r, const AttentionProbe& p, int t) {
+    std::vector<std::vector<float>> rows(std::size_t(t), std::vector<float>(std::size_t(t), 0.0f));
+    for (const AttentionMap& m : r.attention) {
+        if (m.probe.layer != p.layer || m.probe.head != p.head) continue;
+        for (int q = 0; q < m.n_queries; ++q)
+            for (int k = 0; k < m.n_keys; ++k)
+                rows[std::size_t(m.query_pos0 + q)][std::size_t(k)] =
+                    m.probs[std::size_t(q) * m.n_keys + k];
+    }
+    return rows;
+}
 
 void run(const PrefillOptions& o) {
     const Model model = load_model_arg(o.model);
@@ -92,6 +128,15 @@ void run(const PrefillOptions& o) {
                                                       double(count_visible_pairs(mask.view(), t)));
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
     const Tokenizer& tok = *model.tokenizer;
+    // Attention probes: one more run of the same plan (the timed ones stay unprobed).
+    const std::vector<AttentionProbe> probes = parse_probes(o.attention, model.weights.config);
+    PrefillResult probed;
+    if (!probes.empty()) {
+        ForwardProbes fp;
+        fp.attention = probes;
+        Session s(dm, so, nullptr);
+        probed = s.prefill(tokens, plan, fp);
+    }
 
     if (o.json) {
         nlohmann::json j;
@@ -119,6 +164,13 @@ void run(const PrefillOptions& o) {
                             {"logits_bitwise", d.logits_bitwise},
                             {"kv_bitwise", d.kv_bitwise},
                             {"same_first_token", d.same_argmax}};
+        if (!probes.empty()) {
+            nlohmann::json aj = nlohmann::json::array();
+            for (const AttentionProbe& p : probes)
+                aj.push_back(
+                    {{"layer", p.layer}, {"head", p.head}, {"probs", whole_map(probed, p, t)}});
+            j["attention"] = aj;
+        }
         print_json(j);
         return;
     }
@@ -187,6 +239,18 @@ void run(const PrefillOptions& o) {
             "   logits), but its key tiles and vector lanes are aligned to position 0, so\n"
             "   chunking cannot change a bit: lesson 15)\n");
     }
+    for (const AttentionProbe& p : probes) {
+        std::printf(
+            "\nAttention of layer %d, head %d (row: query position; column: key; "
+            "masked cells 0)\n",
+            p.layer, p.head);
+        const auto rows = whole_map(probed, p, t);
+        for (int q = 0; q < t; ++q) {
+            std::printf("  q%-3d", q);
+            for (float x : rows[std::size_t(q)]) std::printf(" %5.3f", x);
+            std::printf("\n");
+        }
+    }
     if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
 }
 
@@ -213,6 +277,9 @@ void add_prefill_command(CLI::App& app) {
     cmd->add_option("--repeats", o->repeats,
                     "warm runs timed after the first, cold one (the median is reported)")
         ->capture_default_str();
+    cmd->add_option("--attention", o->attention,
+                    "attention probabilities of these heads, LAYER:HEAD[,LAYER:HEAD...], e.g. "
+                    "1:2 (in --json: key 'attention', one T x T matrix each)");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

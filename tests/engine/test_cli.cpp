@@ -142,6 +142,37 @@ TEST_CASE("named shapes: stories110m is llama2.c's 110M model", "[cli][shapes]")
     REQUIRE(c.n_params() < 110'000'000);
 }
 
+TEST_CASE("plab prefill --attention prints each probed head's T x T probabilities", "[cli]") {
+    const std::string model = small_model_dir().string();
+    const auto r = run_cli({"prefill", "--model", model, "--chunks", "3", "--repeats", "1",
+                            "--attention", "0:1,1:0", "--json", "Once upon a time"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const std::size_t t = j["tokens"].size();
+    REQUIRE(j["attention"].size() == 2);
+    REQUIRE(j["attention"][1]["layer"] == 1);
+    REQUIRE(j["attention"][1]["head"] == 0);
+    for (const auto& a : j["attention"]) {
+        const auto probs = a["probs"].get<std::vector<std::vector<float>>>();
+        REQUIRE(probs.size() == t);
+        for (std::size_t q = 0; q < t; ++q) {
+            INFO("query " << q);
+            REQUIRE(probs[q].size() == t);
+            double sum = 0;
+            for (std::size_t k = 0; k < t; ++k) {
+                if (k > q) REQUIRE(probs[q][k] == 0.0f);  // causal: nothing ahead
+                sum += probs[q][k];
+            }
+            REQUIRE(sum == Approx(1.0).epsilon(1e-5));  // a softmax row, in float
+        }
+        REQUIRE(probs[0][0] == 1.0f);  // the first query sees only itself
+    }
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--attention", "1:9", "hi"}),
+                               "head 9 is not in 0..");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--attention", "13", "hi"}),
+                               "--attention item '13' must be LAYER:HEAD, e.g. 1:2");
+}
+
 TEST_CASE("the prompt as positional text or as --prompt TEXT is the same prompt", "[cli]") {
     const std::string model = small_model_dir().string();
     const auto positional = run_cli({"prefill", "--model", model, "--json", "Once upon a time"});

@@ -6,8 +6,8 @@ What they prove (issue 16):
   * equivalence: chunked == full prefill bit for bit through the module on cpu-ref (logits,
                  every K and V, the attention maps), gpu-ref equal to cpu-ref;
   * cli:         what the module returns equals what the `plab` CLI prints with --json:
-                 attention probabilities (through `plab eval`'s per-head previous-token
-                 scores, which are sums of them), logits of every position (its loss and
+                 attention probabilities (`plab prefill --attention L:H`, cell by cell, and
+                 `plab eval`'s per-head previous-token scores, which are sums of them), logits of every position (its loss and
                  accuracy), `plab prefill`'s first token, top-k, KV blocks and equivalence
                  report, `plab generate`'s tokens;
   * errors:      bad input raises prefill_lab.Error, a ValueError, whose message is the
@@ -139,6 +139,28 @@ class Equivalence(unittest.TestCase):
 
 class Cli(unittest.TestCase):
     """The module against the CLI's --json output, on cpu-ref (bitwise-reproducible)."""
+
+    def test_attention_probabilities_equal_plab_prefill_json_probes(self):
+        # `plab prefill --json --attention L:H,...` prints each probed head's (T, T)
+        # probabilities; the module's, for the same prompt, plan and mask, are the same
+        # floats cell by cell (JSON keeps a float32 exactly: it prints the shortest
+        # decimal that reads back as the same double).
+        tokens = [MODEL.bos_id] + seeded_prompt(23, seed=9, vocab=MODEL.config["vocab_size"])
+        heads = [(0, 1), (1, 3), (3, 0)]
+        engine = pl.Engine(MODEL, "cpu-ref")
+        for chunks, mask in [("5", "causal"), ("full", "window:6+sink:1")]:
+            _, out, _ = plab("prefill", "--tokens", ",".join(map(str, tokens)), "--chunks", chunks,
+                             "--mask", mask, "--backend", "cpu-ref", "--repeats", "1",
+                             "--attention", ",".join(f"{l}:{h}" for l, h in heads), "--json")
+            cli = json.loads(out)["attention"]
+            s = engine.prefill(tokens, chunks=chunks, mask=mask, attention=heads)
+            self.assertEqual([(a["layer"], a["head"]) for a in cli], heads)
+            for a in cli:
+                want = np.array(a["probs"], dtype=np.float64)
+                got = s.attention(a["layer"], a["head"]).astype(np.float64)
+                self.assertEqual(want.shape, (len(tokens), len(tokens)))
+                np.testing.assert_array_equal(got, want, err_msg=f"{mask} {chunks} {a['layer']}:{a['head']}")
+                self.assertGreater(np.count_nonzero(want), len(tokens))  # not all zero
 
     def test_attention_probabilities_equal_plab_eval_head_scores(self):
         # `plab eval --json` reports, per (layer, head), the mean attention a query pays to
