@@ -31,6 +31,7 @@ LessonPane make_lesson_pane(const Options& given) {
     LessonPane pane;
     pane.lesson = given.lesson;
     pane.given = given;
+    if (const char* command = lesson_command(given.lesson)) pane.taught_by = command;
     const std::string dir = lessons_dir();
     pane.text = load_lesson(dir, given.lesson);
     std::ifstream in(pane.text.path, std::ios::binary);
@@ -102,9 +103,11 @@ std::string lesson_self_check(const LessonPane& pane, bool& ok) {
     const int n_try = t.count(BlockKind::kTry);
     const bool all_laid_out = l.blocks_drawn + l.blocks_hidden == n_blocks && l.blocks_drawn > 0;
     const bool buttons = l.try_buttons == n_try && n_try == pane.file_try_lines;
-    const bool beside = l.pane[2] > l.pane[0] && l.panel[2] > l.panel[0] &&
-                        l.pane[2] <= l.panel[0] && l.text_height > 0;
-    ok = all_laid_out && buttons && beside;
+    const bool alone = !pane.taught_by.empty();
+    const bool placed = alone ? l.pane[2] > l.pane[0] && l.text_height > 0 && n_try == 0
+                              : l.pane[2] > l.pane[0] && l.panel[2] > l.panel[0] &&
+                                    l.pane[2] <= l.panel[0] && l.text_height > 0;
+    ok = all_laid_out && buttons && placed;
     std::ostringstream s;
     s << "lesson " << pane.lesson << ": " << t.path << ", " << t.n_lines << " lines -> " << n_blocks
       << " blocks (" << t.count(BlockKind::kHeading) << " headings, " << t.count(BlockKind::kCode)
@@ -112,8 +115,12 @@ std::string lesson_self_check(const LessonPane& pane, bool& ok) {
       << " Try steps; the file has " << pane.file_try_lines << " \"Try:\" lines); laid out "
       << l.blocks_drawn << " + " << l.blocks_hidden << " in closed answers, " << l.try_buttons
       << " Try buttons, " << static_cast<int>(l.text_height) << " px of text in a "
-      << static_cast<int>(l.pane[2] - l.pane[0]) << " px pane left of a "
-      << static_cast<int>(l.panel[2] - l.panel[0]) << " px panel: " << (ok ? "yes" : "NO");
+      << static_cast<int>(l.pane[2] - l.pane[0]) << " px pane ";
+    if (alone)
+        s << "alone (no panel: the lesson is taught by `" << pane.taught_by << "`)";
+    else
+        s << "left of a " << static_cast<int>(l.panel[2] - l.panel[0]) << " px panel";
+    s << ": " << (ok ? "yes" : "NO");
     return s.str();
 }
 

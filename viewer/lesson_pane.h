@@ -33,6 +33,9 @@ struct LessonLayout {
 
 struct LessonPane {
     int lesson = 0;  // 0: no lesson mode
+    // A lesson with no panel: the command that teaches it ("plab bench"); the
+    // pane then fills the window alone. Empty: the pane sits beside its panel.
+    std::string taught_by;
     LessonText text;
     int file_try_lines = 0;        // "Try:" lines in the file, counted without the parser
     Options given;                 // the launch flags: a Try command applies on top of them
@@ -61,8 +64,10 @@ LessonPane make_lesson_pane(const Options& given);
 
 // The lesson pane's self-check: every parsed block was laid out (drawn, or inside a
 // closed answers section), there is one Try button per "Try:" line of the file, the
-// text has height, and the pane lies beside the panel without overlapping it. One
-// line, "...: yes" or "...: NO"; `ok` says which.
+// text has height, and the pane lies beside the panel without overlapping it (a
+// lesson taught by a command: the pane fills the window, and the lesson has no Try
+// step, since there is no panel for one to drive). One line, "...: yes" or
+// "...: NO"; `ok` says which.
 std::string lesson_self_check(const LessonPane& pane, bool& ok);
 
 // What changed between two states, in the panel's own words ("chunks 8 -> 4,

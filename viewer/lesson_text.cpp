@@ -196,17 +196,24 @@ std::string inline_text(std::string_view line) {
             out += line.substr(i, end - i);
             i = end;
         } else if (c == '*') {
-            // Emphasis: a run of '*' that opens or closes a word is dropped; one between
-            // two words or two spaces is arithmetic ("T*T", "2 * 3") and stays.
+            // Emphasis: a run of '*' with text on one side only opens or closes it
+            // ("**Cost.** Then", "*x*"), and so does one between a word and a
+            // punctuation mark ("(**a**)", "*b*,") or a "**" inside a word: dropped.
+            // One between two words or two spaces is arithmetic ("T*T", "2 * 3"): kept.
             size_t run = i;
             while (run < line.size() && line[run] == '*') ++run;
             auto word = [](char ch) {
                 return std::isalnum(static_cast<unsigned char>(ch)) ||
                        static_cast<unsigned char>(ch) >= 0x80;
             };
-            const bool before = i > 0 && word(line[i - 1]);
-            const bool after = run < line.size() && word(line[run]);
-            if (before == after && !(before && run - i == 2)) out += line.substr(i, run - i);
+            auto text = [](char ch) { return !std::isspace(static_cast<unsigned char>(ch)); };
+            const bool before = i > 0 && text(line[i - 1]);
+            const bool after = run < line.size() && text(line[run]);
+            const bool word_before = before && word(line[i - 1]);
+            const bool word_after = after && word(line[run]);
+            const bool emphasis =
+                before != after || (before && (word_before != word_after || run - i == 2));
+            if (!emphasis) out += line.substr(i, run - i);
             i = run;
         } else if (c == '[' || (c == '!' && i + 1 < line.size() && line[i + 1] == '[')) {
             // [text](url) -> "text (url)"; ![alt](path) -> "picture: alt (path)".

@@ -185,6 +185,23 @@ void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane&
     l.panel[0] = qa.x, l.panel[1] = qa.y, l.panel[2] = qa.x + qs.x, l.panel[3] = qa.y + qs.y;
 }
 
+// Lesson mode for a lesson no panel teaches (6, 8, 12): its command named on top,
+// the text filling the window (no tabs: no panel belongs to it).
+void draw_lesson_alone(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
+    ImGui::TextColored(ImColor(colour::kClose),
+                       "Lesson %d has no panel: it is taught by `%s`. Run it in a terminal; "
+                       "the lesson shows what it prints and what to read in it.",
+                       lesson.lesson, lesson.taught_by.c_str());
+    ImGui::Separator();
+    ImGui::BeginChild("lesson", ImVec2(0, 0), true);
+    const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
+    draw_lesson(snap, state, lesson);
+    ImGui::EndChild();
+    LessonLayout& l = lesson.layout;
+    l.pane[0] = pa.x, l.pane[1] = pa.y, l.pane[2] = pa.x + ps.x, l.pane[3] = pa.y + ps.y;
+    for (float& v : l.panel) v = 0;
+}
+
 // One frame of UI: a full-window tab bar, the control bar, the scene's panel (with
 // the lesson's text beside it in lesson mode). Returns whether something below the
 // tab bar (a lesson's Try button) switched the scene: the next frame selects its tab.
@@ -196,6 +213,11 @@ bool draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab, Lesson
                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                      ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
                      ImGuiWindowFlags_NoBackground);
+    if (lesson != nullptr && !lesson->taught_by.empty()) {
+        draw_lesson_alone(snap, state, *lesson);
+        ImGui::End();
+        return false;
+    }
     if (ImGui::BeginTabBar("scenes")) {
         for (int i = 0; i < kSceneCount; ++i) {
             const Scene s = static_cast<Scene>(i);

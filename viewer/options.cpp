@@ -56,6 +56,13 @@ std::string panel_ranges() {
     return s.str();
 }
 
+// "6, 8, 12": the lessons a command teaches.
+std::string command_lessons() {
+    std::ostringstream s;
+    for (const LessonCommand& c : kLessonCommands) s << (s.tellp() > 0 ? ", " : "") << c.lesson;
+    return s.str();
+}
+
 // The flags a "Try:" command may give: the panel's inputs, nothing about the window,
 // the model or the run (a lesson's button must not write files or reload a model).
 constexpr const char* kTryFlags[] = {
@@ -66,6 +73,12 @@ constexpr const char* kTryFlags[] = {
     "--rate",       "--requests",   "--seed",      "--token-budget",  "--network-delay-ms"};
 
 }  // namespace
+
+const char* lesson_command(int n) {
+    for (const LessonCommand& c : kLessonCommands)
+        if (c.lesson == n) return c.command;
+    return nullptr;
+}
 
 const LessonPanel* lesson_panel(int n) {
     for (const LessonPanel& p : kLessonPanels)
@@ -100,14 +113,11 @@ Options with_lesson(Options o) {
     if (o.lesson == 0) return o;
     const LessonPanel* found = lesson_panel(o.lesson);
     if (found == nullptr) {
-        std::string taught_by;
-        for (const LessonCommand& c : kLessonCommands)
-            if (c.lesson == o.lesson) taught_by = c.command;
-        PLAB_CHECK(!taught_by.empty(), "--lesson " << o.lesson << " is not a lesson with a panel "
-                                                   << "(panels: lessons " << panel_ranges() << ")");
-        PLAB_CHECK(false, "--lesson " << o.lesson << " has no panel: lesson " << o.lesson
-                                      << " is taught by `" << taught_by << "` (panels: lessons "
-                                      << panel_ranges() << ")");
+        PLAB_CHECK(lesson_command(o.lesson) != nullptr,
+                   "--lesson " << o.lesson << " is not a lesson with a panel (panels: lessons "
+                               << panel_ranges() << "; taught by a command: " << command_lessons()
+                               << ")");
+        return o;  // its text alone, naming the command (lesson_pane.h)
     }
     o.scene = scene_name(found->scene);
     o.serving = o.serving || found->serving_view;
@@ -218,7 +228,8 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--lesson", opt.lesson,
                    "Lesson mode: lesson N's text (lessons/NN-*.md, its Try: steps as buttons) "
                    "beside its panel (lessons " +
-                       panel_ranges() + ")");
+                       panel_ranges() + "), or alone, naming its command (lessons " +
+                       command_lessons() + ")");
     app.add_option("--click-try", opt.click_try,
                    "Lesson mode, headless tests: click the lesson's Try button K (1 = first)");
     app.add_option("--screenshot", opt.screenshot,

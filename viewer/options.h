@@ -72,8 +72,13 @@ const LessonPanel* lesson_panel(int n);
 // The lessons that have a panel, in order.
 std::vector<int> lessons_with_panels();
 
-// The options with lesson `o.lesson`'s panel applied (flags the user gave win);
-// a lesson without a panel is refused with the command that teaches it.
+// The command that teaches lesson n when it has no panel ("plab bench"), or
+// nullptr (a lesson with a panel, or no such lesson).
+const char* lesson_command(int n);
+
+// The options with lesson `o.lesson`'s panel applied (flags the user gave win).
+// A lesson taught by a command keeps the options as they are: lesson mode shows
+// its text alone, naming the command. A number that is no lesson is refused.
 Options with_lesson(Options o);
 
 // "2,4,8" -> {2, 4, 8}; a bad item throws plab::Error naming `what`.

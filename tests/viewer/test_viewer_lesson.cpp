@@ -164,6 +164,9 @@ TEST_CASE("inline text: emphasis dropped, links and pictures spelled out", "[vie
     CHECK(inline_text("[Lesson 2](02-kv.md).") == "Lesson 2 (02-kv.md).");
     CHECK(inline_text("![alt](p.png)") == "picture: alt (p.png)");
     CHECK(inline_text("T*T, 2 * 3, x**2 y") == "T*T, 2 * 3, x2 y");
+    // A closer after punctuation (lesson 6 opens so): dropped like any other.
+    CHECK(inline_text("**Prefill cost.** For T tokens") == "Prefill cost. For T tokens");
+    CHECK(inline_text("see *this*.") == "see this.");
 }
 
 TEST_CASE("every lesson with a panel has Try steps that parse, and each one changes the panel",
@@ -206,9 +209,9 @@ TEST_CASE("every lesson with a panel has Try steps that parse, and each one chan
     }
 }
 
-TEST_CASE("lessons without a panel are refused with the command that teaches them",
+TEST_CASE("lessons without a panel open as text alone, naming the command that teaches them",
           "[viewer][lesson]") {
-    const auto refusal = [](int n) {
+    const auto outcome = [](int n) {
         try {
             with_lesson(lesson_options(n));
         } catch (const Error& e) {
@@ -217,19 +220,23 @@ TEST_CASE("lessons without a panel are refused with the command that teaches the
         return std::string("accepted");
     };
     const std::pair<int, const char*> taught[] = {
-        {6, "`plab bench`"}, {8, "`plab bench --batch`"}, {12, "`plab serve --disaggregate`"}};
+        {6, "plab bench"}, {8, "plab bench --batch"}, {12, "plab serve --disaggregate"}};
     for (const auto& [n, command] : taught) {
         INFO("lesson " << n);
         CHECK(lesson_panel(n) == nullptr);
-        const std::string line = refusal(n);
-        CHECK(line.find("has no panel: lesson " + std::to_string(n) + " is taught by " + command) !=
-              std::string::npos);
-        // The panels listed are the table's, runs of lessons joined.
-        CHECK(line.find("(panels: lessons 1-5, 7, 9-11, 13-15)") != std::string::npos);
+        REQUIRE(lesson_command(n) != nullptr);
+        CHECK(std::string(lesson_command(n)) == command);
+        CHECK(outcome(n) == "accepted");
+        const LessonPane pane = make_lesson_pane(with_lesson(lesson_options(n)));
+        CHECK(pane.taught_by == command);
+        CHECK(pane.text.blocks.size() > 10);  // the whole lesson, read and parsed
         // Their text has no Try step (there is no panel for one to drive).
         CHECK(count_try_lines(read_all(lesson_file(lessons_dir(), n))) == 0);
     }
-    CHECK(refusal(99).find("--lesson 99 is not a lesson with a panel") != std::string::npos);
+    for (int n : lessons_with_panels()) CHECK(lesson_command(n) == nullptr);
+    const std::string bad = outcome(99);
+    CHECK(bad.find("--lesson 99 is not a lesson with a panel (panels: lessons 1-5, 7, 9-11, "
+                   "13-15; taught by a command: 6, 8, 12)") != std::string::npos);
 }
 
 TEST_CASE("pressing a Try step changes the snapshot the panel draws", "[viewer][lesson]") {
@@ -355,6 +362,32 @@ TEST_CASE("lesson self-check: passes on a full layout, fails on each kind of gap
     pane.layout = good;
     pane.file_try_lines = 3;  // the file has a Try line the parser missed
     fails(good);
+
+    // A lesson taught by a command: the pane alone fills the window; it passes
+    // with no panel, but a Try step (no panel to drive) or no text fails it.
+    pane.taught_by = "plab bench";
+    pane.file_try_lines = count_try_lines(kSample);
+    LessonLayout alone = good;
+    for (float& v : alone.panel) v = 0;
+    alone.pane[2] = 1280;
+    pane.layout = alone;
+    bool alone_ok = false;
+    const std::string alone_line = lesson_self_check(pane, alone_ok);
+    INFO(alone_line);
+    CHECK_FALSE(alone_ok);  // kSample has Try steps: they would drive no panel
+    CHECK(alone_line.find("alone (no panel: the lesson is taught by `plab bench`)") !=
+          std::string::npos);
+    pane.text =
+        parse_lesson("# Lesson 9\n\nWords.\n\n```console\n$ plab bench\n```\n", "alone.md", 9);
+    pane.file_try_lines = 0;
+    alone.blocks_drawn = static_cast<int>(pane.text.blocks.size());
+    alone.blocks_hidden = 0;
+    alone.try_buttons = 0;
+    pane.layout = alone;
+    CHECK((lesson_self_check(pane, alone_ok), alone_ok));
+    LessonLayout no_text = alone;
+    no_text.text_height = 0;
+    fails(no_text);
 }
 
 }  // namespace plab::viewer
