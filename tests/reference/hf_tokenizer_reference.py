@@ -264,4 +264,5 @@ def main():
     json.dump({"bos": ref.bos, "add_bos_token": ref.add_bos_token, "cases": cases}, sys.stdout)
 
 
-main()
+if __name__ == "__main__":
+    main()
