@@ -167,11 +167,17 @@ void run(const CompareOptions& o) {
             const Engine engine(model.weights, EngineOptions{.backend = name});
             const Backend* backend = &engine.backend();
             const DeviceModel& dm = engine.model();
-            const PrefillSnapshot own_full = run_prefill_snapshot(dm, tokens, ChunkPlan{{t}}, so);
+            // This backend's whole prefill, which every plan's row must equal bit for
+            // bit; it is also the first (warm-up) run of a "full" row.
+            double own_full_us = 0;
+            const PrefillSnapshot own_full =
+                run_prefill_snapshot(dm, tokens, ChunkPlan{{t}}, so, &own_full_us);
             for (const std::string& plan_text : split_plans(o.plans)) {
                 const ChunkPlan plan = parse_chunk_plan(plan_text, t);
-                double us = 0;
-                PrefillSnapshot s = run_prefill_snapshot(dm, tokens, plan, so, &us);  // + warm-up
+                const bool whole = plan.lengths.size() == 1;
+                double us = own_full_us;
+                PrefillSnapshot s = whole ? own_full  // + warm-up
+                                          : run_prefill_snapshot(dm, tokens, plan, so, &us);
                 std::vector<double> times;
                 for (int i = 0; i < o.repeats && o.repeats > 1; ++i) {
                     s = run_prefill_snapshot(dm, tokens, plan, so, &us);
