@@ -1,4 +1,4 @@
-// cpu: the fast CPU backend (Eigen GEMMs on the engine's thread pool).
+// cpu: the fast CPU backend (its own chunk-invariant GEMM on the engine's thread pool).
 //
 // What it teaches: prefill is mostly matrix-matrix products — C tokens × D
 // features against D × N weights — which a blocked GEMM runs near the
@@ -28,7 +28,8 @@
 //
 // Threads (issue 12). Every op runs on the engine's one ThreadPool
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
-// region, and Eigen never starts threads of its own. The *engine* picks the
+// region, and no Eigen product runs here (one would start OpenMP threads of
+// its own; only Eigen's packet math is used). The *engine* picks the
 // thread count of each op from its work (backends/cpu_threads.h: one thread
 // per kMinFlopsPerThread FLOPs, at most one per CPU). An op below the
 // threshold runs on the calling thread alone — waking a second thread for it
