@@ -137,6 +137,13 @@ struct Mask {
         return false;
     }
 
+    // Does dilated(W, D) reach back W-1 strides from query q without passing
+    // key 0, i.e. (W-1)·D <= q? Asked by division so that a large W and D
+    // never form a product that overflows int (a fuzzer found 335850·55555).
+    PLAB_HD static bool dilated_reaches_back(const MaskTerm& t, int q) {
+        return t.a - 1 <= q / t.b;
+    }
+
     // A bound on the keys of query q under one term (tight for every kind but
     // custom, where it is the row's first and last 1).
     PLAB_HD KeyRange term_range(const MaskTerm& t, int q) const {
@@ -145,10 +152,8 @@ struct Mask {
                 return {0, q};
             case MaskKind::window:
                 return {t.b > 0 ? 0 : mask_max(0, q - t.a + 1), q};
-            case MaskKind::dilated: {
-                const int first = q - (t.a - 1) * t.b;  // the W-th key back, or the earliest one
-                return {first >= 0 ? first : q % t.b, q};
-            }
+            case MaskKind::dilated:  // the W-th key back, or the earliest one of q's stride
+                return {dilated_reaches_back(t, q) ? q - (t.a - 1) * t.b : q % t.b, q};
             case MaskKind::chunked:
                 return {q / t.a * t.a, q};
             case MaskKind::prefix:
@@ -267,7 +272,7 @@ struct Mask {
             case MaskKind::window:  // later queries see q-W < k: k <= q0-W is gone for good
                 return k >= t.b && k <= q0 - t.a;
             case MaskKind::dilated:  // the furthest key back a query q sees is q-(W-1)D
-                return k < q0 - (t.a - 1) * t.b;
+                return dilated_reaches_back(t, q0) && k < q0 - (t.a - 1) * t.b;
             case MaskKind::chunked:  // the chunk of k ended before q0's chunk began
                 return k / t.a < q0 / t.a;
             case MaskKind::docs:  // the document of k ended before q0's began

@@ -49,7 +49,8 @@ TEST_CASE(
         {"causal", true},  // forgets nothing, and every later query sees every key
         {"window:5", true},
         {"window:5+sink:2", true},
-        {"dilated:3,2", false},  // holes: a kept key may be skipped by the dilation
+        {"dilated:3,2", false},           // holes: a kept key may be skipped by the dilation
+        {"dilated:335850,55555", false},  // (W-1)·D beyond int: keys come back 55555 on
         {"chunked:7", true},
         {"docs:10,20,18", true},
         {"prefix:6", true},

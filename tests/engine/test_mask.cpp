@@ -351,6 +351,27 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("masks: a dilated window whose reach (W-1)·D is beyond int still has tight ranges",
+          "[mask]") {
+    // The fuzzer's find: dilated:335850,55555 formed 335849·55555 in int. Each
+    // query of a short prompt sees itself only (the next key of its stride is
+    // 55555 back), and keys come back into view 55555 positions later.
+    const BoundMask bound = make_mask("dilated:335850,55555", mask_context({1, 2, 3, 4, 5}, 1));
+    const Mask m = bound.view();
+    for (int q : {0, 4, 55554, 55555, 2000000000}) {
+        INFO("q=" << q);
+        const KeyRange r = m.key_range(q);
+        REQUIRE(r.lo == q % 55555);
+        REQUIRE(r.hi == q);
+        REQUIRE(m.visible(q, q));
+        REQUIRE(m.visible(q, r.lo));
+        if (q >= 1) REQUIRE_FALSE(m.visible(q, q - 1));
+        REQUIRE_FALSE(m.forgets(0, q));  // 0, 55555, 111110, ... all see key 0
+    }
+    REQUIRE(m.visible(55555, 0));
+    REQUIRE_FALSE(m.visible(55556, 0));
+}
+
 TEST_CASE("masks: the refusal names the rule and a plan that works / and that plan works",
           "[mask][prefill]") {
     auto backend = make_backend("cpu-ref");
