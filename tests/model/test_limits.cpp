@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "model/binary_read.h"
 #include "model/llama2c.h"
 #include "model/model_io.h"
 #include "model/safetensors.h"
@@ -212,4 +213,46 @@ TEST_CASE("limits: the loaders refuse a model larger than the memory limit, befo
     REQUIRE(read_safetensors(st, LoadLimits{4 * floats}).size() == 2 + 9 * 2 + 1);
     require_error([&] { read_safetensors(st, LoadLimits{4 * floats - 4}); },
                   "more than the " + std::to_string(4 * floats - 4) + " bytes allowed");
+}
+
+TEST_CASE("limits: a model file is memory-mapped, not read into a second buffer",
+          "[model][limits]") {
+    // FileBytes is how every loader (llama2.c checkpoint and tokenizer.bin,
+    // safetensors) reads a file. Its bytes must lie inside a mapping of that very
+    // file (/proc/self/maps names it), so a 400 MB checkpoint costs page cache, not a
+    // private 400 MB copy read before it is parsed. A loader that read the file into
+    // a std::vector would point into the heap, and this fails.
+    const Weights w = make_random_weights(small_config(48, 2, 6, 2, 8, 96, 300, 64), 5);
+    const std::string bin = tmp_path("mapped.bin");
+    write_llama2c_checkpoint(w, bin, 0);  // the legacy header: 7 int32, dim first
+    const std::string canonical = fs::canonical(bin).string();
+
+    const FileBytes file(bin, "a test checkpoint");
+    const auto bytes = file.bytes();
+    REQUIRE(bytes.size() == fs::file_size(bin));
+    const auto at = reinterpret_cast<std::uintptr_t>(bytes.data());
+
+    std::ifstream maps("/proc/self/maps");
+    REQUIRE(maps.good());
+    bool inside = false;
+    for (std::string line; std::getline(maps, line);) {
+        // "start-end perms offset dev inode   path"
+        if (line.size() < canonical.size() ||
+            line.compare(line.size() - canonical.size(), canonical.size(), canonical) != 0)
+            continue;
+        const std::uintptr_t start = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+        const std::uintptr_t end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+        inside = inside || (start <= at && at + bytes.size() <= end);
+    }
+    INFO("the file's bytes at 0x" << std::hex << at << " are not inside a mapping of "
+                                  << canonical);
+    REQUIRE(inside);
+
+    // And they are the file's bytes (the header's dim first).
+    REQUIRE(i32_at(bytes, 0) == w.config.dim);
+
+    // An empty file is an empty span (mmap of 0 bytes would fail); the parser says why.
+    const std::string empty = tmp_path("empty.bin");
+    spit(empty, "");
+    REQUIRE(FileBytes(empty, "a test file").bytes().empty());
 }
