@@ -101,8 +101,14 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     //    column j: tiles and vector lanes are aligned to position 0, whatever
     //    the chunk, which is what keeps a query's sums the same in every plan.
     const int kpad = cpu_gemm::padded_columns(n_keys), dpad = cpu_gemm::padded_columns(dh);
-    std::vector<float> kt(std::size_t(s.n_kv_heads) * dh * kpad, 0.0f);
-    std::vector<float> vg(std::size_t(s.n_kv_heads) * n_keys * dpad, 0.0f);
+    // Kept from call to call (assign reuses the capacity): allocated afresh, a
+    // long prompt's copies would be new pages, faulted in on every layer.
+    // (References, so the tasks on the pool's threads read this thread's copies.)
+    thread_local std::vector<float> kt_kept, vg_kept;
+    std::vector<float>& kt = kt_kept;
+    std::vector<float>& vg = vg_kept;
+    kt.assign(std::size_t(s.n_kv_heads) * dh * kpad, 0.0f);
+    vg.assign(std::size_t(s.n_kv_heads) * n_keys * dpad, 0.0f);
     for (int j = 0; j < n_keys; ++j) {
         // A freed block's keys are hidden from every query of this chunk: they
         // stay 0 here, and the mask keeps them out of every score and sum.

@@ -26,11 +26,11 @@ Range task_range(long long n, int tasks, int t) {
 }  // namespace
 
 Buffer CpuRefBackend::alloc(std::size_t n) {
-    return Buffer{new float[n > 0 ? n : 1], n};
+    return Buffer{buffers_.take(n), n};
 }
 
 void CpuRefBackend::release(Buffer b) noexcept {
-    delete[] b.data;
+    buffers_.give_back(b.data, b.size);
 }
 
 void CpuRefBackend::upload(Buffer dst, const float* src, std::size_t n) {

@@ -11,6 +11,7 @@
 // Left out on purpose: speed (see cpu_fast.h).
 #pragma once
 
+#include "backends/host_buffers.h"
 #include "core/backend.h"
 
 namespace plab {
@@ -57,6 +58,12 @@ public:
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
     void add(Buffer x, Buffer y, std::size_t n) override;
     int argmax(Buffer x, std::size_t n) override;
+
+    // Takes served from released buffers vs new memory (host_buffers.h says why).
+    HostBufferCache::Stats buffer_stats() const { return buffers_.stats(); }
+
+private:
+    HostBufferCache buffers_;
 };
 
 }  // namespace plab
