@@ -15,11 +15,13 @@
 // saves no signal mask through a system call, so a barrier costs well under a
 // microsecond per thread.
 //
+// Under AddressSanitizer every switch is announced (its fiber API: start
+// before the jump, finish after it), so ASan knows which stack runs and checks
+// the kernels' loads and stores on device buffers, which here are host memory.
+//
 // Left out on purpose: running blocks in parallel (blocks run one after
-// another, so function-local statics serve as __shared__), memory checking of
-// device pointers, AddressSanitizer's fiber annotations: under ASan a fiber's
-// stack is only unpoisoned before each block (ASan then warns once that it
-// ignores a __asan_handle_no_return; the tests still run).
+// another, so function-local statics serve as __shared__), and checking that a
+// device pointer is not dereferenced on the host (both live in one memory).
 
 // glibc's fortified longjmp refuses to jump to another stack; fibers must.
 #undef _FORTIFY_SOURCE
@@ -48,6 +50,21 @@ Builtins g_builtins;
 
 namespace {
 
+// AddressSanitizer's fiber API, or nothing. `save` keeps the leaving stack's
+// fake frames (nullptr: the leaving fiber is done); finish reports the stack
+// we came from, which is how a fiber learns where the scheduler's stack is.
+#if defined(__SANITIZE_ADDRESS__)
+void asan_start_switch(void** save, const void* bottom, std::size_t size) {
+    __sanitizer_start_switch_fiber(save, bottom, size);
+}
+void asan_finish_switch(void* save, const void** from_bottom, std::size_t* from_size) {
+    __sanitizer_finish_switch_fiber(save, from_bottom, from_size);
+}
+#else
+void asan_start_switch(void**, const void*, std::size_t) {}
+void asan_finish_switch(void*, const void**, std::size_t*) {}
+#endif
+
 constexpr std::size_t kStackBytes = 64 * 1024;  // kernels keep a few hundred floats at most
 constexpr unsigned kMaxThreadsPerBlock = 1024;  // as on every CUDA GPU since sm_20
 
@@ -62,6 +79,7 @@ struct Fiber {
     dim3 idx;
     const char* barrier_file = nullptr;  // where it waits, to report divergent barriers
     int barrier_line = 0;
+    void* asan_fake_stack = nullptr;  // ASan's fake frames while it waits
 };
 
 struct Scheduler {
@@ -82,6 +100,10 @@ struct Scheduler {
     void* ctx = nullptr;
     std::exception_ptr error;
     std::mt19937 rng{20240607u};
+    // The scheduler's own stack, as ASan's fiber API reports it to a fiber.
+    void* asan_fake_stack = nullptr;
+    const void* asan_stack_bottom = nullptr;
+    std::size_t asan_stack_size = 0;
 };
 
 Scheduler& scheduler() {
@@ -136,12 +158,14 @@ std::string shared_memory_problem(std::size_t static_bytes, std::size_t dynamic_
 
 void fiber_main() {
     Scheduler& s = scheduler();
+    asan_finish_switch(nullptr, &s.asan_stack_bottom, &s.asan_stack_size);
     try {
         s.body(s.ctx);
     } catch (...) {
         if (!s.error) s.error = std::current_exception();
     }
     s.fibers[s.current].state = FiberState::done;
+    asan_start_switch(nullptr, s.asan_stack_bottom, s.asan_stack_size);
     _longjmp(s.scheduler_point, 1);  // never resumed: the next block re-makes the fiber
 }
 
@@ -171,6 +195,7 @@ void resume(Scheduler& s, int i) {
     s.current = i;
     g_builtins.thread_idx = f.idx;  // threadIdx is the running fiber's, always
     if (_setjmp(s.scheduler_point) == 0) {
+        asan_start_switch(&s.asan_fake_stack, f.stack.get(), kStackBytes);
         if (!f.started) {
             f.started = true;
             start_fiber(s, f);  // returns only through a _longjmp to scheduler_point
@@ -178,6 +203,7 @@ void resume(Scheduler& s, int i) {
             _longjmp(f.resume_point, 1);
         }
     }
+    asan_finish_switch(s.asan_fake_stack, nullptr, nullptr);  // back on the scheduler's stack
     s.current = -1;
 }
 
@@ -187,7 +213,11 @@ void wait_here(FiberState state) {
     PLAB_ASSERT(s.current >= 0);  // __syncthreads or a shuffle called outside a kernel
     Fiber& f = s.fibers[s.current];
     f.state = state;
-    if (_setjmp(f.resume_point) == 0) _longjmp(s.scheduler_point, 1);
+    if (_setjmp(f.resume_point) == 0) {
+        asan_start_switch(&f.asan_fake_stack, s.asan_stack_bottom, s.asan_stack_size);
+        _longjmp(s.scheduler_point, 1);
+    }
+    asan_finish_switch(f.asan_fake_stack, &s.asan_stack_bottom, &s.asan_stack_size);
 }
 
 std::string thread_name(const dim3& t) {
