@@ -184,7 +184,7 @@ void run(BenchCliOptions o) {
                                   {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)},
                                   {"sweep_s", or_null(d.sweep_s)},
                                   {"sweep_bound_tokens_per_s", or_null(d.sweep_bound_tokens_per_s)},
-                                  {"fraction_of_sweep_bound", or_null(d.fraction_of_sweep_bound)}};
+                                  {"fraction_of_weight_sweep", or_null(d.fraction_of_sweep_bound)}};
             if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
             return row;
         };
@@ -325,8 +325,8 @@ void add_bench_command(CLI::App& app) {
     CLI::App* cmd =
         app.add_subcommand("bench", "prefill/decode speed vs this machine's measured peak");
     CLI::Option* model_option = cmd->add_option(
-        "--model", o->model, "model directory (default: random weights of the --random shape)");
-    cmd->add_option("--random", o->random,
+        "--model", o->model, "model directory (default: random weights of the --shape shape)");
+    cmd->add_option("--shape,--random", o->random,
                     "shape of the random weights when no --model is given: stories15m, "
                     "stories110m, small")
         ->capture_default_str()

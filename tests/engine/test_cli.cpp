@@ -119,11 +119,11 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE(d["sweep_s"].get<double>() > 0);
     REQUIRE(d["sweep_bound_tokens_per_s"].get<double>() ==
             Approx(1.0 / d["sweep_s"].get<double>()).epsilon(1e-12));
-    REQUIRE(d["fraction_of_sweep_bound"].get<double>() ==
+    REQUIRE(d["fraction_of_weight_sweep"].get<double>() ==
             Approx(d["tokens_per_s"].get<double>() / d["sweep_bound_tokens_per_s"].get<double>())
                 .epsilon(1e-12));
-    // --random names the shape of random weights; not beside --model, not unknown.
-    require_one_line_cli_error(run_cli({"bench", "--random", "stories1b"}),
+    // --shape (or --random) names the shape of random weights; not beside --model, not unknown.
+    require_one_line_cli_error(run_cli({"bench", "--shape", "stories1b"}),
                                "unknown model shape 'stories1b'; valid shapes: small, stories15m, "
                                "stories110m");
     const auto both = run_cli({"bench", "--random", "small", "--model", model});
