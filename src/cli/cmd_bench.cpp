@@ -2,6 +2,7 @@
 // measured GEMM peak and copy bandwidth. Lesson: lessons/06-compute-vs-memory.md.
 // `--batch 1,4,16,64`: decode tokens/s per batch size, total and per request,
 // and the batch from which a step is compute-bound (lessons/08-batching-decode.md).
+// `--plot roofline.png`: the same run drawn as a roofline (perf/roofline_plot.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "model/shapes.h"
 #include "perf/bench.h"
 #include "perf/flops.h"
+#include "perf/roofline_plot.h"
 
 namespace plab::cli {
 namespace {
@@ -27,6 +29,7 @@ struct BenchCliOptions {
     BenchOptions bench;
     std::uint64_t seed = 15;
     bool json = false;
+    std::string plot;  // empty: no roofline PNG
 };
 
 // The prefill table (its columns unchanged since lesson 6 shows them), then
@@ -139,12 +142,25 @@ void run(BenchCliOptions o) {
     // least 1, a pool and max_seq_len that fit).
     if (o.batch_given) o.bench.batches = parse_int_list(o.batch, "--batch");
     PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
+    if (!o.plot.empty()) {
+        // Before the bench: it takes minutes, and the plot is its last step.
+        check_plot_path(o.plot);
+        PLAB_CHECK(
+            std::any_of(o.bench.backends.begin(), o.bench.backends.end(), held_to_host_limits),
+            "--plot draws this host's roofline, which bounds only the cpu backends; add "
+            "cpu or cpu-ref to --backends '"
+                << o.backends << "'");
+    }
     const Weights w = o.model.empty() ? make_random_weights(named_shape(o.random), o.seed)
                                       : load_model_arg(o.model).weights;
     const BenchReport r = run_bench(w, o.bench);
+    const std::string model_label =
+        o.model.empty() ? "random " + shape_label(o.random) + " shape" : o.model;
+    if (!o.plot.empty())
+        write_roofline_png(roofline_figure(r, model_label, o.bench.chunks), o.plot);
     if (o.json) {
         nlohmann::json j;
-        j["model"] = o.model.empty() ? "random " + shape_label(o.random) + " shape" : o.model;
+        j["model"] = model_label;
         j["mask"] = o.bench.mask;
         j["threads"] = r.machine.threads;
         j["gemm_peak_gflops"] = r.machine.gemm_gflops;
@@ -298,6 +314,7 @@ void run(BenchCliOptions o) {
         "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "
         "%.0f MFLOP of an op's work\n",
         cpu_threads(), kMinFlopsPerThread / 1e6);
+    if (!o.plot.empty()) std::printf("\nRoofline written to %s\n", o.plot.c_str());
     if (!o.bench.load) return;
     std::printf("\nQuiet, capped at 1 thread (the reference for the loaded runs):\n");
     print_prefill_rows(r.prefill_single_thread);
@@ -354,6 +371,8 @@ void add_bench_command(CLI::App& app) {
                   "single-thread run");
     add_mask_option(cmd, o->bench.mask);
     cmd->add_flag("--json", o->json, "machine-readable output");
+    cmd->add_option("--plot", o->plot,
+                    "also draw the run as a roofline PNG (peak, bandwidth, one point per row)");
     cmd->callback([o, batch] {
         o->batch_given = batch->count() > 0;
         run(*o);

@@ -114,13 +114,6 @@ SessionOptions session_for(const std::vector<int32_t>& tokens, const ModelConfig
     return so;
 }
 
-// The machine figures (GEMM peak, copy and read bandwidth) are measured on
-// the host: they bound the CPU backends only. A GPU reads its weights from
-// its own memory; on the H200 the host's figures put gpu at "381% of peak".
-bool held_to_host_limits(const std::string& backend) {
-    return backend.rfind("cpu", 0) == 0;
-}
-
 // Cold prefills of `n` tokens: one time per run, in seconds.
 std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o) {
     const ModelConfig& c = model.config();
@@ -361,6 +354,13 @@ public:
 };
 
 }  // namespace
+
+// The machine figures (GEMM peak, copy and read bandwidth) are measured on
+// the host: they bound the CPU backends only. A GPU reads its weights from
+// its own memory; on the H200 the host's figures put gpu at "381% of peak".
+bool held_to_host_limits(const std::string& backend) {
+    return backend.rfind("cpu", 0) == 0;
+}
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     const ModelConfig& c = weights.config;

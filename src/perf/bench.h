@@ -151,4 +151,8 @@ struct BenchReport {
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);
 
+// Whether the host's measured peak and bandwidth bound this backend (the CPU
+// ones; a GPU's rows report no fraction of them).
+bool held_to_host_limits(const std::string& backend);
+
 }  // namespace plab

@@ -49,6 +49,13 @@ double decode_bytes(const ModelConfig& c, int ctx) {
     return params * sizeof(float) + double(ctx) * c.kv_floats_per_token() * sizeof(float);
 }
 
+double prefill_bytes(const ModelConfig& c, int n, int pos0) {
+    // decode_bytes counts one embedding row (untied) and `ctx` positions of K/V:
+    // a prefill looks up n rows and reads pos0 + n positions.
+    const double row = c.tied_embeddings ? 0.0 : double(c.dim) * sizeof(float);
+    return decode_bytes(c, pos0 + n) + (n - 1) * row;
+}
+
 DecodeStepCost decode_step_cost(const ModelConfig& c, int batch, double ctx) {
     DecodeStepCost k;
     k.batch = batch;

@@ -46,6 +46,18 @@ int attention_overtakes_projections_at(const ModelConfig& c);
 // untied token-embedding table only the one row looked up) + K/V of ctx positions.
 double decode_bytes(const ModelConfig& c, int ctx);
 
+// Bytes a prefill of n tokens after pos0 cached ones must read at least (the
+// roofline's x axis, plab bench --plot): every weight once — the step's rows
+// share each weight as a batched decode step's do, and of an untied embedding
+// table only the n rows looked up — plus the K/V of all pos0 + n positions
+// once, as attention tiled over keys reads them (FlashAttention, Dao et al.
+// 2022). The chunk's own n positions count too: they are written to the KV
+// cache and read back by the attention (at 2048 stories15M tokens, 28 MB: far
+// beyond the caches). Activations are left out, as decode_bytes leaves them:
+// T x D floats per op, small next to the weights below a few thousand tokens.
+// For n = 1 this is decode_bytes(c, pos0 + 1).
+double prefill_bytes(const ModelConfig& c, int n, int pos0 = 0);
+
 // One decode step of `batch` sequences, each feeding back one token at context
 // `ctx` (positions already cached; a mean over the sequences is fine: every
 // term is linear in it). What batching changes (lessons/08-batching-decode.md):
