@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 
 #include "core/error.h"
@@ -74,8 +75,7 @@ std::string tick_label(double v) {
 // ---- the figure's content ------------------------------------------------
 
 std::string peak_source(const MachineSpeed& m) {
-    return m.eigen_gemm_gflops >= m.engine_gemm_gflops ? "Eigen's GEMM"
-                                                       : "the engine's own GEMM (cpu_gemm)";
+    return m.eigen_gemm_gflops >= m.engine_gemm_gflops ? "Eigen GEMM" : "engine GEMM, cpu_gemm";
 }
 
 namespace {
@@ -105,12 +105,9 @@ RooflineFigure roofline_figure(const BenchReport& r, const std::string& model_la
     f.peak_source = peak_source(m);
     f.read_gb_per_s = m.read_gb_per_s;
     f.copy_gb_per_s = m.copy_gb_per_s;
-    f.title = "Roofline: " + model_label + ", this machine with " + std::to_string(m.threads) +
+    f.title = "Roofline: " + model_label + ", " + std::to_string(m.threads) +
               " threads, one plab bench run";
-    f.subtitle = c.summary() + "\nGEMM peak " + format("%.1f", m.gemm_gflops) + " GFLOP/s (" +
-                 f.peak_source + ", 2048^3), read " + format("%.1f", m.read_gb_per_s) +
-                 " GB/s, copy " + format("%.1f", m.copy_gb_per_s) + " GB/s, ridge " +
-                 format("%.1f", f.ridge_flops_per_byte()) + " FLOP/byte";
+    f.subtitle = c.summary() + ", float32; every line and point measured in the same run";
     // The host's roofs do not bound a GPU backend: its rows are left out.
     for (const PrefillBenchRow& p : r.prefill) {
         if (!held_to_host_limits(p.backend)) continue;
@@ -169,8 +166,8 @@ RooflineLayout roofline_layout(const RooflineFigure& f, int width, int height) {
         y_max = std::max(y_max, p.gflops);
     }
     const DecadeRange xr = decade_range(x_min, x_max);
-    // 2: room above the peak line for its label.
-    const DecadeRange yr = decade_range(y_min, y_max, 2.0);
+    // 1.4: room above the peak line for its label.
+    const DecadeRange yr = decade_range(y_min, y_max, 1.4);
     l.x = {xr.lo, xr.hi, l.plot_left, l.plot_right};
     l.y = {yr.lo, yr.hi, l.plot_bottom, l.plot_top};
     // Labels such as "1000" are ~4 letters of 6 units: 30 units apart at least.
@@ -200,18 +197,20 @@ struct Box {
 };
 
 // Greedy label placement: the first candidate box inside the plot that
-// touches nothing taken yet, else the one overlapping least.
+// touches nothing taken yet, else the one overlapping least (a box taken
+// with a weight counts that many times: covering a marker is worse than
+// crossing a line).
 class Placer {
 public:
     explicit Placer(Box area) : area_(area) {}
-    void take(Box b) { taken_.push_back(b); }
+    void take(Box b, double weight = 1) { taken_.push_back({b, weight}); }
     Box place(const std::vector<Box>& candidates) {
         const Box* best = nullptr;
         double best_overlap = std::numeric_limits<double>::infinity();
         for (const Box& c : candidates) {
             if (!c.inside(area_)) continue;
             double overlap = 0;
-            for (const Box& t : taken_) overlap += c.overlap(t);
+            for (const auto& [t, weight] : taken_) overlap += weight * c.overlap(t);
             if (overlap < best_overlap) {
                 best_overlap = overlap;
                 best = &c;
@@ -225,7 +224,7 @@ public:
 
 private:
     Box area_;
-    std::vector<Box> taken_;
+    std::vector<std::pair<Box, double>> taken_;
 };
 
 // Small boxes along a segment: the roofs as obstacles for labels.
@@ -301,66 +300,91 @@ void draw_axes(Canvas& canvas, const RooflineLayout& l) {
                 kText, /*vertical=*/true);
 }
 
-// 2. the roofs: read bandwidth up to the ridge, then the peak; copy dashed.
-void draw_roofs(Canvas& canvas, const RooflineLayout& l, const RooflineFigure& f, Placer& placer) {
-    const double s = l.text_scale, ridge = f.ridge_flops_per_byte();
-    const double rx = l.px(ridge), ry = l.py(f.peak_gflops);
-    // The slanted line enters the plot at its left edge or its bottom.
+std::string ridge_label(const RooflineFigure& f) {
+    return "ridge " + format("%.1f", f.ridge_flops_per_byte()) + " FLOP/byte";
+}
+
+// The roofs in pixels: the read line from where it enters the plot (its
+// left edge or its bottom) to the ridge, the peak from there to the right
+// edge, and the copy line (x0 == x1 when there is none).
+struct RoofPixels {
+    double read_x0, read_y0, ridge_x, ridge_y;
+    double copy_x0 = 0, copy_y0 = 0, copy_x1 = 0, copy_y1 = 0;
+};
+
+RoofPixels roof_pixels(const RooflineLayout& l, const RooflineFigure& f) {
     const auto slant_start = [&](double bw) { return std::max(l.x.lo, l.y.lo / bw); };
-    const double ax = slant_start(f.read_gb_per_s);
-    const double sx0 = l.px(ax), sy0 = l.py(ax * f.read_gb_per_s);
-    // Under the roofs: the ridge's dotted drop to the x axis.
-    canvas.dashed_line(rx, ry, rx, l.plot_bottom, 1.5, kCopyRoofColour, 2, 4);
-    double cx0 = 0, cy0 = 0, cx1 = 0, cy1 = 0;
+    const double a = slant_start(f.read_gb_per_s);
+    RoofPixels r{l.px(a), l.py(a * f.read_gb_per_s), l.px(f.ridge_flops_per_byte()),
+                 l.py(f.peak_gflops)};
     if (f.copy_gb_per_s > 0) {
         const double c0 = slant_start(f.copy_gb_per_s);
-        const double c1 = std::min(l.x.hi, f.peak_gflops / f.copy_gb_per_s);
-        cx0 = l.px(c0), cy0 = l.py(c0 * f.copy_gb_per_s);
-        cx1 = l.px(c1), cy1 = l.py(c1 * f.copy_gb_per_s);
-        if (c1 > c0) canvas.dashed_line(cx0, cy0, cx1, cy1, 2, kCopyRoofColour, 10, 7);
-        take_segment(placer, cx0, cy0, cx1, cy1);
+        const double c1 = std::max(c0, std::min(l.x.hi, f.peak_gflops / f.copy_gb_per_s));
+        r.copy_x0 = l.px(c0), r.copy_y0 = l.py(c0 * f.copy_gb_per_s);
+        r.copy_x1 = l.px(c1), r.copy_y1 = l.py(c1 * f.copy_gb_per_s);
     }
-    canvas.line(sx0, sy0, rx, ry, kRoofWidth, kRoofColour);
-    canvas.line(rx, ry, l.plot_right, ry, kRoofWidth, kRoofColour);
-    canvas.disc(rx, ry, kRoofWidth / 2, kRoofColour);  // a round joint at the ridge
-    take_segment(placer, sx0, sy0, rx, ry);
-    take_segment(placer, rx, ry, l.plot_right, ry);
-    const double h = Canvas::text_height(s);
+    return r;
+}
+
+// 2. the roofs: read bandwidth up to the ridge, then the peak; copy dashed;
+// the peak's label. The lines and the ridge's label become obstacles.
+void draw_roofs(Canvas& canvas, const RooflineLayout& l, const RooflineFigure& f,
+                const RoofPixels& r, Placer& placer) {
+    const double s = l.text_scale, h = Canvas::text_height(s);
+    // Under the roofs: the ridge's dotted drop to the x axis.
+    canvas.dashed_line(r.ridge_x, r.ridge_y, r.ridge_x, l.plot_bottom, 1.5, kCopyRoofColour, 2, 4);
+    if (r.copy_x1 > r.copy_x0) {
+        canvas.dashed_line(r.copy_x0, r.copy_y0, r.copy_x1, r.copy_y1, 2, kCopyRoofColour, 10, 7);
+        take_segment(placer, r.copy_x0, r.copy_y0, r.copy_x1, r.copy_y1);
+    }
+    canvas.line(r.read_x0, r.read_y0, r.ridge_x, r.ridge_y, kRoofWidth, kRoofColour);
+    canvas.line(r.ridge_x, r.ridge_y, l.plot_right, r.ridge_y, kRoofWidth, kRoofColour);
+    canvas.disc(r.ridge_x, r.ridge_y, kRoofWidth / 2, kRoofColour);  // a round joint
+    take_segment(placer, r.read_x0, r.read_y0, r.ridge_x, r.ridge_y);
+    take_segment(placer, r.ridge_x, r.ridge_y, l.plot_right, r.ridge_y);
     // The peak's label above its line, at the right.
     const std::string peak =
-        "peak " + format("%.1f", f.peak_gflops) + " GFLOP/s (" + f.peak_source + ")";
+        "GEMM peak " + format("%.1f", f.peak_gflops) + " GFLOP/s (" + f.peak_source + ", 2048^3)";
     const double pw = Canvas::text_width(peak, s);
-    label(canvas, placer.place({{l.plot_right - 8 - pw, ry - h - 4, l.plot_right - 8, ry - 4}}),
-          peak, s, kText);
-    // The ridge's, turned, beside its drop at the bottom.
-    const std::string ridge_text = "ridge " + format("%.1f", ridge) + " FLOP/byte";
-    const double rw = Canvas::text_width(ridge_text, s);
-    canvas.text(rx + 4, l.plot_bottom - 6, ridge_text, s, kMutedText, /*vertical=*/true);
-    placer.take({rx + 4, l.plot_bottom - 6 - rw, rx + 4 + h, l.plot_bottom - 6});
-    // The bandwidths' labels: left of (above) the slanted line at 55% of its
-    // way up, the copy line's on the side away from the read line.
+    label(
+        canvas,
+        placer.place({{l.plot_right - 8 - pw, r.ridge_y - h - 4, l.plot_right - 8, r.ridge_y - 4}}),
+        peak, s, kText);
+    // The ridge's, turned, beside its drop at the bottom (drawn last).
+    const double rw = Canvas::text_width(ridge_label(f), s);
+    placer.take({r.ridge_x + 4, l.plot_bottom - 6 - rw, r.ridge_x + 4 + h, l.plot_bottom - 6});
+}
+
+// 4. the bandwidths' labels beside their lines: the higher line's above it
+// (to its left), the lower one's below it, at the first free spot along it.
+void draw_bandwidth_labels(Canvas& canvas, const RooflineLayout& l, const RooflineFigure& f,
+                           const RoofPixels& r, Placer& placer) {
+    const double s = l.text_scale, h = Canvas::text_height(s);
     const auto slant_label = [&](const std::string& text, double x0, double y0, double x1,
                                  double y1, bool above, Rgb c) {
-        const double x = x0 + 0.55 * (x1 - x0), y = y0 + 0.55 * (y1 - y0);
         const double w = Canvas::text_width(text, s);
-        const Box left{x - 10 - w, y - h / 2, x - 10, y + h / 2};
-        const Box right{x + 10, y - h / 2, x + 10 + w, y + h / 2};
-        label(canvas,
-              placer.place(above ? std::vector<Box>{left, right} : std::vector<Box>{right, left}),
-              text, s, c);
+        std::vector<Box> candidates;
+        for (double t : {0.55, 0.4, 0.7, 0.25, 0.85}) {
+            const double x = x0 + t * (x1 - x0), y = y0 + t * (y1 - y0);
+            const Box left{x - 10 - w, y - h / 2, x - 10, y + h / 2};
+            const Box right{x + 10, y - h / 2, x + 10 + w, y + h / 2};
+            candidates.push_back(above ? left : right);
+        }
+        label(canvas, placer.place(candidates), text, s, c);
     };
-    slant_label("read " + format("%.1f", f.read_gb_per_s) + " GB/s", sx0, sy0, rx, ry,
-                f.read_gb_per_s >= f.copy_gb_per_s, kRoofColour);
-    if (f.copy_gb_per_s > 0) {
-        slant_label("copy " + format("%.1f", f.copy_gb_per_s) + " GB/s (read + written)", cx0, cy0,
-                    cx1, cy1, f.copy_gb_per_s > f.read_gb_per_s, kMutedText);
+    slant_label("read " + format("%.1f", f.read_gb_per_s) + " GB/s", r.read_x0, r.read_y0,
+                r.ridge_x, r.ridge_y, f.read_gb_per_s >= f.copy_gb_per_s, kRoofColour);
+    if (r.copy_x1 > r.copy_x0) {
+        slant_label("copy " + format("%.1f", f.copy_gb_per_s) + " GB/s (read + written)", r.copy_x0,
+                    r.copy_y0, r.copy_x1, r.copy_y1, f.copy_gb_per_s > f.read_gb_per_s, kMutedText);
     }
 }
 
 // 3. the legend: what each colour and marker is.
 void draw_legend(Canvas& canvas, const RooflineLayout& l, const RooflineFigure& f, Placer& placer,
                  const Box& area) {
-    const double s = l.text_scale, h = Canvas::text_height(s), row = h + 4;
+    // Smaller letters than the plot's: the legend is read once.
+    const double s = l.text_scale * 0.75, h = Canvas::text_height(s), row = h + 3;
     struct Entry {
         Rgb colour;
         bool filled;
@@ -368,15 +392,15 @@ void draw_legend(Canvas& canvas, const RooflineLayout& l, const RooflineFigure& 
         std::string text;
     };
     std::vector<Entry> entries = {
-        {kPrefillColour, true, false, "prefill of a cold prompt, one point per length"},
+        {kPrefillColour, true, false, "prefill of a cold prompt, per length"},
         {kDecodeColour, true, false, "decode, one sequence"},
-        {kDecodeBatchColour, true, false, "decode, b sequences per step (--batch)"},
-        {kRoofColour, true, true, "roof: read bandwidth, then GEMM peak"}};
+        {kDecodeBatchColour, true, false, "decode, b sequences a step (--batch)"},
+        {kRoofColour, true, true, "read bandwidth, then GEMM peak"}};
     for (std::size_t b = 0; b < f.backends.size() && f.backends.size() > 1; ++b)
-        entries.push_back({kMutedText, b == 0, false, "backend " + f.backends[b]});
+        entries.push_back({kMutedText, b == 0, false, f.backends[b]});
     double w = 0;
     for (const Entry& e : entries) w = std::max(w, Canvas::text_width(e.text, s));
-    w += 36 + 16;
+    w += 44 + 10;
     const double total = entries.size() * row + 12;
     const double pad = 10;
     const Box box = placer.place({
@@ -408,16 +432,14 @@ Canvas draw_roofline(const RooflineFigure& f, int width, int height) {
     const RooflineLayout l = roofline_layout(f, width, height);
     const double s = l.text_scale;
     Canvas canvas(width, height, kWhite);
-    // Title and subtitle above the plot.
-    canvas.text(l.plot_left, 6 * s, f.title, s * 1.25, kText);
-    double y = 6 * s + Canvas::text_height(s * 1.25) + 2;
-    std::size_t start = 0;
-    while (start <= f.subtitle.size()) {
-        const std::size_t end = std::min(f.subtitle.find('\n', start), f.subtitle.size());
-        canvas.text(l.plot_left, y, f.subtitle.substr(start, end - start), s, kMutedText);
-        y += Canvas::text_height(s);
-        start = end + 1;
-    }
+    // Title and subtitle above the plot, shrunk to the width if they need it.
+    const auto fitted = [&](const std::string& text, double scale) {
+        const double room = l.plot_right - l.plot_left;
+        return std::min(scale, room / Canvas::text_width(text, 1));
+    };
+    canvas.text(l.plot_left, 6 * s, f.title, fitted(f.title, s * 1.25), kText);
+    canvas.text(l.plot_left, 8 * s + Canvas::text_height(s * 1.25), f.subtitle,
+                fitted(f.subtitle, s), kMutedText);
     draw_axes(canvas, l);
     // A note under the x axis label: what x and y count.
     canvas.text(l.plot_left, l.plot_bottom + 31 * s,
@@ -429,30 +451,47 @@ Canvas draw_roofline(const RooflineFigure& f, int width, int height) {
     // Markers first as obstacles, so no label covers a point.
     for (const RooflinePoint& p : f.points) {
         const double x = l.px(p.flops_per_byte), y = l.py(p.gflops), r = kMarkerRadius + 2;
-        placer.take({x - r, y - r, x + r, y + r});
+        placer.take({x - r, y - r, x + r, y + r}, /*weight=*/20);
     }
-    draw_roofs(canvas, l, f, placer);
+    const RoofPixels roofs = roof_pixels(l, f);
+    draw_roofs(canvas, l, f, roofs, placer);
     draw_legend(canvas, l, f, placer, area);
-    for (const RooflinePoint& p : f.points) {
-        const double x = l.px(p.flops_per_byte), y = l.py(p.gflops);
-        marker(canvas, x, y, point_colour(p.kind), p.backend == f.backends.front());
-    }
+    draw_bandwidth_labels(canvas, l, f, roofs, placer);
+    std::vector<Box> boxes;  // of each point's label
     for (const RooflinePoint& p : f.points) {
         const double x = l.px(p.flops_per_byte), y = l.py(p.gflops);
         const double w = Canvas::text_width(p.label, s), h = Canvas::text_height(s);
-        const double r = kMarkerRadius + 4, d = r * 0.7;
-        const Box b = placer.place({
-            {x + r, y - h / 2, x + r + w, y + h / 2},  // right
-            {x - r - w, y - h / 2, x - r, y + h / 2},  // left
-            {x + d, y - d - h, x + d + w, y - d},      // above right
-            {x + d, y + d, x + d + w, y + d + h},      // below right
-            {x - d - w, y - d - h, x - d, y - d},      // above left
-            {x - d - w, y + d, x - d, y + d + h},      // below left
-            {x - w / 2, y - r - h, x + w / 2, y - r},  // above
-            {x - w / 2, y + r, x + w / 2, y + r + h},  // below
-        });
-        label(canvas, b, p.label, s, point_colour(p.kind));
+        // Eight spots around the marker, near first, then the same a little farther out.
+        std::vector<Box> spots;
+        for (double r : {kMarkerRadius + 4, 2.5 * kMarkerRadius + 4}) {
+            const double d = r * 0.7;
+            for (const Box& b : std::initializer_list<Box>{
+                     {x + r, y - h / 2, x + r + w, y + h / 2},  // right
+                     {x - r - w, y - h / 2, x - r, y + h / 2},  // left
+                     {x + d, y - d - h, x + d + w, y - d},      // above right
+                     {x + d, y + d, x + d + w, y + d + h},      // below right
+                     {x - d - w, y - d - h, x - d, y - d},      // above left
+                     {x - d - w, y + d, x - d, y + d + h},      // below left
+                     {x - w / 2, y - r - h, x + w / 2, y - r},  // above
+                     {x - w / 2, y + r, x + w / 2, y + r + h},  // below
+                 })
+                spots.push_back(b);
+        }
+        boxes.push_back(placer.place(spots));
     }
+    // 5. the points: every label's white box, then the letters, then the
+    // markers on top, so a crowded corner never hides a point or a label.
+    for (const Box& b : boxes) canvas.fill_rect(b.x0 - 2, b.y0, b.x1 + 2, b.y1, kWhite, 0.8);
+    for (std::size_t i = 0; i < f.points.size(); ++i) {
+        const RooflinePoint& p = f.points[i];
+        canvas.text(boxes[i].x0, boxes[i].y0 + s, p.label, s, point_colour(p.kind));
+    }
+    for (const RooflinePoint& p : f.points) {
+        marker(canvas, l.px(p.flops_per_byte), l.py(p.gflops), point_colour(p.kind),
+               p.backend == f.backends.front());
+    }
+    canvas.text(l.px(f.ridge_flops_per_byte()) + 4, l.plot_bottom - 6, ridge_label(f), s,
+                kMutedText, /*vertical=*/true);
     return canvas;
 }
 

@@ -77,8 +77,8 @@ struct RooflinePoint {
 };
 
 struct RooflineFigure {
-    std::string title;     // model shape and machine
-    std::string subtitle;  // the config and the measured roofs, in numbers
+    std::string title;     // model and machine (threads)
+    std::string subtitle;  // the config, one line
     double peak_gflops = 0;
     std::string peak_source;  // which GEMM gave the peak
     double read_gb_per_s = 0;
