@@ -87,10 +87,14 @@ std::string format(const char* fmt, double v) {
 }
 
 void add_point(RooflineFigure& f, RooflinePoint p) {
+    // A log axis has no place for 0 (a row that measured nothing).
+    if (!(p.flops_per_byte > 0 && p.gflops > 0 && std::isfinite(p.flops_per_byte) &&
+          std::isfinite(p.gflops)))
+        return;
     if (std::find(f.backends.begin(), f.backends.end(), p.backend) == f.backends.end())
         f.backends.push_back(p.backend);
-    // The first backend's points carry bare labels; the others say whose they are.
-    if (p.backend != f.backends.front()) p.label += " (" + p.backend + ")";
+    // Labels stay short (the default run has two backends' points side by
+    // side): the marker says whose a point is, the legend which marker is whose.
     f.points.push_back(std::move(p));
 }
 
@@ -155,7 +159,7 @@ RooflineLayout roofline_layout(const RooflineFigure& f, int width, int height) {
     l.plot_right = width - 16 * s;
     l.plot_top = 56 * s;
     l.plot_bottom = height - 44 * s;
-    // x: every point, and the ridge with a decade-ish of roof on either side.
+    // x: every point, and the ridge with 4x of roof on either side of it.
     const double ridge = f.ridge_flops_per_byte();
     double x_min = ridge / 4, x_max = ridge * 4;
     double y_min = f.peak_gflops / 10, y_max = f.peak_gflops;
@@ -461,9 +465,9 @@ Canvas draw_roofline(const RooflineFigure& f, int width, int height) {
     for (const RooflinePoint& p : f.points) {
         const double x = l.px(p.flops_per_byte), y = l.py(p.gflops);
         const double w = Canvas::text_width(p.label, s), h = Canvas::text_height(s);
-        // Eight spots around the marker, near first, then the same a little farther out.
+        // Eight spots around the marker, near first, then the same farther out.
         std::vector<Box> spots;
-        for (double r : {kMarkerRadius + 4, 2.5 * kMarkerRadius + 4}) {
+        for (double r : {kMarkerRadius + 4, 2.5 * kMarkerRadius + 4, 4 * kMarkerRadius + 4}) {
             const double d = r * 0.7;
             for (const Box& b : std::initializer_list<Box>{
                      {x + r, y - h / 2, x + r + w, y + h / 2},  // right

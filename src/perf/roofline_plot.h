@@ -73,7 +73,7 @@ struct RooflinePoint {
     int size = 0;               // prefill: prompt tokens; decode: context; batch: b
     double flops_per_byte = 0;  // x: FLOPs / bytes read (perf/flops.h)
     double gflops = 0;          // y: achieved
-    std::string label;          // "prefill 512", "decode", "decode b=16"
+    std::string label;          // "prefill 512", "decode", "decode b=16" (whichever backend)
 };
 
 struct RooflineFigure {
