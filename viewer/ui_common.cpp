@@ -11,13 +11,27 @@
 #include <cstdio>
 #include <iterator>
 
+#include "fonts.h"
 #include "panels.h"
+#include "text_utf8.h"
+#include "view_command.h"
 
 #ifndef GL_CLAMP_TO_EDGE
 #define GL_CLAMP_TO_EDGE 0x812F
 #endif
 
 namespace plab::viewer {
+
+namespace {
+float g_ui_scale = 1.0f;  // see ui_scale(): ImGui's style is one global too
+}  // namespace
+
+float ui_scale() {
+    return g_ui_scale;
+}
+void set_ui_scale(float scale) {
+    g_ui_scale = scale;
+}
 
 ImU32 request_colour(int id) {
     // Apart from the fixed colours above (chunk orange, decode green, shared magenta).
@@ -89,18 +103,7 @@ ImU32 probability_colour(float p, bool sqrt_scale) {
 }
 
 std::string token_label(const std::string& text) {
-    std::string out;
-    for (char ch : text) {
-        if (ch == '\n')
-            out += "\\n";
-        else if (ch == '\t')
-            out += "\\t";
-        else if (ch == ' ')
-            out += "_";
-        else
-            out += ch;
-    }
-    return out;
+    return token_display(text, current_font_has_glyph);
 }
 
 std::string format_us(double us) {
@@ -239,6 +242,23 @@ void draw_serving_toggle(ViewerState& state) {
 }
 
 // ---- the control bar -------------------------------------------------------------------
+// "The command for this view" (view_command.h): a button that copies the `plab` command
+// reproducing the panel's numbers; its tooltip shows the command before it is copied.
+void draw_command_button(const Snapshot& snap, const ViewerState& state) {
+    ImGui::SameLine();
+    const bool clicked = ImGui::SmallButton("Copy command");
+    if (!clicked && !ImGui::IsItemHovered()) return;
+    std::string why_not;
+    const std::vector<std::string> words = view_command(state, snap, state.model_dir, why_not);
+    const std::string line = words.empty() ? why_not : shell_join(words);
+    if (clicked && !words.empty()) ImGui::SetClipboardText(line.c_str());
+    item_tooltip(
+        "The plab command that reproduces this panel's numbers (model, prompt, "
+        "backend, chunk plan, mask, block size); a click copies it for your "
+        "students:\n\n" +
+        line);
+}
+
 void draw_controls(const Snapshot& snap, ViewerState& state) {
     const StepView v = step_view(snap, state);
     const bool model_scene = state.scene != Scene::kToy && state.scene != Scene::kServing;
@@ -246,6 +266,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     // 1. Step controls (only where there is something to step through).
     ImGui::BeginDisabled(v.n_stages == 0);
     if (ImGui::Button("Reset")) apply_step(snap, state, Step::kReset);
+    state.reset_button_w = ImGui::GetItemRectSize().x;
+    state.reset_button_h = ImGui::GetItemRectSize().y;
     item_tooltip("Back to before the first engine call (key: Home or R).");
     ImGui::SameLine();
     if (ImGui::ArrowButton("##back", ImGuiDir_Left)) apply_step(snap, state, Step::kPrevChunk);
@@ -319,6 +341,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
                         : "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed "
                           "order (bitwise identical results); cpu and gpu are fast paths.");
     ImGui::EndDisabled();
+    draw_command_button(snap, state);
 
     if (model_scene) {
         const std::string model =

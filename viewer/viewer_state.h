@@ -97,6 +97,11 @@ struct ViewerState {
     // pool) instead of one sequence.
     bool serving_view = false;
     HeatmapTexture heatmap;
+    // issue 17: text and scale. The model directory the viewer loaded (the "command for
+    // this view" names it) and the control bar's Reset button as last drawn, in pixels
+    // (the --scale self-check measures a real widget, not the style's numbers).
+    std::string model_dir;
+    float reset_button_w = 0, reset_button_h = 0;
     bool print_checks = false;  // print each scene's self-check line when refreshed
     bool checks_failed = false;
 };
