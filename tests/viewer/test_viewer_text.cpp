@@ -149,9 +149,11 @@ TEST_CASE("the mask panel's command names the run's model, prompt, backend, plan
     // A cut prompt is given as its token ids, the BOS among them.
     state.prompt_tokens = 7;
     ctrl.refresh_mask(state, snap.mask);
+    snap.mask.ready = true;
     const std::string cut = shell_join(view_command(state, snap, "/m", why));
     std::string ids;
     for (int32_t id : snap.mask.tokens) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    INFO(cut << " / " << why);
     CHECK(cut.find("--tokens " + ids + " ") != std::string::npos);
     // Random weights: no command, and the reason.
     snap.random_model = true;

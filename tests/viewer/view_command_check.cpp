@@ -27,14 +27,14 @@ int main(int argc, char** argv) {
         return 1;
     }
     // "ID, top ID:PROB ID:PROB ..."
-    std::istringstream s(numbers);
-    long first = -1;
-    std::string word;
-    s >> first >> word;  // "ID," then "top"
-    s >> word;
+    const long first = std::strtol(numbers.c_str(), nullptr, 10);
+    const std::size_t top_at = numbers.find(", top");
+    std::istringstream s(top_at == std::string::npos ? "" : numbers.substr(top_at + 5));
     std::vector<std::pair<long, float>> top;
-    for (; !word.empty() && word != "top"; word.clear(), s >> word) {
+    std::string word;
+    while (s >> word) {
         const std::size_t colon = word.find(':');
+        if (colon == std::string::npos) break;
         top.emplace_back(std::strtol(word.c_str(), nullptr, 10),
                          std::strtof(word.c_str() + colon + 1, nullptr));
     }
