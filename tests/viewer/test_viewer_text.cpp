@@ -97,7 +97,7 @@ TEST_CASE("the shipped BPE model's tokens regroup into the prompt's characters",
     CHECK(whole_non_ascii + split > 0);  // the prompt did reach the non-ASCII path
 }
 
-TEST_CASE("--scale takes 0.5 to 4 and refuses the rest with one line", "[viewer][text]") {
+TEST_CASE("the UI scale takes 0.5 to 4 and refuses the rest with one line", "[viewer][text]") {
     CHECK(parse_scale("2") == 2.0f);
     CHECK(parse_scale("0.5") == 0.5f);
     CHECK(parse_scale("4") == 4.0f);
