@@ -459,6 +459,7 @@ int run(const Options& given) {
     apply_scale(measure_scale ? 1.0f : launch_scale, false);
     float wanted_scale = launch_scale;
     ScaleProbe at_one;
+    std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -503,6 +504,19 @@ int run(const Options& given) {
             wanted_scale = launch_scale;
         } else if (measure_scale && frame < 3) {
             wanted_scale = 1.0f;
+        }
+        // The prompt's token ids, for the command for this view (--tokens when cut).
+        const std::string ids_key = std::to_string(state.prompt_tokens) + "|" + state.prompt;
+        if (ids_key != prompt_ids_key || (state.prompt_tokens > 0 && state.prompt_ids.empty())) {
+            prompt_ids_key = ids_key;
+            state.prompt_ids.clear();
+            if (state.prompt_tokens > 0) {
+                try {
+                    state.prompt_ids = ctrl.encode(state);
+                } catch (const Error&) {
+                    // Too long a prompt: the panels show the engine's line; no command.
+                }
+            }
         }
         const bool new_text = fonts.add_text(screen_text(snap, state));
         if (wanted_scale != scale || new_text) apply_scale(wanted_scale, true);

@@ -29,21 +29,20 @@ std::string join_floats(const std::vector<float>& v) {
 
 // The prompt as the CLI takes it: the text, or, when the viewer cut or repeated the
 // tokenized prompt (--prompt-tokens), the token ids it ran (the BOS id among them).
-// Only the Mask panel's snapshot keeps the ids: another panel with --prompt-tokens
-// gets no command until the Mask panel has run once (`why_not` says so).
+// The ids are state.prompt_ids (main keeps them current), else the Mask panel's.
 bool add_prompt(std::vector<std::string>& w, const ViewerState& state,
                 const std::vector<int32_t>& tokens, std::string& why_not) {
     if (state.prompt_tokens == 0) {
         w.insert(w.end(), {"--prompt", state.prompt});
         return true;
     }
-    if (tokens.empty()) {
-        why_not = "no plab command yet: the prompt was cut to " +
-                  std::to_string(state.prompt_tokens) +
-                  " tokens; open the Mask panel once so the viewer has their ids";
+    const std::vector<int32_t>& ids = state.prompt_ids.empty() ? tokens : state.prompt_ids;
+    if (ids.empty()) {
+        why_not = "no plab command: the prompt was cut to " + std::to_string(state.prompt_tokens) +
+                  " tokens and their ids are not known yet";
         return false;
     }
-    w.insert(w.end(), {"--tokens", join_ints(tokens)});
+    w.insert(w.end(), {"--tokens", join_ints(ids)});
     return true;
 }
 

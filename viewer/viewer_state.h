@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "serving_replay.h"
 #include "snapshot.h"
@@ -101,6 +102,7 @@ struct ViewerState {
     // this view" names it) and the control bar's Reset button as last drawn, in pixels
     // (the --scale self-check measures a real widget, not the style's numbers).
     std::string model_dir;
+    std::vector<int32_t> prompt_ids;  // Controller::encode of the prompt (main keeps it current)
     float reset_button_w = 0, reset_button_h = 0;
     bool print_checks = false;  // print each scene's self-check line when refreshed
     bool checks_failed = false;
