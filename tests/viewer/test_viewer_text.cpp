@@ -40,10 +40,10 @@ TEST_CASE("utf8_step accepts whole shortest-form characters and nothing else", "
     CHECK(utf8_step("A", 0).valid);
     const Utf8Step d = utf8_step("Д", 0);  // D0 94
     CHECK((d.valid && d.cp == 0x414 && d.len == 2));
-    CHECK_FALSE(utf8_step("\xD0", 0).valid);          // cut off: the rest is in the next token
-    CHECK_FALSE(utf8_step("\x94", 0).valid);          // a continuation byte alone
-    CHECK_FALSE(utf8_step("\xC0\x80", 0).valid);      // overlong NUL
-    CHECK_FALSE(utf8_step("\xED\xA0\x80", 0).valid);  // a UTF-16 surrogate
+    CHECK_FALSE(utf8_step("\xD0", 0).valid);              // cut off: the rest is in the next token
+    CHECK_FALSE(utf8_step("\x94", 0).valid);              // a continuation byte alone
+    CHECK_FALSE(utf8_step("\xC0\x80", 0).valid);          // overlong NUL
+    CHECK_FALSE(utf8_step("\xED\xA0\x80", 0).valid);      // a UTF-16 surrogate
     CHECK_FALSE(utf8_step("\xF4\x90\x80\x80", 0).valid);  // past U+10FFFF
     const Utf8Step e = utf8_step("\xF0\x9F\x98\x80", 0);  // U+1F600, four bytes
     CHECK((e.valid && e.cp == 0x1F600 && e.len == 4));
@@ -66,8 +66,7 @@ TEST_CASE("token labels show whole characters, split bytes as <D0>, missing glyp
     CHECK(codepoint_name(0x4E2D) == "U+4E2D");
 }
 
-TEST_CASE("the shipped BPE model's tokens regroup into the prompt's characters",
-          "[viewer][text]") {
+TEST_CASE("the shipped BPE model's tokens regroup into the prompt's characters", "[viewer][text]") {
     // Byte-level BPE cuts Cyrillic and Greek characters (two bytes each) across tokens:
     // the tokens' bytes, joined, are the prompt; a token's label has <HH> exactly for
     // the bytes that are no whole character inside that token.
@@ -106,8 +105,9 @@ TEST_CASE("the UI scale takes 0.5 to 4 and refuses the rest with one line", "[vi
 }
 
 TEST_CASE("shell_quote hands every prompt to the program unchanged", "[viewer][text]") {
-    std::vector<std::string> words = {kScripts, "it's", "$HOME `id` \"x\" \\n *", "a'b'c",
-                                      "plain-word,1:2", "'", "new\nline", "  spaces  "};
+    std::vector<std::string> words = {kScripts,    "it's",           "$HOME `id` \"x\" \\n *",
+                                      "a'b'c",     "plain-word,1:2", "'",
+                                      "new\nline", "  spaces  "};
     // Seeded random printable ASCII, quotes and shell characters included.
     std::mt19937 rng(17);
     for (int i = 0; i < 20; ++i) {
@@ -144,8 +144,8 @@ TEST_CASE("the mask panel's command names the run's model, prompt, backend, plan
     CHECK(line.find("--backend cpu-ref --chunks " + snap.mask.plan.to_string() +
                     " --mask window:4") != std::string::npos);
     CHECK(snap.mask.top.size() == 5);
-    CHECK(view_numbers(state, snap).rfind(
-              "first token " + std::to_string(snap.mask.first_token_id) + ", top", 0) == 0);
+    CHECK(view_numbers(state, snap)
+              .rfind("first token " + std::to_string(snap.mask.first_token_id) + ", top", 0) == 0);
     // A cut prompt is given as its token ids, the BOS among them.
     state.prompt_tokens = 7;
     ctrl.refresh_mask(state, snap.mask);
