@@ -1,9 +1,9 @@
 // Font loading and glyph coverage (see fonts.h).
 #include "fonts.h"
 
-#include <array>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "core/error.h"
@@ -75,14 +75,34 @@ void check_font_file(const std::string& path, bool given) {
                "font '" << path << "' is a directory" << hint);
     std::ifstream f(path, std::ios::binary);
     PLAB_CHECK(f.good(), "cannot read font '" << path << "'" << hint);
-    std::array<unsigned char, 4> magic{};
-    f.read(reinterpret_cast<char*>(magic.data()), 4);
+    // A regular file of a font's size (CJK collections are about 20-30 MiB), so /dev/zero or
+    // a disk image is refused before it is read.
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    PLAB_CHECK(std::filesystem::is_regular_file(path) && !ec && size <= (64u << 20),
+               "font '" << path << "' is not a font-sized regular file (at most 64 MiB)" << hint);
+    const std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto u8 = [&](std::size_t i) { return static_cast<unsigned char>(data[i]); };
     // sfnt versions: 00 01 00 00 (TrueType), "OTTO" (CFF), "true" (Apple), "ttcf" (collection).
-    const std::string m(magic.begin(), magic.end());
-    const bool sfnt = (magic[0] == 0 && magic[1] == 1 && magic[2] == 0 && magic[3] == 0) ||
-                      m == "OTTO" || m == "true" || m == "ttcf";
-    PLAB_CHECK(f.good() && sfnt,
-               "font '" << path << "' is not a TrueType/OpenType font file" << hint);
+    const std::string m = data.substr(0, 4);
+    const bool sfnt =
+        data.size() >= 12 && ((u8(0) == 0 && u8(1) == 1 && u8(2) == 0 && u8(3) == 0) ||
+                              m == "OTTO" || m == "true" || m == "ttcf");
+    PLAB_CHECK(sfnt, "font '" << path << "' is not a TrueType/OpenType font file" << hint);
+    // The table directory must fit in the file and name the tables a glyph needs: stb_truetype
+    // trusts these counts and offsets, so a file that only starts like a font is refused here.
+    if (m != "ttcf") {
+        const std::size_t n = u8(4) * 256u + u8(5);
+        bool cmap = false, head = false;
+        for (std::size_t t = 0; t < n && 12 + 16 * (t + 1) <= data.size(); ++t) {
+            const std::string tag = data.substr(12 + 16 * t, 4);
+            cmap = cmap || tag == "cmap";
+            head = head || tag == "head";
+        }
+        PLAB_CHECK(n > 0 && 12 + 16 * n <= data.size() && cmap && head,
+                   "font '" << path << "' could not be read as a TrueType/OpenType font (its "
+                            << "table directory is cut off or has no cmap/head table)" << hint);
+    }
 }
 
 FontSet::FontSet(std::string path, float base_size_px, bool lesson)
@@ -122,7 +142,16 @@ void FontSet::rebuild(ImFontAtlas& atlas, float scale) {
     }
     // 3. Lesson mode: code in DejaVu Sans Mono, headings in DejaVu Sans Bold.
     mono_ = heading_ = -1;
-    if (!lesson_) return;
+    if (lesson_) add_lesson_fonts(atlas);
+    // 4. Rasterize now: a file that only looks like a font fails here, with its name,
+    //    instead of inside the renderer's first frame.
+    PLAB_CHECK(atlas.Build(), "font '" << path_
+                                       << "' could not be read as a TrueType/OpenType font "
+                                          "(stb_truetype refused it; try "
+                                       << default_font_path() << ")");
+}
+
+void FontSet::add_lesson_fonts(ImFontAtlas& atlas) {
     const std::string mono = std::string(kDejaVuDir) + "DejaVuSansMono.ttf";
     const std::string bold = std::string(kDejaVuDir) + "DejaVuSans-Bold.ttf";
     if (std::filesystem::exists(mono)) {

@@ -51,6 +51,8 @@ public:
     float size_px() const { return size_px_; }
 
 private:
+    void add_lesson_fonts(ImFontAtlas& atlas);
+
     std::string path_, fallback_;
     float base_size_;
     float size_px_ = 0;
