@@ -279,6 +279,8 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
                     m.probs.size() == static_cast<size_t>(t) * t);
     out.prefill_us = result.prefill_us;
     out.first_token = model_.tokenizer->token_text(argmax(result.last_logits));
+    out.first_token_id = argmax(result.last_logits);
+    out.top = top_probs(result.last_logits, 5);  // what `plab prefill --json` lists as "top"
 
     // What a tiled kernel makes of this mask, and the work it saves against causal.
     const int tile = std::clamp(state.mask_tile, 1, t);

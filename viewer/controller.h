@@ -47,6 +47,9 @@ public:
     void refresh_replay(const ViewerState& state, ReplaySnapshot& out);
 
     const Model& model() const { return model_; }
+    // The tokens the model scenes run: the prompt tokenized (BOS first), cut or repeated
+    // to --prompt-tokens (the command for this view passes them as --tokens).
+    std::vector<int32_t> encode(const ViewerState& state) const;
 
     // Prefill snapshots kept for the equivalence matrix before the cache is emptied.
     static constexpr std::size_t kMaxSnapshots = 64;
@@ -65,7 +68,6 @@ private:
     // serve every scene (its KV pool is made only by a request, so an engine
     // that only lends its model costs no pool).
     Engine& engine(const std::string& backend_name);
-    std::vector<int32_t> encode(const ViewerState& state) const;
     // The viewer's --mask spec bound to this prompt (docs:bos reads its BOS ids,
     // ALiBi its heads); a bad spec throws plab::Error with the CLI's one line.
     BoundMask mask_for(const ViewerState& state, const std::vector<int32_t>& tokens) const;

@@ -15,6 +15,7 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
+#include <imgui_internal.h>  // the --scale self-check reads each window's content extent
 // clang-format off
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
@@ -35,10 +36,13 @@
 #include "capture.h"
 #include "controller.h"
 #include "core/error.h"
+#include "fonts.h"
 #include "lesson_pane.h"
+#include "model/model_io.h"
 #include "options.h"
 #include "panels.h"
 #include "ui_common.h"
+#include "view_command.h"
 
 namespace plab::viewer {
 namespace {
@@ -64,15 +68,28 @@ double median_after_warmup(std::vector<double> ms) {
     return ms[ms.size() / 2];
 }
 
+// A --press key with Ctrl held (ctrl+plus, ctrl+minus, ctrl+0: the UI scale).
+constexpr int kCtrlKey = 1 << 16;
+
 // Key names for --press -> GLFW key codes (the ImGui 1.86 GLFW backend indexes
 // io.KeysDown by them).
 std::vector<int> parse_keys(const std::string& text) {
-    static const std::pair<const char*, int> kNames[] = {
-        {"space", GLFW_KEY_SPACE}, {"right", GLFW_KEY_RIGHT}, {"left", GLFW_KEY_LEFT},
-        {"down", GLFW_KEY_DOWN},   {"home", GLFW_KEY_HOME},   {"end", GLFW_KEY_END},
-        {"r", GLFW_KEY_R},         {"1", GLFW_KEY_1},         {"2", GLFW_KEY_2},
-        {"3", GLFW_KEY_3},         {"4", GLFW_KEY_4},         {"5", GLFW_KEY_5},
-        {"6", GLFW_KEY_6}};
+    static const std::pair<const char*, int> kNames[] = {{"ctrl+plus", kCtrlKey | GLFW_KEY_EQUAL},
+                                                         {"ctrl+minus", kCtrlKey | GLFW_KEY_MINUS},
+                                                         {"ctrl+0", kCtrlKey | GLFW_KEY_0},
+                                                         {"space", GLFW_KEY_SPACE},
+                                                         {"right", GLFW_KEY_RIGHT},
+                                                         {"left", GLFW_KEY_LEFT},
+                                                         {"down", GLFW_KEY_DOWN},
+                                                         {"home", GLFW_KEY_HOME},
+                                                         {"end", GLFW_KEY_END},
+                                                         {"r", GLFW_KEY_R},
+                                                         {"1", GLFW_KEY_1},
+                                                         {"2", GLFW_KEY_2},
+                                                         {"3", GLFW_KEY_3},
+                                                         {"4", GLFW_KEY_4},
+                                                         {"5", GLFW_KEY_5},
+                                                         {"6", GLFW_KEY_6}};
     std::vector<int> keys;
     std::stringstream ss(text);
     std::string name;
@@ -82,7 +99,8 @@ std::vector<int> parse_keys(const std::string& text) {
             if (name == n) code = c;
         PLAB_CHECK(code >= 0, "--press: unknown key '" << name
                                                        << "' (valid: space, right, left, down, "
-                                                          "home, end, r, 1-6)");
+                                                          "home, end, r, 1-6, ctrl+plus, "
+                                                          "ctrl+minus, ctrl+0)");
         keys.push_back(code);
     }
     return keys;
@@ -153,7 +171,9 @@ void draw_panel(const Snapshot& snap, ViewerState& state) {
 void draw_panel_side(const Snapshot& snap, ViewerState& state) {
     draw_controls(snap, state);
     ImGui::Separator();
-    ImGui::BeginChild("panel", ImVec2(0, 0), false);
+    // A panel wider than the window (a projector's scale on a small screen) scrolls
+    // sideways instead of being cut off.
+    ImGui::BeginChild("panel", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
     draw_panel(snap, state);
     ImGui::EndChild();
 }
@@ -161,7 +181,7 @@ void draw_panel_side(const Snapshot& snap, ViewerState& state) {
 // Lesson mode: the lesson's text on the left, a splitter to drag, the panel on the right.
 void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
     const float avail = ImGui::GetContentRegionAvail().x;
-    const float splitter = 6.0f;
+    const float splitter = px(6.0f);
     const float pane_w = lesson.width_fraction * avail;
     ImGui::BeginChild("lesson", ImVec2(pane_w, 0), true);
     const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
@@ -241,6 +261,92 @@ bool draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab, Lesson
     return state.scene != tab_scene;
 }
 
+// issue 17: text and scale -------------------------------------------------------------
+// Ctrl + / Ctrl - (also on the keypad) scale the UI by 1.25 within kScaleMin..kScaleMax,
+// Ctrl 0 goes back to the launch scale. Returns the scale asked for.
+float scale_keys(float scale, float launch) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (!io.KeyCtrl) return scale;
+    auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+    // The monitor's content scale may put the launch scale past the range: keep it reachable.
+    const float lo = std::min(kScaleMin, launch), hi = std::max(kScaleMax, launch);
+    if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) scale = std::min(hi, scale * 1.25f);
+    if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT))
+        scale = std::max(lo, scale / 1.25f);
+    if (pressed(GLFW_KEY_0) || pressed(GLFW_KEY_KP_0)) scale = launch;
+    return scale;
+}
+
+// The texts on screen that are not in the fixed glyph ranges' scripts for sure: the
+// prompt and what the model wrote (a new character makes the atlas build again).
+std::string screen_text(const Snapshot& snap, const ViewerState& state) {
+    std::string t = state.prompt + snap.mask.first_token + snap.timeline.output_text;
+    for (const ServingRequestInfo& r : snap.serving.requests) t += r.output_text;
+    return t;
+}
+
+// What the --scale self-check compares: sizes measured from ImGui after a frame.
+struct ScaleProbe {
+    float font = 0, frame_h = 0, text_w = 0, button_w = 0, button_h = 0;
+};
+constexpr const char* kProbeText = "Prefill Lab: prefill, chunk, KV cache";
+
+ScaleProbe probe_sizes(const ViewerState& state) {
+    ScaleProbe p;
+    p.font = ImGui::GetFontSize();
+    p.frame_h = ImGui::GetFrameHeight();
+    p.text_w = ImGui::CalcTextSize(kProbeText).x;
+    p.button_w = state.reset_button_w;
+    p.button_h = state.reset_button_h;
+    return p;
+}
+
+// Every window of the last frame inside the display, and nothing drawn past a window's
+// right or bottom edge where the window cannot scroll to it: asked of ImGui's own
+// windows (their rectangles, and the furthest point their items reached). A child
+// window its parent has scrolled partly out of view is the parent's business (the
+// parent scrolls); `sideways` counts the windows that needed a horizontal scrollbar.
+std::string clipped_items(int& sideways) {
+    const ImGuiContext& g = *GImGui;
+    sideways = 0;
+    const float slack = 1.0f;  // sub-pixel rounding of window positions
+    const ImRect display(ImVec2(0, 0), g.IO.DisplaySize);
+    for (const ImGuiWindow* w : g.Windows) {
+        if (!w->WasActive || w->Hidden || (w->Flags & ImGuiWindowFlags_Tooltip) ||
+            (w->Flags & ImGuiWindowFlags_Popup))
+            continue;
+        sideways += w->ScrollbarX;
+        ImRect r = w->Rect();
+        r.Expand(-slack);
+        const bool child = (w->Flags & ImGuiWindowFlags_ChildWindow) && w->ParentWindow;
+        if (child && !w->ParentWindow->InnerClipRect.Contains(r)) continue;  // scrolled
+        std::ostringstream why;
+        if (!child && !display.Contains(r))
+            why << "window '" << w->Name << "' reaches past the display";
+        const float over_x = w->DC.CursorMaxPos.x - w->InnerClipRect.Max.x;
+        const float over_y = w->DC.CursorMaxPos.y - w->InnerClipRect.Max.y;
+        if (over_x > slack && !w->ScrollbarX)
+            why << "'" << w->Name << "' is cut off " << over_x << " px at its right edge";
+        if (over_y > slack && !w->ScrollbarY && !w->ScrollbarX)
+            why << "'" << w->Name << "' is cut off " << over_y << " px at its bottom edge";
+        if (!why.str().empty()) return why.str();
+    }
+    return "";
+}
+
+// "font 16 -> 32 px (2.00x)": a size at scale 1 and at `scale`, and whether it grew by
+// the scale within `tol` px: ImGuiStyle::ScaleAllSizes floors each padding to whole
+// pixels, so a padded size may lose up to a pixel per padding; glyph advances are
+// rasterized at the new size and summed, which stays within 1%.
+std::string ratio_text(const char* what, float one, float now, float scale, float tol, bool& ok) {
+    const bool good = one > 0 && std::abs(now - one * scale) <= tol;
+    ok = ok && good;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s %.1f -> %.1f px (%.2fx)", what, one, now,
+                  one > 0 ? now / one : 0.0f);
+    return buf;
+}
+
 int run(const Options& given) {
     // 1. Inputs, checked before any window opens.
     const Options opt = with_lesson(given);
@@ -249,6 +355,11 @@ int run(const Options& given) {
                               << " is out of range (320x240 .. 8192x8192)");
     PLAB_CHECK(opt.frames >= 0, "--frames must be >= 0");
     const bool headless = !opt.screenshot.empty();
+    const float asked_scale = parse_scale(opt.scale);
+    const std::string font_path = opt.font.empty() ? default_font_path() : opt.font;
+    check_font_file(font_path, !opt.font.empty());
+    PLAB_CHECK(opt.font_size >= 6 && opt.font_size <= 72,
+               "--font-size " << opt.font_size << " must be between 6 and 72 pixels");
 
     ViewerState state = state_from_options(opt);
     state.print_checks = headless || opt.frames > 0;
@@ -259,6 +370,7 @@ int run(const Options& given) {
                "--click-try needs --lesson N and --screenshot (it clicks a Try button headless)");
 
     Controller ctrl(opt.model);
+    state.model_dir = opt.model.empty() ? default_model_path() : opt.model;
     Snapshot snap;
     ctrl.fill_model_info(snap);
     PLAB_CHECK(std::find(snap.backend_names.begin(), snap.backend_names.end(), state.backend) !=
@@ -305,35 +417,49 @@ int run(const Options& given) {
     io.IniFilename = nullptr;  // same layout every run: screenshots are reproducible
     ImGui::StyleColorsDark();
     ImGui::GetStyle().FrameRounding = 3.0f;
-    const std::string fonts = "/usr/share/fonts/truetype/dejavu/";
-    // Lesson mode: every character of the lesson gets a glyph (ImGui's default range
-    // is Latin-1 only, and lessons write —, …, ≤, ², ·); a bold font for headings and a
-    // monospace one for code, when installed.
-    ImVector<ImWchar> glyphs;
-    if (lesson) {
-        ImFontGlyphRangesBuilder builder;
-        builder.AddRanges(io.Fonts->GetGlyphRangesDefault());
+    const ImGuiStyle base_style = ImGui::GetStyle();  // the scale-1 style, scaled from here
+    // The monitor's content scale (2 on a high-DPI screen; 1 under Xvfb) times --scale.
+    float content_x = 1, content_y = 1;
+    glfwGetWindowContentScale(window, &content_x, &content_y);
+    const float content_scale = std::max(1.0f, std::max(content_x, content_y));
+    const float launch_scale = asked_scale * content_scale;
+    // Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
+    // a glyph; the lesson adds a bold font for headings and a monospace one for code.
+    FontSet fonts(font_path, opt.font_size, lesson != nullptr);
+    if (lesson)
         for (const LessonBlock& b : lesson->text.blocks) {
-            builder.AddText(b.text.c_str(), b.text.c_str() + b.text.size());
+            fonts.add_text(b.text);
             for (const auto& row : b.cells)
-                for (const std::string& cell : row) builder.AddText(cell.c_str());
+                for (const std::string& cell : row) fonts.add_text(cell);
         }
-        builder.BuildRanges(&glyphs);
-    }
-    const ImWchar* ranges = lesson ? glyphs.Data : nullptr;
-    if (std::filesystem::exists(fonts + "DejaVuSans.ttf"))
-        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSans.ttf").c_str(), opt.font_size, nullptr,
-                                     ranges);
-    if (lesson && std::filesystem::exists(fonts + "DejaVuSansMono.ttf")) {
-        lesson->mono_font = io.Fonts->Fonts.Size;
-        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSansMono.ttf").c_str(), opt.font_size * 0.9f,
-                                     nullptr, ranges);
-    }
-    if (lesson && std::filesystem::exists(fonts + "DejaVuSans-Bold.ttf")) {
-        lesson->heading_font = io.Fonts->Fonts.Size;
-        io.Fonts->AddFontFromFileTTF((fonts + "DejaVuSans-Bold.ttf").c_str(), opt.font_size * 1.25f,
-                                     nullptr, ranges);
-    }
+    fonts.add_text(screen_text(snap, state));
+    // Fonts rasterized at the new size, the style's sizes scaled, the panels' own pixel
+    // constants through ui_scale(): all at once, so nothing is left at the old size.
+    float scale = 0;
+    auto apply_scale = [&](float s, bool upload) {
+        fonts.rebuild(*io.Fonts, s);
+        ImGui::GetStyle() = base_style;
+        ImGui::GetStyle().ScaleAllSizes(s);
+        set_ui_scale(s);
+        if (lesson) {
+            lesson->mono_font = fonts.mono_font();
+            lesson->heading_font = fonts.heading_font();
+            lesson->heights_width = -1;  // text heights were measured at the old size
+        }
+        if (upload) {
+            ImGui_ImplOpenGL3_DestroyFontsTexture();
+            ImGui_ImplOpenGL3_CreateFontsTexture();
+        }
+        scale = s;
+    };
+    // Headless with a scale other than 1: the first frames are drawn at 1 and measured,
+    // then the scale changes as Ctrl +/- changes it, and the self-check compares.
+    // (Not with scripted keys: those test the Ctrl keys themselves.)
+    const bool measure_scale = headless && launch_scale != 1.0f && opt.keys.empty();
+    apply_scale(measure_scale ? 1.0f : launch_scale, false);
+    float wanted_scale = launch_scale;
+    ScaleProbe at_one;
+    std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
     ImGui_ImplGlfw_InitForOpenGL(window, true);
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -351,7 +477,8 @@ int run(const Options& given) {
     //    two frames) and keeps the last one.
     // Scripted keys: key i goes down on frame 2 + 2i and up on the next frame.
     const int key_frames = keys.empty() ? 0 : 4 + 2 * static_cast<int>(keys.size());
-    const int n_frames = headless ? std::max({opt.frames, 4, key_frames}) : opt.frames;
+    const int n_frames =
+        headless ? std::max({opt.frames, measure_scale ? 8 : 4, key_frames}) : opt.frames;
     PLAB_CHECK(!opt.report_frame_time || opt.frames >= 3,
                "--report-frame-time needs --frames 3 or more");
     std::vector<double> frame_ms, frame_cpu_ms;
@@ -371,6 +498,28 @@ int run(const Options& given) {
         if (!headless && glfwWindowShouldClose(window)) break;
         glfwPollEvents();
         refresh_scene(ctrl, state, snap);  // engine time is not frame time
+        // A new scale, or a character the atlas has no glyph for yet: build it again.
+        if (measure_scale && frame == 3) {
+            at_one = probe_sizes(state);
+            wanted_scale = launch_scale;
+        } else if (measure_scale && frame < 3) {
+            wanted_scale = 1.0f;
+        }
+        // The prompt's token ids, for the command for this view (--tokens when cut).
+        const std::string ids_key = std::to_string(state.prompt_tokens) + "|" + state.prompt;
+        if (ids_key != prompt_ids_key || (state.prompt_tokens > 0 && state.prompt_ids.empty())) {
+            prompt_ids_key = ids_key;
+            state.prompt_ids.clear();
+            if (state.prompt_tokens > 0) {
+                try {
+                    state.prompt_ids = ctrl.encode(state);
+                } catch (const Error&) {
+                    // Too long a prompt: the panels show the engine's line; no command.
+                }
+            }
+        }
+        const bool new_text = fonts.add_text(screen_text(snap, state));
+        if (wanted_scale != scale || new_text) apply_scale(wanted_scale, true);
         const auto t0 = std::chrono::steady_clock::now();
         const double cpu0 = process_cpu_ms();
         tick_playback(snap, state, std::chrono::duration<double>(t0 - last).count());
@@ -385,11 +534,16 @@ int run(const Options& given) {
             io.MouseDown[0] = click_down < 0;
             (click_down < 0 ? click_down : click_up) = frame;
         }
-        for (int key : keys) io.KeysDown[key] = false;
-        if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(keys.size()))
-            io.KeysDown[keys[(frame - 2) / 2]] = true;
+        for (int key : keys) io.KeysDown[key & ~kCtrlKey] = false;
+        if (!keys.empty()) io.KeyCtrl = false;
+        if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(keys.size())) {
+            const int key = keys[(frame - 2) / 2];
+            io.KeysDown[key & ~kCtrlKey] = true;
+            io.KeyCtrl = (key & kCtrlKey) != 0;
+        }
         ImGui::NewFrame();
-        handle_keys(snap, state);
+        if (!measure_scale || frame > 3) wanted_scale = scale_keys(scale, launch_scale);
+        if (!io.KeyCtrl) handle_keys(snap, state);  // Ctrl 1..6 are not panel keys
         force_tab = force_tab || state.scene != forced;
         force_tab = draw_frame(snap, state, force_tab, lesson.get());
         forced = state.scene;
@@ -436,11 +590,60 @@ int run(const Options& given) {
             state.checks_failed = state.checks_failed || !pressed || !changed;
         }
     }
+    if (state.print_checks) {
+        // issue 17: the prompt's characters asked of the font atlas, one by one.
+        bool ok = false;
+        std::printf("%s\n", text_self_check(*io.Fonts->Fonts[0], fonts, state.prompt, ok).c_str());
+        state.checks_failed = state.checks_failed || !ok;
+    }
+    if (headless && measure_scale) {
+        // issue 17: sizes at scale 1 against sizes at the launch scale, and nothing cut off.
+        const ScaleProbe now = probe_sizes(state);
+        bool ok = true;
+        const float s = scale;
+        std::string line = "scale: " + std::to_string(s).substr(0, 4) + " (--scale " + opt.scale +
+                           " x monitor " + std::to_string(content_scale).substr(0, 4) +
+                           "): " + ratio_text("font", at_one.font, now.font, s, 0.01f, ok) + ", " +
+                           ratio_text("frame height", at_one.frame_h, now.frame_h, s, 2, ok) +
+                           ", " +
+                           ratio_text("text width", at_one.text_w, now.text_w, s,
+                                      0.01f * s * at_one.text_w + 1, ok) +
+                           ", " +
+                           ratio_text("Reset button width", at_one.button_w, now.button_w, s,
+                                      2 + 0.01f * s * at_one.button_w, ok) +
+                           ", " + ratio_text("height", at_one.button_h, now.button_h, s, 2, ok);
+        int sideways = 0;
+        const std::string clipped = clipped_items(sideways);
+        ok = ok && clipped.empty();
+        line += "; every window inside the " + std::to_string(opt.width) + "x" +
+                std::to_string(opt.height) + " window, nothing cut off at an edge (" +
+                std::to_string(sideways) + " scrolled sideways): " +
+                (ok ? "yes" : "NO" + (clipped.empty() ? "" : " (" + clipped + ")"));
+        std::printf("%s\n", line.c_str());
+        state.checks_failed = state.checks_failed || !ok;
+    } else if (headless || opt.frames > 0) {
+        int sideways = 0;
+        const std::string clipped = clipped_items(sideways);
+        std::printf(
+            "layout: every window inside the %dx%d window at scale %.2f, nothing cut off "
+            "at an edge (%d scrolled sideways): %s\n",
+            opt.width, opt.height, scale, sideways,
+            clipped.empty() ? "yes" : ("NO (" + clipped + ")").c_str());
+        state.checks_failed = state.checks_failed || !clipped.empty();
+    }
+    if (opt.print_command) {
+        // issue 17: the command for this view, and the numbers it must reproduce.
+        std::string why_not;
+        const std::vector<std::string> words = view_command(state, snap, state.model_dir, why_not);
+        std::printf("command: %s\n", words.empty() ? why_not.c_str() : shell_join(words).c_str());
+        const std::string numbers = view_numbers(state, snap);
+        if (!numbers.empty()) std::printf("viewer computed: %s\n", numbers.c_str());
+    }
     if (headless || !keys.empty()) {
         const StepView v = step_view(snap, state);
-        std::printf("cursor: %s step %d/%d + %d/%d layers, playing: %s\n", scene_name(state.scene),
-                    v.stages_done, v.n_stages, v.layers_done, v.n_layers,
-                    state.playing ? "yes" : "no");
+        std::printf("cursor: %s step %d/%d + %d/%d layers, playing: %s, scale %.4g\n",
+                    scene_name(state.scene), v.stages_done, v.n_stages, v.layers_done, v.n_layers,
+                    state.playing ? "yes" : "no", scale);
     }
     if (target) {
         target->save_png(opt.screenshot);

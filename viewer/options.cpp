@@ -109,6 +109,22 @@ std::vector<float> parse_floats(const std::string& text, const char* what) {
     return out;
 }
 
+// issue 17: text and scale
+float parse_scale(const std::string& text) {
+    float s = 0;
+    std::size_t used = 0;
+    try {
+        s = std::stof(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    // Not NaN, not "2x", and within the range the layout is made for.
+    PLAB_CHECK(used == text.size() && used > 0 && s >= kScaleMin && s <= kScaleMax,
+               "--scale '" << text << "': give a factor between " << kScaleMin << " and "
+                           << kScaleMax << " (1 = 100%, 2 = twice the size for a projector)");
+    return s;
+}
+
 Options with_lesson(Options o) {
     if (o.lesson == 0) return o;
     const LessonPanel* found = lesson_panel(o.lesson);
@@ -288,6 +304,15 @@ void add_options(CLI::App& app, Options& opt) {
                    "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-6)");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
+    // issue 17: text and scale
+    app.add_option("--font", opt.font,
+                   "Font file (.ttf/.otf) for all text; default: DejaVu Sans "
+                   "(fonts-dejavu-core), with Latin, Greek and Cyrillic glyphs");
+    app.add_option("--scale", opt.scale,
+                   "UI scale, 0.5 to 4 (fonts, cells, spacing), times the monitor's content "
+                   "scale; Ctrl +, Ctrl - and Ctrl 0 change it while running");
+    app.add_flag("--print-command", opt.print_command,
+                 "Headless: print the plab command that reproduces the shown panel's numbers");
 }
 
 }  // namespace plab::viewer

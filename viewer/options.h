@@ -52,7 +52,18 @@ struct Options {
     int token_budget = ReplayOptions{}.token_budget;
     double network_delay_ms = ReplayOptions{}.network_delay_ms;
     float font_size = 16.0f;
+    // issue 17: text and scale
+    std::string font;            // --font PATH; "" = DejaVu Sans (fonts-dejavu-core)
+    std::string scale = "1";     // --scale S, checked by parse_scale (text: "abc" gets one line)
+    bool print_command = false;  // --print-command: the shown panel's `plab` command, headless
 };
+
+// issue 17: text and scale
+// The UI scale range: 0.5 (a laptop with a small font) to 4 (a 4K projector).
+inline constexpr float kScaleMin = 0.5f, kScaleMax = 4.0f;
+// "--scale" text -> factor; anything but a number in [kScaleMin, kScaleMax] throws
+// plab::Error with one line naming the range.
+float parse_scale(const std::string& text);
 
 // Every flag of plab-viewer, bound to `opt`.
 void add_options(CLI::App& app, Options& opt);

@@ -154,16 +154,16 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     const int n_blocks = static_cast<int>(table.size());
     const float font = ImGui::GetFontSize();
     const float avail = ImGui::GetContentRegionAvail().x - font * 5;
-    const float gap = 4;
-    const float slot =
-        std::clamp((avail - n_blocks * gap) / std::max(1, n_blocks * kv.block_size), 3.0f, 28.0f);
+    const float gap = px(4);
+    const float slot = std::clamp((avail - n_blocks * gap) / std::max(1, n_blocks * kv.block_size),
+                                  px(3.0f), px(28.0f));
     const float row_h = std::clamp(slot * 1.6f, font * 1.4f, font * 2.2f);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 start(ImGui::GetCursorScreenPos().x, ImGui::GetCursorScreenPos().y + font * 1.2f);
     for (int layer = 0; layer < kv.n_layers; ++layer) {
         ImGui::PushID(layer);
         const int filled = filled_length(kv, step, layer);
-        const ImVec2 o(start.x + font * 4.5f, start.y + layer * (row_h + 6));
+        const ImVec2 o(start.x + font * 4.5f, start.y + layer * (row_h + px(6)));
         ImGui::SetCursorScreenPos(ImVec2(start.x, o.y + (row_h - font) * 0.5f));
         text_with_tip("layer " + std::to_string(layer),
                       "Layer " + std::to_string(layer) + "'s pools (one for K, one for V). " +
@@ -216,7 +216,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                 a, b,
                 shared ? colour::kShared
                        : (allocated ? IM_COL32(160, 160, 170, 255) : IM_COL32(70, 70, 76, 255)),
-                0, 0, shared ? 3.0f : 1.0f);
+                0, 0, px(shared ? 3.0f : 1.0f));
             if (layer == 0 && allocated && !freed && kv.block_size * slot > font * 1.8f) {
                 const std::string id = "#" + std::to_string(shown->block_table[blk]);
                 dl->AddText(ImVec2(a.x + 2, o.y - font * 1.05f), IM_COL32(170, 170, 180, 255),
@@ -225,14 +225,14 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
         }
         ImGui::PopID();
     }
-    ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + kv.n_layers * (row_h + 6) + 4));
+    ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + kv.n_layers * (row_h + px(6)) + 4));
     ImGui::Dummy(ImVec2(1, 4));
 
     // 4. Legend.
     auto swatch = [&](ImU32 c, const char* text, const char* tip, bool border) {
         const ImVec2 p = ImGui::GetCursorScreenPos();
         if (border)
-            dl->AddRect(p, ImVec2(p.x + font, p.y + font), c, 0, 0, 3.0f);
+            dl->AddRect(p, ImVec2(p.x + font, p.y + font), c, 0, 0, px(3.0f));
         else
             dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), c);
         ImGui::Dummy(ImVec2(font, font));
@@ -296,7 +296,8 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             if (st.peak_blocks > st.blocks_in_use && st.blocks_in_use > 0) {
                 const float py =
                     p0.y + h - bh * static_cast<float>(st.peak_blocks) / st.blocks_in_use;
-                dl->AddLine(ImVec2(a.x, py), ImVec2(b.x, py), IM_COL32(230, 230, 230, 255), 2.0f);
+                dl->AddLine(ImVec2(a.x, py), ImVec2(b.x, py), IM_COL32(230, 230, 230, 255),
+                            px(2.0f));
             }
             ImGui::SetCursorScreenPos(ImVec2(a.x, p0.y));
             ImGui::PushID(1000 + s);

@@ -258,12 +258,12 @@ void draw_pool(const ServingSnapshot& sv, const ServingStage& st) {
     const int n = sv.num_blocks;
     const float avail = ImGui::GetContentRegionAvail().x;
     const float cell = std::clamp(avail / 24.0f - 4, font * 1.6f, font * 2.6f);
-    const int per_row = std::max(1, static_cast<int>(avail / (cell + 4)));
+    const int per_row = std::max(1, static_cast<int>(avail / (cell + px(4))));
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 o = ImGui::GetCursorScreenPos();
     for (int b = 0; b < n; ++b) {
         const PoolBlock& blk = st.blocks[static_cast<std::size_t>(b)];
-        const ImVec2 a(o.x + (b % per_row) * (cell + 4), o.y + (b / per_row) * (cell + 4));
+        const ImVec2 a(o.x + (b % per_row) * (cell + px(4)), o.y + (b / per_row) * (cell + px(4)));
         const ImVec2 z(a.x + cell, a.y + cell);
         dl->AddRectFilled(a, z, block_fill(blk));
         if (blk.state == PoolBlockState::kCachedFree)
@@ -282,13 +282,13 @@ void draw_pool(const ServingSnapshot& sv, const ServingStage& st) {
             dl->AddText(ImVec2(a.x + 3, a.y + font), IM_COL32(20, 20, 20, 255), refs.c_str());
         }
         if (blk.evicted) {
-            dl->AddRect(a, z, colour::kBad, 0, 0, 3.0f);
-            dl->AddLine(a, z, colour::kBad, 2.0f);
-            dl->AddLine(ImVec2(z.x, a.y), ImVec2(a.x, z.y), colour::kBad, 2.0f);
+            dl->AddRect(a, z, colour::kBad, 0, 0, px(3.0f));
+            dl->AddLine(a, z, colour::kBad, px(2.0f));
+            dl->AddLine(ImVec2(z.x, a.y), ImVec2(a.x, z.y), colour::kBad, px(2.0f));
         } else if (blk.hit) {
-            dl->AddRect(a, z, IM_COL32_WHITE, 0, 0, 3.0f);
+            dl->AddRect(a, z, IM_COL32_WHITE, 0, 0, px(3.0f));
         } else if (blk.written) {
-            dl->AddRect(a, z, colour::kChunk, 0, 0, 2.0f);
+            dl->AddRect(a, z, colour::kChunk, 0, 0, px(2.0f));
         }
         ImGui::SetCursorScreenPos(a);
         ImGui::PushID(b);
@@ -297,7 +297,7 @@ void draw_pool(const ServingSnapshot& sv, const ServingStage& st) {
         ImGui::PopID();
     }
     const int rows = (n + per_row - 1) / per_row;
-    ImGui::SetCursorScreenPos(ImVec2(o.x, o.y + rows * (cell + 4) + 4));
+    ImGui::SetCursorScreenPos(ImVec2(o.x, o.y + rows * (cell + px(4)) + 4));
     ImGui::Dummy(ImVec2(1, 1));
 }
 
@@ -307,7 +307,7 @@ void draw_legend() {
     auto swatch = [&](ImU32 fill, ImU32 border, const char* text, const std::string& tip) {
         const ImVec2 p = ImGui::GetCursorScreenPos();
         dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), fill);
-        if (border != 0) dl->AddRect(p, ImVec2(p.x + font, p.y + font), border, 0, 0, 2.5f);
+        if (border != 0) dl->AddRect(p, ImVec2(p.x + font, p.y + font), border, 0, 0, px(2.5f));
         ImGui::Dummy(ImVec2(font, font));
         ImGui::SameLine();
         text_with_tip(text, tip);
@@ -339,7 +339,7 @@ void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
     const float font = ImGui::GetFontSize();
     const int n = static_cast<int>(sv.stages.size());
     const float bar_w =
-        std::clamp((ImGui::GetContentRegionAvail().x - font) / std::max(1, n), 4.0f, font * 2);
+        std::clamp((ImGui::GetContentRegionAvail().x - font) / std::max(1, n), px(4.0f), font * 2);
     const float h = font * 4;
     const ImVec2 p0 = ImGui::GetCursorScreenPos();
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -366,7 +366,7 @@ void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
             dl->AddRectFilled(ImVec2(x, p0.y - 4), ImVec2(x + bar_w - 1, p0.y), colour::kBad);
         if (k == current)
             dl->AddRect(ImVec2(x - 1, p0.y - 5), ImVec2(x + bar_w, p0.y + h + 1), IM_COL32_WHITE, 0,
-                        0, 2.0f);
+                        0, px(2.0f));
         ImGui::SetCursorScreenPos(ImVec2(x, p0.y));
         ImGui::PushID(k);
         if (ImGui::InvisibleButton("bar", ImVec2(bar_w - 1, h))) {

@@ -211,8 +211,10 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
         // Preemptions: its blocks went back to the pool at the start of that step.
         for (double t : row.preempted_us) {
             const float x = ax.x(t);
-            dl->AddLine(ImVec2(x - 4, top + 1), ImVec2(x + 4, lane_b), colour::kBad, 2.f);
-            dl->AddLine(ImVec2(x - 4, lane_b), ImVec2(x + 4, top + 1), colour::kBad, 2.f);
+            dl->AddLine(ImVec2(x - px(4), top + 1), ImVec2(x + px(4), lane_b), colour::kBad,
+                        px(2.f));
+            dl->AddLine(ImVec2(x - px(4), lane_b), ImVec2(x + px(4), top + 1), colour::kBad,
+                        px(2.f));
             if (hovered(ImVec2(x - 5, top), ImVec2(x + 5, lane_b)))
                 ImGui::SetTooltip(
                     "request %d preempted: the pool had no free block for a running request, "
@@ -223,7 +225,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
         // First token sampled: the engine's TTFT ends here.
         if (!row.token_us.empty()) {
             const float x = ax.x(row.token_us.front());
-            dl->AddLine(ImVec2(x, top), ImVec2(x, lane_b + 1), kTokenMark, 2.f);
+            dl->AddLine(ImVec2(x, top), ImVec2(x, lane_b + 1), kTokenMark, px(2.f));
             if (hovered(ImVec2(x - 3, top), ImVec2(x + 3, lane_b)))
                 ImGui::SetTooltip(
                     "request %d: first token sampled at %.3f ms. TTFT at the engine = %.3f ms "
@@ -237,7 +239,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
             for (double t : row.token_us)
                 dl->AddRectFilled(ImVec2(ax.x(t), da), ImVec2(ax.x(t + delay_us), db), kDelivery);
             const float x = ax.x(row.client_first_token_us);
-            dl->AddLine(ImVec2(x, da - 2), ImVec2(x, db + 1), kClientMark, 2.f);
+            dl->AddLine(ImVec2(x, da - 2), ImVec2(x, db + 1), kClientMark, px(2.f));
             if (hovered(ImVec2(ax.x(row.token_us.front()), da), ImVec2(x + 3, db)))
                 ImGui::SetTooltip(
                     "request %d: each token travels %.1f ms to the client while the engine "
@@ -319,11 +321,11 @@ void draw_cdf(ImDrawList* dl, const char* name, const std::vector<double>& v, co
         pts.push_back(ImVec2(x(v[i]), pts.empty() ? y1 : pts.back().y));
         pts.push_back(ImVec2(x(v[i]), yy));
     }
-    dl->AddPolyline(pts.data(), static_cast<int>(pts.size()), colour::kDecode, 0, 2.f);
+    dl->AddPolyline(pts.data(), static_cast<int>(pts.size()), colour::kDecode, 0, px(2.f));
     const std::pair<const char*, double> marks[] = {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
     for (int i = 0; i < 3; ++i) {
         const float mx = x(marks[i].second);
-        dl->AddLine(ImVec2(mx, y0), ImVec2(mx, y1), colour::kClose, 1.5f);
+        dl->AddLine(ImVec2(mx, y0), ImVec2(mx, y1), colour::kClose, px(1.5f));
         char buf[48];
         std::snprintf(buf, sizeof buf, "%s %.2f", marks[i].first, marks[i].second);
         const float w = ImGui::CalcTextSize(buf).x;

@@ -163,9 +163,9 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     float y = top + lanes.size() * lane_h + font * 0.6f;
     auto bracket = [&](double from, double to, ImU32 c, const std::string& text) {
         const float x0 = x_of(from), x1 = std::min(x_of(to), o.x + label_w + width);
-        dl->AddLine(ImVec2(x0, y), ImVec2(x1, y), c, 3.0f);
-        dl->AddLine(ImVec2(x0, y - 6), ImVec2(x0, y + 6), c, 3.0f);
-        dl->AddLine(ImVec2(x1, y - 6), ImVec2(x1, y + 6), c, 3.0f);
+        dl->AddLine(ImVec2(x0, y), ImVec2(x1, y), c, px(3.0f));
+        dl->AddLine(ImVec2(x0, y - px(6)), ImVec2(x0, y + px(6)), c, px(3.0f));
+        dl->AddLine(ImVec2(x1, y - px(6)), ImVec2(x1, y + px(6)), c, px(3.0f));
         dl->AddText(ImVec2(o.x, y - font * 0.5f), c, text.c_str());
         y += font * 1.5f;
     };

@@ -139,7 +139,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
         dl->AddText(ImVec2(o.x, y + font * 0.3f), request_colour(rid),
                     ("request " + std::to_string(id)).c_str());
         dl->AddLine(ImVec2(x_of(r.arrival_us), mid), ImVec2(x_of(r.finish_us), mid),
-                    IM_COL32(110, 110, 120, 255), 1.0f);
+                    IM_COL32(110, 110, 120, 255), px(1.0f));
         for (std::size_t k = 1; k < sv.stages.size(); ++k) {
             const ServingStage& st = sv.stages[k];
             const float x0 = x_of(st.record.start_us);
@@ -165,8 +165,10 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
             for (int p : st.record.preempted) {
                 if (p != rid) continue;
                 const float x = x_of(st.record.start_us);
-                dl->AddLine(ImVec2(x - 5, y + 3), ImVec2(x + 5, y + lane_h - 3), colour::kBad, 3);
-                dl->AddLine(ImVec2(x + 5, y + 3), ImVec2(x - 5, y + lane_h - 3), colour::kBad, 3);
+                dl->AddLine(ImVec2(x - px(5), y + 3), ImVec2(x + px(5), y + lane_h - 3),
+                            colour::kBad, px(3));
+                dl->AddLine(ImVec2(x + px(5), y + 3), ImVec2(x - px(5), y + lane_h - 3),
+                            colour::kBad, px(3));
                 if (std::abs(mouse.x - x) < 6 && mouse.y >= y && mouse.y < y + lane_h)
                     hovered = "request " + std::to_string(id) + " preempted in step " +
                               std::to_string(st.record.index) +
@@ -177,8 +179,8 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
         }
         if (!r.token_us.empty()) {
             const float x = x_of(r.token_us.front());
-            dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + 6, mid), ImVec2(x, y + lane_h - 2),
-                        ImVec2(x - 6, mid), IM_COL32_WHITE, 2.0f);
+            dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
+                        ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
             if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
                 hovered = "request " + std::to_string(id) + "'s first token at " +
                           format_us(r.token_us.front() - t_begin) + ": TTFT " +
@@ -187,7 +189,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
                           "prefix hit) + sampling.";
         }
         const float xf = x_of(r.finish_us);
-        dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, 3.0f);
+        dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, px(3.0f));
         if (std::abs(mouse.x - xf) < 5 && mouse.y >= y && mouse.y < y + lane_h)
             hovered = "request " + std::to_string(id) + " finished at " +
                       format_us(r.finish_us - t_begin) + " after " +
@@ -200,7 +202,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     if (step.stages_done > 0 && step.stages_done <= sv.n_steps()) {
         const StepRecord& rec = sv.stages[static_cast<std::size_t>(step.stages_done)].record;
         const float x = x_of(rec.start_us + rec.us);
-        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), IM_COL32(255, 255, 255, 140), 1.5f);
+        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), IM_COL32(255, 255, 255, 140), px(1.5f));
     }
     ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 6));
     ImGui::Dummy(ImVec2(1, 1));

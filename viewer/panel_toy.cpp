@@ -152,7 +152,7 @@ void draw_grid(const ToySnapshot& toy, const StepView& step) {
             std::string tip;
             if (!visible) {
                 dl->AddRectFilled(a, b, colour::kMasked);
-                draw_hatch(dl, a, b, colour::kHatch, 8.0f);
+                draw_hatch(dl, a, b, colour::kHatch, px(8.0f));
                 tip = "Masked: key k" + std::to_string(k) + " is in the future of query q" +
                       std::to_string(q) +
                       ". The causal mask lets position p see keys 0..p only, "
@@ -185,10 +185,10 @@ void draw_grid(const ToySnapshot& toy, const StepView& step) {
         if (r0 > 0)
             dl->AddRect(ImVec2(grid.x - 1, grid.y + r0 * cell - 1),
                         ImVec2(grid.x + r0 * cell - 1, grid.y + r1 * cell - 1), colour::kCached, 0,
-                        0, 3.0f);
+                        0, px(3.0f));
         dl->AddRect(ImVec2(grid.x + r0 * cell - 1, grid.y + r0 * cell - 1),
                     ImVec2(grid.x + r1 * cell - 1, grid.y + r1 * cell - 1), colour::kChunk, 0, 0,
-                    3.0f);
+                    px(3.0f));
     }
     ImGui::SetCursorScreenPos(ImVec2(origin.x, grid.y + t * cell + 6));
     if (current >= 0) {

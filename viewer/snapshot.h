@@ -18,6 +18,7 @@
 #include "runtime/chunk_plan.h"
 #include "runtime/engine.h"
 #include "runtime/equivalence.h"
+#include "runtime/sampler.h"
 #include "runtime/serve.h"
 #include "runtime/session.h"
 #include "toy/toy.h"
@@ -60,6 +61,8 @@ struct MaskSnapshot {
     std::string refusal;
     ChunkPlan plan;           // the plan the engine ran
     std::string first_token;  // the greedy next token after the prompt under this mask
+    int32_t first_token_id = -1;
+    std::vector<TokenProb> top;  // top_probs of the last position's logits (plab prefill --top)
     // The fast kernels' view of this mask (runtime/mask_spec.h): tile_map of T
     // positions in tiles of `tile`, row-major (query tiles down, key tiles across).
     int tile = 0;

@@ -11,13 +11,27 @@
 #include <cstdio>
 #include <iterator>
 
+#include "fonts.h"
 #include "panels.h"
+#include "text_utf8.h"
+#include "view_command.h"
 
 #ifndef GL_CLAMP_TO_EDGE
 #define GL_CLAMP_TO_EDGE 0x812F
 #endif
 
 namespace plab::viewer {
+
+namespace {
+float g_ui_scale = 1.0f;  // see ui_scale(): ImGui's style is one global too
+}  // namespace
+
+float ui_scale() {
+    return g_ui_scale;
+}
+void set_ui_scale(float scale) {
+    g_ui_scale = scale;
+}
 
 ImU32 request_colour(int id) {
     // Apart from the fixed colours above (chunk orange, decode green, shared magenta).
@@ -89,18 +103,7 @@ ImU32 probability_colour(float p, bool sqrt_scale) {
 }
 
 std::string token_label(const std::string& text) {
-    std::string out;
-    for (char ch : text) {
-        if (ch == '\n')
-            out += "\\n";
-        else if (ch == '\t')
-            out += "\\t";
-        else if (ch == ' ')
-            out += "_";
-        else
-            out += ch;
-    }
-    return out;
+    return token_display(text, current_font_has_glyph);
 }
 
 std::string format_us(double us) {
@@ -239,6 +242,38 @@ void draw_serving_toggle(ViewerState& state) {
 }
 
 // ---- the control bar -------------------------------------------------------------------
+// The control bar flows like text: the next item (w pixels wide, label included) stays
+// on this line if it fits before the window's right edge, else starts the next line. At
+// --scale 2 in a 1280-pixel window the bar takes two or three lines instead of running
+// off the edge.
+void same_line_if_fits(float w, float spacing = -1) {
+    const float sp = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + sp + w <= right) ImGui::SameLine(0, sp);
+}
+
+// The width of a labelled widget whose frame is `frame_w` wide.
+float labelled_width(float frame_w, const char* label) {
+    return frame_w + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+}
+
+// "The command for this view" (view_command.h): a button that copies the `plab` command
+// reproducing the panel's numbers; its tooltip shows the command before it is copied.
+void draw_command_button(const Snapshot& snap, const ViewerState& state) {
+    same_line_if_fits(ImGui::CalcTextSize("Copy command").x + 2 * ImGui::GetStyle().FramePadding.x);
+    const bool clicked = ImGui::SmallButton("Copy command");
+    if (!clicked && !ImGui::IsItemHovered()) return;
+    std::string why_not;
+    const std::vector<std::string> words = view_command(state, snap, state.model_dir, why_not);
+    const std::string line = words.empty() ? why_not : shell_join(words);
+    if (clicked && !words.empty()) ImGui::SetClipboardText(line.c_str());
+    item_tooltip(
+        "The plab command that reproduces this panel's numbers (model, prompt, "
+        "backend, chunk plan, mask, block size); a click copies it for your "
+        "students:\n\n" +
+        line);
+}
+
 void draw_controls(const Snapshot& snap, ViewerState& state) {
     const StepView v = step_view(snap, state);
     const bool model_scene = state.scene != Scene::kToy && state.scene != Scene::kServing;
@@ -246,6 +281,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     // 1. Step controls (only where there is something to step through).
     ImGui::BeginDisabled(v.n_stages == 0);
     if (ImGui::Button("Reset")) apply_step(snap, state, Step::kReset);
+    state.reset_button_w = ImGui::GetItemRectSize().x;
+    state.reset_button_h = ImGui::GetItemRectSize().y;
     item_tooltip("Back to before the first engine call (key: Home or R).");
     ImGui::SameLine();
     if (ImGui::ArrowButton("##back", ImGuiDir_Left)) apply_step(snap, state, Step::kPrevChunk);
@@ -284,7 +321,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
 
     // 2. Engine inputs shared by the model scenes.
     if (model_scene) {
-        ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+        same_line_if_fits(labelled_width(ImGui::GetFontSize() * 12, "chunk size"),
+                          ImGui::GetFontSize() * 2);
         ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
         int size = state.chunk_size;
         if (ImGui::SliderInt("chunk size", &size, 0, 64, size == 0 ? "full" : "%d tokens")) {
@@ -298,7 +336,8 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
             "re-runs the prefill at once. Current plan: " +
             state.chunks);
     }
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    same_line_if_fits(labelled_width(ImGui::GetFontSize() * 10, "backend"),
+                      ImGui::GetFontSize() * 2);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
     // The Serving panel's replay keeps its own backend (its times are the virtual clock's).
     const bool replay = state.scene == Scene::kServing;
@@ -319,12 +358,18 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
                         : "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed "
                           "order (bitwise identical results); cpu and gpu are fast paths.");
     ImGui::EndDisabled();
+    draw_command_button(snap, state);
 
     if (model_scene) {
         const std::string model =
             "model: " + snap.model_summary + (snap.random_model ? " (random weights)" : "");
-        ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x -
-                                ImGui::CalcTextSize(model.c_str()).x - ImGui::GetFontSize() * 5);
+        // The prompt box keeps at least 16 characters' room: the model line goes below
+        // it when the window is narrow (a projector's scale).
+        const float font = ImGui::GetFontSize();
+        const float beside =
+            ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(model.c_str()).x - font * 5;
+        const bool model_below = beside < font * 16;
+        ImGui::SetNextItemWidth(model_below ? ImGui::GetContentRegionAvail().x - font * 4 : beside);
         ImGui::InputText("prompt", &state.prompt);
         if (ImGui::IsItemDeactivatedAfterEdit())
             state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
@@ -332,7 +377,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
         item_tooltip(
             "The prompt that is prefilled (press Enter to re-run). It is tokenized "
             "first; the model sees token ids, shown on the axes below.");
-        ImGui::SameLine();
+        if (!model_below) ImGui::SameLine();
         text_with_tip(model,
                       "D model width, L layers, H query heads, Hkv key/value heads, Dh head "
                       "dimension, F MLP width, V vocabulary, T longest sequence.\nLoaded from: " +

@@ -16,6 +16,17 @@
 
 namespace plab::viewer {
 
+// The UI scale (--scale × the monitor's content scale, changed by Ctrl +/-/0): fonts
+// and ImGui's style are rebuilt at it (main.cpp); a panel's own pixel constants (line
+// widths, gaps, minimum cell sizes) are multiplied by it, so everything grows together.
+// One number for the whole window, like ImGui's own style: set only by main().
+float ui_scale();
+void set_ui_scale(float scale);
+// v pixels at scale 1 -> pixels now.
+inline float px(float v) {
+    return v * ui_scale();
+}
+
 // Colours used by every panel, so a colour means the same thing everywhere.
 namespace colour {
 inline constexpr ImU32 kMasked = IM_COL32(70, 70, 78, 255);  // future cells (hatched)
@@ -58,7 +69,9 @@ void draw_hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 colour, float spacing)
 // Probability in [0,1] -> colour (dark blue -> teal -> yellow, like viridis).
 ImU32 probability_colour(float p, bool sqrt_scale);
 
-// A token as shown on an axis: printable, short ("\n" -> "\\n", " " -> "␣").
+// A token as shown on an axis: printable, short ("\n" -> "\\n", " " -> "_"); a byte
+// that is not a whole character as <D0>, a character the font lacks as <U+4E2D>
+// (text_utf8.h: never a replacement glyph or '?').
 std::string token_label(const std::string& text);
 
 // "12.3 us" / "4.56 ms" / "1.2 KiB"

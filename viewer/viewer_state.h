@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "serving_replay.h"
 #include "snapshot.h"
@@ -97,6 +98,12 @@ struct ViewerState {
     // pool) instead of one sequence.
     bool serving_view = false;
     HeatmapTexture heatmap;
+    // issue 17: text and scale. The model directory the viewer loaded (the "command for
+    // this view" names it) and the control bar's Reset button as last drawn, in pixels
+    // (the --scale self-check measures a real widget, not the style's numbers).
+    std::string model_dir;
+    std::vector<int32_t> prompt_ids;  // Controller::encode of the prompt (main keeps it current)
+    float reset_button_w = 0, reset_button_h = 0;
     bool print_checks = false;  // print each scene's self-check line when refreshed
     bool checks_failed = false;
 };

@@ -1,6 +1,7 @@
 # Runs plab-viewer with bad input and expects a clear one-line error:
 # non-zero exit, stderr matching EXPECT, exactly one line, no crash.
 # -DVIEWER -DXVFB -DARGS (list) -DEXPECT (regex) [-DNO_DISPLAY=ON: run with no display]
+# [-DEXIT=N: exactly this exit status]
 if(NO_DISPLAY)
   set(cmd ${CMAKE_COMMAND} -E env --unset=DISPLAY --unset=WAYLAND_DISPLAY ${VIEWER} ${ARGS})
 else()
@@ -13,6 +14,9 @@ if(rc EQUAL 0)
 endif()
 if(NOT rc MATCHES "^[0-9]+$" OR rc GREATER 2)
   message(FATAL_ERROR "expected exit 1 or 2, got '${rc}' (a crash?)")
+endif()
+if(DEFINED EXIT AND NOT rc EQUAL EXIT)
+  message(FATAL_ERROR "expected exit ${EXIT}, got ${rc}")
 endif()
 if(NOT err MATCHES "${EXPECT}")
   message(FATAL_ERROR "stderr does not match /${EXPECT}/")
