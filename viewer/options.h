@@ -52,6 +52,12 @@ struct Options {
     int token_budget = ReplayOptions{}.token_budget;
     double network_delay_ms = ReplayOptions{}.network_delay_ms;
     float font_size = 16.0f;
+    // issue 17: heatmap, layers, side by side
+    float zoom = 1;               // --zoom Z: the mask panel's heatmap magnified Z times (1 = fit)
+    std::string zoom_centre;      // --zoom-centre Q,K: the cell at the centre of the zoomed view
+    int pin_query = -1;           // --pin-query N: pin query row N (its most-read keys listed)
+    std::string compare_chunks;   // --compare-chunks PLAN: a second run beside, this plan
+    std::string compare_backend;  // --compare-backend NAME: a second run beside, this backend
 };
 
 // Every flag of plab-viewer, bound to `opt`.

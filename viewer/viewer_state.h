@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "heatmap_view.h"
 #include "serving_replay.h"
 #include "snapshot.h"
 #include "toy/toy.h"
@@ -97,7 +98,16 @@ struct ViewerState {
     // pool) instead of one sequence.
     bool serving_view = false;
     HeatmapTexture heatmap;
-    bool print_checks = false;  // print each scene's self-check line when refreshed
+    // issue 17: the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
+    // the query row pinned by a click, and a second run beside it.
+    HeatmapView heatmap_view;
+    float zoom = 1;                  // asked zoom (--zoom), applied when the view is sized
+    float zoom_q = -1, zoom_k = -1;  // and its centre cell (-1: the pinned row, or middle)
+    int pinned_query = -1;           // -1 = none
+    std::string compare_chunks;      // "" = no second run; else its chunk plan
+    std::string compare_backend;     // "" = the same backend; else the second run's
+    HeatmapTexture heatmap_compare;  // the second run's texture
+    bool print_checks = false;       // print each scene's self-check line when refreshed
     bool checks_failed = false;
 };
 
