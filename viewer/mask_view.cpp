@@ -8,6 +8,7 @@
 // must agree to the last bit (lesson 3: chunked == full); cpu-ref against a fast backend
 // may differ in the last bits (lesson 4), and the panel counts and highlights those cells.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -88,6 +89,8 @@ void Controller::refresh_mask_view(const ViewerState& state, MaskSnapshot& mask,
                 out.differs[i] =
                     std::memcmp(&map->probs[i], &out.compare_probs[i], sizeof(float)) != 0;
                 out.n_differs += out.differs[i];
+                out.compare_max_abs =
+                    std::max(out.compare_max_abs, std::fabs(map->probs[i] - out.compare_probs[i]));
             }
         }
         out.ready = true;

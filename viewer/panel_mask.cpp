@@ -28,6 +28,17 @@ namespace {
 // Side by side: a cell whose float bits differ between the two runs.
 constexpr ImU32 kDiffers = IM_COL32(255, 60, 200, 255);
 
+// a + (b - a) * f per channel: a highlight that lets the colour under it show.
+ImU32 mix(ImU32 a, ImU32 b, float f) {
+    ImU32 out = 0;
+    for (int shift = 0; shift < 32; shift += 8) {
+        const float x = static_cast<float>((a >> shift) & 0xFF);
+        const float y = static_cast<float>((b >> shift) & 0xFF);
+        out |= static_cast<ImU32>(x + (y - x) * f + 0.5f) << shift;
+    }
+    return out;
+}
+
 // Chunk index of every position, from the plan the engine ran.
 std::vector<int> chunk_of(const ChunkPlan& plan) {
     std::vector<int> out;
@@ -92,7 +103,7 @@ void update_texture(const MaskSnapshot& mask, const std::vector<float>& probs,
                 col = (x + y) % 8 < 2 ? colour::kHatch : colour::kMasked;
             else
                 col = probability_colour(best, state.sqrt_colours);
-            if (differ) col = kDiffers;
+            if (differ) col = mix(col, kDiffers, 0.6f);  // still shows the probability under it
             if (grid && (row_edge || col_edge)) col = IM_COL32(20, 20, 24, 255);
             if (chunk_edge) col = IM_COL32(255, 190, 60, 255);
             unsigned char* px = &rgba[(static_cast<size_t>(y) * side + x) * 4];
@@ -279,7 +290,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const float font = ImGui::GetFontSize();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float margin_left = font * 4.5f, margin_top = font * 1.4f, gap = font;
-    const float legend = font * (pinned >= 0 ? 34 : 30);
+    const float legend = font * (pinned >= 0 ? 35 : 31);
     const int panes = compare ? 2 : 1;
     const float side = std::floor(
         std::max(64.0f, std::min((avail.x - margin_left - legend - gap * (panes - 1)) / panes,
@@ -426,7 +437,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     // 7. Legend.
     const ImVec2 l(b_last.x + font * 1.5f, a.y);
     dl->AddText(l, IM_COL32_WHITE, "probability");
-    const float bar_h = std::min(side * 0.6f, font * 14);
+    const float bar_h = std::min(side * 0.6f, font * (pinned >= 0 ? 6 : 14));  // room for the list
     for (int i = 0; i < 64; ++i) {
         const float p = 1.0f - i / 63.0f;
         dl->AddRectFilled(ImVec2(l.x, l.y + font * 1.5f + i * bar_h / 64),

@@ -69,6 +69,7 @@ struct MaskViewSnapshot {
     // other run's; every visible cell is compared, masked ones too (both exactly 0).
     std::vector<unsigned char> differs;
     long long n_differs = 0;
+    float compare_max_abs = 0;  // largest |p - p'| over the cells: how far apart, not only whether
     std::string error;
 };
 
