@@ -280,17 +280,25 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const bool compare = view.ready && !view.compare.empty() && view.layer == state.attn_layer &&
                          view.head == state.attn_head;
     const int pinned = state.pinned_query < t ? state.pinned_query : -1;
-    if (compare)
-        ImGui::TextColored(
-            ImColor(kDiffers), "left: %s plan %s   right: %s plan %s   %lld cells' bits differ%s",
-            mask.backend.c_str(), mask.plan.to_string().c_str(), view.compare_backend.c_str(),
-            view.compare_plan.to_string().c_str(), view.n_differs,
-            view.compare_bitwise_promised ? " (reference backends: bitwise promised)"
-                                          : " (highlighted)");
+    if (compare) {
+        ImGui::TextColored(ImColor(kDiffers),
+                           "left: %s plan %s   right: %s plan %s   %lld cells' bits differ, by up "
+                           "to %.2g%s",
+                           mask.backend.c_str(), mask.plan.to_string().c_str(),
+                           view.compare_backend.c_str(), view.compare_plan.to_string().c_str(),
+                           view.n_differs, view.compare_max_abs,
+                           view.compare_bitwise_promised ? " (reference backends: bitwise promised)"
+                                                         : " (highlighted)");
+        item_tooltip(
+            "The same prompt and mask run twice. Two chunk plans on a reference backend must "
+            "give the same bits (lesson 3); a fast backend sums in another order and rounds "
+            "differently, so its probabilities may differ in the last bits (lesson 4). Cells "
+            "whose float bits differ are tinted; hover one for both values.");
+    }
     const float font = ImGui::GetFontSize();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float margin_left = font * 4.5f, margin_top = font * 1.4f, gap = font;
-    const float legend = font * (pinned >= 0 ? 35 : 31);
+    const float legend = font * ((pinned >= 0 ? 35 : 31) + (compare ? 2 : 0));
     const int panes = compare ? 2 : 1;
     const float side = std::floor(
         std::max(64.0f, std::min((avail.x - margin_left - legend - gap * (panes - 1)) / panes,
@@ -478,6 +486,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     draw_mask_facts(mask, state, font * 18);
     ImGui::EndGroup();
     ImGui::SetCursorScreenPos(ImVec2(origin.x, b.y + font * 0.4f));
+    ImGui::PushTextWrapPos(b_last.x - ImGui::GetWindowPos().x);  // clear of the legend column
     if (current >= 0) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
@@ -490,6 +499,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     } else {
         ImGui::TextDisabled("before prefill: no chunk has run (press the right arrow)");
     }
+    ImGui::PopTextWrapPos();
 }
 
 }  // namespace plab::viewer
