@@ -10,6 +10,7 @@
 // engine's attention probe (Session::prefill with ForwardProbes); the masked
 // cells are placed with the engine's own bound mask's visible() (core/mask.h).
 #include <imgui.h>
+#include <imgui_internal.h>  // SetItemUsingMouseWheel (1.86 has no public form)
 
 #include <algorithm>
 #include <cmath>
@@ -202,7 +203,7 @@ void draw_pinned(const MaskSnapshot& mask, int q, const std::vector<int>& chunk,
             item_tooltip("'" + token_label(mask.token_text[k]) + "' at position " +
                          std::to_string(k));
             ImGui::TableNextColumn();
-            ImGui::Text("%.4f", map->probs[static_cast<size_t>(q) * t + k]);
+            ImGui::Text("%.4g", map->probs[static_cast<size_t>(q) * t + k]);
             ImGui::TableNextColumn();
             ImGui::Text("%d%s", chunk[k], chunk[k] < chunk[q] ? " cache" : "");
         }
@@ -410,6 +411,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         ImGui::SetCursorScreenPos(p0);
         ImGui::PushID(pane);
         ImGui::InvisibleButton("heatmap", ImVec2(side, side));
+        ImGui::SetItemUsingMouseWheel();  // the wheel zooms here instead of scrolling the panel
         const ImVec2 m = io.MousePos;
         if (ImGui::IsItemHovered() && io.MouseWheel != 0)
             state.heatmap_view =
@@ -427,10 +429,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
             dl->AddRect(ImVec2(sx(pane, k), a.y), ImVec2(sx(pane, k + 1.0f), b.y),
                         IM_COL32(255, 255, 255, 120));
             dl->PopClipRect();
+            // A click is a press and release on the heatmap that moved under 3 pixels (more
+            // is a drag that pans).
             const bool released_in_place =
-                ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
-                ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).x == 0 &&
-                ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f).y == 0;
+                ImGui::IsItemDeactivated() && io.MouseDragMaxDistanceSqr[0] < 9.0f;
             if (state.explorer.paint && ImGui::IsItemClicked()) {
                 paint_cell(mask, state, q, k);
             } else {
