@@ -465,6 +465,7 @@ int run(const Options& given) {
     }
     target.reset();
     release_texture(state.heatmap);
+    release_texture(state.heatmap_compare);
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();

@@ -280,7 +280,9 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const MaskViewSnapshot& view = mask.view;
     const bool compare = view.ready && !view.compare.empty() && view.layer == state.attn_layer &&
                          view.head == state.attn_head;
-    const int pinned = state.pinned_query < t ? state.pinned_query : -1;
+    if (state.pinned_query >= t) state.pinned_query = -1;  // the prompt became shorter
+    const int pinned = state.pinned_query;
+    if (!view.error.empty()) ImGui::TextColored(ImColor(colour::kBad), "%s", view.error.c_str());
     if (compare) {
         ImGui::TextColored(ImColor(kDiffers),
                            "left: %s plan %s   right: %s plan %s   %lld cells' bits differ, by up "
