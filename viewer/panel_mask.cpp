@@ -306,6 +306,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     const float side = std::floor(
         std::max(64.0f, std::min((avail.x - margin_left - legend - gap * (panes - 1)) / panes,
                                  avail.y - margin_top - font * 2.5f)));
+    if (state.heatmap_view_tokens != t) {  // another prompt: sized again
+        state.heatmap_view = HeatmapView{};
+        state.heatmap_view_tokens = t;
+    }
     if (!(state.heatmap_view.span > 0)) {  // not sized yet: the asked zoom (--zoom, F fits)
         const float cq = state.zoom_q >= 0 ? state.zoom_q : pinned >= 0 ? pinned + 0.5f : t / 2.0f;
         const float ck = state.zoom_k >= 0 ? state.zoom_k : cq;

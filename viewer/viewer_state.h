@@ -101,6 +101,7 @@ struct ViewerState {
     // issue 17: the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
     // the query row pinned by a click, and a second run beside it.
     HeatmapView heatmap_view;
+    int heatmap_view_tokens = 0;     // the prompt length T it was sized for
     float zoom = 1;                  // asked zoom (--zoom), applied when the view is sized
     float zoom_q = -1, zoom_k = -1;  // and its centre cell (-1: the pinned row, or middle)
     int pinned_query = -1;           // -1 = none
