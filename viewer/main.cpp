@@ -89,7 +89,9 @@ std::vector<int> parse_keys(const std::string& text) {
                                                          {"3", GLFW_KEY_3},
                                                          {"4", GLFW_KEY_4},
                                                          {"5", GLFW_KEY_5},
-                                                         {"6", GLFW_KEY_6}};
+                                                         {"6", GLFW_KEY_6},
+                                                         {"up", GLFW_KEY_UP},
+                                                         {"f", GLFW_KEY_F}};
     std::vector<int> keys;
     std::stringstream ss(text);
     std::string name;
@@ -99,7 +101,7 @@ std::vector<int> parse_keys(const std::string& text) {
             if (name == n) code = c;
         PLAB_CHECK(code >= 0, "--press: unknown key '" << name
                                                        << "' (valid: space, right, left, down, "
-                                                          "home, end, r, 1-6, ctrl+plus, "
+                                                          "up, home, end, r, f, 1-6, ctrl+plus, "
                                                           "ctrl+minus, ctrl+0)");
         keys.push_back(code);
     }
@@ -129,6 +131,10 @@ bool& dirty_flag(Dirty& d, Scene s, bool serving_view) {
 
 // Asks the engine again for the shown scene, if its inputs changed.
 void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
+    // issue 17: the mask panel's shown layer, pinned row and second run, asked again when
+    // they change (after the scene itself: the next call).
+    if (state.scene == Scene::kMask && !state.dirty.mask)
+        ctrl.refresh_mask_view(state, snap.mask, state.print_checks, state.checks_failed);
     bool& flag = dirty_flag(state.dirty, state.scene, state.serving_view);
     if (!flag) return;
     // The equivalence matrix can take seconds (emulated GPU backends): show one
@@ -387,9 +393,10 @@ int run(const Options& given) {
     // The shown scene is computed now, so bad input fails before a window opens.
     state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
+    refresh_scene(ctrl, state, snap);  // issue 17: then the mask panel's view
     for (const std::string* err :
-         {&snap.toy.error, &snap.mask.error, &snap.kv.error, &snap.serving.error,
-          &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
+         {&snap.toy.error, &snap.mask.error, &snap.mask.view.error, &snap.kv.error,
+          &snap.serving.error, &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
         PLAB_CHECK(!headless || err->empty(), *err);
 
     // 2. Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3).
@@ -663,6 +670,7 @@ int run(const Options& given) {
     }
     target.reset();
     release_texture(state.heatmap);
+    release_texture(state.heatmap_compare);
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();

@@ -192,6 +192,25 @@ ViewerState state_from_options(const Options& opt) {
     if (!opt.toy_chunks.empty()) state.toy_chunks = opt.toy_chunks;
     state.toy.validate();
     if (opt.step >= 0) state.stage = opt.step;
+    // issue 17: heatmap, layers, side by side (the row and cell are checked against the
+    // prompt's length when the engine has tokenized it: Controller::refresh_mask_view)
+    PLAB_CHECK(opt.zoom >= 1 && opt.zoom <= 1000,
+               "--zoom " << opt.zoom << " must be between 1 (the whole prompt) and 1000");
+    state.zoom = opt.zoom;
+    if (!opt.zoom_centre.empty()) {
+        const std::vector<float> qk = parse_floats(opt.zoom_centre, "--zoom-centre");
+        PLAB_CHECK(qk.size() == 2 && qk[0] >= 0 && qk[1] >= 0,
+                   "--zoom-centre takes a query row and a key column, e.g. 300,280");
+        state.zoom_q = qk[0];
+        state.zoom_k = qk[1];
+    }
+    PLAB_CHECK(opt.pin_query >= -1, "--pin-query " << opt.pin_query << " must be a row >= 0");
+    state.pinned_query = opt.pin_query;
+    PLAB_CHECK(opt.compare_chunks.empty() || opt.compare_backend.empty(),
+               "--compare-chunks and --compare-backend: give one (the second run differs from "
+               "the first in one thing)");
+    state.compare_chunks = opt.compare_chunks;
+    state.compare_backend = opt.compare_backend;
     return state;
 }
 
@@ -231,6 +250,7 @@ void apply_try(const std::vector<std::string>& args, const Options& given, const
                                << snap.n_layers << " layers and " << snap.n_heads << " heads)");
     // 3. What is not an input stays: the texture (its key makes it re-upload), the checks.
     next.heatmap = state.heatmap;
+    next.heatmap_compare = state.heatmap_compare;
     next.print_checks = state.print_checks;
     next.checks_failed = state.checks_failed;
     next.seconds_per_step = state.seconds_per_step;
@@ -313,6 +333,20 @@ void add_options(CLI::App& app, Options& opt) {
                    "scale; Ctrl +, Ctrl - and Ctrl 0 change it while running");
     app.add_flag("--print-command", opt.print_command,
                  "Headless: print the plab command that reproduces the shown panel's numbers");
+
+    // issue 17: heatmap, layers, side by side
+    app.add_option("--zoom", opt.zoom,
+                   "Mask panel: heatmap magnified Z times (1 = the whole prompt; wheel, drag, F)");
+    app.add_option("--zoom-centre", opt.zoom_centre,
+                   "Mask panel: with --zoom, the cell Q,K at the centre (default: the pinned "
+                   "row, else the middle)");
+    app.add_option("--pin-query", opt.pin_query,
+                   "Mask panel: pin query row N and list the keys it attends to most");
+    app.add_option("--compare-chunks", opt.compare_chunks,
+                   "Mask panel: a second run with this chunk plan beside the first, cells whose "
+                   "bits differ highlighted");
+    app.add_option("--compare-backend", opt.compare_backend,
+                   "Mask panel: a second run on this backend beside the first (cpu, gpu, ...)");
 }
 
 }  // namespace plab::viewer

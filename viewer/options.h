@@ -56,6 +56,12 @@ struct Options {
     std::string font;            // --font PATH; "" = DejaVu Sans (fonts-dejavu-core)
     std::string scale = "1";     // --scale S, checked by parse_scale (text: "abc" gets one line)
     bool print_command = false;  // --print-command: the shown panel's `plab` command, headless
+    // issue 17: heatmap, layers, side by side
+    float zoom = 1;               // --zoom Z: the mask panel's heatmap magnified Z times (1 = fit)
+    std::string zoom_centre;      // --zoom-centre Q,K: the cell at the centre of the zoomed view
+    int pin_query = -1;           // --pin-query N: pin query row N (its most-read keys listed)
+    std::string compare_chunks;   // --compare-chunks PLAN: a second run beside, this plan
+    std::string compare_backend;  // --compare-backend NAME: a second run beside, this backend
 };
 
 // issue 17: text and scale

@@ -33,7 +33,8 @@ void draw_serving_toggle(ViewerState& state);  // ui_common.cpp
 
 // The bar above every panel: model, backend, play/step controls, chunk slider.
 void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
-// Keyboard: space play/pause, right/left one chunk, down one layer, Home/R reset, 1-6 scene.
+// Keyboard: space play/pause, right/left one chunk, down/up one layer, Home/R reset, 1-6 scene;
+// the mask panel: down/up its shown layer, F fits the heatmap, Esc unpins the query row.
 void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
 // Advances the cursor while playing.
 void tick_playback(const Snapshot& snap, ViewerState& state, double dt);

@@ -29,6 +29,14 @@ CheckResult check_toy(const ToySnapshot& toy);
 // cell (empty: none visible, full: all, partial: some) and the pair count is
 // the visible cells'. A refused plan is named with the plan run instead.
 CheckResult check_mask(const MaskSnapshot& mask);
+// The mask panel's view (issue 17, self_check_mask.cpp), against mask.view's fresh
+// probes: the shown (layer, head) map has the float bits of a fresh probe of that
+// layer and head (so ↓/↑ show that layer's values, not a neighbour's); the pinned
+// query's listed keys are that fresh row's largest, in order, and their listed
+// probabilities its values bit for bit; side by side, the highlighted cells are exactly
+// those whose bits differ between the fresh probe and the second run, and none differ
+// when both runs are on reference backends (chunked == full, bitwise, on any plan).
+CheckResult check_mask_view(const MaskSnapshot& mask);
 // After every engine call: the session's length is what the plan (or one decode
 // step) implies; the block table holds ceil(length/B) blocks and only grows; the
 // call's "kv append" events (one per layer) name the implied positions and the

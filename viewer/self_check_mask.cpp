@@ -9,8 +9,12 @@
 // (core/mask.h), which every backend reads; the check never recomputes softmax.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "heatmap_view.h"
 #include "self_check.h"
 
 namespace plab::viewer {
@@ -117,6 +121,102 @@ CheckResult check_mask(const MaskSnapshot& mask) {
         r.line += "; plan " + mask.asked_plan.to_string() + " refused: " + mask.refusal +
                   "; ran plan " + mask.plan.to_string() + " instead";
     if (!f.why.empty()) r.line += "; first failure: " + f.why;
+    return r;
+}
+
+CheckResult check_mask_view(const MaskSnapshot& mask) {
+    const MaskViewSnapshot& v = mask.view;
+    const int t = mask.n_tokens();
+    const size_t cells = static_cast<size_t>(t) * t;
+    FirstFailure f;
+    auto bits_equal = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+    char buf[160];
+    // 1. The shown layer's values are that layer's: every cell's bits against a fresh probe.
+    const AttentionMap* map = mask.map(v.layer, v.head);
+    long long shown_differs = 0;
+    if (map == nullptr || map->probe.layer != v.layer || map->probe.head != v.head ||
+        map->probs.size() != cells || v.probe.size() != cells) {
+        f.add("the shown map is not layer " + std::to_string(v.layer) + " head " +
+              std::to_string(v.head) + "'s T x T map");
+    } else {
+        for (size_t i = 0; i < cells; ++i) shown_differs += !bits_equal(map->probs[i], v.probe[i]);
+        if (shown_differs > 0)
+            f.add(std::to_string(shown_differs) +
+                  " cells of the shown map differ from a fresh probe");
+    }
+    std::string line = "mask view: layer " + std::to_string(v.layer) + " of " +
+                       std::to_string(mask.n_layers) + " head " + std::to_string(v.head) +
+                       " drawn from that layer's probe, bitwise: " + (f.why.empty() ? "yes" : "no");
+    // 2. The pinned query: listed keys are the fresh row's largest, values bit for bit.
+    if (v.pinned >= 0 && f.why.empty()) {
+        const float* fresh = &v.probe[static_cast<size_t>(v.pinned) * t];
+        const float* shown = &map->probs[static_cast<size_t>(v.pinned) * t];
+        std::vector<bool> listed(t, false);
+        std::string keys;
+        for (size_t i = 0; i < v.pinned_keys.size(); ++i) {
+            const int k = v.pinned_keys[i];
+            if (k < 0 || k >= t) {
+                f.add("listed key " + std::to_string(k) + " is outside the prompt");
+                break;
+            }
+            listed[k] = true;
+            if (!bits_equal(shown[k], fresh[k]))
+                f.add("pinned query " + std::to_string(v.pinned) + " key " + std::to_string(k) +
+                      ": listed " + std::to_string(shown[k]) + ", fresh probe " +
+                      std::to_string(fresh[k]));
+            if (i > 0 && fresh[k] > fresh[v.pinned_keys[i - 1]])
+                f.add("pinned keys not in order of probability at key " + std::to_string(k));
+            std::snprintf(buf, sizeof buf, "%s%d:%.4g", i ? ", " : "", k, fresh[k]);
+            keys += buf;
+        }
+        // No unlisted key may beat the last listed one (or be > 0 when fewer are listed).
+        const float floor_p = v.pinned_keys.empty() ? 0.0f : fresh[v.pinned_keys.back()];
+        for (int k = 0; k < t && f.why.empty(); ++k)
+            if (!listed[k] &&
+                (static_cast<int>(v.pinned_keys.size()) < kPinnedKeys ? fresh[k] > 0.0f
+                                                                      : fresh[k] > floor_p))
+                f.add("key " + std::to_string(k) + " (" + std::to_string(fresh[k]) +
+                      ") is not listed but beats the listed keys");
+        line += "; pinned query " + std::to_string(v.pinned) + ": its " +
+                std::to_string(v.pinned_keys.size()) +
+                " listed keys are the fresh probe's largest, probabilities bitwise: " +
+                (f.why.empty() ? "yes" : "no") + " (key:p " + keys + ")";
+    }
+    // 3. Side by side: highlighted == bits differ, counted from the fresh probe.
+    if (!v.compare.empty() && f.why.empty()) {
+        long long differ = 0, visible = 0;
+        const Mask m = mask.mask.view();
+        if (v.differs.size() != cells || v.compare_probs.size() != cells) {
+            f.add("side by side: maps are not T x T");
+        } else {
+            for (int q = 0; q < t; ++q)
+                for (int k = 0; k < t; ++k) {
+                    const size_t i = static_cast<size_t>(q) * t + k;
+                    const bool d = !bits_equal(v.probe[i], v.compare_probs[i]);
+                    differ += d;
+                    visible += m.visible(q, k);
+                    if (d != (v.differs[i] != 0))
+                        f.add("side by side: cell (" + std::to_string(q) + ", " +
+                              std::to_string(k) + ") " +
+                              (d ? "differs but is not highlighted" : "is highlighted but equal"));
+                }
+            if (differ != v.n_differs)
+                f.add("side by side: " + std::to_string(v.n_differs) + " cells counted, " +
+                      std::to_string(differ) + " differ");
+            if (v.compare_bitwise_promised && differ > 0)
+                f.add("side by side: " + std::to_string(differ) +
+                      " cells differ between reference runs (bitwise promised)");
+        }
+        line += "; side by side " + mask.backend + " plan " + mask.plan.to_string() + " vs " +
+                v.compare + ": highlighted cells are the cells whose bits differ: " +
+                (f.why.empty() ? "yes" : "no") + " (" + std::to_string(differ) + " of " +
+                std::to_string(visible) + " visible cells differ" +
+                (v.compare_bitwise_promised ? ", bitwise promised: reference backends" : "") + ")";
+        if (!v.compare_refusal.empty()) line += "; compare plan refused: " + v.compare_refusal;
+    }
+    CheckResult r;
+    r.ok = f.why.empty();
+    r.line = line + (r.ok ? "" : "; first failure: " + f.why);
     return r;
 }
 

@@ -48,6 +48,32 @@ struct ToySnapshot {
     std::string error;               // bad input, shown instead of the panel
 };
 
+// Panel 2's shown (layer, head), pinned query and side-by-side run (issue 17), asked of
+// the engine again whenever one of them changes, each in a Session of its own: the
+// self-check (check_mask_view) holds what the panel draws to these fresh answers.
+struct MaskViewSnapshot {
+    bool ready = false;
+    std::string key;  // the choices it was asked for (Controller::refresh_mask_view)
+    int layer = 0, head = 0;
+    std::vector<float> probe;  // (T, T): a fresh probe of (layer, head), same backend/plan/mask
+    int pinned = -1;           // the pinned query row; -1 = none
+    // The keys the panel lists for the pinned query: top_keys of the snapshot's row.
+    std::vector<int> pinned_keys;
+    // Side by side: the same prompt and mask run again with another plan or backend.
+    std::string compare;  // "" = none; "plan 16" or "backend cpu": what differs
+    std::string compare_backend;
+    ChunkPlan compare_plan;
+    std::string compare_refusal;  // the compare plan's refusal under the mask ("" = ran as asked)
+    bool compare_bitwise_promised = false;  // both runs on reference backends
+    std::vector<float> compare_probs;       // (T, T) of (layer, head) in the other run
+    // (T, T): 1 where the panel highlights a cell, the shown map's float bits against the
+    // other run's; every visible cell is compared, masked ones too (both exactly 0).
+    std::vector<unsigned char> differs;
+    long long n_differs = 0;
+    float compare_max_abs = 0;  // largest |p - p'| over the cells: how far apart, not only whether
+    std::string error;
+};
+
 // Panel 2: attention probabilities of every (layer, head) of one prefill, under a mask.
 struct MaskSnapshot {
     bool ready = false;
@@ -76,6 +102,7 @@ struct MaskSnapshot {
     std::vector<AttentionMap> maps;  // (L·H): probs and scores q·k/sqrt(Dh), each (T, T)
     double prefill_us = 0;
     std::string error;
+    MaskViewSnapshot view;  // emptied by every refresh of the rest (its key no longer matches)
 
     const AttentionMap* map(int layer, int head) const;
     const std::vector<float>* scores_of(const AttentionMap& m) const;

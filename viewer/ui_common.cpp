@@ -180,6 +180,14 @@ void apply_step(const Snapshot& snap, ViewerState& state, Step step) {
                 state.layer = 0;
             }
             break;
+        case Step::kPrevLayer:  // (s, 0) -> the previous call with all but its last layer
+            if (v.layers_done > 0) {
+                state.layer = v.layers_done - 1;
+            } else if (v.stages_done > 0) {
+                state.stage = v.stages_done - 1;
+                state.layer = v.n_layers - 1;
+            }
+            break;
         case Step::kReset:
             state.stage = 0;
             state.layer = 0;
@@ -216,7 +224,28 @@ void handle_keys(const Snapshot& snap, ViewerState& state) {
     }
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) apply_step(snap, state, Step::kNextChunk);
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) apply_step(snap, state, Step::kPrevChunk);
-    if (pressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) apply_step(snap, state, Step::kNextLayer);
+    // issue 17: one layer at a time in every panel where layers matter. The mask panel
+    // shows one layer's attention: down/up show the next/previous layer; F fits the
+    // heatmap, Esc unpins its query row. The KV panel steps the forward pass.
+    if (state.scene == Scene::kMask) {
+        const int last = std::max(0, snap.mask.n_layers - 1);
+        if (pressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow)))
+            state.attn_layer = std::min(last, state.attn_layer + 1);
+        if (pressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow)))
+            state.attn_layer = std::max(0, state.attn_layer - 1);
+        if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) {
+            state.heatmap_view = HeatmapView{};  // sized again at zoom 1: the whole prompt
+            state.zoom = 1;
+            state.zoom_q = state.zoom_k = -1;
+        }
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+            state.pinned_query = -1;
+    } else {
+        if (pressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow)))
+            apply_step(snap, state, Step::kNextLayer);
+        if (pressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow)))
+            apply_step(snap, state, Step::kPrevLayer);
+    }
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_Home)) || ImGui::IsKeyPressed(GLFW_KEY_R, false))
         apply_step(snap, state, Step::kReset);
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_End))) apply_step(snap, state, Step::kEnd);

@@ -91,8 +91,8 @@ struct StepView {
     bool complete() const { return stages_done >= n_stages; }
 };
 StepView step_view(const Snapshot& snap, const ViewerState& state);
-// Applies a step: +1/-1 chunk, +1 layer, reset, to the end.
-enum class Step { kNextChunk, kPrevChunk, kNextLayer, kReset, kEnd };
+// Applies a step: +1/-1 chunk, +1/-1 layer, reset, to the end.
+enum class Step { kNextChunk, kPrevChunk, kNextLayer, kPrevLayer, kReset, kEnd };
 void apply_step(const Snapshot& snap, ViewerState& state, Step step);
 
 // Uploads an RGBA8 image (width × height, rows top-down) into `tex`.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "heatmap_view.h"
 #include "serving_replay.h"
 #include "snapshot.h"
 #include "toy/toy.h"
@@ -104,7 +105,17 @@ struct ViewerState {
     std::string model_dir;
     std::vector<int32_t> prompt_ids;  // Controller::encode of the prompt (main keeps it current)
     float reset_button_w = 0, reset_button_h = 0;
-    bool print_checks = false;  // print each scene's self-check line when refreshed
+    // issue 17: the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
+    // the query row pinned by a click, and a second run beside it.
+    HeatmapView heatmap_view;
+    int heatmap_view_tokens = 0;     // the prompt length T it was sized for
+    float zoom = 1;                  // asked zoom (--zoom), applied when the view is sized
+    float zoom_q = -1, zoom_k = -1;  // and its centre cell (-1: the pinned row, or middle)
+    int pinned_query = -1;           // -1 = none
+    std::string compare_chunks;      // "" = no second run; else its chunk plan
+    std::string compare_backend;     // "" = the same backend; else the second run's
+    HeatmapTexture heatmap_compare;  // the second run's texture
+    bool print_checks = false;       // print each scene's self-check line when refreshed
     bool checks_failed = false;
 };
 
