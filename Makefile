@@ -83,8 +83,15 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
+# The README's performance section comes from one run of this: both shapes the
+# issue names, prefill at three lengths, decode alone and batched, the roofline.
+# Run it on a quiet machine; it prints what the machine is.
 bench: build
-	$(PLAB) bench
+	@lscpu | grep -E '^(Model name|CPU\(s\)):' || true
+	$(PLAB) bench --backends cpu,cpu-ref --lengths 128,512,2048 --repeats 5 --decode-steps 64 \
+	  --batch 1,4,16,64 --plot assets/bench/roofline.png
+	$(PLAB) bench --shape stories110m --backends cpu --lengths 128,512,1024 --repeats 3 \
+	  --decode-steps 32 --batch 1,16,64
 
 # README pictures of every viewer panel, rendered headless (Xvfb) into assets/screenshots/.
 screenshots: build
