@@ -64,6 +64,10 @@ void require_allclose(const std::vector<float>& actual, const std::vector<float>
     }
 }
 
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 void require_bitwise_equal(const std::vector<float>& actual, const std::vector<float>& expected,
                            const std::string& what) {
     REQUIRE(actual.size() == expected.size());

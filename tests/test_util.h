@@ -27,6 +27,8 @@ void require_allclose(const std::vector<float>& actual, const std::vector<float>
 // Fails unless the two vectors have identical bits (NaN payloads included).
 void require_bitwise_equal(const std::vector<float>& actual, const std::vector<float>& expected,
                            const std::string& what);
+// True when the two vectors have identical bits (a check that returns, not a REQUIRE).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
 // Fails if every element is zero (a comparison of two all-zero outputs proves nothing).
 void require_not_all_zero(const std::vector<float>& v, const std::string& what);
 

@@ -352,17 +352,18 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
             const float y0 = sy(starts[current]), y1 = sy(starts[current + 1]);
             const float x0 = sx(pane, starts[current]), x1 = sx(pane, starts[current + 1]);
             if (starts[current] > 0)
-                dl->AddRect(ImVec2(sx(pane, 0), y0), ImVec2(x0, y1), colour::kCached, 0, 0, 2.5f);
-            dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), colour::kChunk, 0, 0, 2.5f);
+                dl->AddRect(ImVec2(sx(pane, 0), y0), ImVec2(x0, y1), colour::kCached, 0, 0,
+                            px(2.5f));
+            dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), colour::kChunk, 0, 0, px(2.5f));
         }
         if (pinned >= 0) {
             dl->AddRect(ImVec2(p0.x, sy(pinned) - 1), ImVec2(p1.x, sy(pinned + 1.0f) + 1),
-                        IM_COL32_WHITE, 0, 0, 2.0f);
+                        IM_COL32_WHITE, 0, 0, px(2.0f));
             if (view.ready && view.pinned == pinned)
                 for (int k : view.pinned_keys)
                     dl->AddRect(ImVec2(sx(pane, k) - 2, sy(pinned) - 2),
                                 ImVec2(sx(pane, k + 1.0f) + 2, sy(pinned + 1.0f) + 2),
-                                IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+                                IM_COL32(255, 255, 255, 255), 0, 0, px(1.5f));
         }
         dl->PopClipRect();
     }
@@ -372,7 +373,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         const ImVec2 sz = ImGui::CalcTextSize(why);
         const ImVec2 p(b.x - sz.x - font, a.y + side * 0.12f);
         dl->AddRectFilled(ImVec2(p.x - 4, p.y - 2), ImVec2(p.x + sz.x + 4, p.y + sz.y + 2),
-                          IM_COL32(30, 30, 36, 230), 3.0f);
+                          IM_COL32(30, 30, 36, 230), px(3.0f));
         dl->AddText(p, IM_COL32(230, 230, 230, 255), why);
     }
 
@@ -472,7 +473,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         const ImVec2 s0(l.x, y), s1(l.x + font, y + font);
         dl->AddRectFilled(s0, s1, fill);
         if (hatch) draw_hatch(dl, s0, s1, colour::kHatch, 5);
-        if (border) dl->AddRect(s0, s1, border, 0, 0, 2.0f);
+        if (border) dl->AddRect(s0, s1, border, 0, 0, px(2.0f));
         dl->AddText(ImVec2(l.x + font * 1.4f, y), IM_COL32_WHITE, text);
         y += font * 1.5f;
     };

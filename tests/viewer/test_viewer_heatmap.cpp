@@ -20,9 +20,11 @@
 #include "controller.h"
 #include "heatmap_view.h"
 #include "self_check.h"
+#include "test_util.h"
 #include "tiny_model.h"
 
 namespace plab::viewer {
+using plab::test::same_bits;
 namespace {
 
 // Pixel positions round-trip through cell coordinates in float: a couple of ulps of a
@@ -207,10 +209,6 @@ void require_view_fails(const MaskSnapshot& bad, const char* why) {
     INFO(r.line);
     REQUIRE_FALSE(r.ok);
     REQUIRE(r.line.find(why) != std::string::npos);
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "tiny_model.h"
 
 namespace plab::viewer {
+using plab::test::same_bits;
 namespace {
 
 // tests/viewer/tiny_model.h
@@ -55,10 +56,6 @@ void require_fails(const MaskSnapshot& bad, const char* why) {
     INFO(r.line);
     REQUIRE_FALSE(r.ok);
     REQUIRE(r.line.find(why) != std::string::npos);
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace
