@@ -130,11 +130,7 @@ bool& dirty_flag(Dirty& d, Scene s, bool serving_view) {
 }
 
 // Asks the engine again for the shown scene, if its inputs changed.
-void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
-    // issue 17: the mask panel's shown layer, pinned row and second run, asked again when
-    // they change (after the scene itself: the next call).
-    if (state.scene == Scene::kMask && !state.dirty.mask)
-        ctrl.refresh_mask_view(state, snap.mask, state.print_checks, state.checks_failed);
+void refresh_dirty_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
     bool& flag = dirty_flag(state.dirty, state.scene, state.serving_view);
     if (!flag) return;
     // The equivalence matrix can take seconds (emulated GPU backends): show one
@@ -148,6 +144,14 @@ void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
     dirty_flag(only, state.scene, state.serving_view) = true;
     flag = false;
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
+}
+
+// The shown scene, then (issue 17) the mask panel's shown layer, pinned row and
+// second run, asked again when they change, on top of the scene just refreshed.
+void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
+    refresh_dirty_scene(ctrl, state, snap);
+    if (state.scene == Scene::kMask && !state.dirty.mask)
+        ctrl.refresh_mask_view(state, snap.mask, state.print_checks, state.checks_failed);
 }
 
 void draw_panel(const Snapshot& snap, ViewerState& state) {
@@ -393,7 +397,6 @@ int run(const Options& given) {
     // The shown scene is computed now, so bad input fails before a window opens.
     state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
-    refresh_scene(ctrl, state, snap);  // issue 17: then the mask panel's view
     for (const std::string* err :
          {&snap.toy.error, &snap.mask.error, &snap.mask.view.error, &snap.kv.error,
           &snap.serving.error, &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
