@@ -81,6 +81,9 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
     }
     std::vector<std::string> w = {"plab"};
     auto model = [&] { w.insert(w.end(), {"--model", model_dir}); };
+    // The prompt's ids as the mask panel encoded them, for the panels that run the same prompt.
+    const std::vector<int32_t> no_ids;
+    const std::vector<int32_t>& prompt_ids = snap.mask.ready ? snap.mask.tokens : no_ids;
     if (serving_view) {
         // Four requests through one engine: the viewer's own scenario (serving_scenario.h),
         // which `plab serve` does not generate; the nearest command is the Serving panel's.
@@ -119,9 +122,7 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
             // The prefill chunks (the panel's decode steps follow from its first token).
             w.insert(w.end(), {"prefill"});
             model();
-            if (!add_prompt(w, state, snap.mask.ready ? snap.mask.tokens : std::vector<int32_t>{},
-                            why_not))
-                return {};
+            if (!add_prompt(w, state, prompt_ids, why_not)) return {};
             w.insert(w.end(), {"--backend", k.backend, "--chunks", k.plan.to_string(), "--mask",
                                state.mask, "--block-size", std::to_string(k.block_size), "--json"});
             return w;
@@ -133,9 +134,7 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
                 plans += (plans.empty() ? "" : ";") + p;
             w.insert(w.end(), {"compare"});
             model();
-            if (!add_prompt(w, state, snap.mask.ready ? snap.mask.tokens : std::vector<int32_t>{},
-                            why_not))
-                return {};
+            if (!add_prompt(w, state, prompt_ids, why_not)) return {};
             w.insert(w.end(), {"--backends", "all", "--plans", plans, "--json"});
             return w;
         }
@@ -144,9 +143,7 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
             if (!tl.ready) break;
             w.insert(w.end(), {"generate"});
             model();
-            if (!add_prompt(w, state, snap.mask.ready ? snap.mask.tokens : std::vector<int32_t>{},
-                            why_not))
-                return {};
+            if (!add_prompt(w, state, prompt_ids, why_not)) return {};
             w.insert(w.end(),
                      {"--backend", tl.backend, "--chunks", tl.plan, "--mask", tl.mask,
                       "--max-new-tokens", std::to_string(state.new_tokens), "--no-stop", "--json"});
