@@ -12,8 +12,12 @@
 namespace plab {
 namespace {
 
-constexpr int kQueryTile = 32;  // queries per attention tile
-constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to position 0
+constexpr int kQueryTile = 32;   // queries per attention tile
+constexpr int kKeyTile = 32;     // keys per tile the mask classifies, aligned to position 0
+constexpr int kGatherKeys = 16;  // keys the K/V gather transposes at a time
+// The gather's cost in GEMM-FLOP equivalents per float copied, for the thread
+// threshold (a copy is a load and a store: ~2 FLOPs of a GEMM's time).
+constexpr double kGatherFlopsPerValue = 2;
 
 // GEMM tasks per thread. More tasks than threads is what makes the split
 // dynamic: a thread the OS deschedules delays only the tile it holds, the
@@ -101,27 +105,51 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     //    column j: tiles and vector lanes are aligned to position 0, whatever
     //    the chunk, which is what keeps a query's sums the same in every plan.
     const int kpad = cpu_gemm::padded_columns(n_keys), dpad = cpu_gemm::padded_columns(dh);
-    // Kept from call to call (assign reuses the capacity): allocated afresh, a
+    static_assert(kKeyTile % kGatherKeys == 0 && 16 % kGatherKeys == 0, "kpad is whole runs");
+    // Kept from call to call (resize reuses the capacity): allocated afresh, a
     // long prompt's copies would be new pages, faulted in on every layer.
     // (References, so the tasks on the pool's threads read this thread's copies.)
     thread_local std::vector<float> kt_kept, vg_kept;
     std::vector<float>& kt = kt_kept;
     std::vector<float>& vg = vg_kept;
-    kt.assign(std::size_t(s.n_kv_heads) * dh * kpad, 0.0f);
-    vg.assign(std::size_t(s.n_kv_heads) * n_keys * dpad, 0.0f);
-    for (int j = 0; j < n_keys; ++j) {
-        // A freed block's keys are hidden from every query of this chunk: they
-        // stay 0 here, and the mask keeps them out of every score and sum.
-        if (kv_block_freed(block_table.data(), j, s.block_size)) continue;
-        const int slot = kv_slot(block_table.data(), j, s.block_size);
-        for (int g = 0; g < s.n_kv_heads; ++g) {
-            const float* ks = k_pool.data + std::size_t(slot) * row + std::size_t(g) * dh;
-            const float* vs = v_pool.data + std::size_t(slot) * row + std::size_t(g) * dh;
-            float* kcol = kt.data() + std::size_t(g) * dh * kpad + j;
-            for (int d = 0; d < dh; ++d) kcol[std::size_t(d) * kpad] = ks[d];
-            std::copy(vs, vs + dh, vg.data() + (std::size_t(g) * n_keys + j) * dpad);
+    kt.resize(std::size_t(s.n_kv_heads) * dh * kpad);
+    vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
+    // One task per KV head; keys in runs of kGatherKeys, so the transposing
+    // writes of Kᵀ go 16 floats at a time along a row instead of one float per
+    // row per key (a gather that was a third of attention's time at 512 tokens).
+    const auto gather_head = [&](int g) {
+        float* kg = kt.data() + std::size_t(g) * dh * kpad;
+        float* vgg = vg.data() + std::size_t(g) * n_keys * dpad;
+        for (int j0 = 0; j0 < kpad; j0 += kGatherKeys) {
+            const float* krow[kGatherKeys];
+            for (int jj = 0; jj < kGatherKeys; ++jj) {
+                const int j = j0 + jj;
+                // A freed block's keys (and the padding past the cache) are
+                // zeros: the mask keeps them out of every score and sum.
+                const bool cached =
+                    j < n_keys && !kv_block_freed(block_table.data(), j, s.block_size);
+                const std::size_t at =
+                    cached ? std::size_t(kv_slot(block_table.data(), j, s.block_size)) * row +
+                                 std::size_t(g) * dh
+                           : 0;
+                krow[jj] = cached ? k_pool.data + at : nullptr;
+                if (j >= n_keys) continue;
+                float* vdst = vgg + std::size_t(j) * dpad;
+                if (cached)
+                    std::copy(v_pool.data + at, v_pool.data + at + dh, vdst);
+                else
+                    std::fill(vdst, vdst + dh, 0.0f);
+                std::fill(vdst + dh, vdst + dpad, 0.0f);
+            }
+            for (int d = 0; d < dh; ++d) {
+                float* dst = kg + std::size_t(d) * kpad + j0;
+                for (int jj = 0; jj < kGatherKeys; ++jj)
+                    dst[jj] = krow[jj] != nullptr ? krow[jj][d] : 0.0f;
+            }
         }
-    }
+    };
+    run_cpu_tasks(cpu_threads_for(kGatherFlopsPerValue * double(n_keys) * 2 * row), s.n_kv_heads,
+                  gather_head);
     // 2. Per (query head, tile of queries): classify the key tiles, GEMM the
     //    runs of non-empty ones, mask partial tiles, softmax, GEMM with V.
     const int tiles = (s.n_queries + kQueryTile - 1) / kQueryTile;
@@ -178,9 +206,10 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
             cpu_gemm::gemm(scores.data() + (k0 - klo), std::size_t(width), q0,
                            std::size_t(s.n_heads) * dh, kpanels, 0, rows, k0 / panel,
                            cpu_gemm::padded_columns(k1) / panel);
+            const float scale = s.scale;  // a local: the loop below is then vectorised
             for (int r = 0; r < rows; ++r) {
                 float* srow = scores.data() + std::size_t(r) * width;
-                for (int j = k0 - klo; j < k1 - klo; ++j) srow[j] *= s.scale;
+                for (int j = k0 - klo; j < k1 - klo; ++j) srow[j] *= scale;
             }
             for (int c = t; c <= end; ++c) {
                 if (cls[c] == TileClass::full && !modifies) continue;
