@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu_attention_pool.h"
 #include "backends/cpu_gemm.h"
 #include "backends/cpu_vector.h"
 #include "core/error.h"
@@ -12,8 +13,12 @@
 namespace plab {
 namespace {
 
-constexpr int kQueryTile = 32;   // queries per attention tile
-constexpr int kKeyTile = 32;     // keys per tile the mask classifies, aligned to position 0
+constexpr int kQueryTile = 32;  // queries per attention tile
+constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to position 0
+// Chunks of fewer queries than this (decode steps) read K and V straight from
+// the pool (cpu_attention_pool.h); longer ones gather them into panels first,
+// which every query of a 32-query tile then shares.
+constexpr int kPoolQueriesBelow = 4;
 constexpr int kGatherKeys = 16;  // keys the K/V gather transposes at a time
 // The gather's cost in GEMM-FLOP equivalents per float copied, for the thread
 // threshold (a copy is a load and a store: ~2 FLOPs of a GEMM's time).
@@ -24,10 +29,25 @@ constexpr double kGatherFlopsPerValue = 2;
 // others take the rest.
 constexpr int kTasksPerThread = 4;
 constexpr int kRowTile = 96;  // at most this many rows of x per GEMM task (a multiple of 6)
+// A weight byte read from memory in GEMM-FLOP equivalents, for the thread
+// threshold of products with few rows: one thread streams a weight it has
+// not cached at ~38 GB/s (stories15M's classifier, 36.9 MB in 0.97 ms, one
+// row) while its GEMM runs at ~190 GFLOP/s: ~5 FLOPs of GEMM time per byte.
+constexpr double kFlopsPerWeightByte = 5;
 // SwiGLU's cost in GEMM-FLOP equivalents per value, for the thread threshold:
 // measured 0.19 ns a value on one thread, ~20 FLOPs at the ~105 GFLOP/s one
 // thread's GEMM runs at (exp is a ~20-op polynomial, then +, /, *).
 constexpr double kSwigluFlopsPerValue = 24;
+
+// Work of one attention call in GEMM-FLOP equivalents, for the thread count:
+// its FLOPs (Q·Kᵀ and P·V, 2 each per dim and pair, over the causal pairs: an
+// upper bound for the masks that see less), or reading its K and V when that
+// takes longer (one decode query: 4 FLOPs per 8 bytes read).
+double attention_work(const AttentionShape& s) {
+    const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
+    const double kv_bytes = 2.0 * s.n_keys() * s.n_kv_heads * s.head_dim * sizeof(float);
+    return std::max(4.0 * s.head_dim * s.n_heads * pairs, kFlopsPerWeightByte * kv_bytes);
+}
 
 bool overlaps(const float* a, std::size_t na, const float* b, std::size_t nb) {
     return a < b + nb && b < a + na;
@@ -63,36 +83,97 @@ void CpuFastBackend::fill(Buffer dst, float value) {
 }
 
 void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
-    PLAB_ASSERT(out.size >= std::size_t(m) * n && x.size >= std::size_t(m) * k &&
-                w.size >= std::size_t(n) * k);
-    // The weight's panels, packed once by prepare_weight; a matrix that was
+    const MatmulPart part{out, w, n};
+    matmul_parts(x, m, k, std::span<const MatmulPart>(&part, 1));
+}
+
+void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) {
+    PLAB_ASSERT(x.size >= std::size_t(m) * k);
+    // Each weight's panels, packed once by prepare_weight; a matrix that was
     // never prepared (a test's, a tool's) is packed here, for this call.
-    const auto found = packed_.find(w.data);
-    std::vector<float> scratch;
-    const cpu_gemm::Panels b =
-        found != packed_.end() && found->second.panels.n == n && found->second.panels.k == k
-            ? found->second.panels
-            : cpu_gemm::pack_transposed(w.data, n, k, scratch);
-    const int panels = cpu_gemm::padded_columns(n) / cpu_gemm::panel_columns();
-    const int threads = cpu_threads_for(2.0 * m * n * k);
-    // Tasks of (rows of x) x (panels of w). The split changes no bit (each
-    // output is one FMA chain over k, cpu_gemm.h), only who computes what.
+    std::vector<cpu_gemm::Panels> b(parts.size());
+    std::vector<std::vector<float>> scratch;
+    double flops = 0, weight_bytes = 0;
+    int panels = 0;  // of all parts together
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const MatmulPart& p = parts[i];
+        PLAB_ASSERT(p.out.size >= std::size_t(m) * p.n && p.w.size >= std::size_t(p.n) * k);
+        const auto found = packed_.find(p.w.data);
+        if (found != packed_.end() && found->second.panels.n == p.n &&
+            found->second.panels.k == k) {
+            b[i] = found->second.panels;
+        } else {
+            b[i] = cpu_gemm::pack_transposed(p.w.data, p.n, k, scratch.emplace_back());
+        }
+        flops += 2.0 * m * p.n * k;
+        weight_bytes += 4.0 * p.n * k;
+        panels += cpu_gemm::padded_columns(p.n) / cpu_gemm::panel_columns();
+    }
+    // A product of few rows (a decode step) is set by reading its weights,
+    // not by its FLOPs: it is worth a second thread when the weights are.
+    const int threads = cpu_threads_for(std::max(flops, kFlopsPerWeightByte * weight_bytes));
+    // Tasks of (rows of x) x (panels of one part's w). The split changes no
+    // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
+    // what. Rows go in whole micro-tiles, so only the last task has a remainder.
+    const int tile = cpu_gemm::tile_rows();
     const int row_tiles = threads == 1 ? 1 : (m + kRowTile - 1) / kRowTile;
+    const int rows_per = ((m + row_tiles - 1) / row_tiles + tile - 1) / tile * tile;
+    const int row_tasks = (m + rows_per - 1) / rows_per;
     const int col_tiles =
-        threads == 1 ? 1 : std::clamp(threads * kTasksPerThread / row_tiles, 1, panels);
-    const int rows_per = (m + row_tiles - 1) / row_tiles;
+        threads == 1 ? 1 : std::clamp(threads * kTasksPerThread / row_tasks, 1, panels);
     const int panels_per = (panels + col_tiles - 1) / col_tiles;
-    const int cols_tiles = (panels + panels_per - 1) / panels_per;
-    run_cpu_tasks(threads, row_tiles * cols_tiles, [&](int t) {
-        const int r0 = (t / cols_tiles) * rows_per, r1 = std::min(m, r0 + rows_per);
-        const int p0 = (t % cols_tiles) * panels_per, p1 = std::min(panels, p0 + panels_per);
-        cpu_gemm::gemm(out.data + std::size_t(p0) * cpu_gemm::panel_columns(), std::size_t(n),
-                       x.data, std::size_t(k), b, r0, r1, p0, p1);
+    struct ColumnTask {
+        int part, p0, p1;
+    };
+    std::vector<ColumnTask> columns;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const int own = cpu_gemm::padded_columns(parts[i].n) / cpu_gemm::panel_columns();
+        for (int p0 = 0; p0 < own; p0 += panels_per)
+            columns.push_back({static_cast<int>(i), p0, std::min(own, p0 + panels_per)});
+    }
+    const int n_columns = static_cast<int>(columns.size());
+    run_cpu_tasks(threads, row_tasks * n_columns, [&](int t) {
+        const int r0 = (t / n_columns) * rows_per, r1 = std::min(m, r0 + rows_per);
+        const ColumnTask& c = columns[static_cast<std::size_t>(t % n_columns)];
+        const MatmulPart& p = parts[static_cast<std::size_t>(c.part)];
+        cpu_gemm::gemm(p.out.data + std::size_t(c.p0) * cpu_gemm::panel_columns(), std::size_t(p.n),
+                       x.data, std::size_t(k), b[std::size_t(c.part)], r0, r1, c.p0, c.p1);
     });
 }
 
 void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                                std::span<const int32_t> block_table, const AttentionShape& s) {
+    attend({out, q, block_table, s}, k_pool, v_pool, /*split=*/true);
+}
+
+void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
+                                     std::span<const AttentionCall> calls) {
+    // A call worth more than one thread (a prefill chunk) runs alone, split
+    // over the threads; the rest (decode tokens, short chunks) run side by
+    // side, one call per task. Either way a call's bits are the same: the
+    // split only decides who computes which tile.
+    std::vector<const AttentionCall*> small;
+    double small_work = 0;
+    for (const AttentionCall& c : calls) {
+        const double work = attention_work(c.shape);
+        if (calls.size() == 1 || cpu_threads_for(work) > 1) {
+            attend(c, k_pool, v_pool, /*split=*/true);
+        } else {
+            small.push_back(&c);
+            small_work += work;
+        }
+    }
+    run_cpu_tasks(cpu_threads_for(small_work), static_cast<int>(small.size()), [&](int i) {
+        attend(*small[static_cast<std::size_t>(i)], k_pool, v_pool, /*split=*/false);
+    });
+}
+
+void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split) {
+    const Buffer out = call.out, q = call.q;
+    const std::span<const int32_t> block_table = call.block_table;
+    const AttentionShape& s = call.shape;
+    // The thread count of this call's own tasks: 1 when it is one task of a batch.
+    const auto threads_for = [&](double flops) { return split ? cpu_threads_for(flops) : 1; };
     const int n_keys = s.n_keys(), dh = s.head_dim, row = s.n_kv_heads * dh;
     PLAB_ASSERT(std::size_t(n_keys + s.block_size - 1) / s.block_size <= block_table.size());
     const Mask& mask = s.mask;
@@ -112,8 +193,12 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
     thread_local std::vector<float> kt_kept, vg_kept;
     std::vector<float>& kt = kt_kept;
     std::vector<float>& vg = vg_kept;
-    kt.resize(std::size_t(s.n_kv_heads) * dh * kpad);
-    vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
+    // A few queries read K and V straight from the pool instead (decode).
+    const bool from_pool = s.n_queries < kPoolQueriesBelow;
+    if (!from_pool) {
+        kt.resize(std::size_t(s.n_kv_heads) * dh * kpad);
+        vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
+    }
     // One task per KV head; keys in runs of kGatherKeys, so the transposing
     // writes of Kᵀ go 16 floats at a time along a row instead of one float per
     // row per key (a gather that was a third of attention's time at 512 tokens).
@@ -148,17 +233,21 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
             }
         }
     };
-    run_cpu_tasks(cpu_threads_for(kGatherFlopsPerValue * double(n_keys) * 2 * row), s.n_kv_heads,
-                  gather_head);
+    if (!from_pool)
+        run_cpu_tasks(threads_for(kGatherFlopsPerValue * double(n_keys) * 2 * row), s.n_kv_heads,
+                      gather_head);
+    else
+        cpu_attention::prefetch_keys_and_values(k_pool.data, v_pool.data, block_table, s.block_size,
+                                                row, n_keys);
+    const auto pool_head = [&](Buffer pool, int g) {
+        return cpu_attention::PoolHead{pool.data, block_table, s.block_size, row, g * dh, dh};
+    };
     // 2. Per (query head, tile of queries): classify the key tiles, GEMM the
     //    runs of non-empty ones, mask partial tiles, softmax, GEMM with V.
     const int tiles = (s.n_queries + kQueryTile - 1) / kQueryTile;
     const int key_tiles = (n_keys + kKeyTile - 1) / kKeyTile;
     const int work = s.n_heads * tiles;
-    // FLOPs: Q·Kᵀ and P·V, 2 each per dim and pair, estimated over the causal
-    // pairs (an upper bound for the masks that see less; only picks the threads).
-    const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
-    const int threads = cpu_threads_for(4.0 * dh * s.n_heads * pairs);
+    const int threads = threads_for(attention_work(s));
     // One task per (head, tile), claimed dynamically; scratch per thread.
     const auto tile_task = [&](int wi) {
         thread_local std::vector<float> scores, ot;
@@ -190,8 +279,8 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
         const int width = cpu_gemm::padded_columns(khi - klo);
         scores.assign(std::size_t(rows) * width, -INFINITY);
         const float* q0 = q.data + (std::size_t(i0) * s.n_heads + h) * dh;  // rows strided by H·Dh
-        const cpu_gemm::Panels kpanels{kt.data() + std::size_t(g) * dh * kpad, dh, n_keys,
-                                       std::size_t(panel), std::size_t(kpad)};
+        const cpu_gemm::Panels kpanels{from_pool ? nullptr : kt.data() + std::size_t(g) * dh * kpad,
+                                       dh, n_keys, std::size_t(panel), std::size_t(kpad)};
         // 2b. S = Q·Kᵀ over each run of consecutive non-empty key tiles, then
         //     the scale; partial tiles ask the mask cell by cell; modifiers
         //     touch visible cells.
@@ -203,9 +292,16 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
             int end = t;
             while (end + 1 <= last && cls[end + 1] != TileClass::empty) ++end;
             const int k0 = t * kKeyTile, k1 = std::min(n_keys, (end + 1) * kKeyTile);
-            cpu_gemm::gemm(scores.data() + (k0 - klo), std::size_t(width), q0,
-                           std::size_t(s.n_heads) * dh, kpanels, 0, rows, k0 / panel,
-                           cpu_gemm::padded_columns(k1) / panel);
+            if (from_pool) {
+                for (int r = 0; r < rows; ++r)
+                    cpu_attention::scores_from_pool(
+                        scores.data() + std::size_t(r) * width + (k0 - klo),
+                        q0 + std::size_t(r) * s.n_heads * dh, k0, k1, pool_head(k_pool, g));
+            } else {
+                cpu_gemm::gemm(scores.data() + (k0 - klo), std::size_t(width), q0,
+                               std::size_t(s.n_heads) * dh, kpanels, 0, rows, k0 / panel,
+                               cpu_gemm::padded_columns(k1) / panel);
+            }
             const float scale = s.scale;  // a local: the loop below is then vectorised
             for (int r = 0; r < rows; ++r) {
                 float* srow = scores.data() + std::size_t(r) * width;
@@ -241,10 +337,17 @@ void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_poo
         //     zeros before a query's first visible key leave it at +0), then
         //     divided once per output, like the reference.
         ot.resize(std::size_t(rows) * dpad);
-        const cpu_gemm::Panels vpanels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
-                                       khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
-        cpu_gemm::gemm(ot.data(), std::size_t(dpad), scores.data(), std::size_t(width), vpanels, 0,
-                       rows, 0, dpad / panel, true);
+        if (from_pool) {
+            for (int r = 0; r < rows; ++r)
+                cpu_attention::weighted_values_from_pool(ot.data() + std::size_t(r) * dpad,
+                                                         scores.data() + std::size_t(r) * width,
+                                                         klo, khi, pool_head(v_pool, g));
+        } else {
+            const cpu_gemm::Panels vpanels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
+                                           khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
+            cpu_gemm::gemm(ot.data(), std::size_t(dpad), scores.data(), std::size_t(width), vpanels,
+                           0, rows, 0, dpad / panel, true);
+        }
         for (int r = 0; r < rows; ++r) {
             float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
             for (int d = 0; d < dh; ++d) o[d] = ot[std::size_t(r) * dpad + d] / den[r];

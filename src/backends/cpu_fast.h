@@ -17,6 +17,11 @@
 //             modifiers apply; softmax in vector lanes aligned to key 0
 //             (cpu_vector.h); O = P·V (the same GEMM) / the row's sum.
 //             Under the causal mask the tiles past the diagonal are skipped.
+//             A chunk of 1-3 queries (decode) skips the gather and reads K and
+//             V straight from the pool instead (cpu_attention_pool.h); the
+//             sequences of a batched step run side by side (attention_batch).
+//   matmul_parts  Q, K, V (and gate, up) as one set of GEMM tasks: one
+//             parallel region instead of three.
 //   swiglu    Eigen's vectorised exp, every element in a vector lane (cpu_vector.h)
 // They round differently from cpu-ref (FMA, a polynomial exp, lane-wise sums),
 // so results differ from it in the last bits (tolerance rel 1e-5 on logits).
@@ -58,9 +63,12 @@ public:
     void upload(Buffer dst, const float* src, std::size_t n) override;
     void fill(Buffer dst, float value) override;
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
+    void matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) override;
     void prepare_weight(Buffer w, int n, int k) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
+    void attention_batch(Buffer k_pool, Buffer v_pool,
+                         std::span<const AttentionCall> calls) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
     AttentionTileCounts attention_tile_counts() const override;
     void reset_attention_tile_counts() override;
@@ -74,6 +82,9 @@ private:
         cpu_gemm::Panels panels;
     };
     void forget_packed(const float* data, std::size_t n);
+    // One call's attention; split: over the engine's threads, else on the
+    // calling thread alone (one task of attention_batch).
+    void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split);
 
     std::map<const float*, PackedWeight> packed_;
     std::atomic<long long> tiles_skipped_{0}, tiles_partial_{0}, tiles_full_{0};

@@ -114,6 +114,9 @@ int lanes() {
 int panel_columns() {
     return kPanel;
 }
+int tile_rows() {
+    return kRows;
+}
 int padded_columns(int n) {
     return (n + kPanel - 1) / kPanel * kPanel;
 }

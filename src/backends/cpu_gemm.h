@@ -40,6 +40,9 @@ namespace plab::cpu_gemm {
 // 8 with AVX2), and columns per panel of B: two registers.
 int lanes();
 int panel_columns();
+// Rows of the main micro-tile (6): a row range of a multiple of it has no
+// remainder rows, which run slower.
+int tile_rows();
 
 // B of (K, N) floats as column panels: element (k, j) lives at
 //   data[(j / panel_columns()) * panel_stride + k * row_stride + j % panel_columns()]

@@ -4,6 +4,15 @@
 
 namespace plab {
 
+void Backend::matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) {
+    for (const MatmulPart& p : parts) matmul(p.out, x, p.w, m, p.n, k);
+}
+
+void Backend::attention_batch(Buffer k_pool, Buffer v_pool, std::span<const AttentionCall> calls) {
+    for (const AttentionCall& c : calls)
+        attention(c.out, c.q, k_pool, v_pool, c.block_table, c.shape);
+}
+
 DeviceArray::DeviceArray(Backend& backend, std::size_t n) : backend_(&backend) {
     buf_ = backend.alloc(n);
 }

@@ -56,6 +56,21 @@ struct DeviceOpTime {
     double ms = 0;        // device time of this op
 };
 
+// One product of a matmul_parts call: out = x · wᵀ, out (M, n), w (n, K).
+struct MatmulPart {
+    Buffer out;
+    Buffer w;
+    int n = 0;
+};
+
+// One sequence's share of an attention_batch call (see Backend::attention).
+struct AttentionCall {
+    Buffer out;
+    Buffer q;
+    std::span<const int32_t> block_table;
+    AttentionShape shape;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -82,6 +97,12 @@ public:
     virtual void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) = 0;
     // out = x · wᵀ        out (M, N), x (M, K), w (N, K) — a torch Linear's layout
     virtual void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) = 0;
+    // Several products of the same x — Q, K and V; gate and up — in one call,
+    // so a backend may run them as one product: one pass over x, one parallel
+    // region, no thread waiting between them (issue 13: fused projections).
+    // Each part's out equals matmul(out, x, w, m, n, k) bit for bit. The
+    // default runs them one after the other.
+    virtual void matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts);
     // w holds an (N, K) weight matrix that stays unchanged until it is
     // released, uploaded to or filled again (DeviceModel calls this once per
     // weight after uploading it). A backend may keep a copy in the layout its
@@ -103,6 +124,13 @@ public:
     // out, q (C, H, Dh); block_table: physical block of each logical block
     virtual void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                            std::span<const int32_t> block_table, const AttentionShape& shape) = 0;
+    // The attention of every sequence of a step over one layer's pools, so a
+    // backend may run the sequences side by side: a decode step of 64
+    // sequences is 64 small attentions, each too small to split on its own
+    // (batched decode). Each call's out equals attention() of it alone, bit
+    // for bit. The default runs them one after the other.
+    virtual void attention_batch(Buffer k_pool, Buffer v_pool,
+                                 std::span<const AttentionCall> calls);
     // A probe for the viewer, one head: the attention probabilities (masked
     // cells exactly 0) and, when `scores` is not empty (data != nullptr), the
     // modified scaled scores the probabilities were computed from (masked

@@ -160,12 +160,13 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
         // 3. Attention sublayer: normalise, project to Q, K, V (one product over
-        //    all rows of the step), rotate each sequence's rows by their positions
+        //    all rows of the step, the three weights in one call), rotate each sequence's rows by their positions
         //    (the position within its document under packed documents).
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
-        be.matmul(ws.q.buf(), ws.xb.buf(), w.wq.buf(), n, qd, D);
-        be.matmul(ws.k.buf(), ws.xb.buf(), w.wk.buf(), n, kvd, D);
-        be.matmul(ws.v.buf(), ws.xb.buf(), w.wv.buf(), n, kvd, D);
+        const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
+                                  {ws.k.buf(), w.wk.buf(), kvd},
+                                  {ws.v.buf(), w.wv.buf(), kvd}};
+        be.matmul_parts(ws.xb.buf(), n, D, qkv);
         for (std::size_t i = 0; i < n_items; ++i) {
             const int rows = row0[i + 1] - row0[i];
             rope_by_document(be, rows_of(ws.q.buf(), i, qd), rows, c.n_heads, c.head_dim, pos0[i],
@@ -185,11 +186,14 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
             }
         }
         // 5. Masked attention, per sequence: its queries over its own cache
-        //    positions 0..p+C-1 through its own block table.
+        //    positions 0..p+C-1 through its own block table (one call for all
+        //    sequences, so a backend may run them side by side).
+        std::vector<AttentionCall> calls(n_items);
         for (std::size_t i = 0; i < n_items; ++i) {
-            be.attention(rows_of(ws.att.buf(), i, qd), rows_of(ws.q.buf(), i, qd), cache.k_pool(l),
-                         cache.v_pool(l), items[i].seq->block_table, shapes[i]);
+            calls[i] = {rows_of(ws.att.buf(), i, qd), rows_of(ws.q.buf(), i, qd),
+                        items[i].seq->block_table, shapes[i]};
         }
+        be.attention_batch(cache.k_pool(l), cache.v_pool(l), calls);
         for (const AttentionProbe& p : probes.attention) {
             if (p.layer != l) continue;
             // Probabilities and scores both come from the backend that computed them.
@@ -214,8 +218,9 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         be.add(ws.x.buf(), ws.proj.buf(), nd);
         // 7. MLP sublayer: normalise, SwiGLU, down projection, residual.
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
-        be.matmul(ws.gate.buf(), ws.xb.buf(), w.w_gate.buf(), n, F, D);
-        be.matmul(ws.up.buf(), ws.xb.buf(), w.w_up.buf(), n, F, D);
+        const MatmulPart gate_up[] = {{ws.gate.buf(), w.w_gate.buf(), F},
+                                      {ws.up.buf(), w.w_up.buf(), F}};
+        be.matmul_parts(ws.xb.buf(), n, D, gate_up);
         be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
         be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
         be.add(ws.x.buf(), ws.proj.buf(), nd);

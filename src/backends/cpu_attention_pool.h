@@ -1,0 +1,52 @@
+// The fast backend's attention for a few queries (a decode step): the two
+// products read K and V straight from the paged KV cache, with no gathered
+// copy of the cache per call.
+//
+// What it teaches: for one query, attention is a pass over the cached K and V
+// — two multiply-adds per value read — so decode attention is set by how many
+// bytes it touches, not by FLOPs. The prefill path first gathers every key
+// into Kᵀ/V panels so that 32 queries can share each load; for one query that
+// copy would cost more than the attention itself (in a batched decode step of
+// 64 sequences it was the largest item of the step).
+//
+// Same bits as the GEMM path (cpu_gemm.h), by construction: a score is one
+// FMA chain over d from +0, s_j = fma(q[d], K[j][d], s_j) for d = 0..Dh-1,
+// computed for key j in vector lane j % lanes() (keys are read across rows
+// of the pool, a strided load); an output component is one FMA chain over
+// the keys in increasing order from +0, o[d] = fma(e_j, V[j][d], o[d]), the
+// same chain the GEMM runs. A freed block's keys read as zeros, as in the
+// gathered copy. So a token's values do not depend on which path ran it:
+// decode one token at a time gives the bits of prefilling the same tokens.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace plab::cpu_attention {
+
+// One KV head's view of a layer's pool.
+struct PoolHead {
+    const float* pool = nullptr;  // k_pool or v_pool of the layer: (slots, row) floats
+    std::span<const int32_t> block_table;
+    int block_size = 0;
+    int row = 0;     // floats per slot: Hkv·Dh
+    int offset = 0;  // this head's first float in a slot: g·Dh
+    int head_dim = 0;
+};
+
+// Asks the memory system for the K and V rows of keys [0, n_keys) before the
+// products need them: the rows of one sequence are scattered over its blocks,
+// a pattern the hardware prefetcher does not follow, and in a batched decode
+// step they are rarely in cache (64 sequences' K/V are tens of MB).
+void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
+                              std::span<const int32_t> block_table, int block_size, int row,
+                              int n_keys);
+
+// scores[j - k0] = q · K[j] for keys j in [k0, k1); k0 a multiple of lanes().
+void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k);
+
+// out[d] = sum over j in [k0, k1) of e[j - k0] · V[j][d], for d < Dh, in
+// increasing j from +0 (not yet divided by the softmax's sum).
+void weighted_values_from_pool(float* out, const float* e, int k0, int k1, const PoolHead& v);
+
+}  // namespace plab::cpu_attention

@@ -1,0 +1,261 @@
+// The cpu backend's batched and few-query paths (issue 13) give the bits of
+// its plain ones: fused projections (matmul_parts) equal one matmul per
+// weight; a decode query, whose attention reads K and V straight from the
+// paged pool (backends/cpu_attention_pool.h), equals the same query computed
+// inside a long chunk (the gathered-panel GEMM path); attention_batch equals
+// one attention call per sequence. Random inputs from fixed seeds, awkward
+// sizes (head_dim not a multiple of the vector width, blocks smaller and
+// larger than a vector of keys, shuffled and freed blocks, GQA, masks with
+// score modifiers). cpu-ref is the independent oracle for the values.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "core/attention_spec.h"
+#include "core/backend.h"
+#include "runtime/mask_spec.h"
+#include "runtime/registry.h"
+#include "test_util.h"
+
+using namespace plab;
+using namespace plab::test;
+
+namespace {
+
+std::vector<float> download(Backend& b, Buffer buf) {
+    std::vector<float> h(buf.size);
+    b.download(h.data(), buf, h.size());
+    return h;
+}
+
+DeviceArray upload(Backend& b, const std::vector<float>& host) {
+    DeviceArray d(b, host.size());
+    b.upload(d.buf(), host.data(), host.size());
+    return d;
+}
+
+// A layer's cache: `n_keys` cached positions in blocks of `block_size`, the
+// blocks in shuffled physical order, those listed in `freed` marked freed.
+struct Cache {
+    int n_kv_heads, head_dim, block_size, n_keys;
+    std::vector<int32_t> table;
+    std::vector<float> k, v;
+};
+
+Cache make_cache(int n_kv_heads, int head_dim, int block_size, int n_keys, std::uint64_t seed,
+                 const std::vector<int>& freed = {}) {
+    Cache c{n_kv_heads, head_dim, block_size, n_keys, {}, {}, {}};
+    const int blocks = (n_keys + block_size - 1) / block_size;
+    c.table.resize(std::size_t(blocks));
+    std::iota(c.table.begin(), c.table.end(), 0);
+    std::shuffle(c.table.begin(), c.table.end(), std::mt19937_64(seed));
+    for (int b : freed) c.table[std::size_t(b)] = kFreedBlock;
+    const std::size_t floats = std::size_t(blocks) * block_size * n_kv_heads * head_dim;
+    c.k = random_floats(floats, seed + 1, -2.0f, 2.0f);
+    c.v = random_floats(floats, seed + 2);
+    return c;
+}
+
+AttentionShape shape_for(const Cache& c, int n_heads, int n_queries, int pos0, const Mask& mask) {
+    AttentionShape s;
+    s.n_queries = n_queries;
+    s.pos0 = pos0;
+    s.n_heads = n_heads;
+    s.n_kv_heads = c.n_kv_heads;
+    s.head_dim = c.head_dim;
+    s.block_size = c.block_size;
+    s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    s.mask = mask;
+    return s;
+}
+
+// Attention of `n_queries` queries (rows of q from `first_row`) at positions
+// pos0.. over the cache's first pos0 + n_queries positions.
+std::vector<float> attention(Backend& b, const Cache& c, const std::vector<float>& q, int n_heads,
+                             int first_row, int n_queries, int pos0, const Mask& mask) {
+    const std::size_t row = std::size_t(n_heads) * c.head_dim;
+    const std::vector<float> rows(q.begin() + std::ptrdiff_t(first_row * row),
+                                  q.begin() + std::ptrdiff_t((first_row + n_queries) * row));
+    DeviceArray dq = upload(b, rows), dk = upload(b, c.k), dv = upload(b, c.v);
+    DeviceArray out(b, rows.size());
+    b.fill(out.buf(), NAN);  // a row nobody wrote stays NaN
+    b.attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), c.table,
+                shape_for(c, n_heads, n_queries, pos0, mask));
+    return download(b, out.buf());
+}
+
+}  // namespace
+
+TEST_CASE("cpu matmul_parts: fused projections give the bits of one matmul per weight",
+          "[cpu][fast-paths]") {
+    auto cpu = make_backend("cpu");
+    struct Case {
+        int m, k;
+        std::vector<int> n;
+    };
+    // Q, K, V of a GQA model (one K/V width), gate and up, widths that are no
+    // multiple of a panel, and row counts from a decode step to a chunk with
+    // a remainder of micro-tile rows.
+    for (const Case& t :
+         {Case{1, 288, {288, 96, 96}}, Case{5, 131, {77, 1001}}, Case{64, 288, {768, 768}},
+          Case{130, 200, {33, 17, 250}}, Case{7, 768, {2304, 2048}}}) {
+        INFO("m=" << t.m << " k=" << t.k << ", " << t.n.size() << " parts");
+        const auto x = random_floats(std::size_t(t.m) * t.k, 300 + t.m, -1.0f, 1.0f);
+        DeviceArray dx = upload(*cpu, x);
+        std::vector<DeviceArray> w, fused, alone;
+        std::vector<MatmulPart> parts;
+        for (std::size_t i = 0; i < t.n.size(); ++i) {
+            const int n = t.n[i];
+            w.push_back(upload(*cpu, random_floats(std::size_t(n) * t.k, 310 + i, -1.0f, 1.0f)));
+            // One weight prepared (packed once, as a model's are), the others packed per call.
+            if (i == 0) cpu->prepare_weight(w.back().buf(), n, t.k);
+            fused.emplace_back(*cpu, std::size_t(t.m) * n);
+            alone.emplace_back(*cpu, std::size_t(t.m) * n);
+            cpu->fill(fused.back().buf(), NAN);
+            parts.push_back({fused.back().buf(), w.back().buf(), n});
+        }
+        cpu->matmul_parts(dx.buf(), t.m, t.k, parts);
+        for (std::size_t i = 0; i < t.n.size(); ++i) {
+            cpu->matmul(alone[i].buf(), dx.buf(), w[i].buf(), t.m, t.n[i], t.k);
+            const auto want = download(*cpu, alone[i].buf());
+            require_not_all_zero(want, "matmul");
+            require_bitwise_equal(download(*cpu, fused[i].buf()), want,
+                                  "part " + std::to_string(i));
+        }
+    }
+}
+
+TEST_CASE(
+    "cpu attention: a decode query read straight from the pool has the bits of the same "
+    "query inside a long chunk",
+    "[cpu][fast-paths]") {
+    auto cpu = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    struct Case {
+        int n_heads, n_kv_heads, head_dim, block_size;
+        const char* mask;
+    };
+    // head_dim 48 (a multiple of 16 lanes), 40 and 72 (a tail), 17 (less than
+    // a vector); blocks of 4 and 8 (a vector of keys crosses blocks), 16 and
+    // 32; GQA; masks that never look ahead, with and without modifiers.
+    for (const Case& t : {Case{6, 6, 48, 16, "causal"}, Case{8, 2, 40, 4, "window:37"},
+                          Case{3, 1, 72, 32, "causal+alibi"}, Case{4, 4, 17, 8, "window:20+sink:3"},
+                          Case{2, 2, 64, 16, "causal+softcap:5"}}) {
+        INFO(t.n_heads << " heads, " << t.n_kv_heads << " K/V heads, head_dim " << t.head_dim
+                       << ", blocks of " << t.block_size << ", mask " << t.mask);
+        const int n_keys = 150;
+        const Cache c = make_cache(t.n_kv_heads, t.head_dim, t.block_size, n_keys,
+                                   400 + std::uint64_t(t.head_dim));
+        const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
+        const BoundMask mask = make_mask(t.mask, {tokens, -1, t.n_heads});
+        const auto q = random_floats(std::size_t(n_keys) * t.n_heads * t.head_dim, 401, -2, 2);
+        // Positions 70..149 as one chunk: the gathered-panel GEMM path.
+        const int pos0 = 70, chunk = n_keys - pos0;
+        const auto whole = attention(*cpu, c, q, t.n_heads, pos0, chunk, pos0, mask.view());
+        require_not_all_zero(whole, "cpu attention of the chunk");
+        const std::size_t row = std::size_t(t.n_heads) * t.head_dim;
+        for (int p : {70, 71, 85, 95, 96, 111, 127, 128, 149}) {
+            INFO("decode query at position " << p);
+            const auto one = attention(*cpu, c, q, t.n_heads, p, 1, p, mask.view());
+            const std::vector<float> same(whole.begin() + std::ptrdiff_t((p - pos0) * row),
+                                          whole.begin() + std::ptrdiff_t((p - pos0 + 1) * row));
+            require_bitwise_equal(one, same, "one query from the pool vs inside the chunk");
+            // Two and three queries take the pool path too.
+            if (p + 3 <= n_keys) {
+                const auto three = attention(*cpu, c, q, t.n_heads, p, 3, p, mask.view());
+                const std::vector<float> same3(
+                    whole.begin() + std::ptrdiff_t((p - pos0) * row),
+                    whole.begin() + std::ptrdiff_t((p - pos0 + 3) * row));
+                require_bitwise_equal(three, same3, "three queries from the pool");
+            }
+            require_allclose(one, attention(*ref, c, q, t.n_heads, p, 1, p, mask.view()), 1e-6,
+                             1e-5, "cpu's stated tolerance against cpu-ref (FMA, vector exp)");
+        }
+    }
+}
+
+TEST_CASE("cpu attention from the pool: freed blocks read as zeros, as in the gathered copy",
+          "[cpu][fast-paths]") {
+    auto cpu = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    // A sliding window of 20 over blocks of 8: by position 100 blocks 0..8
+    // (keys 0..71) are out of every later query's window; blocks 2, 3 and 5
+    // are freed (their table entry says so; their memory holds garbage).
+    const int n_keys = 101;
+    Cache c = make_cache(2, 24, 8, n_keys, 500, {2, 3, 5});
+    const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
+    const BoundMask mask = make_mask("window:20", {tokens, -1, 2});
+    const auto q = random_floats(std::size_t(n_keys) * 2 * 24, 501, -2, 2);
+    const int pos0 = 80;
+    const auto whole = attention(*cpu, c, q, 2, pos0, n_keys - pos0, pos0, mask.view());
+    const std::size_t row = 2 * 24;
+    for (int p : {80, 90, 100}) {
+        const auto one = attention(*cpu, c, q, 2, p, 1, p, mask.view());
+        require_bitwise_equal(
+            one,
+            std::vector<float>(whole.begin() + std::ptrdiff_t((p - pos0) * row),
+                               whole.begin() + std::ptrdiff_t((p - pos0 + 1) * row)),
+            "decode query with freed blocks");
+        require_allclose(one, attention(*ref, c, q, 2, p, 1, p, mask.view()), 1e-6, 1e-5,
+                         "cpu's stated tolerance against cpu-ref");
+    }
+}
+
+TEST_CASE("cpu attention_batch: many sequences side by side give each one's bits alone",
+          "[cpu][fast-paths]") {
+    auto cpu = make_backend("cpu");
+    // 40 decode queries (contexts 1..300), a 3-query chunk and a 120-query
+    // prefill chunk (large enough to be split on its own) in one call, each
+    // over its own block table in one shared pool.
+    const int n_heads = 4, n_kv_heads = 2, head_dim = 40, block_size = 16;
+    const int row = n_kv_heads * head_dim, qrow = n_heads * head_dim;
+    struct Seq {
+        int n_queries, pos0;
+        std::vector<int32_t> table;
+        std::vector<float> q;
+    };
+    std::vector<Seq> seqs;
+    std::mt19937_64 rng(600);
+    int next_block = 0;
+    for (int i = 0; i < 42; ++i) {
+        Seq s;
+        s.n_queries = i == 40 ? 3 : i == 41 ? 120 : 1;
+        s.pos0 = i == 41 ? 200 : int(rng() % 300);
+        const int blocks = (s.pos0 + s.n_queries + block_size - 1) / block_size;
+        for (int b = 0; b < blocks; ++b) s.table.push_back(next_block++);
+        std::shuffle(s.table.begin(), s.table.end(), rng);
+        s.q = random_floats(std::size_t(s.n_queries) * qrow, 610 + std::uint64_t(i), -2, 2);
+        seqs.push_back(std::move(s));
+    }
+    const std::size_t pool = std::size_t(next_block) * block_size * row;
+    DeviceArray k = upload(*cpu, random_floats(pool, 620, -2, 2));
+    DeviceArray v = upload(*cpu, random_floats(pool, 621));
+    std::vector<DeviceArray> q, batched, alone;
+    std::vector<AttentionCall> calls;
+    for (const Seq& s : seqs) {
+        q.push_back(upload(*cpu, s.q));
+        batched.emplace_back(*cpu, s.q.size());
+        alone.emplace_back(*cpu, s.q.size());
+        cpu->fill(batched.back().buf(), NAN);
+        AttentionShape shape;
+        shape.n_queries = s.n_queries;
+        shape.pos0 = s.pos0;
+        shape.n_heads = n_heads;
+        shape.n_kv_heads = n_kv_heads;
+        shape.head_dim = head_dim;
+        shape.block_size = block_size;
+        shape.scale = 1.0f / std::sqrt(float(head_dim));
+        calls.push_back({batched.back().buf(), q.back().buf(), s.table, shape});
+    }
+    cpu->attention_batch(k.buf(), v.buf(), calls);
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        INFO("sequence " << i << ": " << seqs[i].n_queries << " queries after " << seqs[i].pos0);
+        cpu->attention(alone[i].buf(), q[i].buf(), k.buf(), v.buf(), calls[i].block_table,
+                       calls[i].shape);
+        const auto want = download(*cpu, alone[i].buf());
+        require_not_all_zero(want, "attention alone");
+        require_bitwise_equal(download(*cpu, batched[i].buf()), want, "in the batch vs alone");
+    }
+}
