@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/kv_layout.h"
 
@@ -19,48 +20,10 @@ namespace {
 using Packet = Eigen::internal::packet_traits<float>::type;
 constexpr int kLanes = Eigen::internal::packet_traits<float>::size;
 
-// Lane i of the result = base[i * stride]: one key per lane, the keys of one
-// block being `stride` floats apart. (The masked gathers with an explicit
-// source: GCC 12 warns that the unmasked intrinsics read an undefined one.)
-struct StridedLoad {
-#if defined(__AVX512F__)
-    explicit StridedLoad(int stride)
-        : index(_mm512_mullo_epi32(
-              _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-              _mm512_set1_epi32(stride))) {}
-    Packet operator()(const float* base) const {
-        return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16(0xFFFF), index, base, 4);
-    }
-    __m512i index;
-#elif defined(__AVX2__)
-    explicit StridedLoad(int stride)
-        : index(_mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0),
-                                   _mm256_set1_epi32(stride))) {}
-    Packet operator()(const float* base) const {
-        return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, index,
-                                        _mm256_castsi256_ps(_mm256_set1_epi32(-1)), 4);
-    }
-    __m256i index;
-#else
-    explicit StridedLoad(int s) : stride(s) {}
-    Packet operator()(const float* base) const {
-        return Eigen::internal::pgather<float, Packet>(base, stride);
-    }
-    int stride;
-#endif
-};
-
 // Where key j of this head starts in the pool, or nullptr for a freed block.
 const float* key_at(const PoolHead& h, int j) {
     if (kv_block_freed(h.block_table.data(), j, h.block_size)) return nullptr;
     return h.pool + std::size_t(kv_slot(h.block_table.data(), j, h.block_size)) * h.row + h.offset;
-}
-
-// Keys j0..j0+kLanes-1 sit in consecutive slots of one block: one strided load
-// per dimension reads them all.
-bool one_block(const PoolHead& h, int j0) {
-    const int b = j0 / h.block_size;
-    return (j0 + kLanes - 1) / h.block_size == b && h.block_table[std::size_t(b)] != kFreedBlock;
 }
 
 }  // namespace
@@ -78,38 +41,60 @@ void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
     }
 }
 
+int key_run() {
+    return kLanes;
+}
+
+void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim) {
+    using namespace Eigen::internal;
+    int d = 0;
+    for (; d + kLanes <= head_dim; d += kLanes) {
+        PacketBlock<Packet, kLanes> block;
+        for (int jj = 0; jj < kLanes; ++jj) block.packet[jj] = ploadu<Packet>(rows[jj] + d);
+        ptranspose(block);
+        for (int dd = 0; dd < kLanes; ++dd)
+            pstoreu(dst + std::size_t(d + dd) * dst_stride, block.packet[dd]);
+    }
+    for (; d < head_dim; ++d)
+        for (int jj = 0; jj < kLanes; ++jj) dst[std::size_t(d) * dst_stride + jj] = rows[jj][d];
+}
+
 void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k) {
     using namespace Eigen::internal;
     const int dh = k.head_dim;
-    const StridedLoad load(k.row);
+    thread_local std::vector<float> zeros;  // the row of a freed key or one past k1
+    if (zeros.size() < std::size_t(dh)) zeros.assign(std::size_t(dh), 0.0f);
+    // A vector of keys at a time, lane jj holding key j0 + jj's chain: the
+    // keys' rows (wherever their blocks are) are read kLanes floats at a time
+    // and transposed in registers, so each load is contiguous (a strided
+    // gather per dimension was 5x slower, and a scalar chain per key slower
+    // still); the dimensions past the last whole vector lane by lane.
     for (int j0 = k0; j0 < k1; j0 += kLanes) {
-        if (j0 + kLanes <= k1 && one_block(k, j0)) {
-            // A whole vector of keys in one block: lane jj holds key j0 + jj's
-            // chain. Rows are read kLanes floats at a time and transposed in
-            // registers (a strided load per dimension was 5x slower here),
-            // the dimensions past the last whole vector by strided loads.
-            const float* base = key_at(k, j0);
-            Packet acc = pset1<Packet>(0.0f);
-            int d = 0;
-            for (; d + kLanes <= dh; d += kLanes) {
-                PacketBlock<Packet, kLanes> block;
-                for (int jj = 0; jj < kLanes; ++jj)
-                    block.packet[jj] = ploadu<Packet>(base + std::size_t(jj) * k.row + d);
-                ptranspose(block);  // now block.packet[dd] holds dimension d + dd of each key
-                for (int dd = 0; dd < kLanes; ++dd)
-                    acc = pmadd(pset1<Packet>(q[d + dd]), block.packet[dd], acc);
-            }
-            for (; d < dh; ++d) acc = pmadd(pset1<Packet>(q[d]), load(base + d), acc);
-            pstoreu(scores + (j0 - k0), acc);
-            continue;
+        const float* rows[kLanes];
+        for (int jj = 0; jj < kLanes; ++jj) {
+            const float* r = j0 + jj < k1 ? key_at(k, j0 + jj) : nullptr;
+            rows[jj] = r != nullptr ? r : zeros.data();
         }
-        // Key by key (a block edge inside the vector, a freed block, the
-        // tail): the same chain in scalar fused multiply-adds.
-        for (int j = j0; j < std::min(j0 + kLanes, k1); ++j) {
-            const float* kr = key_at(k, j);
-            float acc = 0.0f;
-            for (int d = 0; d < dh; ++d) acc = std::fma(q[d], kr != nullptr ? kr[d] : 0.0f, acc);
-            scores[j - k0] = acc;
+        Packet acc = pset1<Packet>(0.0f);
+        int d = 0;
+        for (; d + kLanes <= dh; d += kLanes) {
+            PacketBlock<Packet, kLanes> block;
+            for (int jj = 0; jj < kLanes; ++jj) block.packet[jj] = ploadu<Packet>(rows[jj] + d);
+            ptranspose(block);  // now block.packet[dd] holds dimension d + dd of each key
+            for (int dd = 0; dd < kLanes; ++dd)
+                acc = pmadd(pset1<Packet>(q[d + dd]), block.packet[dd], acc);
+        }
+        alignas(64) float lane[kLanes];
+        for (; d < dh; ++d) {
+            for (int jj = 0; jj < kLanes; ++jj) lane[jj] = rows[jj][d];
+            acc = pmadd(pset1<Packet>(q[d]), pload<Packet>(lane), acc);
+        }
+        const int n = std::min(kLanes, k1 - j0);
+        if (n == kLanes) {
+            pstoreu(scores + (j0 - k0), acc);
+        } else {
+            pstore(lane, acc);
+            std::copy(lane, lane + n, scores + (j0 - k0));
         }
     }
 }

@@ -11,8 +11,8 @@
 //
 // Same bits as the GEMM path (cpu_gemm.h), by construction: a score is one
 // FMA chain over d from +0, s_j = fma(q[d], K[j][d], s_j) for d = 0..Dh-1,
-// computed for key j in vector lane j % lanes() (keys are read across rows
-// of the pool, a strided load); an output component is one FMA chain over
+// computed for key j in vector lane j % lanes() (a vector of keys' rows is
+// read and transposed in registers); an output component is one FMA chain over
 // the keys in increasing order from +0, o[d] = fma(e_j, V[j][d], o[d]), the
 // same chain the GEMM runs. A freed block's keys read as zeros, as in the
 // gathered copy. So a token's values do not depend on which path ran it:
@@ -41,6 +41,13 @@ struct PoolHead {
 void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
                               std::span<const int32_t> block_table, int block_size, int row,
                               int n_keys);
+
+// Keys transposed at a time by transpose_keys: one vector register's lanes.
+int key_run();
+
+// dst[d * dst_stride + jj] = rows[jj][d] for key_run() rows and d < head_dim:
+// the prefill path's gather of Kᵀ, in register transposes.
+void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim);
 
 // scores[j - k0] = q · K[j] for keys j in [k0, k1); k0 a multiple of lanes().
 void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k);

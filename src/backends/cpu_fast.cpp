@@ -19,7 +19,6 @@ constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to
 // the pool (cpu_attention_pool.h); longer ones gather them into panels first,
 // which every query of a 32-query tile then shares.
 constexpr int kPoolQueriesBelow = 4;
-constexpr int kGatherKeys = 16;  // keys the K/V gather transposes at a time
 // The gather's cost in GEMM-FLOP equivalents per float copied, for the thread
 // threshold (a copy is a load and a store: ~2 FLOPs of a GEMM's time).
 constexpr double kGatherFlopsPerValue = 2;
@@ -34,6 +33,12 @@ constexpr int kRowTile = 96;  // at most this many rows of x per GEMM task (a mu
 // not cached at ~38 GB/s (stories15M's classifier, 36.9 MB in 0.97 ms, one
 // row) while its GEMM runs at ~190 GFLOP/s: ~5 FLOPs of GEMM time per byte.
 constexpr double kFlopsPerWeightByte = 5;
+// An attention FLOP in GEMM-FLOP equivalents: besides its two products it
+// gathers K/V, masks, takes exps and divides. Measured on one thread at 128
+// tokens of the stories15M shape: 57 MFLOP in 1.0 ms, ~57 GFLOP/s against
+// the GEMM's ~190, so ~3. (Counted as 1, a 128-token prompt's attention
+// stayed on one thread while the other waited: 14% of the prefill.)
+constexpr double kAttentionFlopCost = 3;
 // SwiGLU's cost in GEMM-FLOP equivalents per value, for the thread threshold:
 // measured 0.19 ns a value on one thread, ~20 FLOPs at the ~105 GFLOP/s one
 // thread's GEMM runs at (exp is a ~20-op polynomial, then +, /, *).
@@ -41,12 +46,14 @@ constexpr double kSwigluFlopsPerValue = 24;
 
 // Work of one attention call in GEMM-FLOP equivalents, for the thread count:
 // its FLOPs (Q·Kᵀ and P·V, 2 each per dim and pair, over the causal pairs: an
-// upper bound for the masks that see less), or reading its K and V when that
-// takes longer (one decode query: 4 FLOPs per 8 bytes read).
+// upper bound for the masks that see less) times kAttentionFlopCost, or
+// reading its K and V when that takes longer (one decode query: 4 FLOPs per
+// 8 bytes read).
 double attention_work(const AttentionShape& s) {
     const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
     const double kv_bytes = 2.0 * s.n_keys() * s.n_kv_heads * s.head_dim * sizeof(float);
-    return std::max(4.0 * s.head_dim * s.n_heads * pairs, kFlopsPerWeightByte * kv_bytes);
+    return std::max(kAttentionFlopCost * 4.0 * s.head_dim * s.n_heads * pairs,
+                    kFlopsPerWeightByte * kv_bytes);
 }
 
 bool overlaps(const float* a, std::size_t na, const float* b, std::size_t nb) {
@@ -186,7 +193,6 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     //    column j: tiles and vector lanes are aligned to position 0, whatever
     //    the chunk, which is what keeps a query's sums the same in every plan.
     const int kpad = cpu_gemm::padded_columns(n_keys), dpad = cpu_gemm::padded_columns(dh);
-    static_assert(kKeyTile % kGatherKeys == 0 && 16 % kGatherKeys == 0, "kpad is whole runs");
     // Kept from call to call (resize reuses the capacity): allocated afresh, a
     // long prompt's copies would be new pages, faulted in on every layer.
     // (References, so the tasks on the pool's threads read this thread's copies.)
@@ -199,37 +205,35 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         kt.resize(std::size_t(s.n_kv_heads) * dh * kpad);
         vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
     }
-    // One task per KV head; keys in runs of kGatherKeys, so the transposing
-    // writes of Kᵀ go 16 floats at a time along a row instead of one float per
-    // row per key (a gather that was a third of attention's time at 512 tokens).
+    // One task per KV head; keys in runs of one vector register's width,
+    // transposed in registers (cpu_attention_pool.h). A freed block's keys
+    // and the padding past the cache are zeros: the mask keeps them out of
+    // every score and sum.
+    const int run = cpu_attention::key_run();
     const auto gather_head = [&](int g) {
         float* kg = kt.data() + std::size_t(g) * dh * kpad;
         float* vgg = vg.data() + std::size_t(g) * n_keys * dpad;
-        for (int j0 = 0; j0 < kpad; j0 += kGatherKeys) {
-            const float* krow[kGatherKeys];
-            for (int jj = 0; jj < kGatherKeys; ++jj) {
-                const int j = j0 + jj;
-                // A freed block's keys (and the padding past the cache) are
-                // zeros: the mask keeps them out of every score and sum.
-                const bool cached =
-                    j < n_keys && !kv_block_freed(block_table.data(), j, s.block_size);
-                const std::size_t at =
-                    cached ? std::size_t(kv_slot(block_table.data(), j, s.block_size)) * row +
-                                 std::size_t(g) * dh
-                           : 0;
-                krow[jj] = cached ? k_pool.data + at : nullptr;
-                if (j >= n_keys) continue;
+        const auto at = [&](int j) -> std::ptrdiff_t {  // key j's offset in a pool, -1: none
+            if (j >= n_keys || kv_block_freed(block_table.data(), j, s.block_size)) return -1;
+            return std::ptrdiff_t(kv_slot(block_table.data(), j, s.block_size)) * row + g * dh;
+        };
+        thread_local std::vector<float> zeros;
+        if (zeros.size() < std::size_t(dh)) zeros.assign(std::size_t(dh), 0.0f);
+        std::vector<const float*> rows(static_cast<std::size_t>(run), nullptr);
+        for (int j0 = 0; j0 < kpad; j0 += run) {
+            for (int jj = 0; jj < run; ++jj) {
+                const std::ptrdiff_t a = at(j0 + jj);
+                rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros.data();
+            }
+            cpu_attention::transpose_keys(kg + j0, std::size_t(kpad), rows.data(), dh);
+            for (int j = j0; j < std::min(n_keys, j0 + run); ++j) {
+                const std::ptrdiff_t a = at(j);
                 float* vdst = vgg + std::size_t(j) * dpad;
-                if (cached)
-                    std::copy(v_pool.data + at, v_pool.data + at + dh, vdst);
+                if (a >= 0)
+                    std::copy(v_pool.data + a, v_pool.data + a + dh, vdst);
                 else
                     std::fill(vdst, vdst + dh, 0.0f);
                 std::fill(vdst + dh, vdst + dpad, 0.0f);
-            }
-            for (int d = 0; d < dh; ++d) {
-                float* dst = kg + std::size_t(d) * kpad + j0;
-                for (int jj = 0; jj < kGatherKeys; ++jj)
-                    dst[jj] = krow[jj] != nullptr ? krow[jj][d] : 0.0f;
             }
         }
     };
