@@ -95,8 +95,9 @@ bench: build
 	@lscpu | grep -E '^(Model name|CPU\(s\)):' || true
 	$(PLAB) bench --backends cpu,cpu-ref --lengths 128,512,2048 --repeats 5 --decode-steps 64 \
 	  --batch 1,4,16,64 --plot assets/bench/roofline.png
-	$(PLAB) bench --shape stories110m --backends cpu --lengths 128,512,1024 --repeats 3 \
+	$(PLAB) bench --shape stories110m --backends cpu --lengths 128,512,2048 --repeats 3 \
 	  --decode-steps 32 --batch 1,16,64
+	$(PLAB) bench --backends cpu --lengths 128,512 --repeats 9 --decode-steps 64 --load
 
 # README pictures of every viewer panel, rendered headless (Xvfb) into assets/screenshots/.
 screenshots: build

@@ -19,9 +19,6 @@ constexpr int kKeyTile = 32;    // keys per tile the mask classifies, aligned to
 // the pool (cpu_attention_pool.h); longer ones gather them into panels first,
 // which every query of a 32-query tile then shares.
 constexpr int kPoolQueriesBelow = 4;
-// The gather's cost in GEMM-FLOP equivalents per float copied, for the thread
-// threshold (a copy is a load and a store: ~2 FLOPs of a GEMM's time).
-constexpr double kGatherFlopsPerValue = 2;
 
 // GEMM tasks per thread. More tasks than threads is what makes the split
 // dynamic: a thread the OS deschedules delays only the tile it holds, the
@@ -119,7 +116,7 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // A product of few rows (a decode step) is set by reading its weights,
     // not by its FLOPs: it is worth a second thread when the weights are.
     const int threads = cpu_threads_for(std::max(flops, kFlopsPerWeightByte * weight_bytes));
-    // Tasks of (rows of x) x (panels of one part's w). The split changes no
+    // Tasks of (rows of x) x (panels of w). The split changes no
     // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
     // what. Rows go in whole micro-tiles, so only the last task has a remainder.
     const int tile = cpu_gemm::tile_rows();
@@ -128,23 +125,25 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     const int row_tasks = (m + rows_per - 1) / rows_per;
     const int col_tiles =
         threads == 1 ? 1 : std::clamp(threads * kTasksPerThread / row_tasks, 1, panels);
+    // Column tasks: equal runs of the parts' panels laid end to end (a run
+    // may end in one part and go on in the next), so the tasks are the same
+    // size whatever the parts' widths.
     const int panels_per = (panels + col_tiles - 1) / col_tiles;
-    struct ColumnTask {
-        int part, p0, p1;
-    };
-    std::vector<ColumnTask> columns;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        const int own = cpu_gemm::padded_columns(parts[i].n) / cpu_gemm::panel_columns();
-        for (int p0 = 0; p0 < own; p0 += panels_per)
-            columns.push_back({static_cast<int>(i), p0, std::min(own, p0 + panels_per)});
-    }
-    const int n_columns = static_cast<int>(columns.size());
+    const int n_columns = (panels + panels_per - 1) / panels_per;
+    std::vector<int> first_panel(parts.size() + 1, 0);  // of each part, end to end
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        first_panel[i + 1] =
+            first_panel[i] + cpu_gemm::padded_columns(parts[i].n) / cpu_gemm::panel_columns();
     run_cpu_tasks(threads, row_tasks * n_columns, [&](int t) {
         const int r0 = (t / n_columns) * rows_per, r1 = std::min(m, r0 + rows_per);
-        const ColumnTask& c = columns[static_cast<std::size_t>(t % n_columns)];
-        const MatmulPart& p = parts[static_cast<std::size_t>(c.part)];
-        cpu_gemm::gemm(p.out.data + std::size_t(c.p0) * cpu_gemm::panel_columns(), std::size_t(p.n),
-                       x.data, std::size_t(k), b[std::size_t(c.part)], r0, r1, c.p0, c.p1);
+        const int g0 = (t % n_columns) * panels_per, g1 = std::min(panels, g0 + panels_per);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const int p0 = std::max(g0, first_panel[i]) - first_panel[i];
+            const int p1 = std::min(g1, first_panel[i + 1]) - first_panel[i];
+            if (p0 >= p1) continue;
+            cpu_gemm::gemm(parts[i].out.data + std::size_t(p0) * cpu_gemm::panel_columns(),
+                           std::size_t(parts[i].n), x.data, std::size_t(k), b[i], r0, r1, p0, p1);
+        }
     });
 }
 
@@ -237,9 +236,11 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             }
         }
     };
-    if (!from_pool)
-        run_cpu_tasks(threads_for(kGatherFlopsPerValue * double(n_keys) * 2 * row), s.n_kv_heads,
-                      gather_head);
+    // The gather runs on as many threads as the attention after it: the
+    // pool's threads are awake for it anyway (on one thread, a 128-token
+    // prompt's gather left the other waiting ~40 us per layer).
+    const int threads = threads_for(attention_work(s));
+    if (!from_pool) run_cpu_tasks(threads, s.n_kv_heads, gather_head);
     else
         cpu_attention::prefetch_keys_and_values(k_pool.data, v_pool.data, block_table, s.block_size,
                                                 row, n_keys);
@@ -251,7 +252,6 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     const int tiles = (s.n_queries + kQueryTile - 1) / kQueryTile;
     const int key_tiles = (n_keys + kKeyTile - 1) / kKeyTile;
     const int work = s.n_heads * tiles;
-    const int threads = threads_for(attention_work(s));
     // One task per (head, tile), claimed dynamically; scratch per thread.
     const auto tile_task = [&](int wi) {
         thread_local std::vector<float> scores, ot;
