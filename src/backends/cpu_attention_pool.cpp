@@ -22,21 +22,31 @@ constexpr int kLanes = Eigen::internal::packet_traits<float>::size;
 
 // Where key j of this head starts in the pool, or nullptr for a freed block.
 const float* key_at(const PoolHead& h, int j) {
-    if (kv_block_freed(h.block_table.data(), j, h.block_size)) return nullptr;
-    return h.pool + std::size_t(kv_slot(h.block_table.data(), j, h.block_size)) * h.row + h.offset;
+    const std::ptrdiff_t r = h.key_rows[j];
+    return r < 0 ? nullptr : h.pool + r + h.offset;
 }
 
 }  // namespace
 
+void key_rows_of(std::ptrdiff_t* key_rows, std::span<const int32_t> block_table, int block_size,
+                 int row, int n_keys) {
+    for (int b = 0; b * block_size < n_keys; ++b) {
+        const int32_t physical = block_table[std::size_t(b)];
+        for (int j = b * block_size; j < std::min(n_keys, (b + 1) * block_size); ++j)
+            key_rows[j] =
+                physical == kFreedBlock
+                    ? -1
+                    : (std::ptrdiff_t(physical) * block_size + (j - b * block_size)) * row;
+    }
+}
+
 void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
-                              std::span<const int32_t> block_table, int block_size, int row,
-                              int n_keys) {
+                              const std::ptrdiff_t* key_rows, int row, int n_keys) {
     constexpr int kLine = 64 / sizeof(float);  // floats per cache line
     for (const float* pool : {k_pool, v_pool}) {
         for (int j = 0; j < n_keys; ++j) {
-            if (kv_block_freed(block_table.data(), j, block_size)) continue;
-            const float* r = pool + std::size_t(kv_slot(block_table.data(), j, block_size)) * row;
-            for (int f = 0; f < row; f += kLine) __builtin_prefetch(r + f);
+            if (key_rows[j] < 0) continue;
+            for (int f = 0; f < row; f += kLine) __builtin_prefetch(pool + key_rows[j] + f);
         }
     }
 }
@@ -59,78 +69,124 @@ void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows
         for (int jj = 0; jj < kLanes; ++jj) dst[std::size_t(d) * dst_stride + jj] = rows[jj][d];
 }
 
-void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k) {
+namespace {
+
+// G vectors of keys from j0 (lane jj of vector g: key j0 + g·kLanes + jj),
+// each one FMA chain over d: G independent chains side by side, so the FMA
+// latency of one hides behind the others.
+template <int G>
+void score_vectors(float* scores, const float* q, int j0, int k0, int k1, const PoolHead& k,
+                   const float* zeros) {
     using namespace Eigen::internal;
     const int dh = k.head_dim;
-    thread_local std::vector<float> zeros;  // the row of a freed key or one past k1
-    if (zeros.size() < std::size_t(dh)) zeros.assign(std::size_t(dh), 0.0f);
-    // A vector of keys at a time, lane jj holding key j0 + jj's chain: the
-    // keys' rows (wherever their blocks are) are read kLanes floats at a time
-    // and transposed in registers, so each load is contiguous (a strided
-    // gather per dimension was 5x slower, and a scalar chain per key slower
-    // still); the dimensions past the last whole vector lane by lane.
-    for (int j0 = k0; j0 < k1; j0 += kLanes) {
-        const float* rows[kLanes];
+    const float* rows[G][kLanes];
+    for (int g = 0; g < G; ++g) {
         for (int jj = 0; jj < kLanes; ++jj) {
-            const float* r = j0 + jj < k1 ? key_at(k, j0 + jj) : nullptr;
-            rows[jj] = r != nullptr ? r : zeros.data();
+            const int j = j0 + g * kLanes + jj;
+            const float* r = j < k1 ? key_at(k, j) : nullptr;
+            rows[g][jj] = r != nullptr ? r : zeros;
         }
-        Packet acc = pset1<Packet>(0.0f);
-        int d = 0;
-        for (; d + kLanes <= dh; d += kLanes) {
-            PacketBlock<Packet, kLanes> block;
-            for (int jj = 0; jj < kLanes; ++jj) block.packet[jj] = ploadu<Packet>(rows[jj] + d);
-            ptranspose(block);  // now block.packet[dd] holds dimension d + dd of each key
-            for (int dd = 0; dd < kLanes; ++dd)
-                acc = pmadd(pset1<Packet>(q[d + dd]), block.packet[dd], acc);
+    }
+    Packet acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = pset1<Packet>(0.0f);
+    int d = 0;
+    for (; d + kLanes <= dh; d += kLanes) {
+        PacketBlock<Packet, kLanes> block[G];
+        for (int g = 0; g < G; ++g) {
+            for (int jj = 0; jj < kLanes; ++jj)
+                block[g].packet[jj] = ploadu<Packet>(rows[g][jj] + d);
+            ptranspose(block[g]);  // now block[g].packet[dd] holds dimension d + dd of each key
         }
-        alignas(64) float lane[kLanes];
-        for (; d < dh; ++d) {
-            for (int jj = 0; jj < kLanes; ++jj) lane[jj] = rows[jj][d];
-            acc = pmadd(pset1<Packet>(q[d]), pload<Packet>(lane), acc);
+        for (int dd = 0; dd < kLanes; ++dd) {
+            const Packet qd = pset1<Packet>(q[d + dd]);
+            for (int g = 0; g < G; ++g) acc[g] = pmadd(qd, block[g].packet[dd], acc[g]);
         }
-        const int n = std::min(kLanes, k1 - j0);
+    }
+    alignas(64) float lane[kLanes];
+    for (; d < dh; ++d) {
+        const Packet qd = pset1<Packet>(q[d]);
+        for (int g = 0; g < G; ++g) {
+            for (int jj = 0; jj < kLanes; ++jj) lane[jj] = rows[g][jj][d];
+            acc[g] = pmadd(qd, pload<Packet>(lane), acc[g]);
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        const int first = j0 + g * kLanes, n = std::min(kLanes, k1 - first);
+        if (n <= 0) break;
         if (n == kLanes) {
-            pstoreu(scores + (j0 - k0), acc);
+            pstoreu(scores + (first - k0), acc[g]);
         } else {
-            pstore(lane, acc);
-            std::copy(lane, lane + n, scores + (j0 - k0));
+            pstore(lane, acc[g]);
+            std::copy(lane, lane + n, scores + (first - k0));
         }
     }
 }
 
-void weighted_values_from_pool(float* out, const float* e, int k0, int k1, const PoolHead& v) {
+}  // namespace
+
+void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k) {
+    thread_local std::vector<float> zeros;  // the row of a freed key or one past k1
+    if (zeros.size() < std::size_t(k.head_dim)) zeros.assign(std::size_t(k.head_dim), 0.0f);
+    // Vectors of keys, lane jj holding key j0 + jj's chain: the keys' rows
+    // (wherever their blocks are) are read kLanes floats at a time and
+    // transposed in registers, so each load is contiguous (a strided gather
+    // per dimension was 5x slower, a scalar chain per key slower still); the
+    // dimensions past the last whole vector lane by lane. Two vectors at a time.
+    int j0 = k0;
+    for (; j0 + kLanes < k1; j0 += 2 * kLanes)
+        score_vectors<2>(scores, q, j0, k0, k1, k, zeros.data());
+    if (j0 < k1) score_vectors<1>(scores, q, j0, k0, k1, k, zeros.data());
+}
+
+namespace {
+
+// V vectors of output dimensions [d0, d0 + V·kLanes), their accumulators in
+// registers for the whole pass over the keys (a runtime count kept them in
+// memory: a store and a load on every key's chain).
+template <int V>
+void weighted_vectors(float* out, const float* e, int k0, int k1, const PoolHead& v, int d0) {
     using namespace Eigen::internal;
-    const int dh = v.head_dim;
-    constexpr int kMaxVectors = 16;  // Dh up to 256 with AVX-512, 128 with AVX2
-    const int vectors = dh / kLanes;
-    if (vectors > kMaxVectors) {  // a head wider than any model here: scalar chains
-        for (int d = 0; d < dh; ++d) {
-            float acc = 0.0f;
-            for (int j = k0; j < k1; ++j) {
-                const float* vr = key_at(v, j);
-                acc = std::fma(e[j - k0], vr != nullptr ? vr[d] : 0.0f, acc);
-            }
-            out[d] = acc;
-        }
-        return;
-    }
-    Packet acc[kMaxVectors];
-    for (int c = 0; c < vectors; ++c) acc[c] = pset1<Packet>(0.0f);
-    float tail[kLanes] = {};
-    const int tail_from = vectors * kLanes;
+    Packet acc[V];
+    for (int c = 0; c < V; ++c) acc[c] = pset1<Packet>(0.0f);
     const Packet zero = pset1<Packet>(0.0f);
     for (int j = k0; j < k1; ++j) {
         const float* vr = key_at(v, j);
-        const float ej = e[j - k0];
-        const Packet p = pset1<Packet>(ej);
-        for (int c = 0; c < vectors; ++c)
-            acc[c] = pmadd(p, vr != nullptr ? ploadu<Packet>(vr + c * kLanes) : zero, acc[c]);
-        for (int d = tail_from; d < dh; ++d)
-            tail[d - tail_from] = std::fma(ej, vr != nullptr ? vr[d] : 0.0f, tail[d - tail_from]);
+        const Packet p = pset1<Packet>(e[j - k0]);
+        for (int c = 0; c < V; ++c)
+            acc[c] = pmadd(p, vr != nullptr ? ploadu<Packet>(vr + d0 + c * kLanes) : zero, acc[c]);
     }
-    for (int c = 0; c < vectors; ++c) pstoreu(out + c * kLanes, acc[c]);
-    std::copy(tail, tail + (dh - tail_from), out + tail_from);
+    for (int c = 0; c < V; ++c) pstoreu(out + d0 + c * kLanes, acc[c]);
+}
+
+}  // namespace
+
+void weighted_values_from_pool(float* out, const float* e, int k0, int k1, const PoolHead& v) {
+    const int dh = v.head_dim;
+    int d = 0;
+    for (; d + 4 * kLanes <= dh; d += 4 * kLanes) weighted_vectors<4>(out, e, k0, k1, v, d);
+    switch ((dh - d) / kLanes) {
+        case 3:
+            weighted_vectors<3>(out, e, k0, k1, v, d);
+            break;
+        case 2:
+            weighted_vectors<2>(out, e, k0, k1, v, d);
+            break;
+        case 1:
+            weighted_vectors<1>(out, e, k0, k1, v, d);
+            break;
+        default:
+            break;
+    }
+    d += (dh - d) / kLanes * kLanes;
+    // The dimensions past the last whole vector: the same chains, one scalar each.
+    for (; d < dh; ++d) {
+        float acc = 0.0f;
+        for (int j = k0; j < k1; ++j) {
+            const float* vr = key_at(v, j);
+            acc = std::fma(e[j - k0], vr != nullptr ? vr[d] : 0.0f, acc);
+        }
+        out[d] = acc;
+    }
 }
 
 }  // namespace plab::cpu_attention

@@ -19,17 +19,23 @@
 // decode one token at a time gives the bits of prefilling the same tokens.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
 namespace plab::cpu_attention {
 
+// Where each cached key's row starts in a layer's pool (K and V alike):
+// key_rows[j] = slot(j) · row, or -1 for a key of a freed block. Made once per
+// call (key_rows_of), so the products do no block-table arithmetic per head
+// (two integer divisions a key and head cost as much as the products here).
+void key_rows_of(std::ptrdiff_t* key_rows, std::span<const int32_t> block_table, int block_size,
+                 int row, int n_keys);
+
 // One KV head's view of a layer's pool.
 struct PoolHead {
     const float* pool = nullptr;  // k_pool or v_pool of the layer: (slots, row) floats
-    std::span<const int32_t> block_table;
-    int block_size = 0;
-    int row = 0;     // floats per slot: Hkv·Dh
+    const std::ptrdiff_t* key_rows = nullptr;
     int offset = 0;  // this head's first float in a slot: g·Dh
     int head_dim = 0;
 };
@@ -39,8 +45,7 @@ struct PoolHead {
 // a pattern the hardware prefetcher does not follow, and in a batched decode
 // step they are rarely in cache (64 sequences' K/V are tens of MB).
 void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
-                              std::span<const int32_t> block_table, int block_size, int row,
-                              int n_keys);
+                              const std::ptrdiff_t* key_rows, int row, int n_keys);
 
 // Keys transposed at a time by transpose_keys: one vector register's lanes.
 int key_run();

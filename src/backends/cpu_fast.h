@@ -23,6 +23,7 @@
 //   matmul_parts  Q, K, V (and gate, up) as one set of GEMM tasks: one
 //             parallel region instead of three.
 //   swiglu    Eigen's vectorised exp, every element in a vector lane (cpu_vector.h)
+//   rmsnorm   the sum of squares in vector lanes (cpu_vector.h), rows on the pool
 // They round differently from cpu-ref (FMA, a polynomial exp, lane-wise sums),
 // so results differ from it in the last bits (tolerance rel 1e-5 on logits).
 // But they are *chunk-invariant*: a token's every value is computed by the
@@ -69,6 +70,7 @@ public:
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
     void attention_batch(Buffer k_pool, Buffer v_pool,
                          std::span<const AttentionCall> calls) override;
+    void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
     AttentionTileCounts attention_tile_counts() const override;
     void reset_attention_tile_counts() override;

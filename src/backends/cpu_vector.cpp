@@ -49,6 +49,20 @@ void silu_mul(float* out, const float* gate, const float* up, std::size_t n) {
     });
 }
 
+void rmsnorm_row(float* out, const float* x, const float* w, int n, float eps) {
+    using namespace Eigen::internal;
+    Packet sum = pset1<Packet>(0.0f);
+    for_each_vector(std::size_t(n), [&](std::size_t i, std::size_t len) {
+        const Packet v = load(x + i, len, 0.0f);
+        sum = pmadd(v, v, sum);
+    });
+    const float inv = 1.0f / std::sqrt(predux(sum) / static_cast<float>(n) + eps);
+    const Packet scale = pset1<Packet>(inv);
+    for_each_vector(std::size_t(n), [&](std::size_t i, std::size_t len) {
+        store(out + i, len, pmul(pmul(load(x + i, len, 0.0f), scale), load(w + i, len, 0.0f)));
+    });
+}
+
 float row_max(const float* row, int n) {
     using namespace Eigen::internal;
     Packet m = pset1<Packet>(-INFINITY);

@@ -22,6 +22,11 @@ namespace plab::cpu_vector {
 // out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up.
 void silu_mul(float* out, const float* gate, const float* up, std::size_t n);
 
+// out[i] = x[i] * inv * w[i], inv = 1 / sqrt(sum(x²) / n + eps): RMSNorm of one
+// row, the sum of squares in the lane order above (fused multiply-adds), so
+// a row's bits do not depend on which chunk or step it is in.
+void rmsnorm_row(float* out, const float* x, const float* w, int n, float eps);
+
 // Largest of row[0, n); -inf when every element is -inf.
 float row_max(const float* row, int n);
 

@@ -259,3 +259,32 @@ TEST_CASE("cpu attention_batch: many sequences side by side give each one's bits
         require_bitwise_equal(download(*cpu, batched[i].buf()), want, "in the batch vs alone");
     }
 }
+
+TEST_CASE(
+    "cpu rmsnorm: lane-wise sums within rounding of cpu-ref, and a row keeps its bits whatever "
+    "rows share its call",
+    "[cpu][fast-paths]") {
+    auto cpu = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    for (const int dim : {288, 768, 17, 100}) {
+        INFO("dim " << dim);
+        const int rows = 70;  // above the row split, so tasks run on the pool
+        const auto x = random_floats(std::size_t(rows) * dim, 700 + std::uint64_t(dim), -3, 3);
+        const auto w = random_floats(std::size_t(dim), 701, 0.5f, 1.5f);
+        const auto norm = [&](Backend& b, int first, int n) {
+            const std::vector<float> part(x.begin() + std::ptrdiff_t(first) * dim,
+                                          x.begin() + std::ptrdiff_t(first + n) * dim);
+            DeviceArray dx = upload(b, part), dw = upload(b, w), out(b, part.size());
+            b.fill(out.buf(), NAN);
+            b.rmsnorm(out.buf(), dx.buf(), dw.buf(), n, dim, 1e-5f);
+            return download(b, out.buf());
+        };
+        const auto all = norm(*cpu, 0, rows);
+        require_allclose(all, norm(*ref, 0, rows), 1e-6, 1e-5,
+                         "a sum of squares in 16 lanes vs in order: a few ulp of the 1/rms factor");
+        // Rows 33..35 alone, as a decode step or a short chunk would hold them.
+        require_bitwise_equal(norm(*cpu, 33, 3),
+                              std::vector<float>(all.begin() + 33 * dim, all.begin() + 36 * dim),
+                              "rows 33..35 alone vs among 70");
+    }
+}
