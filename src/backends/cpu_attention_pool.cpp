@@ -40,14 +40,19 @@ void key_rows_of(std::ptrdiff_t* key_rows, std::span<const int32_t> block_table,
     }
 }
 
-void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
-                              const std::ptrdiff_t* key_rows, int row, int n_keys) {
+void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
+                   int n_keys, int offset, int head_dim) {
     constexpr int kLine = 64 / sizeof(float);  // floats per cache line
-    for (const float* pool : {k_pool, v_pool}) {
-        for (int j = 0; j < n_keys; ++j) {
-            if (key_rows[j] < 0) continue;
-            for (int f = 0; f < row; f += kLine) __builtin_prefetch(pool + key_rows[j] + f);
+    for (int j = 0; j < n_keys; ++j) {
+        if (key_rows[j] < 0) continue;
+        const std::ptrdiff_t first = key_rows[j] + offset;
+        for (int f = 0; f < head_dim; f += kLine) {
+            __builtin_prefetch(k_pool + first + f);
+            __builtin_prefetch(v_pool + first + f);
         }
+        // The slice's last line when it does not start on a line edge.
+        __builtin_prefetch(k_pool + first + head_dim - 1);
+        __builtin_prefetch(v_pool + first + head_dim - 1);
     }
 }
 

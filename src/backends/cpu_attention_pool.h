@@ -40,12 +40,15 @@ struct PoolHead {
     int head_dim = 0;
 };
 
-// Asks the memory system for the K and V rows of keys [0, n_keys) before the
-// products need them: the rows of one sequence are scattered over its blocks,
-// a pattern the hardware prefetcher does not follow, and in a batched decode
-// step they are rarely in cache (64 sequences' K/V are tens of MB).
-void prefetch_keys_and_values(const float* k_pool, const float* v_pool,
-                              const std::ptrdiff_t* key_rows, int row, int n_keys);
+// Asks the memory system for one KV head's slice (floats [offset, offset +
+// head_dim) of each row) of the K and V of keys [0, n_keys), before the
+// products need it: a sequence's rows are scattered over its blocks, a
+// pattern the hardware prefetcher does not follow, and in a batched decode
+// step they are rarely in cache (64 sequences' K/V are tens of MB). The
+// backend asks a few heads ahead of the one it computes, and for the next
+// sequence while it finishes this one.
+void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
+                   int n_keys, int offset, int head_dim);
 
 // Keys transposed at a time by transpose_keys: one vector register's lanes.
 int key_run();

@@ -85,8 +85,11 @@ private:
     };
     void forget_packed(const float* data, std::size_t n);
     // One call's attention; split: over the engine's threads, else on the
-    // calling thread alone (one task of attention_batch).
-    void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split);
+    // calling thread alone (one task of attention_batch). next: the call this
+    // thread runs after it, whose K/V it may ask for early; prefetched: the
+    // call before asked for this one's first heads.
+    void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split,
+                const AttentionCall* next = nullptr, bool prefetched = false);
 
     std::map<const float*, PackedWeight> packed_;
     std::atomic<long long> tiles_skipped_{0}, tiles_partial_{0}, tiles_full_{0};
