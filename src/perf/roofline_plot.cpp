@@ -367,12 +367,17 @@ void draw_bandwidth_labels(Canvas& canvas, const RooflineLayout& l, const Roofli
     const auto slant_label = [&](const std::string& text, double x0, double y0, double x1,
                                  double y1, bool above, Rgb c) {
         const double w = Canvas::text_width(text, s);
+        // Along the line on its own side first, then on the other side: with
+        // the legend in the corner above a steep line, no spot on its own side
+        // may be free (the copy label once printed over the legend).
         std::vector<Box> candidates;
-        for (double t : {0.55, 0.4, 0.7, 0.25, 0.85}) {
-            const double x = x0 + t * (x1 - x0), y = y0 + t * (y1 - y0);
-            const Box left{x - 10 - w, y - h / 2, x - 10, y + h / 2};
-            const Box right{x + 10, y - h / 2, x + 10 + w, y + h / 2};
-            candidates.push_back(above ? left : right);
+        for (const bool own_side : {true, false}) {
+            for (double t : {0.55, 0.4, 0.7, 0.25, 0.85, 0.15, 0.95}) {
+                const double x = x0 + t * (x1 - x0), y = y0 + t * (y1 - y0);
+                const Box left{x - 10 - w, y - h / 2, x - 10, y + h / 2};
+                const Box right{x + 10, y - h / 2, x + 10 + w, y + h / 2};
+                candidates.push_back(above == own_side ? left : right);
+            }
         }
         label(canvas, placer.place(candidates), text, s, c);
     };
