@@ -33,16 +33,11 @@ constexpr int kTasksPerThread = 4;
 // chunk is one row task, so each panel of a weight comes from memory once
 // (with 96, two tasks read every panel: 128-token prefill ~7% slower).
 constexpr int kRowTile = 132;
-// A weight byte read from memory in GEMM-FLOP equivalents, for the thread
-// threshold of products with few rows: one thread streams a weight it has
-// not cached at ~38 GB/s (stories15M's classifier, 36.9 MB in 0.97 ms, one
-// row) while its GEMM runs at ~190 GFLOP/s: ~5 FLOPs of GEMM time per byte.
-constexpr double kFlopsPerWeightByte = 5;
 // An attention FLOP in GEMM-FLOP equivalents: besides its two products it
 // gathers K/V, masks, takes exps and divides. Measured on one thread at 128
 // tokens of the stories15M shape: 57 MFLOP in 1.0 ms, ~57 GFLOP/s against
-// the GEMM's ~190, so ~3. (Counted as 1, a 128-token prompt's attention
-// stayed on one thread while the other waited: 14% of the prefill.)
+// the GEMM's ~190, so ~3. (Counted as 1, a 128-token prompt's attention —
+// 14% of its prefill — stayed on one thread.)
 constexpr double kAttentionFlopCost = 3;
 // SwiGLU's cost in GEMM-FLOP equivalents per value, for the thread threshold:
 // measured 0.19 ns a value on one thread, ~20 FLOPs at the ~105 GFLOP/s one
@@ -107,7 +102,7 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // never prepared (a test's, a tool's) is packed here, for this call.
     std::vector<cpu_gemm::Panels> b(parts.size());
     std::vector<std::vector<float>> scratch;
-    double flops = 0, weight_bytes = 0;
+    double work = 0;
     int panels = 0;  // of all parts together
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const MatmulPart& p = parts[i];
@@ -119,13 +114,12 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
         } else {
             b[i] = cpu_gemm::pack_transposed(p.w.data, p.n, k, scratch.emplace_back());
         }
-        flops += 2.0 * m * p.n * k;
-        weight_bytes += 4.0 * p.n * k;
+        work += product_work(m, p.n, k);
         panels += cpu_gemm::padded_columns(p.n) / cpu_gemm::panel_columns();
     }
     // A product of few rows (a decode step) is set by reading its weights,
     // not by its FLOPs: it is worth a second thread when the weights are.
-    const int threads = cpu_threads_for(std::max(flops, kFlopsPerWeightByte * weight_bytes));
+    const int threads = cpu_threads_for(work);
     // Tasks of (rows of x) x (panels of w). The split changes no
     // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
     // what. Rows go in whole micro-tiles, so only the last task has a remainder.

@@ -39,6 +39,21 @@ namespace plab {
 // 99.8 % during these measurements), 2 threads won nowhere below 113 MFLOP.
 constexpr double kMinFlopsPerThread = 8e6;
 
+// A weight byte read from memory in GEMM-FLOP equivalents, for products of
+// few rows (a decode step), whose time is reading the weight, not its FLOPs:
+// one thread streams a weight it has not cached at ~38 GB/s (stories15M's
+// classifier, 36.9 MB in 0.97 ms, one row) while its GEMM runs at ~190
+// GFLOP/s: ~5 FLOPs of GEMM time per byte (issue 13). Counted by FLOPs
+// alone, every layer product of a stories110M decode step ran on one thread.
+constexpr double kFlopsPerWeightByte = 5;
+
+// Work of out (m, n) = x (m, k) · wᵀ with w (n, k) float: its FLOPs, or
+// reading w when that takes longer.
+inline double product_work(double m, double n, double k) {
+    const double flops = 2.0 * m * n * k, read = kFlopsPerWeightByte * 4.0 * n * k;
+    return flops > read ? flops : read;
+}
+
 // Threads CPU ops may use here: the CPUs this process may run on.
 int cpu_threads();
 // Threads an op of `flops` GEMM-FLOP equivalents runs on: 1 .. cpu_threads().

@@ -19,11 +19,18 @@ struct InfoOptions {
 // The shortest prompt whose largest per-layer GEMM (the MLP's D x F, or the
 // attention projections when wider) gets more than one thread, each FLOP
 // counted as `flop_cost` GEMM-FLOPs (1 on `cpu`, kRefMatmulFlopCost on cpu-ref).
-int first_threaded_prompt(const ModelConfig& c, double flop_cost) {
-    const double widest =
-        std::max({double(c.hidden_dim), double(c.n_heads) * c.head_dim, double(c.dim)});
+// The first prompt length at which a layer's largest product gets a second
+// thread. cpu runs Q, K, V as one product and gate, up as one (matmul_parts),
+// and counts a product's work as its FLOPs or its weight's bytes
+// (product_work); cpu-ref runs each weight alone, its FLOPs times its cost.
+int first_threaded_prompt(const ModelConfig& c, bool reference) {
+    const double d = c.dim, qd = double(c.n_heads) * c.head_dim;
+    const double kvd = double(c.n_kv_heads) * c.head_dim;
     for (int t = 1; t <= c.max_seq_len; ++t) {
-        if (cpu_threads_for(flop_cost * 2.0 * t * c.dim * widest) > 1) return t;
+        const double work =
+            reference ? kRefMatmulFlopCost * 2.0 * t * d * std::max({double(c.hidden_dim), qd, d})
+                      : product_work(t, std::max(2.0 * c.hidden_dim, qd + 2 * kvd), d);
+        if (cpu_threads_for(work) > 1) return t;
     }
     return 0;  // never (one CPU, or a model too small)
 }
@@ -31,9 +38,10 @@ int first_threaded_prompt(const ModelConfig& c, double flop_cost) {
 void run(const InfoOptions& o) {
     const Model m = load_model_arg(o.model);
     const ModelConfig& c = m.weights.config;
-    const int threaded_from = first_threaded_prompt(c, 1.0);
-    const int ref_threaded_from = first_threaded_prompt(c, kRefMatmulFlopCost);
+    const int threaded_from = first_threaded_prompt(c, /*reference=*/false);
+    const int ref_threaded_from = first_threaded_prompt(c, /*reference=*/true);
     const double classifier_flops = 2.0 * c.dim * c.vocab_size;
+    const int classifier_threads = cpu_threads_for(product_work(1, c.vocab_size, c.dim));
     const std::size_t kv_bytes = c.kv_floats_per_token() * sizeof(float);
     if (o.json) {
         nlohmann::json j;
@@ -49,7 +57,7 @@ void run(const InfoOptions& o) {
         j["cpu_threads"] = cpu_threads();
         j["cpu_min_flops_per_thread"] = kMinFlopsPerThread;
         j["cpu_threaded_prefill_from_tokens"] = threaded_from;
-        j["cpu_decode_classifier_threads"] = cpu_threads_for(classifier_flops);
+        j["cpu_decode_classifier_threads"] = classifier_threads;
         j["cpu_ref_flop_cost"] = {{"matmul", kRefMatmulFlopCost},
                                   {"attention", kRefAttentionFlopCost}};
         j["cpu_ref_threaded_prefill_from_tokens"] = ref_threaded_from;
@@ -82,13 +90,15 @@ void run(const InfoOptions& o) {
     std::printf(
         "Threads of the cpu backend: up to %d (the CPUs this process may run on); each op "
         "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
-        "costs more\n  than it saves (measured; see src/backends/cpu_threads.h).\n",
+        "costs more\n  than it saves (measured; see src/backends/cpu_threads.h). A product "
+        "of few rows\n  (decode) counts the bytes of its weight instead when they take "
+        "longer to read.\n",
         cpu_threads(), kMinFlopsPerThread / 1e6);
     if (threaded_from > 0) {
         std::printf(
             "  This model: prompts shorter than %d tokens prefill on 1 thread; decode's "
             "classifier\n  (2*D*V = %.1f MFLOP) runs on %d.\n",
-            threaded_from, classifier_flops / 1e6, cpu_threads_for(classifier_flops));
+            threaded_from, classifier_flops / 1e6, classifier_threads);
     } else {
         std::printf("  This model: every op runs on 1 thread here.\n");
     }

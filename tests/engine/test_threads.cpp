@@ -158,18 +158,20 @@ TEST_CASE("plab info says how many threads cpu uses and from which prompt length
     const auto j = nlohmann::json::parse(r.out);
     REQUIRE(j["cpu_threads"] == cpu_threads());
     REQUIRE(j["cpu_min_flops_per_thread"].get<double>() == kMinFlopsPerThread);
-    // The first prompt length whose widest per-layer GEMM gets a second thread,
-    // recomputed here from the printed config.
+    // The first prompt length whose largest per-layer product gets a second
+    // thread, recomputed here from the printed config: on cpu, Q/K/V and
+    // gate/up are one product each, worth their FLOPs or their weight's bytes.
     const auto& c = j["config"];
     const double d = c["hidden_size"].get<double>();
-    const double widest =
-        std::max({c["intermediate_size"].get<double>(), d,
-                  c["num_attention_heads"].get<double>() * c["head_dim"].get<double>()});
+    const double qd = c["num_attention_heads"].get<double>() * c["head_dim"].get<double>();
+    const double kvd = c["num_key_value_heads"].get<double>() * c["head_dim"].get<double>();
+    const double widest = std::max({c["intermediate_size"].get<double>(), d, qd});
+    const double fused = std::max(2.0 * c["intermediate_size"].get<double>(), qd + 2 * kvd);
     const int from = j["cpu_threaded_prefill_from_tokens"];
     if (cpu_threads() > 1) {
         REQUIRE(from > 1);
-        REQUIRE(cpu_threads_for(2.0 * from * d * widest) > 1);
-        REQUIRE(cpu_threads_for(2.0 * (from - 1) * d * widest) == 1);
+        REQUIRE(cpu_threads_for(product_work(from, fused, d)) > 1);
+        REQUIRE(cpu_threads_for(product_work(from - 1, fused, d)) == 1);
     }
     // cpu-ref: the same rule, its FLOPs weighted by its measured cost factor.
     REQUIRE(j["cpu_ref_flop_cost"]["matmul"].get<double>() == kRefMatmulFlopCost);
