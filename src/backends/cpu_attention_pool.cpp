@@ -1,10 +1,9 @@
 #include "backends/cpu_attention_pool.h"
 
 // GCC 12 warns inside its own AVX-512 headers when Eigen's register transpose
-// and gathers are inlined here ("__Y may be used uninitialized": the
-// intrinsics' undefined pass-through operand), and about the vector type's
-// alignment attribute in PacketBlock's template argument. Neither is about
-// this code.
+// is inlined here ("__Y may be used uninitialized": the intrinsics' undefined
+// pass-through operand), and about the vector type's alignment attribute in
+// PacketBlock's template argument. Neither is about this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wignored-attributes"
 #include <Eigen/Core>
