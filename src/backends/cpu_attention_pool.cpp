@@ -55,8 +55,10 @@ void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_
     }
 }
 
-int key_run() {
-    return kLanes;
+const float* zero_row(int n) {
+    thread_local std::vector<float> zeros;
+    if (zeros.size() < std::size_t(n)) zeros.assign(std::size_t(n), 0.0f);
+    return zeros.data();
 }
 
 void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim) {
@@ -129,17 +131,15 @@ void score_vectors(float* scores, const float* q, int j0, int k0, int k1, const 
 }  // namespace
 
 void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k) {
-    thread_local std::vector<float> zeros;  // the row of a freed key or one past k1
-    if (zeros.size() < std::size_t(k.head_dim)) zeros.assign(std::size_t(k.head_dim), 0.0f);
+    const float* zeros = zero_row(k.head_dim);  // the row of a freed key or one past k1
     // Vectors of keys, lane jj holding key j0 + jj's chain: the keys' rows
     // (wherever their blocks are) are read kLanes floats at a time and
     // transposed in registers, so each load is contiguous (a strided gather
     // per dimension was 5x slower, a scalar chain per key slower still); the
     // dimensions past the last whole vector lane by lane. Two vectors at a time.
     int j0 = k0;
-    for (; j0 + kLanes < k1; j0 += 2 * kLanes)
-        score_vectors<2>(scores, q, j0, k0, k1, k, zeros.data());
-    if (j0 < k1) score_vectors<1>(scores, q, j0, k0, k1, k, zeros.data());
+    for (; j0 + kLanes < k1; j0 += 2 * kLanes) score_vectors<2>(scores, q, j0, k0, k1, k, zeros);
+    if (j0 < k1) score_vectors<1>(scores, q, j0, k0, k1, k, zeros);
 }
 
 namespace {

@@ -50,10 +50,12 @@ struct PoolHead {
 void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
                    int n_keys, int offset, int head_dim);
 
-// Keys transposed at a time by transpose_keys: one vector register's lanes.
-int key_run();
+// A row of at least n zeros (this thread's, grown as needed): the row read for
+// a freed block's key and for the keys past the cache.
+const float* zero_row(int n);
 
-// dst[d * dst_stride + jj] = rows[jj][d] for key_run() rows and d < head_dim:
+// dst[d * dst_stride + jj] = rows[jj][d] for cpu_gemm::lanes() rows (one vector
+// register's lanes) and d < head_dim:
 // the prefill path's gather of Kᵀ, in register transposes.
 void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim);
 

@@ -103,7 +103,7 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     std::vector<cpu_gemm::Panels> b(parts.size());
     std::vector<std::vector<float>> scratch;
     double work = 0;
-    int panels = 0;  // of all parts together
+    std::vector<int> first_panel(parts.size() + 1, 0);  // of each part, laid end to end
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const MatmulPart& p = parts[i];
         PLAB_ASSERT(p.out.size >= std::size_t(m) * p.n && p.w.size >= std::size_t(p.n) * k);
@@ -115,8 +115,10 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
             b[i] = cpu_gemm::pack_transposed(p.w.data, p.n, k, scratch.emplace_back());
         }
         work += product_work(m, p.n, k);
-        panels += cpu_gemm::padded_columns(p.n) / cpu_gemm::panel_columns();
+        first_panel[i + 1] =
+            first_panel[i] + cpu_gemm::padded_columns(p.n) / cpu_gemm::panel_columns();
     }
+    const int panels = first_panel.back();  // of all parts together
     // A product of few rows (a decode step) is set by reading its weights,
     // not by its FLOPs: it is worth a second thread when the weights are.
     const int threads = cpu_threads_for(work);
@@ -134,10 +136,6 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // size whatever the parts' widths.
     const int panels_per = (panels + col_tiles - 1) / col_tiles;
     const int n_columns = (panels + panels_per - 1) / panels_per;
-    std::vector<int> first_panel(parts.size() + 1, 0);  // of each part, end to end
-    for (std::size_t i = 0; i < parts.size(); ++i)
-        first_panel[i + 1] =
-            first_panel[i] + cpu_gemm::padded_columns(parts[i].n) / cpu_gemm::panel_columns();
     run_cpu_tasks(threads, row_tasks * n_columns, [&](int t) {
         const int r0 = (t / n_columns) * rows_per, r1 = std::min(m, r0 + rows_per);
         const int g0 = (t % n_columns) * panels_per, g1 = std::min(panels, g0 + panels_per);
@@ -226,7 +224,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     // transposed in registers (cpu_attention_pool.h). A freed block's keys
     // and the padding past the cache are zeros: the mask keeps them out of
     // every score and sum.
-    const int run = cpu_attention::key_run();
+    const int run = cpu_gemm::lanes();
     const auto gather_head = [&](int g) {
         float* kg = kt.data() + std::size_t(g) * dh * kpad;
         float* vgg = vg.data() + std::size_t(g) * n_keys * dpad;
@@ -234,13 +232,12 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             if (j >= n_keys || key_rows[std::size_t(j)] < 0) return -1;
             return key_rows[std::size_t(j)] + g * dh;
         };
-        thread_local std::vector<float> zeros;
-        if (zeros.size() < std::size_t(dh)) zeros.assign(std::size_t(dh), 0.0f);
+        const float* zeros = cpu_attention::zero_row(dh);
         std::vector<const float*> rows(static_cast<std::size_t>(run), nullptr);
         for (int j0 = 0; j0 < kpad; j0 += run) {
             for (int jj = 0; jj < run; ++jj) {
                 const std::ptrdiff_t a = at(j0 + jj);
-                rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros.data();
+                rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros;
             }
             cpu_attention::transpose_keys(kg + j0, std::size_t(kpad), rows.data(), dh);
             for (int j = j0; j < std::min(n_keys, j0 + run); ++j) {

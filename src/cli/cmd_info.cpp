@@ -16,9 +16,6 @@ struct InfoOptions {
     bool json = false;
 };
 
-// The shortest prompt whose largest per-layer GEMM (the MLP's D x F, or the
-// attention projections when wider) gets more than one thread, each FLOP
-// counted as `flop_cost` GEMM-FLOPs (1 on `cpu`, kRefMatmulFlopCost on cpu-ref).
 // The first prompt length at which a layer's largest product gets a second
 // thread. cpu runs Q, K, V as one product and gate, up as one (matmul_parts),
 // and counts a product's work as its FLOPs or its weight's bytes

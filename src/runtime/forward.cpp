@@ -139,9 +139,19 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         const std::vector<int32_t> s = cache.reserve(*it.seq, static_cast<int>(it.tokens.size()));
         slots.insert(slots.end(), s.begin(), s.end());
     }
-    std::vector<AttentionShape> shapes(n_items);
+    // Rows of sequence i in a (rows, width) activation.
+    auto rows_of = [&](Buffer b, std::size_t i, int width) {
+        return b.slice(std::size_t(row0[i]) * width, std::size_t(row0[i + 1] - row0[i]) * width);
+    };
+    // Each sequence's attention call: the same rows, block table and shape in
+    // every layer (only the layer's pools change).
+    std::vector<AttentionCall> calls(n_items);
     for (std::size_t i = 0; i < n_items; ++i) {
-        AttentionShape& shape = shapes[i];
+        AttentionCall& call = calls[i];
+        call.out = rows_of(ws.att.buf(), i, qd);
+        call.q = rows_of(ws.q.buf(), i, qd);
+        call.block_table = items[i].seq->block_table;
+        AttentionShape& shape = call.shape;
         shape.n_queries = row0[i + 1] - row0[i];
         shape.pos0 = pos0[i];
         shape.n_heads = c.n_heads;
@@ -151,17 +161,14 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         shape.mask = items[i].mask;
     }
-    // Rows of sequence i in a (rows, width) activation.
-    auto rows_of = [&](Buffer b, std::size_t i, int width) {
-        return b.slice(std::size_t(row0[i]) * width, std::size_t(row0[i + 1] - row0[i]) * width);
-    };
 
     ChunkOutput out;
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
         // 3. Attention sublayer: normalise, project to Q, K, V (one product over
-        //    all rows of the step, the three weights in one call), rotate each sequence's rows by their positions
-        //    (the position within its document under packed documents).
+        //    all rows of the step, the three weights in one call), rotate each
+        //    sequence's rows by their positions (the position within its
+        //    document under packed documents).
         be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
         const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
                                   {ws.k.buf(), w.wk.buf(), kvd},
@@ -188,16 +195,11 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         // 5. Masked attention, per sequence: its queries over its own cache
         //    positions 0..p+C-1 through its own block table (one call for all
         //    sequences, so a backend may run them side by side).
-        std::vector<AttentionCall> calls(n_items);
-        for (std::size_t i = 0; i < n_items; ++i) {
-            calls[i] = {rows_of(ws.att.buf(), i, qd), rows_of(ws.q.buf(), i, qd),
-                        items[i].seq->block_table, shapes[i]};
-        }
         be.attention_batch(cache.k_pool(l), cache.v_pool(l), calls);
         for (const AttentionProbe& p : probes.attention) {
             if (p.layer != l) continue;
             // Probabilities and scores both come from the backend that computed them.
-            const AttentionShape& shape = shapes[0];
+            const AttentionShape& shape = calls[0].shape;
             const std::size_t cells = std::size_t(n) * shape.n_keys();
             DeviceArray probs(be, cells);
             DeviceArray scores;
