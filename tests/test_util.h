@@ -11,6 +11,12 @@
 
 namespace plab::test {
 
+// True in the ASan + UBSan build (preset asan, `make test-asan`). There the
+// SIMT emulator of the gpu backends runs ~100x slower than in the normal build
+// (every fiber switch is announced to ASan), so a few tests give the emulated
+// GPU backends a shorter run; the normal build runs them in full.
+inline constexpr bool kSanitized = PLAB_SANITIZED;
+
 // Seeded uniform floats in [lo, hi): never zeros by accident.
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -1.0f,
                                  float hi = 1.0f);

@@ -46,7 +46,10 @@ std::vector<int32_t> decode_without_cache(const DeviceModel& m, std::vector<int3
 
 }  // namespace
 
-TEST_CASE("greedy decode of 32 tokens: KV cache == cache-free recompute", "[decode]") {
+TEST_CASE(
+    "greedy decode of 32 tokens (12 on the emulated GPU under ASan): KV cache == cache-free "
+    "recompute",
+    "[decode]") {
     // Dh 16: a head_dim the gpu backend's flash attention is compiled for (kernels.h).
     const ModelConfig c = test::small_config(48, 2, 4, 2, 16, 96, 97, 64);
     const Weights w = make_random_weights(c, 99);
@@ -54,10 +57,15 @@ TEST_CASE("greedy decode of 32 tokens: KV cache == cache-free recompute", "[deco
         auto be = make_backend(name);
         const DeviceModel m(*be, w);
         const auto prompt = test::random_tokens(9, c.vocab_size, 4);
+        // The oracle's cost grows with the square of the steps: under ASan the
+        // emulated GPU backends took 200 of this test's 280 s at 32 steps. 12
+        // steps still cross a KV block (16 positions) and decode past it.
+        const bool emulated_gpu = name.rfind("gpu", 0) == 0;
+        const int steps = test::kSanitized && emulated_gpu ? 12 : 32;
         std::vector<std::vector<float>> with_logits, without_logits;
-        const auto with = decode_with_cache(m, prompt, 32, &with_logits);
-        const auto without = decode_without_cache(m, prompt, 32, &without_logits);
-        INFO("backend " << name);
+        const auto with = decode_with_cache(m, prompt, steps, &with_logits);
+        const auto without = decode_without_cache(m, prompt, steps, &without_logits);
+        INFO("backend " << name << ", " << steps << " steps");
         REQUIRE(with == without);
         // Generated tokens are not all the same (the test would be weak otherwise).
         REQUIRE(std::set<int32_t>(with.begin(), with.end()).size() > 3);
