@@ -196,6 +196,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     PLAB_ASSERT(std::size_t(n_keys + s.block_size - 1) / s.block_size <= block_table.size());
     const Mask& mask = s.mask;
     const bool modifies = mask.alibi || mask.softcap > 0.0f;
+    const bool ranges_exact = mask.ranges_exact();
     const int panel = cpu_gemm::panel_columns();
     static_assert(kKeyTile % 32 == 0, "key tiles hold whole GEMM panels (16 or 32 keys)");
     // 1. Gather the cached K and V of every position, per KV head, in logical
@@ -352,6 +353,21 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             for (int c = t; c <= end; ++c) {
                 if (cls[c] == TileClass::full && !modifies) continue;
                 const int c0 = c * kKeyTile, c1 = std::min(n_keys, c0 + kKeyTile);
+                if (ranges_exact && !modifies) {
+                    // An interval mask (causal, window, chunked, ...): each row
+                    // sees exactly its key range, so hide the cells either side
+                    // of it instead of asking the mask cell by cell. The same
+                    // cells become -inf: no bit changes.
+                    for (int r = 0; r < rows; ++r) {
+                        float* srow = scores.data() + std::size_t(r) * width - klo;
+                        const KeyRange kr = mask.key_range(qa + r);
+                        const int lo = std::clamp(kr.lo, c0, c1),
+                                  hi = std::clamp(kr.hi + 1, lo, c1);
+                        std::fill(srow + c0, srow + lo, -INFINITY);
+                        std::fill(srow + hi, srow + c1, -INFINITY);
+                    }
+                    continue;
+                }
                 for (int r = 0; r < rows; ++r) {
                     float* srow = scores.data() + std::size_t(r) * width;
                     for (int j = c0; j < c1; ++j) {
