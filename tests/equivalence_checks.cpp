@@ -289,8 +289,9 @@ FastReport check_fast_backend(Backend& fast, const std::function<int(int)>& head
             expected += int(plans.size());
         }
     }
-    // 2. A larger model: prompts of 37..71 tokens cross the 32-query attention
-    //    tiles and the 6-row register tiles of the CPU GEMM (cpu_gemm.h).
+    // 2. A larger model: prompts of 37..71 tokens cross the query tiles of
+    //    attention (gpu 32, cpu 48) and the 6-row register tiles of the CPU
+    //    GEMM (cpu_gemm.h).
     const ModelConfig c = small_config(64, 2, 4, 2, 16, 176, 258, 96);
     const Weights w = make_random_weights(c, 21);
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {

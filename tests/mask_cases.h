@@ -179,7 +179,9 @@ inline PrefillSnapshot prefill_checking_tiles(Backend& fast, const DeviceModel& 
     const AttentionTileCounts e =
         expected_tile_counts(so.mask.view(), plan, model.config().n_layers, model.config().n_heads,
                              n.query_tile, n.key_tile);
-    REQUIRE(n.query_tile == 32);
+    // A real tiling (gpu 32 queries, cpu 48), not one query per tile; the
+    // counts above come from the tile the backend says it uses.
+    REQUIRE(n.query_tile >= 32);
     REQUIRE(n.skipped == e.skipped);
     REQUIRE(n.partial == e.partial);
     REQUIRE(n.full == e.full);

@@ -277,8 +277,9 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         ImGui::EndCombo();
     }
     item_tooltip(
-        "Tile size of the tile map, in positions. The fast kernels (cpu, gpu) use 32 x 32 "
-        "tiles; smaller tiles show where a finer kernel could skip more.");
+        "Tile size of the tile map, in positions. The fast kernels use tiles of 32 keys (by "
+        "48 queries on cpu, 32 on gpu); smaller tiles show where a finer kernel could skip "
+        "more.");
     if (!e.text_error.empty())
         ImGui::TextColored(ImColor(colour::kBad), "%s", e.text_error.c_str());
 }

@@ -5,7 +5,7 @@
 // What it teaches: for one query, attention is a pass over the cached K and V
 // — two multiply-adds per value read — so decode attention is set by how many
 // bytes it touches, not by FLOPs. The prefill path first gathers every key
-// into Kᵀ/V panels so that 32 queries can share each load; for one query that
+// into Kᵀ/V panels so that 48 queries can share each load; for one query that
 // copy would cost more than the attention itself (in a batched decode step of
 // 64 sequences it was the largest item of the step).
 //

@@ -10,7 +10,7 @@
 //             column panels (prepare_weight), each output one FMA chain over k
 //             in vector lanes, tasks of (rows x panels) on the engine's pool.
 //   attention per K/V head: gather the cached Kᵀ and V of positions 0..p+C-1,
-//             key j in column j; per query head and tile of 32 queries: the
+//             key j in column j; per query head and tile of 48 queries: the
 //             mask classifies each tile of 32 keys (core/mask.h); empty tiles
 //             are skipped and counted, runs of the others get S = Q·Kᵀ (the
 //             same GEMM), then ·scale, partial tiles test each cell, score
