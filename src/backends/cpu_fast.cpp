@@ -15,8 +15,9 @@ namespace {
 
 // Queries per attention tile: a multiple of the GEMM's 6-row register tile
 // (cpu_gemm.h). With 32 (5 x 6 + 2) every tile ended in a 2-row remainder
-// whose few FMA chains wait on the FMA latency: 13% of attention's time at
-// 2048 tokens. With 48, stories15M attention at 2048 tokens: 14.0 -> 12.6 ms
+// that cost 80% of a whole 6-row block: 13% of attention's time at 2048
+// tokens (its B loads were folded into each row's FMA then; see
+// keep_in_register in cpu_gemm.cpp). With 48, stories15M attention at 2048 tokens: 14.0 -> 12.6 ms
 // a layer (medians, interleaved), 512: ~2% faster, 128: ~5% slower (three
 // tiles of 48, 48, 32 for 6 heads on 2 threads balance worse than four).
 constexpr int kQueryTile = 48;
