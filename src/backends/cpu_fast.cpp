@@ -17,14 +17,15 @@ namespace {
 // (cpu_gemm.h). With 32 (5 x 6 + 2) every tile ended in a 2-row remainder
 // that cost 80% of a whole 6-row block: 13% of attention's time at 2048
 // tokens (its B loads were folded into each row's FMA then; see
-// keep_in_register in cpu_gemm.cpp). With 48, stories15M attention at 2048 tokens: 14.0 -> 12.6 ms
-// a layer (medians, interleaved), 512: ~2% faster, 128: ~5% slower (three
-// tiles of 48, 48, 32 for 6 heads on 2 threads balance worse than four).
+// keep_in_register in cpu_gemm.cpp). With 48, stories15M attention at 2048
+// tokens: 14.0 -> 12.6 ms a layer (medians, interleaved), 512: ~2% faster,
+// 128: ~5% slower (tiles of 48, 48, 32 for 6 heads on 2 threads balance
+// worse than four of 32).
 constexpr int kQueryTile = 48;
 constexpr int kKeyTile = 32;  // keys per tile the mask classifies, aligned to position 0
 // Chunks of fewer queries than this (decode steps) read K and V straight from
 // the pool (cpu_attention_pool.h); longer ones gather them into panels first,
-// which every query of a 32-query tile then shares.
+// which every query of a 48-query tile then shares.
 constexpr int kPoolQueriesBelow = 4;
 // Such a call asks for the K/V of the head this many heads ahead of the one
 // it computes (one head of a stories15M decode query: ~19 KB at 50 keys).
