@@ -53,6 +53,17 @@ constexpr double kAttentionFlopCost = 3;
 constexpr double kSwigluFlopsPerValue = 24;
 // RMSNorm's: a multiply-add for the sum, two multiplies for the output.
 constexpr double kRmsnormFlopsPerValue = 4;
+// Rows per task of the row-wise ops (rmsnorm, add_rmsnorm).
+constexpr int kRowsPerTask = 16;
+
+// f(r) for every row r of `rows`, in tasks of kRowsPerTask rows on `threads`.
+template <class F>
+void run_rows(int rows, int threads, const F& f) {
+    const int tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        for (int r = t * kRowsPerTask; r < std::min(rows, (t + 1) * kRowsPerTask); ++r) f(r);
+    });
+}
 
 // Work of one attention call in GEMM-FLOP equivalents, for the thread count:
 // its FLOPs (Q·Kᵀ and P·V, 2 each per dim and pair, over the causal pairs: an
@@ -205,6 +216,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     const Mask& mask = s.mask;
     const bool modifies = mask.alibi || mask.softcap > 0.0f;
     const bool ranges_exact = mask.ranges_exact();
+    PLAB_ASSERT(s.scale > 0.0f);  // exp_and_sum's max·scale is the largest scaled score
     const int panel = cpu_gemm::panel_columns();
     static_assert(kKeyTile % 32 == 0, "key tiles hold whole GEMM panels (16 or 32 keys)");
     // 1. Gather the cached K and V of every position, per KV head, in logical
@@ -332,9 +344,10 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         const float* q0 = q.data + (std::size_t(i0) * s.n_heads + h) * dh;  // rows strided by H·Dh
         const cpu_gemm::Panels kpanels{from_pool ? nullptr : kt.data() + std::size_t(g) * dh * kpad,
                                        dh, n_keys, std::size_t(panel), std::size_t(kpad)};
-        // 2b. S = Q·Kᵀ over each run of consecutive non-empty key tiles, then
-        //     the scale; partial tiles ask the mask cell by cell; modifiers
-        //     touch visible cells.
+        // 2b. S = Q·Kᵀ over each run of consecutive non-empty key tiles;
+        //     partial tiles ask the mask cell by cell; modifiers touch visible
+        //     cells, after the scale. Without modifiers the scale waits for
+        //     the softmax pass (2c): one pass over the scores fewer.
         for (int t = first; t <= last;) {
             if (cls[t] == TileClass::empty) {
                 ++t;
@@ -353,10 +366,12 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
                                std::size_t(s.n_heads) * dh, kpanels, 0, rows, k0 / panel,
                                cpu_gemm::padded_columns(k1) / panel);
             }
-            const float scale = s.scale;  // a local: the loop below is then vectorised
-            for (int r = 0; r < rows; ++r) {
-                float* srow = scores.data() + std::size_t(r) * width;
-                for (int j = k0 - klo; j < k1 - klo; ++j) srow[j] *= scale;
+            if (modifies) {  // the modifiers take scaled scores; else exp_and_sum scales
+                const float scale = s.scale;  // a local: the loop below is then vectorised
+                for (int r = 0; r < rows; ++r) {
+                    float* srow = scores.data() + std::size_t(r) * width;
+                    for (int j = k0 - klo; j < k1 - klo; ++j) srow[j] *= scale;
+                }
             }
             for (int c = t; c <= end; ++c) {
                 if (cls[c] == TileClass::full && !modifies) continue;
@@ -389,15 +404,17 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             }
             t = end + 1;
         }
-        // 2c. Softmax numerators e = exp(s - max) in vector lanes aligned to
-        //     key 0; masked cells exactly 0. The denominator sums lane by lane
+        // 2c. Softmax numerators e = exp(s·scale - max·scale) in vector lanes
+        //     aligned to key 0 (the same bits as scaling first); masked cells
+        //     exactly 0. The denominator sums lane by lane
         //     in key order (cpu_vector.h): keys outside [klo, khi) would only
         //     add zeros, so every query tile and chunk gives the same sum.
         thread_local std::vector<float> den;
         den.resize(std::size_t(rows));
         for (int r = 0; r < rows; ++r) {
             float* srow = scores.data() + std::size_t(r) * width;
-            den[r] = cpu_vector::exp_and_sum(srow, width, cpu_vector::row_max(srow, width));
+            den[r] = cpu_vector::exp_and_sum(srow, width, cpu_vector::row_max(srow, width),
+                                             modifies ? 1.0f : s.scale);
         }
         // 2d. O = E·V, each component one FMA chain over keys in order (the
         //     zeros before a query's first visible key leave it at +0), then
@@ -411,8 +428,10 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         } else {
             const cpu_gemm::Panels vpanels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
                                            khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
+            // Columns past Dh are neither computed nor stored (Dh = 48: the
+            // second panel's padding half), nor read below.
             cpu_gemm::gemm(ot.data(), std::size_t(dpad), scores.data(), std::size_t(width), vpanels,
-                           0, rows, 0, dpad / panel, true);
+                           0, rows, 0, dpad / panel);
         }
         for (int r = 0; r < rows; ++r) {
             float* o = out.data + (std::size_t(i0 + r) * s.n_heads + h) * dh;
@@ -436,13 +455,26 @@ void CpuFastBackend::reset_attention_tile_counts() {
 }
 
 void CpuFastBackend::rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) {
-    constexpr int kRowsPerTask = 16;
-    const int tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
-    run_cpu_tasks(cpu_threads_for(kRmsnormFlopsPerValue * double(rows) * dim), tasks, [&](int t) {
-        for (int r = t * kRowsPerTask; r < std::min(rows, (t + 1) * kRowsPerTask); ++r) {
-            cpu_vector::rmsnorm_row(out.data + std::size_t(r) * dim, x.data + std::size_t(r) * dim,
-                                    weight.data, dim, eps);
-        }
+    run_rows(rows, cpu_threads_for(kRmsnormFlopsPerValue * double(rows) * dim), [&](int r) {
+        cpu_vector::rmsnorm_row(out.data + std::size_t(r) * dim, x.data + std::size_t(r) * dim,
+                                weight.data, dim, eps);
+    });
+}
+
+void CpuFastBackend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
+                                 float eps) {
+    // It follows the output or down projection (runtime/forward.cpp), a
+    // (rows, D) x (D, >= D) product: y was just written by every thread and
+    // x pushed out of L2 by that product's weights and outputs, so this runs
+    // at memory speed, not at its FLOPs' — stories15M, 128 rows after a
+    // 128 x 1536 GEMM: 30 us on one thread, 16 us on two (6 us with the rows
+    // in cache); 512 rows: 105 -> 68 us. And the pool's threads are awake
+    // exactly when that product ran on them. So it takes the thread count of
+    // the smallest such product, (rows, D) x (D, D).
+    const int threads = cpu_threads_for(product_work(rows, dim, dim));
+    run_rows(rows, threads, [&](int r) {
+        const std::size_t at = std::size_t(r) * dim;
+        cpu_vector::add_rmsnorm_row(x.data + at, y.data + at, out.data + at, weight.data, dim, eps);
     });
 }
 

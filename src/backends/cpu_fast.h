@@ -13,8 +13,8 @@
 //             key j in column j; per query head and tile of 48 queries: the
 //             mask classifies each tile of 32 keys (core/mask.h); empty tiles
 //             are skipped and counted, runs of the others get S = Q·Kᵀ (the
-//             same GEMM), then ·scale, partial tiles test each cell, score
-//             modifiers apply; softmax in vector lanes aligned to key 0
+//             same GEMM), partial tiles test each cell, score modifiers
+//             apply (to scaled scores); softmax in vector lanes aligned to key 0
 //             (cpu_vector.h); O = P·V (the same GEMM) / the row's sum.
 //             Under the causal mask the tiles past the diagonal are skipped.
 //             A chunk of 1-3 queries (decode) skips the gather and reads K and
@@ -24,6 +24,8 @@
 //             parallel region instead of three.
 //   swiglu    Eigen's vectorised exp, every element in a vector lane (cpu_vector.h)
 //   rmsnorm   the sum of squares in vector lanes (cpu_vector.h), rows on the pool
+//   add_rmsnorm  the residual add and the next norm in one pass over each
+//             row, in vector lanes (the same bits as add, then rmsnorm)
 // They round differently from cpu-ref (FMA, a polynomial exp, lane-wise sums),
 // so results differ from it in the last bits (tolerance rel 1e-5 on logits).
 // But they are *chunk-invariant*: a token's every value is computed by the
@@ -72,6 +74,8 @@ public:
                          std::span<const AttentionCall> calls) override;
     void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) override;
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
+    void add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
+                     float eps) override;
     AttentionTileCounts attention_tile_counts() const override;
     void reset_attention_tile_counts() override;
 

@@ -36,10 +36,15 @@ inline void keep_in_register(Packet& v) {
 
 // R rows times P panels from panel p: each output one FMA chain over k.
 // c points at the tile's first output (its first row, panel p's first column),
-// a at the tile's first row of A.
-template <int R, int P>
-inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int p,
-                 bool write_padding) {
+// a at the tile's first row of A. LastHalves: vector registers of the last
+// panel that are computed — 1 when its real columns fit in the first (B.n
+// past a multiple of kPanel by at most kLanes, e.g. attention's O = P·V with
+// Dh = 48 in panels of 32: without it a quarter of that product was padding).
+template <int R, int P, int LastHalves = 2>
+inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b,
+                 int p) {
+    // Halves of panel q computed: both, except possibly in the last panel.
+    constexpr auto halves = [](int q) { return q == P - 1 ? LastHalves : 2; };
     using namespace Eigen::internal;
     Packet acc[R][P][2];
 #pragma GCC unroll 16
@@ -67,6 +72,7 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
             for (int q = 0; q < P; ++q) {
 #pragma GCC unroll 16
                 for (int h = 0; h < 2; ++h) {
+                    if (h >= halves(q)) continue;  // known at compile time once unrolled
                     Packet bv = ploadu<Packet>(bk + q * b.panel_stride + h * kLanes);
                     keep_in_register(bv);
 #pragma GCC unroll 16
@@ -78,21 +84,24 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
         Packet bv[P][2];
 #pragma GCC unroll 16
         for (int q = 0; q < P; ++q) {
-            bv[q][0] = ploadu<Packet>(bk + q * b.panel_stride);
-            bv[q][1] = ploadu<Packet>(bk + q * b.panel_stride + kLanes);
+#pragma GCC unroll 16
+            for (int h = 0; h < 2; ++h)
+                if (h < halves(q)) bv[q][h] = ploadu<Packet>(bk + q * b.panel_stride + h * kLanes);
         }
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
             const Packet av = pset1<Packet>(ar[r * lda + k]);
 #pragma GCC unroll 16
             for (int q = 0; q < P; ++q) {
-                acc[r][q][0] = pmadd(av, bv[q][0], acc[r][q][0]);
-                acc[r][q][1] = pmadd(av, bv[q][1], acc[r][q][1]);
+#pragma GCC unroll 16
+                for (int h = 0; h < 2; ++h)
+                    if (h < halves(q)) acc[r][q][h] = pmadd(av, bv[q][h], acc[r][q][h]);
             }
         }
     }
     for (int q = 0; q < P; ++q) {
-        const int valid = write_padding ? kPanel : std::min(kPanel, b.n - (p + q) * kPanel);
+        // Real columns only (an uncomputed half holds none).
+        const int valid = std::min(halves(q) * kLanes, b.n - (p + q) * kPanel);
         for (int r = 0; r < R; ++r) {
             float* dst = c + std::size_t(r) * ldc + q * kPanel;
             for (int h = 0; h < 2; ++h) {
@@ -109,33 +118,42 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
     }
 }
 
+// Whether panel p1 - 1, the last of a range, is B's last and holds at most
+// one vector register of real columns: then only its first half is computed.
+bool half_panel_at(const Panels& b, int p1) {
+    return p1 * kPanel >= b.n && b.n - (p1 - 1) * kPanel <= kLanes;
+}
+
 // R rows, panels [p0, p1), P at a time; c and a point at the rows' first
 // output of panel p0 and their first row of A.
 template <int R>
 void rows_block(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int p0,
-                int p1, bool write_padding) {
+                int p1) {
     constexpr int P = panels_for(R);
+    // The last panel half-computed when that is all it holds (tile's LastHalves).
+    const int full_end = half_panel_at(b, p1) ? p1 - 1 : p1;
     int p = p0;
-    for (; p + P <= p1; p += P) tile<R, P>(c + (p - p0) * kPanel, ldc, a, lda, b, p, write_padding);
-    for (; p < p1; ++p) tile<R, 1>(c + (p - p0) * kPanel, ldc, a, lda, b, p, write_padding);
+    for (; p + P <= full_end; p += P) tile<R, P>(c + (p - p0) * kPanel, ldc, a, lda, b, p);
+    for (; p < full_end; ++p) tile<R, 1>(c + (p - p0) * kPanel, ldc, a, lda, b, p);
+    if (full_end < p1) tile<R, 1, 1>(c + (p - p0) * kPanel, ldc, a, lda, b, p);
 }
 
 void remainder_rows(int rows, float* c, std::size_t ldc, const float* a, std::size_t lda,
-                    const Panels& b, int p0, int p1, bool write_padding) {
+                    const Panels& b, int p0, int p1) {
     static_assert(kRows == 6, "one case per row count below kRows");
     switch (rows) {
         case 0:
             return;
         case 1:
-            return rows_block<1>(c, ldc, a, lda, b, p0, p1, write_padding);
+            return rows_block<1>(c, ldc, a, lda, b, p0, p1);
         case 2:
-            return rows_block<2>(c, ldc, a, lda, b, p0, p1, write_padding);
+            return rows_block<2>(c, ldc, a, lda, b, p0, p1);
         case 3:
-            return rows_block<3>(c, ldc, a, lda, b, p0, p1, write_padding);
+            return rows_block<3>(c, ldc, a, lda, b, p0, p1);
         case 4:
-            return rows_block<4>(c, ldc, a, lda, b, p0, p1, write_padding);
+            return rows_block<4>(c, ldc, a, lda, b, p0, p1);
         case 5:
-            return rows_block<5>(c, ldc, a, lda, b, p0, p1, write_padding);
+            return rows_block<5>(c, ldc, a, lda, b, p0, p1);
         default:
             PLAB_ASSERT(false);
     }
@@ -168,31 +186,38 @@ Panels pack_transposed(const float* w, int n, int k, std::vector<float>& out) {
 }
 
 void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int row0,
-          int row1, int panel0, int panel1, bool write_padding) {
+          int row1, int panel0, int panel1) {
     PLAB_ASSERT(row0 <= row1 && panel0 <= panel1 && panel1 * kPanel < b.n + kPanel);
     const auto c_at = [&](int i, int p) {
         return c + std::size_t(i) * ldc + (p - panel0) * kPanel;
     };
     const auto a_at = [&](int i) { return a + std::size_t(i) * lda; };
     if (row1 - row0 < kRows) {  // a decode step or a tiny chunk: all panels for these rows
-        remainder_rows(row1 - row0, c_at(row0, panel0), ldc, a_at(row0), lda, b, panel0, panel1,
-                       write_padding);
+        remainder_rows(row1 - row0, c_at(row0, panel0), ldc, a_at(row0), lda, b, panel0, panel1);
         return;
     }
     // Panels outer, rows inner: a group of panels of B stays in cache while
     // every row block of A passes over it.
     for (int p = panel0; p < panel1; p += kMainPanels) {
         const int pe = std::min(p + kMainPanels, panel1);
+        const bool half = half_panel_at(b, pe);
         int i = row0;
         for (; i + kRows <= row1; i += kRows) {
             if (pe - p == kMainPanels) {
-                tile<kRows, kMainPanels>(c_at(i, p), ldc, a_at(i), lda, b, p, write_padding);
+                if (half)
+                    tile<kRows, kMainPanels, 1>(c_at(i, p), ldc, a_at(i), lda, b, p);
+                else
+                    tile<kRows, kMainPanels>(c_at(i, p), ldc, a_at(i), lda, b, p);
             } else {
-                for (int q = p; q < pe; ++q)
-                    tile<kRows, 1>(c_at(i, q), ldc, a_at(i), lda, b, q, write_padding);
+                for (int q = p; q < pe; ++q) {
+                    if (half && q == pe - 1)
+                        tile<kRows, 1, 1>(c_at(i, q), ldc, a_at(i), lda, b, q);
+                    else
+                        tile<kRows, 1>(c_at(i, q), ldc, a_at(i), lda, b, q);
+                }
             }
         }
-        remainder_rows(row1 - i, c_at(i, p), ldc, a_at(i), lda, b, p, pe, write_padding);
+        remainder_rows(row1 - i, c_at(i, p), ldc, a_at(i), lda, b, p, pe);
     }
 }
 

@@ -28,7 +28,9 @@
 // the kernel streams them (prepare_weight in core/backend.h).
 //
 // Left out: a k-blocking for L1 (the panels are read from L2), prefetch
-// hints, AVX-512 masked tails (a partial panel is zero-padded instead).
+// hints, AVX-512 masked tails (a partial panel is zero-padded instead; only a
+// last panel with at most one register of real columns skips its padding
+// half, unless the caller asks for the padding written).
 #pragma once
 
 #include <cstddef>
@@ -65,9 +67,10 @@ int padded_columns(int n);
 // C[i][j] = sum_k A[i][k] B[k][j] for rows [row0, row1) and the columns of
 // panels [panel0, panel1). A: row i at a + i * lda. C: row-major, row stride
 // ldc, and `c` points at C's column panel0 * panel_columns() (row 0), so a task
-// that owns some panels can pass its own slice. Columns past B.n are written
-// only when write_padding is true (for a caller whose C is padded to whole panels).
+// that owns some panels can pass its own slice. Columns past B.n are not
+// written (nor, from a last panel of at most one register of real columns,
+// computed).
 void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int row0,
-          int row1, int panel0, int panel1, bool write_padding = false);
+          int row1, int panel0, int panel1);
 
 }  // namespace plab::cpu_gemm

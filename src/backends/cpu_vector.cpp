@@ -38,6 +38,18 @@ void store(float* p, std::size_t len, const Packet& v) {
     std::copy(tmp, tmp + len, p);
 }
 
+// out = x * inv * w with inv = 1 / sqrt(sum / n + eps), given x's sum of
+// squares in lanes: the second half of RMSNorm, shared by both row functions.
+void normalize_row(float* out, const float* x, const float* w, int n, float eps,
+                   const Packet& sum) {
+    using namespace Eigen::internal;
+    const float inv = 1.0f / std::sqrt(predux(sum) / static_cast<float>(n) + eps);
+    const Packet scale = pset1<Packet>(inv);
+    for_each_vector(std::size_t(n), [&](std::size_t i, std::size_t len) {
+        store(out + i, len, pmul(pmul(load(x + i, len, 0.0f), scale), load(w + i, len, 0.0f)));
+    });
+}
+
 }  // namespace
 
 void silu_mul(float* out, const float* gate, const float* up, std::size_t n) {
@@ -56,11 +68,19 @@ void rmsnorm_row(float* out, const float* x, const float* w, int n, float eps) {
         const Packet v = load(x + i, len, 0.0f);
         sum = pmadd(v, v, sum);
     });
-    const float inv = 1.0f / std::sqrt(predux(sum) / static_cast<float>(n) + eps);
-    const Packet scale = pset1<Packet>(inv);
+    normalize_row(out, x, w, n, eps, sum);
+}
+
+void add_rmsnorm_row(float* x, const float* y, float* out, const float* w, int n, float eps) {
+    using namespace Eigen::internal;
+    Packet sum = pset1<Packet>(0.0f);
     for_each_vector(std::size_t(n), [&](std::size_t i, std::size_t len) {
-        store(out + i, len, pmul(pmul(load(x + i, len, 0.0f), scale), load(w + i, len, 0.0f)));
+        // Padding lanes are 0 + 0: they add 0 to the sum, as in rmsnorm_row.
+        const Packet v = padd(load(x + i, len, 0.0f), load(y + i, len, 0.0f));
+        store(x + i, len, v);
+        sum = pmadd(v, v, sum);
     });
+    normalize_row(out, x, w, n, eps, sum);
 }
 
 float row_max(const float* row, int n) {
@@ -72,15 +92,16 @@ float row_max(const float* row, int n) {
     return predux_max(m);  // a max is exact in any order
 }
 
-float exp_and_sum(float* row, int n, float max) {
+float exp_and_sum(float* row, int n, float max, float scale) {
     using namespace Eigen::internal;
-    const Packet m = pset1<Packet>(max), minus_inf = pset1<Packet>(-INFINITY);
+    const Packet m = pset1<Packet>(max * scale), c = pset1<Packet>(scale),
+                 minus_inf = pset1<Packet>(-INFINITY);
     Packet sum = pset1<Packet>(0.0f);
     for_each_vector(std::size_t(n), [&](std::size_t i, std::size_t len) {
         const Packet s = load(row + i, len, -INFINITY);
         // exp(-inf - max) is not exactly 0 in Eigen's polynomial (it clamps
         // its input): a masked key's weight is set to 0 explicitly.
-        const Packet e = pandnot(pexp(psub(s, m)), pcmp_eq(s, minus_inf));
+        const Packet e = pandnot(pexp(psub(pmul(s, c), m)), pcmp_eq(s, minus_inf));
         store(row + i, len, e);
         sum = padd(sum, e);
     });

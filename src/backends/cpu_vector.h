@@ -27,12 +27,20 @@ void silu_mul(float* out, const float* gate, const float* up, std::size_t n);
 // a row's bits do not depend on which chunk or step it is in.
 void rmsnorm_row(float* out, const float* x, const float* w, int n, float eps);
 
+// x[i] += y[i] (the residual stream), then out = the RMSNorm of the new x:
+// the same bits as an add followed by rmsnorm_row, in one pass over the row
+// while it is in L1 (the sum of squares is taken as each sum is stored).
+void add_rmsnorm_row(float* x, const float* y, float* out, const float* w, int n, float eps);
+
 // Largest of row[0, n); -inf when every element is -inf.
 float row_max(const float* row, int n);
 
-// row[j] = exp(row[j] - max) (exactly 0 where row[j] is -inf: a masked key),
-// and returns the sum of the new row in the lane order above. n need not be a
-// multiple of lanes(); row must start at an element whose index is one.
-float exp_and_sum(float* row, int n, float max);
+// row[j] = exp(row[j]·scale - max·scale) (exactly 0 where row[j] is -inf: a
+// masked key), and returns the sum of the new row in the lane order above. n
+// need not be a multiple of lanes(); row must start at an element whose index
+// is one. With max = row_max(row) and scale > 0, max·scale is the largest
+// row[j]·scale (rounding is monotonic), so this is the softmax numerator of
+// the scaled row, the scale applied in the same pass, not one of its own.
+float exp_and_sum(float* row, int n, float max, float scale);
 
 }  // namespace plab::cpu_vector

@@ -13,6 +13,12 @@ void Backend::attention_batch(Buffer k_pool, Buffer v_pool, std::span<const Atte
         attention(c.out, c.q, k_pool, v_pool, c.block_table, c.shape);
 }
 
+void Backend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
+                          float eps) {
+    add(x, y, std::size_t(rows) * dim);
+    rmsnorm(out, x, weight, rows, dim, eps);
+}
+
 DeviceArray::DeviceArray(Backend& backend, std::size_t n) : backend_(&backend) {
     buf_ = backend.alloc(n);
 }

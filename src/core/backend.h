@@ -147,6 +147,13 @@ public:
     virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
     // x += y over n values (the residual stream)
     virtual void add(Buffer x, Buffer y, std::size_t n) = 0;
+    // x += y, then out = rmsnorm(x) * weight: a sublayer's residual add and
+    // the next sublayer's norm, which read and write the same rows, in one
+    // call (vLLM's fused_add_rms_norm), so a backend may make one pass over
+    // them while they are in cache. Equals add() then rmsnorm() bit for bit;
+    // the default calls the two.    x, y, out (R, D), weight (D)
+    virtual void add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
+                             float eps);
     // Index of the largest of n values, lowest index on ties (greedy decoding).
     virtual int argmax(Buffer x, std::size_t n) = 0;
 

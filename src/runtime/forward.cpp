@@ -163,13 +163,15 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     }
 
     ChunkOutput out;
+    // The first layer's attention norm; every later norm comes with the
+    // residual add before it (add_rmsnorm: one pass over the rows).
+    be.rmsnorm(ws.xb.buf(), ws.x.buf(), model.layers[0].attn_norm.buf(), n, D, c.norm_eps);
     for (int l = 0; l < c.n_layers; ++l) {
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
-        // 3. Attention sublayer: normalise, project to Q, K, V (one product over
-        //    all rows of the step, the three weights in one call), rotate each
-        //    sequence's rows by their positions (the position within its
-        //    document under packed documents).
-        be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.attn_norm.buf(), n, D, c.norm_eps);
+        // 3. Attention sublayer: (xb holds the normalised rows) project to Q,
+        //    K, V (one product over all rows of the step, the three weights in
+        //    one call), rotate each sequence's rows by their positions (the
+        //    position within its document under packed documents).
         const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
                                   {ws.k.buf(), w.wk.buf(), kvd},
                                   {ws.v.buf(), w.wv.buf(), kvd}};
@@ -215,17 +217,22 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
                 out.attention_scores.push_back(std::move(host_scores));
             }
         }
-        // 6. Output projection and residual.
+        // 6. Output projection, residual, and the MLP's norm of the new rows.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
-        be.add(ws.x.buf(), ws.proj.buf(), nd);
-        // 7. MLP sublayer: normalise, SwiGLU, down projection, residual.
-        be.rmsnorm(ws.xb.buf(), ws.x.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
+        be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
+        // 7. MLP sublayer: SwiGLU, down projection, residual (and the next
+        //    layer's attention norm).
         const MatmulPart gate_up[] = {{ws.gate.buf(), w.w_gate.buf(), F},
                                       {ws.up.buf(), w.w_up.buf(), F}};
         be.matmul_parts(ws.xb.buf(), n, D, gate_up);
         be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
         be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
-        be.add(ws.x.buf(), ws.proj.buf(), nd);
+        if (l + 1 < c.n_layers) {
+            be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(),
+                           model.layers[std::size_t(l) + 1].attn_norm.buf(), n, D, c.norm_eps);
+        } else {
+            be.add(ws.x.buf(), ws.proj.buf(), nd);
+        }
     }
     // Probes were collected layer by layer; put them back in the caller's order.
     if (probes.attention.size() > 1) {

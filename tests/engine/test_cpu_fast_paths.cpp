@@ -288,3 +288,38 @@ TEST_CASE(
                               "rows 33..35 alone vs among 70");
     }
 }
+
+TEST_CASE(
+    "add_rmsnorm (the residual add and the next norm in one pass) gives the bits of add then "
+    "rmsnorm, on every backend",
+    "[cpu][fast-paths]") {
+    for (const std::string& name : backend_names()) {
+        auto b = make_backend(name);
+        // Sizes: the two shapes' widths, one not a multiple of a vector, one
+        // below a vector; one row (a decode step), part of a task of rows,
+        // several tasks.
+        for (const int dim : {288, 768, 17, 5}) {
+            for (const int rows : {1, 7, 70}) {
+                INFO(name << ", dim " << dim << ", rows " << rows);
+                const std::size_t n = std::size_t(rows) * dim;
+                const auto x = random_floats(n, 800 + std::uint64_t(dim) + rows, -3, 3);
+                const auto y = random_floats(n, 900 + std::uint64_t(dim) + rows, -3, 3);
+                const auto w = random_floats(std::size_t(dim), 801, 0.5f, 1.5f);
+                DeviceArray dw = upload(*b, w);
+                // Fused.
+                DeviceArray fx = upload(*b, x), fy = upload(*b, y), fout(*b, n);
+                b->fill(fout.buf(), NAN);
+                b->add_rmsnorm(fx.buf(), fy.buf(), fout.buf(), dw.buf(), rows, dim, 1e-5f);
+                // The two ops.
+                DeviceArray sx = upload(*b, x), sy = upload(*b, y), sout(*b, n);
+                b->fill(sout.buf(), NAN);
+                b->add(sx.buf(), sy.buf(), n);
+                b->rmsnorm(sout.buf(), sx.buf(), dw.buf(), rows, dim, 1e-5f);
+                const auto want_x = download(*b, sx.buf()), want_out = download(*b, sout.buf());
+                require_not_all_zero(want_out, "normalised rows");
+                require_bitwise_equal(download(*b, fx.buf()), want_x, "x after the residual add");
+                require_bitwise_equal(download(*b, fout.buf()), want_out, "the normalised rows");
+            }
+        }
+    }
+}
