@@ -455,7 +455,7 @@ void CpuFastBackend::reset_attention_tile_counts() {
 }
 
 void CpuFastBackend::rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) {
-    run_rows(rows, cpu_threads_for(kRmsnormFlopsPerValue * double(rows) * dim), [&](int r) {
+    run_rows(rows, cpu_threads_for_light(kRmsnormFlopsPerValue * double(rows) * dim), [&](int r) {
         cpu_vector::rmsnorm_row(out.data + std::size_t(r) * dim, x.data + std::size_t(r) * dim,
                                 weight.data, dim, eps);
     });
@@ -463,16 +463,11 @@ void CpuFastBackend::rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int 
 
 void CpuFastBackend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
                                  float eps) {
-    // It follows the output or down projection (runtime/forward.cpp), a
-    // (rows, D) x (D, >= D) product: y was just written by every thread and
-    // x pushed out of L2 by that product's weights and outputs, so this runs
-    // at memory speed, not at its FLOPs' — stories15M, 128 rows after a
-    // 128 x 1536 GEMM: 30 us on one thread, 16 us on two (6 us with the rows
-    // in cache); 512 rows: 105 -> 68 us. And the pool's threads are awake
-    // exactly when that product ran on them. So it takes the thread count of
-    // the smallest such product, (rows, D) x (D, D).
-    const int threads = cpu_threads_for(product_work(rows, dim, dim));
-    run_rows(rows, threads, [&](int r) {
+    // It follows the output or down projection (runtime/forward.cpp): it
+    // runs at memory speed, on every thread that product left awake
+    // (cpu_threads_for_light).
+    const double flops = (1 + kRmsnormFlopsPerValue) * double(rows) * dim;
+    run_rows(rows, cpu_threads_for_light(flops), [&](int r) {
         const std::size_t at = std::size_t(r) * dim;
         cpu_vector::add_rmsnorm_row(x.data + at, y.data + at, out.data + at, weight.data, dim, eps);
     });
@@ -481,7 +476,8 @@ void CpuFastBackend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, 
 void CpuFastBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {
     constexpr std::size_t kPiece = 16384;  // values per task: large enough to beat the fork cost
     const int pieces = static_cast<int>((n + kPiece - 1) / kPiece);
-    run_cpu_tasks(cpu_threads_for(kSwigluFlopsPerValue * double(n)), pieces, [&](int p) {
+    // It follows the gate/up product: memory speed, every awake thread.
+    run_cpu_tasks(cpu_threads_for_light(kSwigluFlopsPerValue * double(n)), pieces, [&](int p) {
         const std::size_t i0 = std::size_t(p) * kPiece, len = std::min(kPiece, n - i0);
         cpu_vector::silu_mul(out.data + i0, gate.data + i0, up.data + i0, len);
     });

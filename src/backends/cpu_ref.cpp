@@ -83,17 +83,25 @@ void CpuRefBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) 
     });
 }
 
+// Threads split the rows (each head rotated whole by one task): it follows
+// the Q/K/V product, so it takes the threads that product left awake
+// (cpu_threads_for_light; 6 multiplies and adds per pair).
 void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
                          Buffer sin) {
     const int half = head_dim / 2;
-    for (int r = 0; r < rows; ++r) {
-        const std::size_t table_row = std::size_t(pos0 + r) * half;
-        PLAB_ASSERT(table_row + half <= cos.size);
-        for (int h = 0; h < n_heads; ++h) {
-            rope_rotate(x.data + (std::size_t(r) * n_heads + h) * head_dim, cos.data + table_row,
-                        sin.data + table_row, half);
+    PLAB_ASSERT(std::size_t(pos0 + rows) * half <= cos.size);
+    const int threads = cpu_threads_for_light(6.0 * rows * n_heads * half);
+    const int tasks = std::min(rows, threads * kTasksPerThread);
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        const Range range = task_range(rows, tasks, t);
+        for (int r = int(range.lo); r < int(range.hi); ++r) {
+            const std::size_t table_row = std::size_t(pos0 + r) * half;
+            for (int h = 0; h < n_heads; ++h) {
+                rope_rotate(x.data + (std::size_t(r) * n_heads + h) * head_dim,
+                            cos.data + table_row, sin.data + table_row, half);
+            }
         }
-    }
+    });
 }
 
 void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,

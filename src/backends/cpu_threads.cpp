@@ -21,6 +21,13 @@ int cpu_threads_for(double flops) {
     return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most);
 }
 
+int cpu_threads_for_light(double flops) {
+    const int by_work = cpu_threads_for(flops);
+    if (by_work > 1 || !ThreadPool::engine().awake()) return by_work;
+    const int cap = g_thread_cap.load(std::memory_order_relaxed);
+    return cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
+}
+
 void set_cpu_thread_cap(int threads) {
     g_thread_cap.store(std::max(0, threads));
 }

@@ -58,7 +58,18 @@ inline double product_work(double m, double n, double k) {
 int cpu_threads();
 // Threads an op of `flops` GEMM-FLOP equivalents runs on: 1 .. cpu_threads().
 int cpu_threads_for(double flops);
-// Caps cpu_threads_for() (0: no cap). For `plab bench`'s single-thread
+// Threads of a light op that follows a product on the pool — a norm, SwiGLU,
+// RoPE: cpu_threads_for(flops), or every thread when the pool's threads are
+// still awake from the op before (ThreadPool::awake), since then a second
+// thread costs no wake-up. Such an op is slower than its FLOPs say: right
+// after a product on every thread it reads rows the other core wrote and the
+// product's weights pushed out of L2, at memory speed, which two cores
+// share out. Measured on the project's machine (stories15M, after the
+// product that feeds it, one thread -> two): residual add + RMSNorm of 128
+// rows 30 -> 16 us, of 512 rows 105 -> 64-69 us; SwiGLU of 512 x 768 values
+// 212 -> 122 us; RoPE of 512 rows' Q 177 -> 112 us.
+int cpu_threads_for_light(double flops);
+// Caps cpu_threads_for() and cpu_threads_for_light() (0: no cap). For `plab bench`'s single-thread
 // reference and tests of the threaded paths; not a user setting.
 void set_cpu_thread_cap(int threads);
 

@@ -96,6 +96,16 @@ void ThreadPool::run_erased(int n_tasks, TaskFn fn, void* ctx) {
     }
     // No thread may claim a task of this job any more: the parameters may change.
     job_.store((std::uint64_t(gen) << 32) | kClosed, std::memory_order_relaxed);
+    last_end_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                       std::memory_order_relaxed);
+}
+
+bool ThreadPool::awake() const {
+    if (workers_.empty()) return false;
+    const auto since =
+        std::chrono::steady_clock::now().time_since_epoch() -
+        std::chrono::steady_clock::duration(last_end_ns_.load(std::memory_order_relaxed));
+    return since < kSpin / 2;
 }
 
 void ThreadPool::work(std::uint32_t gen) {

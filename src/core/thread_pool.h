@@ -68,6 +68,11 @@ public:
                    const_cast<void*>(static_cast<const void*>(std::addressof(task))));
     }
 
+    // Whether the workers are most likely still spinning after the last job
+    // (it ended less than half their spin time ago), so a job started now
+    // costs no wake-up. A hint for choosing thread counts, never for results.
+    bool awake() const;
+
     // The engine's pool: one thread per CPU this process may run on
     // (sched_getaffinity, so `taskset` and container limits are respected).
     static ThreadPool& engine();
@@ -99,8 +104,9 @@ private:
     std::atomic<int> done_{0};             // tasks finished in the current job
     std::atomic<std::uint32_t> epoch_{0};  // the current generation; workers sleep on it
     std::atomic<bool> stop_{false};
-    std::mutex caller_;             // one job at a time
-    std::uint32_t generation_ = 0;  // jobs started (guarded by caller_)
+    std::atomic<std::int64_t> last_end_ns_{0};  // steady_clock, when the last job ended
+    std::mutex caller_;                         // one job at a time
+    std::uint32_t generation_ = 0;              // jobs started (guarded by caller_)
 };
 
 }  // namespace plab

@@ -151,6 +151,45 @@ TEST_CASE("cpu threads: the engine picks them from the work", "[threads]") {
     REQUIRE(cpu_threads_for(1e15) == cpus);
 }
 
+TEST_CASE(
+    "thread pool: awake() right after a job, not once the workers' spin is over; light ops take "
+    "the awake threads",
+    "[threads]") {
+    using namespace std::chrono_literals;
+    // Right after a job: retried, since this thread may itself be descheduled
+    // for longer than the spin between the job's end and the question.
+    const auto awake_after_a_job = [](ThreadPool& pool, const auto& ask) {
+        for (int attempt = 0; attempt < 200; ++attempt) {
+            pool.run(4, [](int) {});
+            if (ask()) return true;
+        }
+        return false;
+    };
+    ThreadPool pool(2);
+    REQUIRE_FALSE(pool.awake());  // no job yet
+    REQUIRE(awake_after_a_job(pool, [&] { return pool.awake(); }));
+    std::this_thread::sleep_for(20ms);  // far past the spin: the workers sleep
+    REQUIRE_FALSE(pool.awake());
+    ThreadPool alone(1);  // no workers to be awake
+    alone.run(4, [](int) {});
+    REQUIRE_FALSE(alone.awake());
+
+    // cpu_threads_for_light: by the work alone when the pool is asleep, every
+    // CPU while it is awake, never past the cap.
+    ThreadPool& engine = ThreadPool::engine();
+    std::this_thread::sleep_for(20ms);
+    REQUIRE(cpu_threads_for_light(0) == 1);
+    REQUIRE(cpu_threads_for_light(1e15) == cpu_threads());
+    if (cpu_threads() > 1) {
+        REQUIRE(
+            awake_after_a_job(engine, [] { return cpu_threads_for_light(0) == cpu_threads(); }));
+        set_cpu_thread_cap(1);
+        engine.run(4, [](int) {});
+        REQUIRE(cpu_threads_for_light(0) == 1);
+        set_cpu_thread_cap(0);
+    }
+}
+
 TEST_CASE("plab info says how many threads cpu uses and from which prompt length",
           "[threads][cli]") {
     const auto r = run_cli({"info", "--json"});
