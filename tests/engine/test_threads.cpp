@@ -152,7 +152,8 @@ TEST_CASE("cpu threads: the engine picks them from the work", "[threads]") {
 }
 
 TEST_CASE(
-    "thread pool: awake() right after a job, not once the workers' spin is over; light ops take "
+    "thread pool: awake() right after a job, not once the workers' spin is over, and light ops "
+    "take "
     "the awake threads",
     "[threads]") {
     using namespace std::chrono_literals;
