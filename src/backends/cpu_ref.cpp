@@ -104,14 +104,25 @@ void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0
     });
 }
 
+// Threads split the slots: a copy right after the Q/K/V product and its
+// RoPE, so it takes the threads those left awake (cpu_threads_for_light; a
+// copied float counted as a FLOP).
 void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
                               std::span<const int32_t> slots, int row_size) {
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-        const std::size_t dst = std::size_t(slots[i]) * row_size;
-        PLAB_ASSERT(dst + row_size <= k_pool.size && dst + row_size <= v_pool.size);
-        std::memcpy(k_pool.data + dst, k.data + i * row_size, sizeof(float) * row_size);
-        std::memcpy(v_pool.data + dst, v.data + i * row_size, sizeof(float) * row_size);
-    }
+    for (const int32_t slot : slots)  // here, not in a task: a task must not throw
+        PLAB_ASSERT(slot >= 0 && (std::size_t(slot) + 1) * row_size <= k_pool.size &&
+                    (std::size_t(slot) + 1) * row_size <= v_pool.size);
+    const int n = static_cast<int>(slots.size());
+    const int threads = cpu_threads_for_light(2.0 * n * row_size);
+    const int tasks = std::min(n, threads * kTasksPerThread);
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        const Range r = task_range(n, tasks, t);
+        for (std::size_t i = std::size_t(r.lo); i < std::size_t(r.hi); ++i) {
+            const std::size_t dst = std::size_t(slots[i]) * row_size;
+            std::memcpy(k_pool.data + dst, k.data + i * row_size, sizeof(float) * row_size);
+            std::memcpy(v_pool.data + dst, v.data + i * row_size, sizeof(float) * row_size);
+        }
+    });
 }
 
 // One (query, head) row at a time: scores over the query's key range (masked
