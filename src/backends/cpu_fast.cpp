@@ -418,9 +418,9 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         hide(written, width);  // keys past the cache (and past the last run)
         // 2c. Softmax numerators e = exp(s·scale - max·scale) in vector lanes
         //     aligned to key 0 (the same bits as scaling first); masked cells
-        //     exactly 0. The denominator sums lane by lane
-        //     in key order (cpu_vector.h): keys outside [klo, khi) would only
-        //     add zeros, so every query tile and chunk gives the same sum.
+        //     exactly 0. The denominator sums lane by lane in key order
+        //     (cpu_vector.h): keys outside [klo, khi) would only add zeros,
+        //     so every query tile and chunk gives the same sum.
         thread_local std::vector<float> den;
         den.resize(std::size_t(rows));
         for (int r = 0; r < rows; ++r) {

@@ -7,7 +7,9 @@
 // never a sum) or on the machine: gpu-ref must match it bit for bit.
 // Threads: matmul and attention split their outputs (ranges of elements, of
 // (query, head) rows) into tasks on the engine's pool, with the thread count
-// picked from the op's work by the engine's one rule (cpu_threads.h).
+// picked from the op's work by the engine's one rule (cpu_threads.h); rope
+// and kv_append split their rows and slots among the threads the product
+// before them left awake (cpu_threads_for_light).
 // Left out on purpose: speed (see cpu_fast.h).
 #pragma once
 
