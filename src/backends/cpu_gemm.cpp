@@ -118,27 +118,6 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
     }
 }
 
-// Asks for rows [k0, k1) of panels [p0, p1) of B ahead of their use. Why:
-// a weight that is not in cache (a prefill's every product: the model does
-// not fit in L2) is read from memory by a panel group's first row block;
-// the group's other row blocks then find it in cache. The hardware
-// prefetcher follows the first block's streams, but those loads still wait
-// on memory, while the rest of the group is compute with no memory traffic
-// at all. Asked for one group ahead, a share per row block, the reads
-// overlap that compute. (prefetchnta: measured a little ahead of prefetcht1
-// and t0 here. Asking inside every tile's k loop instead, as a first try
-// did, cost more than it saved.) No arithmetic changes.
-inline void prefetch(const Panels& b, int p0, int p1, int k0, int k1) {
-    for (int p = p0; p < p1; ++p) {
-        const float* bp = b.data + std::size_t(p) * b.panel_stride;
-        for (int k = k0; k < k1; ++k) {
-            const char* row = reinterpret_cast<const char*>(bp + std::size_t(k) * b.row_stride);
-            for (int line = 0; line < int(kPanel * sizeof(float)); line += 64)
-                __builtin_prefetch(row + line, 0, 0);  // read, non-temporal
-        }
-    }
-}
-
 // Whether panel p1 - 1, the last of a range, is B's last and holds at most
 // one vector register of real columns: then only its first half is computed.
 bool half_panel_at(const Panels& b, int p1) {
@@ -219,15 +198,11 @@ void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Pane
     }
     // Panels outer, rows inner: a group of panels of B stays in cache while
     // every row block of A passes over it.
-    const int blocks = (row1 - row0) / kRows;
     for (int p = panel0; p < panel1; p += kMainPanels) {
         const int pe = std::min(p + kMainPanels, panel1);
-        const int next_end = std::min(pe + kMainPanels, panel1);
         const bool half = half_panel_at(b, pe);
         int i = row0;
-        for (int block = 0; i + kRows <= row1; i += kRows, ++block) {
-            // This block's share of the next group (see prefetch).
-            prefetch(b, pe, next_end, b.k * block / blocks, b.k * (block + 1) / blocks);
+        for (; i + kRows <= row1; i += kRows) {
             if (pe - p == kMainPanels) {
                 if (half)
                     tile<kRows, kMainPanels, 1>(c_at(i, p), ldc, a_at(i), lda, b, p);
