@@ -30,7 +30,7 @@
 // Left out: a k-blocking for L1 (the panels are read from L2), prefetch
 // hints, AVX-512 masked tails (a partial panel is zero-padded instead; only a
 // last panel with at most one register of real columns skips its padding
-// half, unless the caller asks for the padding written).
+// half).
 #pragma once
 
 #include <cstddef>

@@ -23,6 +23,14 @@ Range task_range(long long n, int tasks, int t) {
     return {n * t / tasks, n * (t + 1) / tasks};
 }
 
+// f(range) for [0, n) split into kTasksPerThread ranges per thread (at most
+// n), on `threads`: how every threaded op of this backend splits its outputs.
+template <class F>
+void run_ranges(long long n, int threads, const F& f) {
+    const int tasks = static_cast<int>(std::min<long long>(n, threads * kTasksPerThread));
+    run_cpu_tasks(threads, tasks, [&](int t) { f(task_range(n, tasks, t)); });
+}
+
 }  // namespace
 
 Buffer CpuRefBackend::alloc(std::size_t n) {
@@ -73,9 +81,7 @@ void CpuRefBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) 
                 w.size >= std::size_t(n) * k);
     const long long outputs = static_cast<long long>(m) * n;
     const int threads = cpu_threads_for(kRefMatmulFlopCost * 2.0 * double(outputs) * k);
-    const int tasks = static_cast<int>(std::min<long long>(outputs, threads * kTasksPerThread));
-    run_cpu_tasks(threads, tasks, [&](int t) {
-        const Range r = task_range(outputs, tasks, t);
+    run_ranges(outputs, threads, [&](Range r) {
         for (long long idx = r.lo; idx < r.hi; ++idx) {
             const long long i = idx / n, j = idx % n;
             out.data[idx] = strict_dot(x.data + std::size_t(i) * k, w.data + std::size_t(j) * k, k);
@@ -90,10 +96,7 @@ void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0
                          Buffer sin) {
     const int half = head_dim / 2;
     PLAB_ASSERT(std::size_t(pos0 + rows) * half <= cos.size);
-    const int threads = cpu_threads_for_light(6.0 * rows * n_heads * half);
-    const int tasks = std::min(rows, threads * kTasksPerThread);
-    run_cpu_tasks(threads, tasks, [&](int t) {
-        const Range range = task_range(rows, tasks, t);
+    run_ranges(rows, cpu_threads_for_light(6.0 * rows * n_heads * half), [&](Range range) {
         for (int r = int(range.lo); r < int(range.hi); ++r) {
             const std::size_t table_row = std::size_t(pos0 + r) * half;
             for (int h = 0; h < n_heads; ++h) {
@@ -113,10 +116,7 @@ void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
         PLAB_ASSERT(slot >= 0 && (std::size_t(slot) + 1) * row_size <= k_pool.size &&
                     (std::size_t(slot) + 1) * row_size <= v_pool.size);
     const int n = static_cast<int>(slots.size());
-    const int threads = cpu_threads_for_light(2.0 * n * row_size);
-    const int tasks = std::min(n, threads * kTasksPerThread);
-    run_cpu_tasks(threads, tasks, [&](int t) {
-        const Range r = task_range(n, tasks, t);
+    run_ranges(n, cpu_threads_for_light(2.0 * n * row_size), [&](Range r) {
         for (std::size_t i = std::size_t(r.lo); i < std::size_t(r.hi); ++i) {
             const std::size_t dst = std::size_t(slots[i]) * row_size;
             std::memcpy(k_pool.data + dst, k.data + i * row_size, sizeof(float) * row_size);
@@ -139,10 +139,8 @@ void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool
     const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
     const int threads =
         cpu_threads_for(kRefAttentionFlopCost * 4.0 * s.head_dim * s.n_heads * pairs);
-    const int tasks = std::min(rows, threads * kTasksPerThread);
-    run_cpu_tasks(threads, tasks, [&](int t) {
+    run_ranges(rows, threads, [&](Range r) {
         std::vector<float> scores(static_cast<std::size_t>(s.n_keys()));  // this task's scratch
-        const Range r = task_range(rows, tasks, t);
         for (int row = int(r.lo); row < int(r.hi); ++row) {
             const int i = row / s.n_heads, h = row % s.n_heads;
             const int pos = s.pos0 + i;

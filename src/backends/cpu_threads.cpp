@@ -8,6 +8,12 @@ namespace {
 
 std::atomic<int> g_thread_cap{0};  // set_cpu_thread_cap(); 0: none
 
+// The most threads an op may get: every CPU, under the cap.
+int most_threads() {
+    const int cap = g_thread_cap.load(std::memory_order_relaxed);
+    return cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
+}
+
 }  // namespace
 
 int cpu_threads() {
@@ -16,16 +22,12 @@ int cpu_threads() {
 }
 
 int cpu_threads_for(double flops) {
-    const int cap = g_thread_cap.load(std::memory_order_relaxed);
-    const int most = cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
-    return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most);
+    return std::clamp(static_cast<int>(flops / kMinFlopsPerThread), 1, most_threads());
 }
 
 int cpu_threads_for_light(double flops) {
     const int by_work = cpu_threads_for(flops);
-    if (by_work > 1 || !ThreadPool::engine().awake()) return by_work;
-    const int cap = g_thread_cap.load(std::memory_order_relaxed);
-    return cap > 0 ? std::min(cap, cpu_threads()) : cpu_threads();
+    return by_work > 1 || !ThreadPool::engine().awake() ? by_work : most_threads();
 }
 
 void set_cpu_thread_cap(int threads) {

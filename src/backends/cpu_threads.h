@@ -69,8 +69,9 @@ int cpu_threads_for(double flops);
 // rows 30 -> 16 us, of 512 rows 105 -> 64-69 us; SwiGLU of 512 x 768 values
 // 212 -> 122 us; RoPE of 512 rows' Q 177 -> 112 us.
 int cpu_threads_for_light(double flops);
-// Caps cpu_threads_for() and cpu_threads_for_light() (0: no cap). For `plab bench`'s single-thread
-// reference and tests of the threaded paths; not a user setting.
+// Caps cpu_threads_for() and cpu_threads_for_light() (0: no cap). For `plab
+// bench`'s single-thread reference and tests of the threaded paths; not a
+// user setting.
 void set_cpu_thread_cap(int threads);
 
 // task(i) for every i in [0, n_tasks): on the calling thread alone, in order,
