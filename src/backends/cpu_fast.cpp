@@ -485,6 +485,23 @@ void CpuFastBackend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, 
     });
 }
 
+int CpuFastBackend::argmax(Buffer x, std::size_t n) {
+    PLAB_ASSERT(n > 0 && x.size >= n);
+    return cpu_vector::argmax(x.data, n);
+}
+
+void CpuFastBackend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) {
+    PLAB_ASSERT(n > 0 && rows >= 0 && out.size() >= std::size_t(rows) &&
+                x.size >= std::size_t(rows) * n);
+    // A batched decode step's greedy tokens: 64 rows of a 32000-word
+    // vocabulary are 8 MB of logits, read while the classifier's threads are
+    // still awake. A value is one compare and one max per lane.
+    const int threads = cpu_threads_for_light(2.0 * double(rows) * double(n));
+    run_cpu_tasks(threads, rows, [&](int r) {
+        out[std::size_t(r)] = cpu_vector::argmax(x.data + std::size_t(r) * n, n);
+    });
+}
+
 void CpuFastBackend::swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) {
     constexpr std::size_t kPiece = 16384;  // values per task: large enough to beat the fork cost
     const int pieces = static_cast<int>((n + kPiece - 1) / kPiece);

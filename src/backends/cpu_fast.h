@@ -26,6 +26,8 @@
 //   rmsnorm   the sum of squares in vector lanes (cpu_vector.h), rows on the pool
 //   add_rmsnorm  the residual add and the next norm in one pass over each
 //             row, in vector lanes (the same bits as add, then rmsnorm)
+//   argmax    greedy decoding's token in vector lanes (cpu_vector.h), a
+//             batched step's rows on the pool (argmax_rows)
 // They round differently from cpu-ref (FMA, a polynomial exp, lane-wise sums),
 // so results differ from it in the last bits (tolerance rel 1e-5 on logits).
 // But they are *chunk-invariant*: a token's every value is computed by the
@@ -76,6 +78,8 @@ public:
     void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) override;
     void add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
                      float eps) override;
+    int argmax(Buffer x, std::size_t n) override;
+    void argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) override;
     AttentionTileCounts attention_tile_counts() const override;
     void reset_attention_tile_counts() override;
 

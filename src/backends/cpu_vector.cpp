@@ -92,6 +92,30 @@ float row_max(const float* row, int n) {
     return predux_max(m);  // a max is exact in any order
 }
 
+int argmax(const float* row, std::size_t n) {
+    using namespace Eigen::internal;
+    Packet m = pset1<Packet>(-INFINITY);
+    Packet nan = pzero(m);  // lanes that have seen a NaN (v != v)
+    for_each_vector(n, [&](std::size_t i, std::size_t len) {
+        const Packet v = load(row + i, len, -INFINITY);
+        m = pmax(m, v);
+        nan = por(nan, pandnot(ptrue(v), pcmp_eq(v, v)));
+    });
+    if (predux_any(nan)) {  // a NaN: the reference's scan decides
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < n; ++i)
+            if (row[i] > row[best]) best = i;
+        return static_cast<int>(best);
+    }
+    const float best = predux_max(m);
+    const Packet b = pset1<Packet>(best);
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        if (predux_any(pcmp_eq(ploadu<Packet>(row + i), b))) break;
+    while (row[i] != best) ++i;  // the first lane holding it (or the tail's)
+    return static_cast<int>(i);
+}
+
 float exp_and_sum(float* row, int n, float max, float scale) {
     using namespace Eigen::internal;
     const Packet m = pset1<Packet>(max * scale), c = pset1<Packet>(scale),

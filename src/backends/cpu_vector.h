@@ -35,6 +35,12 @@ void add_rmsnorm_row(float* x, const float* y, float* out, const float* w, int n
 // Largest of row[0, n); -inf when every element is -inf.
 float row_max(const float* row, int n);
 
+// Index of the largest of row[0, n), the lowest among equal maxima: greedy
+// decoding's rule, the same index as the scalar scan of cpu-ref (a row
+// holding a NaN takes that scan itself). Two passes in vector lanes: the
+// maximum (exact in any order), then the first vector holding it.
+int argmax(const float* row, std::size_t n);
+
 // row[j] = exp(row[j]·scale - max·scale) (exactly 0 where row[j] is -inf: a
 // masked key), and returns the sum of the new row in the lane order above. n
 // need not be a multiple of lanes(); row must start at an element whose index

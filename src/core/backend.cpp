@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/error.h"
+
 namespace plab {
 
 void Backend::matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) {
@@ -17,6 +19,11 @@ void Backend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int row
                           float eps) {
     add(x, y, std::size_t(rows) * dim);
     rmsnorm(out, x, weight, rows, dim, eps);
+}
+
+void Backend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) {
+    PLAB_ASSERT(rows >= 0 && out.size() >= std::size_t(rows));
+    for (int r = 0; r < rows; ++r) out[std::size_t(r)] = argmax(x.slice(std::size_t(r) * n, n), n);
 }
 
 DeviceArray::DeviceArray(Backend& backend, std::size_t n) : backend_(&backend) {

@@ -156,6 +156,10 @@ public:
                              float eps);
     // Index of the largest of n values, lowest index on ties (greedy decoding).
     virtual int argmax(Buffer x, std::size_t n) = 0;
+    // argmax of each of `rows` rows of n values (a batched step's greedy
+    // tokens, one row per sequence), into out[0, rows). The default calls
+    // argmax row by row.                    x (rows, n)
+    virtual void argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out);
 
     // ---- device timing (GPU backends) -----------------------------------------
     // Whether this backend can time its ops on the device (CUDA events).

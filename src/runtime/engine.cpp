@@ -280,13 +280,18 @@ const StepRecord& Engine::step() {
     // 3. A request whose known tokens are all computed samples its next one
     //    from its last position's logits; done at EOS or at its limit.
     const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
+    // On the device: every row's greedy token in one call (a batched step's
+    // rows side by side); a row whose prompt is not done yet is not used.
+    std::vector<int32_t> greedy(on_device ? schedule.spans.size() : 0);
+    if (on_device)
+        backend_->argmax_rows(ws_->logits.buf(), static_cast<int>(greedy.size()), V, greedy);
     for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
         Request& r = *schedule.spans[i].request;
         if (!r.options.mask.is_causal()) cache.free_forgotten(r.seq, r.options.mask.view());
         if (r.seq.length < static_cast<int>(r.tokens.size())) continue;  // prompt not done
         int32_t token = 0;
         if (on_device) {
-            token = backend_->argmax(ws_->logits.buf().slice(i * V, V), V);
+            token = greedy[i];
         } else {
             const auto row = out.logits.begin() + static_cast<std::ptrdiff_t>(i * V);
             const std::vector<float> logits(row, row + static_cast<std::ptrdiff_t>(V));

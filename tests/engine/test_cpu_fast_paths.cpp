@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -320,6 +321,38 @@ TEST_CASE(
                 require_bitwise_equal(download(*b, fx.buf()), want_x, "x after the residual add");
                 require_bitwise_equal(download(*b, fout.buf()), want_out, "the normalised rows");
             }
+        }
+    }
+}
+
+TEST_CASE("cpu argmax: the reference's index for rows with NaN, -inf and signed zeros",
+          "[fast-paths]") {
+    // The vector scan (cpu_vector::argmax) takes the maximum in lanes, then
+    // the first vector holding it; a row with a NaN goes to the reference's
+    // scalar scan. Rows where a lane-wise rule could differ from "x[i] >
+    // x[best]": every value -inf, -0 before +0, a NaN first, in the middle, in
+    // the tail. cpu-ref's scan is the oracle.
+    auto ref = make_backend("cpu-ref");
+    auto fast = make_backend("cpu");
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int n : {1, 5, 16, 37, 300}) {
+        std::vector<std::vector<float>> rows;
+        rows.push_back(std::vector<float>(std::size_t(n), -INFINITY));
+        std::vector<float> zeros(std::size_t(n), 0.0f);
+        zeros[0] = -0.0f;
+        rows.push_back(zeros);
+        for (int at : {0, n / 2, n - 1}) {
+            auto r = random_floats(std::size_t(n), 90 + n + at);
+            r[std::size_t(at)] = nan;
+            rows.push_back(r);
+        }
+        for (const auto& r : rows) {
+            DeviceArray a = upload(*ref, r), b = upload(*fast, r);
+            INFO("n=" << n << ", first values " << r[0]);
+            REQUIRE(fast->argmax(b.buf(), r.size()) == ref->argmax(a.buf(), r.size()));
+            std::vector<int32_t> one(1);
+            fast->argmax_rows(b.buf(), 1, r.size(), one);
+            REQUIRE(one[0] == ref->argmax(a.buf(), r.size()));
         }
     }
 }

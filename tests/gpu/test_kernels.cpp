@@ -352,4 +352,39 @@ TEST_CASE("gpu kernels: argmax picks the lowest index among equal maxima", "[gpu
     }
 }
 
+TEST_CASE("argmax_rows: each row's lowest index among equal maxima, on every backend",
+          "[gpu][kernels]") {
+    // A batched step's greedy tokens: one call for all rows. Each row gets
+    // its own planted maximum (or maxima) at a known place, some in a
+    // vector's tail, so a row that reads its neighbour's values, a lost row
+    // or a last-occurrence rule fails. Expected indices by construction.
+    std::vector<std::unique_ptr<Backend>> backends;
+    backends.push_back(make_backend("cpu-ref"));
+    backends.push_back(make_backend("cpu"));
+    for (auto& b : gpu_backend_forms(GpuVariant::reference)) backends.push_back(std::move(b));
+    for (auto& b : gpu_backend_forms(GpuVariant::fast)) backends.push_back(std::move(b));
+    for (int n : {1, 17, 1000, 4099}) {
+        for (int rows : {1, 3, 70}) {
+            auto x = random_floats(std::size_t(rows) * n, 4400 + n + rows);
+            std::vector<int32_t> expect(static_cast<std::size_t>(rows));
+            for (int r = 0; r < rows; ++r) {
+                float* row = x.data() + std::size_t(r) * n;
+                const int first = (r * 7919 + n / 2) % n;  // the lowest planted index
+                const int second = std::min(n - 1, first + 1 + r % 5);
+                row[second] = 6.0f;  // an equal maximum after it, when there is room
+                row[first] = 6.0f;
+                expect[std::size_t(r)] = first;
+            }
+            for (auto& b : backends) {
+                DeviceArray a(*b, x.size());
+                b->upload(a.buf(), x.data(), x.size());
+                std::vector<int32_t> got(std::size_t(rows), -1);
+                b->argmax_rows(a.buf(), rows, std::size_t(n), got);
+                INFO("argmax_rows n=" << n << " rows=" << rows << " on " << b->name());
+                REQUIRE(got == expect);
+            }
+        }
+    }
+}
+
 }  // namespace plab::test
