@@ -92,19 +92,43 @@ void CpuRefBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) 
 // Threads split the rows (each head rotated whole by one task): it follows
 // the Q/K/V product, so it takes the threads that product left awake
 // (cpu_threads_for_light; 6 multiplies and adds per pair).
-void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
-                         Buffer sin) {
+namespace {
+
+// Row r at position position(r): rope and rope_rows share this loop.
+template <class Position>
+void rope_rows_at(Buffer x, int rows, int n_heads, int head_dim, const Position& position,
+                  Buffer cos, Buffer sin) {
     const int half = head_dim / 2;
-    PLAB_ASSERT(std::size_t(pos0 + rows) * half <= cos.size);
     run_ranges(rows, cpu_threads_for_light(6.0 * rows * n_heads * half), [&](Range range) {
         for (int r = int(range.lo); r < int(range.hi); ++r) {
-            const std::size_t table_row = std::size_t(pos0 + r) * half;
+            const std::size_t table_row = std::size_t(position(r)) * half;
             for (int h = 0; h < n_heads; ++h) {
                 rope_rotate(x.data + (std::size_t(r) * n_heads + h) * head_dim,
                             cos.data + table_row, sin.data + table_row, half);
             }
         }
     });
+}
+
+}  // namespace
+
+void CpuRefBackend::rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
+                         Buffer sin) {
+    PLAB_ASSERT(std::size_t(pos0 + rows) * (head_dim / 2) <= cos.size);
+    rope_rows_at(
+        x, rows, n_heads, head_dim, [&](int r) { return pos0 + r; }, cos, sin);
+}
+
+// A batched step's rows, each at its own position, in one parallel region
+// (a 64-sequence decode step had 128 rope calls of one row per layer).
+void CpuRefBackend::rope_rows(Buffer x, int rows, int n_heads, int head_dim,
+                              std::span<const int32_t> positions, Buffer cos, Buffer sin) {
+    PLAB_ASSERT(rows >= 0 && positions.size() >= std::size_t(rows));
+    for (int r = 0; r < rows; ++r)  // here, not in a task: a task must not throw
+        PLAB_ASSERT(positions[std::size_t(r)] >= 0 &&
+                    std::size_t(positions[std::size_t(r)] + 1) * (head_dim / 2) <= cos.size);
+    rope_rows_at(
+        x, rows, n_heads, head_dim, [&](int r) { return positions[std::size_t(r)]; }, cos, sin);
 }
 
 // Threads split the slots: a copy right after the Q/K/V product and its

@@ -50,6 +50,8 @@ public:
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
     void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
               Buffer sin) override;
+    void rope_rows(Buffer x, int rows, int n_heads, int head_dim,
+                   std::span<const int32_t> positions, Buffer cos, Buffer sin) override;
     void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
                    int row_size) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,

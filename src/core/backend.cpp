@@ -21,6 +21,20 @@ void Backend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int row
     rmsnorm(out, x, weight, rows, dim, eps);
 }
 
+void Backend::rope_rows(Buffer x, int rows, int n_heads, int head_dim,
+                        std::span<const int32_t> positions, Buffer cos, Buffer sin) {
+    PLAB_ASSERT(rows >= 0 && positions.size() >= std::size_t(rows));
+    const std::size_t row = std::size_t(n_heads) * head_dim;
+    int i = 0;
+    while (i < rows) {
+        int j = i + 1;
+        while (j < rows && positions[std::size_t(j)] == positions[std::size_t(i)] + (j - i)) ++j;
+        rope(x.slice(std::size_t(i) * row, std::size_t(j - i) * row), j - i, n_heads, head_dim,
+             positions[std::size_t(i)], cos, sin);
+        i = j;
+    }
+}
+
 void Backend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) {
     PLAB_ASSERT(rows >= 0 && out.size() >= std::size_t(rows));
     for (int r = 0; r < rows; ++r) out[std::size_t(r)] = argmax(x.slice(std::size_t(r) * n, n), n);

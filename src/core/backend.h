@@ -113,6 +113,12 @@ public:
     // x (C, nh, Dh); cos, sin (max_seq_len, Dh/2) from core/rope.h
     virtual void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
                       Buffer sin) = 0;
+    // Rotates each head of row i by position positions[i], in place: the rows
+    // of a batched step (every sequence at its own position) or of packed
+    // documents (positions restart at each document) in one call. The
+    // default calls rope once per run of consecutive positions.
+    virtual void rope_rows(Buffer x, int rows, int n_heads, int head_dim,
+                           std::span<const int32_t> positions, Buffer cos, Buffer sin);
     // Writes row i of k and v into slot slots[i] of the pools.
     // k, v (C, Hkv·Dh); k_pool, v_pool (num_blocks·B, Hkv·Dh)
     virtual void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,

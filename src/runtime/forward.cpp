@@ -32,24 +32,6 @@ void Workspace::ensure_logits(int rows, int vocab) {
     logits_capacity_ = n;
 }
 
-// RoPE for rows 0..n-1 at cache positions pos0.., each rotated by its
-// mask.rope_position: one rope call per run of consecutive positions (the
-// whole chunk under every mask but packed documents, whose positions restart
-// at each document's first token).
-static void rope_by_document(Backend& be, Buffer x, int n, int n_heads, int head_dim, int pos0,
-                             const Mask& mask, const DeviceModel& model) {
-    const std::size_t row = std::size_t(n_heads) * head_dim;
-    int i = 0;
-    while (i < n) {
-        const int start = mask.rope_position(pos0 + i);
-        int j = i + 1;
-        while (j < n && mask.rope_position(pos0 + j) == start + (j - i)) ++j;
-        be.rope(x.slice(std::size_t(i) * row, std::size_t(j - i) * row), j - i, n_heads, head_dim,
-                start, model.rope_cos.buf(), model.rope_sin.buf());
-        i = j;
-    }
-}
-
 // The trace's record of one sequence's K/V append in one layer: the blocks
 // it touched and the slots it was given, as runs "first-last" of consecutive
 // slots (one run per block touched): where each position really went.
@@ -139,6 +121,13 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         const std::vector<int32_t> s = cache.reserve(*it.seq, static_cast<int>(it.tokens.size()));
         slots.insert(slots.end(), s.begin(), s.end());
     }
+    // The angle RoPE rotates each row by: its cache position, or under packed
+    // documents its position within its document (mask.rope_position).
+    std::vector<int32_t> rope_positions;
+    rope_positions.reserve(std::size_t(n));
+    for (std::size_t i = 0; i < n_items; ++i)
+        for (int r = 0; r < row0[i + 1] - row0[i]; ++r)
+            rope_positions.push_back(items[i].mask.rope_position(pos0[i] + r));
     // Rows of sequence i in a (rows, width) activation.
     auto rows_of = [&](Buffer b, std::size_t i, int width) {
         return b.slice(std::size_t(row0[i]) * width, std::size_t(row0[i + 1] - row0[i]) * width);
@@ -170,19 +159,16 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
         // 3. Attention sublayer: (xb holds the normalised rows) project to Q,
         //    K, V (one product over all rows of the step, the three weights in
-        //    one call), rotate each sequence's rows by their positions (the
-        //    position within its document under packed documents).
+        //    one call), rotate every row by its position (one call for all
+        //    sequences of the step).
         const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
                                   {ws.k.buf(), w.wk.buf(), kvd},
                                   {ws.v.buf(), w.wv.buf(), kvd}};
         be.matmul_parts(ws.xb.buf(), n, D, qkv);
-        for (std::size_t i = 0; i < n_items; ++i) {
-            const int rows = row0[i + 1] - row0[i];
-            rope_by_document(be, rows_of(ws.q.buf(), i, qd), rows, c.n_heads, c.head_dim, pos0[i],
-                             items[i].mask, model);
-            rope_by_document(be, rows_of(ws.k.buf(), i, kvd), rows, c.n_kv_heads, c.head_dim,
-                             pos0[i], items[i].mask, model);
-        }
+        be.rope_rows(ws.q.buf(), n, c.n_heads, c.head_dim, rope_positions, model.rope_cos.buf(),
+                     model.rope_sin.buf());
+        be.rope_rows(ws.k.buf(), n, c.n_kv_heads, c.head_dim, rope_positions, model.rope_cos.buf(),
+                     model.rope_sin.buf());
         // 4. Keep K and V: later chunks and decode steps read them from the cache.
         be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
         if (trace != nullptr && trace->enabled) {

@@ -201,6 +201,42 @@ TEST_CASE("gpu kernels: rope rotates every head by its position", "[gpu][kernels
     }
 }
 
+TEST_CASE("rope_rows: each row at its own position equals rope of that row alone",
+          "[gpu][kernels]") {
+    // A batched step's rows (positions jumping between sequences), packed
+    // documents (restarting), repeats and a descending run. The oracle on
+    // each backend is its own rope, one row per call, at that row's
+    // position; across backends check_op holds them to cpu-ref's bits.
+    const int head_dim = 9, max_seq = 64;  // odd: the last component is not rotated
+    const RopeTable table = make_rope_table(max_seq, head_dim, 10000.0);
+    const std::vector<int32_t> positions = {5, 6, 7, 40, 0, 1, 2, 63, 63, 12, 11, 10, 3};
+    const int rows = static_cast<int>(positions.size());
+    for (int n_heads : {1, 3}) {
+        const std::size_t row = std::size_t(n_heads) * head_dim;
+        const auto x = random_floats(std::size_t(rows) * row, 900 + n_heads);
+        const OpFn batched = [&](Backend& b) {
+            OpRun r(b, {x, table.cos, table.sin}, 1);
+            b.rope_rows(r[0], rows, n_heads, head_dim, positions, r[1], r[2]);
+            return r.result(r.in[0]);
+        };
+        check_op("rope_rows, " + std::to_string(n_heads) + " heads", batched, 0, 0,
+                 "same rope_rotate and table: exact");
+        std::vector<std::unique_ptr<Backend>> backends;
+        backends.push_back(make_backend("cpu-ref"));
+        backends.push_back(make_backend("cpu"));
+        for (auto& b : gpu_backend_forms(GpuVariant::reference)) backends.push_back(std::move(b));
+        for (auto& b : gpu_backend_forms(GpuVariant::fast)) backends.push_back(std::move(b));
+        for (auto& b : backends) {
+            OpRun r(*b, {x, table.cos, table.sin}, 1);
+            for (int i = 0; i < rows; ++i)
+                b->rope(r[0].slice(std::size_t(i) * row, row), 1, n_heads, head_dim,
+                        positions[std::size_t(i)], r[1], r[2]);
+            INFO("rope_rows vs one rope per row on " << b->name());
+            require_bitwise_equal(batched(*b), r.result(r.in[0]), "rope_rows on " + b->name());
+        }
+    }
+}
+
 TEST_CASE("gpu kernels: kv_append scatters rows into slots", "[gpu][kernels]") {
     const int row_size = 12, block_size = 5, pool_blocks = 6, rows = 7;
     const auto k = random_floats(std::size_t(rows) * row_size, 800);
