@@ -46,12 +46,24 @@ void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_
         if (key_rows[j] < 0) continue;
         const std::ptrdiff_t first = key_rows[j] + offset;
         for (int f = 0; f < head_dim; f += kLine) {
-            __builtin_prefetch(k_pool + first + f);
+            if (k_pool != nullptr) __builtin_prefetch(k_pool + first + f);
             __builtin_prefetch(v_pool + first + f);
         }
         // The slice's last line when it does not start on a line edge.
-        __builtin_prefetch(k_pool + first + head_dim - 1);
+        if (k_pool != nullptr) __builtin_prefetch(k_pool + first + head_dim - 1);
         __builtin_prefetch(v_pool + first + head_dim - 1);
+    }
+}
+
+void prefetch_mirror_head(const MirrorHead& k, int n_keys) {
+    constexpr int kLine = 64 / sizeof(float);
+    const int B = k.mirror->block_size();
+    const int run = k.head_dim * B;  // the head's floats in a block
+    for (int b = 0; b * B < n_keys; ++b) {
+        const int32_t physical = k.block_table[b];
+        if (physical == kFreedBlock) continue;
+        const float* first = k.mirror->block(physical) + std::size_t(k.offset) * B;
+        for (int f = 0; f < run; f += kLine) __builtin_prefetch(first + f);
     }
 }
 
@@ -59,20 +71,6 @@ const float* zero_row(int n) {
     thread_local std::vector<float> zeros;
     if (zeros.size() < std::size_t(n)) zeros.assign(std::size_t(n), 0.0f);
     return zeros.data();
-}
-
-void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim) {
-    using namespace Eigen::internal;
-    int d = 0;
-    for (; d + kLanes <= head_dim; d += kLanes) {
-        PacketBlock<Packet, kLanes> block;
-        for (int jj = 0; jj < kLanes; ++jj) block.packet[jj] = ploadu<Packet>(rows[jj] + d);
-        ptranspose(block);
-        for (int dd = 0; dd < kLanes; ++dd)
-            pstoreu(dst + std::size_t(d + dd) * dst_stride, block.packet[dd]);
-    }
-    for (; d < head_dim; ++d)
-        for (int jj = 0; jj < kLanes; ++jj) dst[std::size_t(d) * dst_stride + jj] = rows[jj][d];
 }
 
 namespace {
@@ -140,6 +138,58 @@ void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolH
     int j0 = k0;
     for (; j0 + kLanes < k1; j0 += 2 * kLanes) score_vectors<2>(scores, q, j0, k0, k1, k, zeros);
     if (j0 < k1) score_vectors<1>(scores, q, j0, k0, k1, k, zeros);
+}
+
+namespace {
+
+// G vectors of keys from j0, each inside one block of the mirror (lane jj:
+// key j0 + g·kLanes + jj), each one FMA chain over d from +0: the chain of
+// score_vectors, with component d of the keys one contiguous load.
+template <int G>
+void mirror_vectors(float* scores, const float* q, int j0, int k0, int k1, const MirrorHead& k,
+                    const float* zeros) {
+    using namespace Eigen::internal;
+    const int B = k.mirror->block_size();
+    const float* at[G];
+    std::size_t stride[G];  // floats from component d to d + 1 of a vector
+    for (int g = 0; g < G; ++g) {
+        const int j = j0 + g * kLanes;
+        const int32_t physical = k.block_table[j / B];
+        const bool freed = physical == kFreedBlock;  // its keys read as zeros: one vector
+        at[g] = freed ? zeros : k.mirror->block(physical) + std::size_t(k.offset) * B + j % B;
+        stride[g] = freed ? 0 : std::size_t(B);
+    }
+    Packet acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = pset1<Packet>(0.0f);
+    for (int d = 0; d < k.head_dim; ++d) {
+        const Packet qd = pset1<Packet>(q[d]);
+        for (int g = 0; g < G; ++g)
+            acc[g] = pmadd(qd, ploadu<Packet>(at[g] + std::size_t(d) * stride[g]), acc[g]);
+    }
+    alignas(64) float lane[kLanes];
+    for (int g = 0; g < G; ++g) {
+        const int first = j0 + g * kLanes, n = std::min(kLanes, k1 - first);
+        if (n == kLanes) {
+            pstoreu(scores + (first - k0), acc[g]);
+        } else {
+            pstore(lane, acc[g]);
+            std::copy(lane, lane + n, scores + (first - k0));
+        }
+    }
+}
+
+}  // namespace
+
+void scores_from_mirror(float* scores, const float* q, int k0, int k1, const MirrorHead& k) {
+    const float* zeros = zero_row(kLanes);
+    // Up to four vectors of keys side by side: four independent FMA chains.
+    int j0 = k0;
+    for (; j0 + 3 * kLanes < k1; j0 += 4 * kLanes)
+        mirror_vectors<4>(scores, q, j0, k0, k1, k, zeros);
+    const int left = (k1 - j0 + kLanes - 1) / kLanes;
+    if (left == 3) mirror_vectors<3>(scores, q, j0, k0, k1, k, zeros);
+    if (left == 2) mirror_vectors<2>(scores, q, j0, k0, k1, k, zeros);
+    if (left == 1) mirror_vectors<1>(scores, q, j0, k0, k1, k, zeros);
 }
 
 namespace {

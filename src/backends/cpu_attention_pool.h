@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <span>
 
+#include "backends/cpu_key_mirror.h"
+
 namespace plab::cpu_attention {
 
 // Where each cached key's row starts in a layer's pool (K and V alike):
@@ -47,20 +49,31 @@ struct PoolHead {
 // step they are rarely in cache (64 sequences' K/V are tens of MB). The
 // backend asks a few heads ahead of the one it computes, and for the next
 // sequence while it finishes this one.
+// k_pool may be null: only V's slice is asked for (K comes from a mirror).
 void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
                    int n_keys, int offset, int head_dim);
+
+// One KV head's view of a layer's K mirror (cpu_key_mirror.h).
+struct MirrorHead {
+    const KeyMirror* mirror = nullptr;
+    const int32_t* block_table = nullptr;  // the sequence's
+    int offset = 0;                        // this head's first feature: g·Dh
+    int head_dim = 0;
+};
+
+// prefetch_head's K half from the mirror: the head's Dh x B floats of each
+// block holding keys [0, n_keys), one contiguous run per block.
+void prefetch_mirror_head(const MirrorHead& k, int n_keys);
 
 // A row of at least n zeros (this thread's, grown as needed): the row read for
 // a freed block's key and for the keys past the cache.
 const float* zero_row(int n);
 
-// dst[d * dst_stride + jj] = rows[jj][d] for cpu_gemm::lanes() rows (one vector
-// register's lanes) and d < head_dim:
-// the prefill path's gather of Kᵀ, in register transposes.
-void transpose_keys(float* dst, std::size_t dst_stride, const float* const* rows, int head_dim);
-
 // scores[j - k0] = q · K[j] for keys j in [k0, k1); k0 a multiple of lanes().
 void scores_from_pool(float* scores, const float* q, int k0, int k1, const PoolHead& k);
+// The same scores, bit for bit, from the mirror: component d of a vector of
+// keys is one load, no transpose. k0 a multiple of lanes().
+void scores_from_mirror(float* scores, const float* q, int k0, int k1, const MirrorHead& k);
 
 // out[d] = sum over j in [k0, k1) of e[j - k0] · V[j][d], for d < Dh, in
 // increasing j from +0 (not yet divided by the softmax's sum).

@@ -53,6 +53,9 @@ constexpr double kAttentionFlopCost = 3;
 constexpr double kSwigluFlopsPerValue = 24;
 // RMSNorm's: a multiply-add for the sum, two multiplies for the output.
 constexpr double kRmsnormFlopsPerValue = 4;
+// A value written to the K mirror in GEMM-FLOP equivalents, for the thread
+// threshold: each is a store to its own cache line, usually not in cache.
+constexpr double kMirrorWriteFlopsPerValue = 16;
 // Rows per task of the row-wise ops (rmsnorm, add_rmsnorm).
 constexpr int kRowsPerTask = 16;
 
@@ -77,6 +80,10 @@ double attention_work(const AttentionShape& s) {
                     kFlopsPerWeightByte * kv_bytes);
 }
 
+int row_of(const AttentionShape& s) {
+    return s.n_kv_heads * s.head_dim;
+}
+
 bool overlaps(const float* a, std::size_t na, const float* b, std::size_t nb) {
     return a < b + nb && b < a + na;
 }
@@ -95,19 +102,100 @@ void CpuFastBackend::forget_packed(const float* data, std::size_t n) {
                   [&](const auto& e) { return overlaps(e.first, e.second.source_size, data, n); });
 }
 
+CpuFastBackend::~CpuFastBackend() {
+    // Mirrors of pools never released: their storage goes back with the rest.
+    while (!mirrors_.empty()) drop_mirror(mirrors_.begin());
+}
+
+void CpuFastBackend::drop_mirror(std::map<const float*, cpu_attention::KeyMirror>::iterator it) {
+    CpuRefBackend::release(Buffer{it->second.storage(), it->second.floats()});
+    mirrors_.erase(it);
+}
+
+void CpuFastBackend::prepare_kv_pool(Buffer k_pool, int block_size, int row_size) {
+    const std::lock_guard<std::mutex> lock(mirrors_mutex_);
+    if (const auto old = mirrors_.find(k_pool.data); old != mirrors_.end()) drop_mirror(old);
+    if (!cpu_attention::KeyMirror::fits(block_size) || row_size <= 0 ||
+        k_pool.size % (std::size_t(block_size) * row_size) != 0)
+        return;  // the transposing path reads this pool
+    const Buffer storage = CpuRefBackend::alloc(k_pool.size);
+    mirrors_.emplace(
+        std::piecewise_construct, std::forward_as_tuple(k_pool.data),
+        std::forward_as_tuple(k_pool.data, storage.data, k_pool.size, block_size, row_size));
+}
+
+const cpu_attention::KeyMirror* CpuFastBackend::mirror_of(Buffer k_pool, int block_size,
+                                                          int row) const {
+    const std::lock_guard<std::mutex> lock(mirrors_mutex_);
+    const auto found = mirrors_.find(k_pool.data);
+    if (found == mirrors_.end()) return nullptr;
+    const cpu_attention::KeyMirror& m = found->second;
+    return m.block_size() == block_size && m.row() == row && m.floats() == k_pool.size ? &m
+                                                                                       : nullptr;
+}
+
+void CpuFastBackend::refresh_mirrors(const float* data, std::size_t n) {
+    const std::lock_guard<std::mutex> lock(mirrors_mutex_);
+    for (auto& [pool, mirror] : mirrors_) {
+        if (!overlaps(pool, mirror.floats(), data, n)) continue;
+        const float* lo = std::max(pool, data);
+        const float* hi = std::min(pool + mirror.floats(), data + n);
+        mirror.copy_from_pool(pool, std::size_t(lo - pool), std::size_t(hi - lo));
+    }
+}
+
 void CpuFastBackend::release(Buffer b) noexcept {
     forget_packed(b.data, b.size);
+    {
+        const std::lock_guard<std::mutex> lock(mirrors_mutex_);
+        for (auto it = mirrors_.begin(); it != mirrors_.end();) {
+            const auto next = std::next(it);
+            if (overlaps(it->first, it->second.floats(), b.data, b.size)) drop_mirror(it);
+            it = next;
+        }
+    }
     CpuRefBackend::release(b);
 }
 
 void CpuFastBackend::upload(Buffer dst, const float* src, std::size_t n) {
     forget_packed(dst.data, n);
     CpuRefBackend::upload(dst, src, n);
+    refresh_mirrors(dst.data, n);
 }
 
 void CpuFastBackend::fill(Buffer dst, float value) {
     forget_packed(dst.data, dst.size);
     CpuRefBackend::fill(dst, value);
+    refresh_mirrors(dst.data, dst.size);
+}
+
+void CpuFastBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
+                               std::span<const int32_t> slots, int row_size) {
+    CpuRefBackend::kv_append(k_pool, v_pool, k, v, slots, row_size);
+    cpu_attention::KeyMirror* found = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(mirrors_mutex_);
+        const auto it = mirrors_.find(k_pool.data);
+        if (it == mirrors_.end()) return;
+        if (it->second.row() != row_size || it->second.floats() != k_pool.size) {
+            drop_mirror(it);  // a pool used with another geometry: no mirror
+            return;
+        }
+        found = &it->second;  // map nodes stay put; only this pool's owner drops it
+    }
+    // A slot's row goes to `row_size` cache lines of the mirror: split the
+    // slots among the threads the append's copy left awake.
+    cpu_attention::KeyMirror& mirror = *found;
+    const int n = static_cast<int>(slots.size());
+    const int threads = cpu_threads_for_light(kMirrorWriteFlopsPerValue * double(n) * row_size);
+    const int tasks = std::min(n, threads);
+    const int lanes = cpu_gemm::lanes();  // task edges on whole vectors of slots
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        const int lo = t == 0 ? 0 : n * t / tasks / lanes * lanes;
+        const int hi = t + 1 == tasks ? n : n * (t + 1) / tasks / lanes * lanes;
+        mirror.write_slots(k.data + std::size_t(lo) * row_size,
+                           slots.subspan(std::size_t(lo), std::size_t(hi - lo)));
+    });
 }
 
 void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) {
@@ -170,7 +258,8 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
 
 void CpuFastBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                                std::span<const int32_t> block_table, const AttentionShape& s) {
-    attend({out, q, block_table, s}, k_pool, v_pool, /*split=*/true);
+    attend({out, q, block_table, s}, k_pool, v_pool,
+           mirror_of(k_pool, s.block_size, s.n_kv_heads * s.head_dim), /*split=*/true);
 }
 
 void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
@@ -179,12 +268,22 @@ void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
     // over the threads; the rest (decode tokens, short chunks) run side by
     // side, one call per task. Either way a call's bits are the same: the
     // split only decides who computes which tile.
+    if (calls.empty()) return;
+    // Every call reads the same pool: its mirror is looked up once.
+    const cpu_attention::KeyMirror* pool_mirror =
+        mirror_of(k_pool, calls[0].shape.block_size, row_of(calls[0].shape));
+    const auto mirror_for = [&](const AttentionShape& s) {
+        return pool_mirror != nullptr && pool_mirror->block_size() == s.block_size &&
+                       pool_mirror->row() == row_of(s)
+                   ? pool_mirror
+                   : nullptr;
+    };
     std::vector<const AttentionCall*> small;
     double small_work = 0;
     for (const AttentionCall& c : calls) {
         const double work = attention_work(c.shape);
         if (calls.size() == 1 || cpu_threads_for(work) > 1) {
-            attend(c, k_pool, v_pool, /*split=*/true);
+            attend(c, k_pool, v_pool, mirror_for(c.shape), /*split=*/true);
         } else {
             small.push_back(&c);
             small_work += work;
@@ -198,13 +297,15 @@ void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
     run_cpu_tasks(cpu_threads_for(small_work), tasks, [&](int t) {
         const int first = t * kCallsPerTask, end = std::min(n_small, first + kCallsPerTask);
         for (int i = first; i < end; ++i) {
-            attend(*small[std::size_t(i)], k_pool, v_pool, /*split=*/false,
-                   i + 1 < end ? small[std::size_t(i) + 1] : nullptr, /*prefetched=*/i > first);
+            attend(*small[std::size_t(i)], k_pool, v_pool, mirror_for(small[std::size_t(i)]->shape),
+                   /*split=*/false, i + 1 < end ? small[std::size_t(i) + 1] : nullptr,
+                   /*prefetched=*/i > first);
         }
     });
 }
 
-void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split,
+void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool,
+                            const cpu_attention::KeyMirror* mirror, bool split,
                             const AttentionCall* next, bool prefetched) {
     const Buffer out = call.out, q = call.q;
     const std::span<const int32_t> block_table = call.block_table;
@@ -289,15 +390,25 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
                                    next->shape.n_kv_heads * next->shape.head_dim,
                                    next->shape.n_keys());
     }
+    // With a mirror, K is asked for from it (one run per block) and only V
+    // from the pool.
+    const float* k_rows_pool = mirror != nullptr ? nullptr : k_pool.data;
     const auto prefetch_ahead = [&](int h) {  // the K/V query head h reads, h >= H: next call's
         if (h < s.n_heads) {
-            cpu_attention::prefetch_head(k_pool.data, v_pool.data, key_rows.data(), n_keys,
-                                         kv_head_of(h, s.n_heads, s.n_kv_heads) * dh, dh);
+            const int offset = kv_head_of(h, s.n_heads, s.n_kv_heads) * dh;
+            cpu_attention::prefetch_head(k_rows_pool, v_pool.data, key_rows.data(), n_keys, offset,
+                                         dh);
+            if (mirror != nullptr)
+                cpu_attention::prefetch_mirror_head({mirror, block_table.data(), offset, dh},
+                                                    n_keys);
         } else if (next_from_pool && h - s.n_heads < next->shape.n_heads) {
             const AttentionShape& ns = next->shape;
-            cpu_attention::prefetch_head(
-                k_pool.data, v_pool.data, next_rows.data(), ns.n_keys(),
-                kv_head_of(h - s.n_heads, ns.n_heads, ns.n_kv_heads) * ns.head_dim, ns.head_dim);
+            const int offset = kv_head_of(h - s.n_heads, ns.n_heads, ns.n_kv_heads) * ns.head_dim;
+            cpu_attention::prefetch_head(k_rows_pool, v_pool.data, next_rows.data(), ns.n_keys(),
+                                         offset, ns.head_dim);
+            if (mirror != nullptr)
+                cpu_attention::prefetch_mirror_head(
+                    {mirror, next->block_table.data(), offset, ns.head_dim}, ns.n_keys());
         }
     };
     if (from_pool && !prefetched)
@@ -367,7 +478,13 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             const int k0 = t * kKeyTile, k1 = std::min(n_keys, (end + 1) * kKeyTile);
             hide(written, k0 - klo);  // the empty tiles before this run
             written = k1 - klo;
-            if (from_pool) {
+            if (from_pool && mirror != nullptr) {
+                const cpu_attention::MirrorHead mh{mirror, block_table.data(), g * dh, dh};
+                for (int r = 0; r < rows; ++r)
+                    cpu_attention::scores_from_mirror(
+                        scores.data() + std::size_t(r) * width + (k0 - klo),
+                        q0 + std::size_t(r) * s.n_heads * dh, k0, k1, mh);
+            } else if (from_pool) {
                 for (int r = 0; r < rows; ++r)
                     cpu_attention::scores_from_pool(
                         scores.data() + std::size_t(r) * width + (k0 - klo),

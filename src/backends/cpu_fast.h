@@ -18,8 +18,10 @@
 //             (cpu_vector.h); O = P·V (the same GEMM) / the row's sum.
 //             Under the causal mask the tiles past the diagonal are skipped.
 //             A chunk of 1-3 queries (decode) skips the gather and reads K and
-//             V straight from the pool instead (cpu_attention_pool.h); the
-//             sequences of a batched step run side by side (attention_batch).
+//             V straight from the pool instead (cpu_attention_pool.h), K from
+//             a copy transposed block by block when the cache keeps one
+//             (prepare_kv_pool, cpu_key_mirror.h); the sequences of a
+//             batched step run side by side (attention_batch).
 //   matmul_parts  Q, K, V (and gate, up) as one set of GEMM tasks: one
 //             parallel region instead of three.
 //   swiglu    Eigen's vectorised exp, every element in a vector lane (cpu_vector.h)
@@ -51,9 +53,11 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "backends/cpu_gemm.h"
+#include "backends/cpu_key_mirror.h"
 #include "backends/cpu_ref.h"
 #include "backends/cpu_threads.h"
 
@@ -61,6 +65,7 @@ namespace plab {
 
 class CpuFastBackend final : public CpuRefBackend {
 public:
+    ~CpuFastBackend() override;
     std::string name() const override { return "cpu"; }
     bool is_reference() const override { return false; }
 
@@ -70,6 +75,9 @@ public:
     void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) override;
     void matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) override;
     void prepare_weight(Buffer w, int n, int k) override;
+    void prepare_kv_pool(Buffer k_pool, int block_size, int row_size) override;
+    void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
+                   int row_size) override;
     void attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                    std::span<const int32_t> block_table, const AttentionShape& shape) override;
     void attention_batch(Buffer k_pool, Buffer v_pool,
@@ -92,14 +100,28 @@ private:
         cpu_gemm::Panels panels;
     };
     void forget_packed(const float* data, std::size_t n);
+    // Mirrors whose pool overlaps [data, data + n) copy those floats again.
+    void refresh_mirrors(const float* data, std::size_t n);
+    // The K mirror of this pool, if one is kept for its geometry.
+    const cpu_attention::KeyMirror* mirror_of(Buffer k_pool, int block_size, int row) const;
     // One call's attention; split: over the engine's threads, else on the
     // calling thread alone (one task of attention_batch). next: the call this
     // thread runs after it, whose K/V it may ask for early; prefetched: the
     // call before asked for this one's first heads.
-    void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool, bool split,
+    // mirror: k_pool's K mirror, read by a call of few queries, or null.
+    void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool,
+                const cpu_attention::KeyMirror* mirror, bool split,
                 const AttentionCall* next = nullptr, bool prefetched = false);
 
     std::map<const float*, PackedWeight> packed_;
+    // K pools' mirrors (backends/cpu_key_mirror.h), keyed by the pool's
+    // address, their storage from this backend's buffers (no fresh pages
+    // for a new session's cache); dropped when the pool is released. The
+    // map is guarded (sessions on one backend may be made in several
+    // threads); a mirror itself is used only by its pool's session.
+    void drop_mirror(std::map<const float*, cpu_attention::KeyMirror>::iterator it);
+    mutable std::mutex mirrors_mutex_;
+    std::map<const float*, cpu_attention::KeyMirror> mirrors_;
     std::atomic<long long> tiles_skipped_{0}, tiles_partial_{0}, tiles_full_{0};
 };
 

@@ -109,6 +109,13 @@ public:
     // matmul streams fastest (cpu: column panels, backends/cpu_gemm.h) —
     // weights repacked once at load time. Results must not depend on it.
     virtual void prepare_weight(Buffer /*w*/, int /*n*/, int /*k*/) {}
+    // k_pool is a layer's K pool of the KV cache, in blocks of block_size
+    // positions of row_size floats (KvCache calls this once per layer when
+    // it makes the pool). A backend may keep a copy of K in the layout its
+    // decode attention reads fastest (cpu: transposed block by block,
+    // backends/cpu_key_mirror.h), kept up to date by kv_append, upload and
+    // fill. Results must not depend on it.
+    virtual void prepare_kv_pool(Buffer /*k_pool*/, int /*block_size*/, int /*row_size*/) {}
     // Rotates each head of row i by position pos0 + i, in place.
     // x (C, nh, Dh); cos, sin (max_seq_len, Dh/2) from core/rope.h
     virtual void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,

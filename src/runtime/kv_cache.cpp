@@ -29,6 +29,7 @@ KvCache::KvCache(Backend& backend, const ModelConfig& config, int block_size, in
         // touch their KV pool at start-up for the same reason.
         backend.fill(k_pools_.back().buf(), 0.0f);
         backend.fill(v_pools_.back().buf(), 0.0f);
+        backend.prepare_kv_pool(k_pools_.back().buf(), block_size, row_size_);
     }
     ref_counts_.assign(static_cast<std::size_t>(num_blocks), 0);
     named_.assign(static_cast<std::size_t>(num_blocks), false);

@@ -16,6 +16,7 @@
 
 #include "core/attention_spec.h"
 #include "core/backend.h"
+#include "core/kv_layout.h"
 #include "runtime/mask_spec.h"
 #include "runtime/registry.h"
 #include "test_util.h"
@@ -82,6 +83,54 @@ std::vector<float> attention(Backend& b, const Cache& c, const std::vector<float
     DeviceArray dq = upload(b, rows), dk = upload(b, c.k), dv = upload(b, c.v);
     DeviceArray out(b, rows.size());
     b.fill(out.buf(), NAN);  // a row nobody wrote stays NaN
+    b.attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), c.table,
+                shape_for(c, n_heads, n_queries, pos0, mask));
+    return download(b, out.buf());
+}
+
+// attention(), but the K pool is one the backend was told about
+// (prepare_kv_pool: cpu keeps a transposed copy of K, backends/cpu_key_mirror.h)
+// and filled the ways a cache is: garbage first (upload), then positions
+// 0..first_run-1 in one kv_append (whole vectors of slots: register
+// transposes), the rest one position at a time, last first. `rewrite`:
+// kv_append writes wrong K rows (garbage), then an upload of the whole pool
+// puts the right ones (the mirror must follow the upload).
+std::vector<float> attention_mirrored(Backend& b, const Cache& c, const std::vector<float>& q,
+                                      int n_heads, int first_row, int n_queries, int pos0,
+                                      const Mask& mask, int first_run, bool rewrite) {
+    const int row = c.n_kv_heads * c.head_dim;
+    const std::size_t qrow = std::size_t(n_heads) * c.head_dim;
+    const std::vector<float> rows(q.begin() + std::ptrdiff_t(first_row * qrow),
+                                  q.begin() + std::ptrdiff_t((first_row + n_queries) * qrow));
+    DeviceArray dq = upload(b, rows), dk(b, c.k.size()), dv(b, c.v.size());
+    b.prepare_kv_pool(dk.buf(), c.block_size, row);
+    const auto garbage = random_floats(c.k.size(), 77, -3.0f, 3.0f);
+    b.upload(dk.buf(), garbage.data(), garbage.size());
+    b.upload(dv.buf(), garbage.data(), garbage.size());
+    const auto append = [&](const std::vector<int>& positions) {
+        std::vector<int32_t> slots;
+        std::vector<float> kr, vr;
+        for (int p : positions) {
+            if (kv_block_freed(c.table.data(), p, c.block_size)) continue;  // stays garbage
+            const int slot = kv_slot(c.table.data(), p, c.block_size);
+            slots.push_back(slot);
+            const std::vector<float>& k_src = rewrite ? garbage : c.k;
+            kr.insert(kr.end(), k_src.begin() + std::ptrdiff_t(slot) * row,
+                      k_src.begin() + std::ptrdiff_t(slot + 1) * row);
+            vr.insert(vr.end(), c.v.begin() + std::ptrdiff_t(slot) * row,
+                      c.v.begin() + std::ptrdiff_t(slot + 1) * row);
+        }
+        if (slots.empty()) return;
+        DeviceArray k = upload(b, kr), v = upload(b, vr);
+        b.kv_append(dk.buf(), dv.buf(), k.buf(), v.buf(), slots, row);
+    };
+    std::vector<int> run(std::size_t(std::min(first_run, c.n_keys)));
+    std::iota(run.begin(), run.end(), 0);
+    append(run);
+    for (int p = c.n_keys - 1; p >= first_run; --p) append({p});
+    if (rewrite) b.upload(dk.buf(), c.k.data(), c.k.size());
+    DeviceArray out(b, rows.size());
+    b.fill(out.buf(), NAN);
     b.attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), c.table,
                 shape_for(c, n_heads, n_queries, pos0, mask));
     return download(b, out.buf());
@@ -353,6 +402,77 @@ TEST_CASE("cpu argmax: the reference's index for rows with NaN, -inf and signed 
             std::vector<int32_t> one(1);
             fast->argmax_rows(b.buf(), 1, r.size(), one);
             REQUIRE(one[0] == ref->argmax(a.buf(), r.size()));
+        }
+    }
+}
+
+TEST_CASE(
+    "cpu attention from the K mirror (prepare_kv_pool, kept by kv_append, upload, fill) has "
+    "the bits of the chunk path",
+    "[cpu][fast-paths]") {
+    // A pool the backend was told about keeps a copy of K transposed block
+    // by block; a decode query's scores then read it instead of transposing
+    // rows. Its bits must be those of the same query inside a long chunk
+    // (gathered panels, no mirror). Blocks of 16 and 32 (a mirror), 8 and 5
+    // (none with 16 lanes: the transposing path), head_dim with and without
+    // a tail, GQA, freed blocks of a sliding window, modifiers; the mirror
+    // written by kv_append (runs of whole vectors and single slots) or
+    // rewritten by fill and upload.
+    auto cpu = make_backend("cpu");
+    struct Case {
+        int n_heads, n_kv_heads, head_dim, block_size;
+        const char* mask;
+        std::vector<int> freed;
+    };
+    for (const Case& t :
+         {Case{6, 6, 48, 16, "causal", {}}, Case{8, 2, 40, 32, "window:37", {0, 1}},
+          Case{3, 1, 72, 16, "causal+alibi", {}}, Case{4, 4, 17, 16, "window:20+sink:3", {}},
+          Case{2, 2, 64, 8, "causal+softcap:5", {}}, Case{2, 2, 24, 5, "window:30", {3, 7}},
+          Case{2, 2, 24, 16, "window:20", {1, 2}}}) {
+        INFO(t.n_heads << " heads, " << t.n_kv_heads << " K/V heads, head_dim " << t.head_dim
+                       << ", blocks of " << t.block_size << ", mask " << t.mask);
+        const int n_keys = 150;
+        const Cache c = make_cache(t.n_kv_heads, t.head_dim, t.block_size, n_keys,
+                                   600 + std::uint64_t(t.head_dim), t.freed);
+        const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
+        const BoundMask mask = make_mask(t.mask, {tokens, -1, t.n_heads});
+        const auto q = random_floats(std::size_t(n_keys) * t.n_heads * t.head_dim, 601, -2, 2);
+        const int pos0 = 96, chunk = n_keys - pos0;
+        const auto whole = attention(*cpu, c, q, t.n_heads, pos0, chunk, pos0, mask.view());
+        require_not_all_zero(whole, "cpu attention of the chunk");
+        const std::size_t row = std::size_t(t.n_heads) * t.head_dim;
+        for (int p : {96, 111, 112, 127, 128, 149}) {
+            for (bool rewrite : {false, true}) {
+                INFO("decode query at position " << p << (rewrite ? ", K rewritten" : ""));
+                const auto one =
+                    attention_mirrored(*cpu, c, q, t.n_heads, p, 1, p, mask.view(), 64, rewrite);
+                const std::vector<float> same(whole.begin() + std::ptrdiff_t((p - pos0) * row),
+                                              whole.begin() + std::ptrdiff_t((p - pos0 + 1) * row));
+                require_bitwise_equal(one, same, "one query from the mirror vs inside the chunk");
+            }
+        }
+        // A fill reaches the mirror too: K all zeros, so every visible key
+        // scores 0 and the output is the mean of the visible V rows — here
+        // compared with the chunk path over the same zeroed cache.
+        Cache zeroed = c;
+        std::fill(zeroed.k.begin(), zeroed.k.end(), 0.0f);
+        const auto whole_zero =
+            attention(*cpu, zeroed, q, t.n_heads, pos0, chunk, pos0, mask.view());
+        for (int p : {111, 149}) {
+            INFO("decode query at position " << p << " after a fill of K");
+            DeviceArray dq =
+                upload(*cpu, std::vector<float>(q.begin() + std::ptrdiff_t(p * row),
+                                                q.begin() + std::ptrdiff_t((p + 1) * row)));
+            DeviceArray dk = upload(*cpu, c.k), dv = upload(*cpu, c.v), out(*cpu, row);
+            cpu->prepare_kv_pool(dk.buf(), t.block_size, t.n_kv_heads * t.head_dim);
+            cpu->fill(dk.buf(), 0.0f);
+            cpu->attention(out.buf(), dq.buf(), dk.buf(), dv.buf(), c.table,
+                           shape_for(c, t.n_heads, 1, p, mask.view()));
+            require_bitwise_equal(
+                download(*cpu, out.buf()),
+                std::vector<float>(whole_zero.begin() + std::ptrdiff_t((p - pos0) * row),
+                                   whole_zero.begin() + std::ptrdiff_t((p - pos0 + 1) * row)),
+                "after a fill: the mirror holds zeros too");
         }
     }
 }
