@@ -343,7 +343,8 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
     }
     // One task per KV head; keys in runs of one vector register's width,
-    // transposed in registers (cpu_attention_pool.h). A freed block's keys
+    // transposed in registers (cpu_key_mirror.h), or copied from the K
+    // mirror, which holds them transposed already. A freed block's keys
     // and the padding past the cache are zeros: the mask keeps them out of
     // every score and sum.
     const int run = cpu_gemm::lanes();
@@ -357,11 +358,24 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         const float* zeros = cpu_attention::zero_row(dh);
         std::vector<const float*> rows(static_cast<std::size_t>(run), nullptr);
         for (int j0 = 0; j0 < kpad; j0 += run) {
-            for (int jj = 0; jj < run; ++jj) {
-                const std::ptrdiff_t a = at(j0 + jj);
-                rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros;
+            const int32_t physical =
+                j0 < n_keys ? block_table[std::size_t(j0 / s.block_size)] : kFreedBlock;
+            if (mirror != nullptr && physical != kFreedBlock) {
+                // Kᵀ is what the mirror holds: copies, no transposes; keys
+                // past the cache (the last block's later slots) become 0.
+                mirror->copy_keys(kg + j0, std::size_t(kpad), physical, j0 % s.block_size, g * dh,
+                                  dh);
+                if (j0 + run > n_keys)
+                    for (int d = 0; d < dh; ++d)
+                        std::fill(kg + std::size_t(d) * kpad + n_keys,
+                                  kg + std::size_t(d) * kpad + j0 + run, 0.0f);
+            } else {
+                for (int jj = 0; jj < run; ++jj) {
+                    const std::ptrdiff_t a = at(j0 + jj);
+                    rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros;
+                }
+                cpu_attention::transpose_keys(kg + j0, std::size_t(kpad), rows.data(), dh);
             }
-            cpu_attention::transpose_keys(kg + j0, std::size_t(kpad), rows.data(), dh);
             for (int j = j0; j < std::min(n_keys, j0 + run); ++j) {
                 const std::ptrdiff_t a = at(j);
                 float* vdst = vgg + std::size_t(j) * dpad;

@@ -75,6 +75,15 @@ void KeyMirror::write_slots(const float* k, std::span<const int32_t> slots) {
     }
 }
 
+void KeyMirror::copy_keys(float* dst, std::size_t dst_stride, int b, int s0, int offset,
+                          int n) const {
+    using namespace Eigen::internal;
+    const float* src = block(b) + std::size_t(offset) * block_size_ + s0;
+    for (int d = 0; d < n; ++d)
+        pstoreu(dst + std::size_t(d) * dst_stride,
+                ploadu<Packet>(src + std::size_t(d) * block_size_));
+}
+
 void KeyMirror::copy_from_pool(const float* pool, std::size_t first, std::size_t n) {
     if (n == 0) return;
     const std::size_t B = std::size_t(block_size_), row = std::size_t(row_);

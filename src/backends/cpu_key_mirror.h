@@ -51,6 +51,11 @@ public:
     // slots are copied again from the pool.
     void copy_from_pool(const float* pool, std::size_t first, std::size_t n);
 
+    // dst[d * dst_stride + jj] = feature offset + d of slot s0 + jj of
+    // physical block b, for jj < cpu_gemm::lanes() and d < n (s0 a multiple
+    // of lanes()): what transpose_keys makes from rows, as plain copies.
+    void copy_keys(float* dst, std::size_t dst_stride, int b, int s0, int offset, int n) const;
+
     int block_size() const { return block_size_; }
     int row() const { return row_; }
     std::size_t floats() const { return floats_; }
