@@ -170,6 +170,9 @@ int panel_columns() {
 int tile_rows() {
     return kRows;
 }
+int tile_panels() {
+    return kMainPanels;
+}
 int padded_columns(int n) {
     return (n + kPanel - 1) / kPanel * kPanel;
 }

@@ -45,6 +45,9 @@ int panel_columns();
 // Rows of the main micro-tile (6): a row range of a multiple of it has no
 // remainder rows, which run slower.
 int tile_rows();
+// Panels of the main micro-tile (2 with AVX-512, 1 with AVX2): a run of
+// panels of a multiple of it ends in no one-panel tile, which runs slower.
+int tile_panels();
 
 // B of (K, N) floats as column panels: element (k, j) lives at
 //   data[(j / panel_columns()) * panel_stride + k * row_stride + j % panel_columns()]
