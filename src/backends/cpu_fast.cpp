@@ -230,7 +230,7 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // Each weight's panels, packed once by prepare_weight; a matrix that was
     // never prepared (a test's, a tool's) is packed here, for this call.
     std::vector<cpu_gemm::Panels> b(parts.size());
-    std::vector<std::vector<float>> scratch;
+    std::vector<HostVector> scratch;
     double work = 0;
     std::vector<int> first_panel(parts.size() + 1, 0);  // of each part, laid end to end
     for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -96,7 +96,7 @@ private:
     // dropped when that memory is released or written again.
     struct PackedWeight {
         std::size_t source_size = 0;  // floats of the original (N, K) matrix
-        std::vector<float> storage;
+        HostVector storage;
         cpu_gemm::Panels panels;
     };
     void forget_packed(const float* data, std::size_t n);

@@ -177,7 +177,7 @@ int padded_columns(int n) {
     return (n + kPanel - 1) / kPanel * kPanel;
 }
 
-Panels pack_transposed(const float* w, int n, int k, std::vector<float>& out) {
+Panels pack_transposed(const float* w, int n, int k, HostVector& out) {
     const int panels = padded_columns(n) / kPanel;
     out.assign(std::size_t(panels) * k * kPanel, 0.0f);
     for (int j = 0; j < n; ++j) {

@@ -36,6 +36,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "backends/host_memory.h"
+
 namespace plab::cpu_gemm {
 
 // Floats per vector register of this build (-march=native: 16 with AVX-512,
@@ -62,7 +64,9 @@ struct Panels {
 };
 
 // w (N, K) row-major -> B = wᵀ as packed panels (stored in `out`).
-Panels pack_transposed(const float* w, int n, int k, std::vector<float>& out);
+// The panels live in host memory in huge pages (host_memory.h): a decode step
+// streams every weight once.
+Panels pack_transposed(const float* w, int n, int k, HostVector& out);
 
 // N rounded up to whole panels.
 int padded_columns(int n);

@@ -1,5 +1,7 @@
 #include "backends/host_buffers.h"
 
+#include "backends/host_memory.h"
+
 namespace plab {
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -8,8 +10,21 @@ constexpr bool kKeepBuffers = true;  // ASan must see each delete (host_buffers.
 constexpr bool kKeepBuffers = true;
 #endif
 
+namespace {
+
+// The memory itself: 64-byte aligned, a large buffer in huge pages
+// (host_memory.h).
+float* new_floats(std::size_t n) {
+    return static_cast<float*>(host_allocate(n * sizeof(float)));
+}
+void delete_floats(float* data, std::size_t n) noexcept {
+    host_deallocate(data, n * sizeof(float));
+}
+
+}  // namespace
+
 HostBufferCache::~HostBufferCache() {
-    for (const Kept& k : kept_) delete[] k.data;
+    for (const Kept& k : kept_) delete_floats(k.data, k.n);
 }
 
 float* HostBufferCache::take(std::size_t n) {
@@ -26,7 +41,7 @@ float* HostBufferCache::take(std::size_t n) {
         }
         ++stats_.allocated;
     }
-    return new float[n];
+    return new_floats(n);
 }
 
 void HostBufferCache::give_back(float* data, std::size_t n) noexcept {
@@ -34,7 +49,7 @@ void HostBufferCache::give_back(float* data, std::size_t n) noexcept {
     n = n > 0 ? n : 1;
     const std::size_t bytes = n * sizeof(float);
     if (!kKeepBuffers || bytes > max_bytes_) {
-        delete[] data;
+        delete_floats(data, n);
         return;
     }
     {
@@ -42,14 +57,14 @@ void HostBufferCache::give_back(float* data, std::size_t n) noexcept {
         try {
             kept_.push_back({n, data});
         } catch (...) {  // no memory to remember it: give it back instead
-            delete[] data;
+            delete_floats(data, n);
             return;
         }
         cached_bytes_ += bytes;
         std::size_t drop = 0;
         while (cached_bytes_ > max_bytes_) {
             cached_bytes_ -= kept_[drop].n * sizeof(float);
-            delete[] kept_[drop].data;
+            delete_floats(kept_[drop].data, kept_[drop].n);
             ++drop;
         }
         kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(drop));

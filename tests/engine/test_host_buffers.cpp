@@ -10,9 +10,11 @@
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 
 #include "backends/cpu_fast.h"
 #include "backends/host_buffers.h"
+#include "backends/host_memory.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/session.h"
@@ -87,3 +89,32 @@ TEST_CASE("host buffers: a cold prefill on a warm cpu backend faults almost no p
     REQUIRE(backend.buffer_stats().reused > 0);
 }
 #endif
+
+TEST_CASE("host memory: a large array starts on a 2 MiB edge (huge pages), a small one on a line",
+          "[buffers]") {
+    // The alignment is what lets the kernel back an array with 2 MiB pages
+    // (whether it does depends on the machine's THP setting, so that is not
+    // asserted); the values must be those written, whatever the pages.
+    for (std::size_t bytes : {std::size_t(1), std::size_t(4000), kHugePageBytes - 4, kHugePageBytes,
+                              3 * kHugePageBytes + 12}) {
+        INFO(bytes << " bytes");
+        const std::size_t align = bytes >= kHugePageBytes ? kHugePageBytes : 64;
+        REQUIRE(host_alignment(bytes) == align);
+        auto* p = static_cast<unsigned char*>(host_allocate(bytes));
+        REQUIRE(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+        for (std::size_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(i * 131 + 7);
+        bool same = true;
+        for (std::size_t i = 0; i < bytes; ++i)
+            same = same && p[i] == static_cast<unsigned char>(i * 131 + 7);
+        REQUIRE(same);
+        host_deallocate(p, bytes);
+    }
+    HostVector v(kHugePageBytes / sizeof(float) + 3);
+    REQUIRE(reinterpret_cast<std::uintptr_t>(v.data()) % kHugePageBytes == 0);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+    REQUIRE(v.back() == float(v.size() - 1));
+    HostBufferCache cache;  // a large buffer from the cache is aligned the same way
+    float* big = cache.take(kHugePageBytes / sizeof(float));
+    REQUIRE(reinterpret_cast<std::uintptr_t>(big) % kHugePageBytes == 0);
+    cache.give_back(big, kHugePageBytes / sizeof(float));
+}
