@@ -75,6 +75,24 @@ const float* zero_row(int n) {
 
 namespace {
 
+// The scores of G vectors of keys from j0 (lane jj of vector g: key
+// j0 + g·kLanes + jj) into scores[j - k0], the lanes of keys j < k1 only.
+template <int G>
+void store_scores(float* scores, const Packet* acc, int j0, int k0, int k1) {
+    using namespace Eigen::internal;
+    alignas(64) float lane[kLanes];
+    for (int g = 0; g < G; ++g) {
+        const int first = j0 + g * kLanes, n = std::min(kLanes, k1 - first);
+        if (n <= 0) break;
+        if (n == kLanes) {
+            pstoreu(scores + (first - k0), acc[g]);
+        } else {
+            pstore(lane, acc[g]);
+            std::copy(lane, lane + n, scores + (first - k0));
+        }
+    }
+}
+
 // G vectors of keys from j0 (lane jj of vector g: key j0 + g·kLanes + jj),
 // each one FMA chain over d: G independent chains side by side, so the FMA
 // latency of one hides behind the others.
@@ -114,16 +132,7 @@ void score_vectors(float* scores, const float* q, int j0, int k0, int k1, const 
             acc[g] = pmadd(qd, pload<Packet>(lane), acc[g]);
         }
     }
-    for (int g = 0; g < G; ++g) {
-        const int first = j0 + g * kLanes, n = std::min(kLanes, k1 - first);
-        if (n <= 0) break;
-        if (n == kLanes) {
-            pstoreu(scores + (first - k0), acc[g]);
-        } else {
-            pstore(lane, acc[g]);
-            std::copy(lane, lane + n, scores + (first - k0));
-        }
-    }
+    store_scores<G>(scores, acc, j0, k0, k1);
 }
 
 }  // namespace
@@ -166,16 +175,7 @@ void mirror_vectors(float* scores, const float* q, int j0, int k0, int k1, const
         for (int g = 0; g < G; ++g)
             acc[g] = pmadd(qd, ploadu<Packet>(at[g] + std::size_t(d) * stride[g]), acc[g]);
     }
-    alignas(64) float lane[kLanes];
-    for (int g = 0; g < G; ++g) {
-        const int first = j0 + g * kLanes, n = std::min(kLanes, k1 - first);
-        if (n == kLanes) {
-            pstoreu(scores + (first - k0), acc[g]);
-        } else {
-            pstore(lane, acc[g]);
-            std::copy(lane, lane + n, scores + (first - k0));
-        }
-    }
+    store_scores<G>(scores, acc, j0, k0, k1);
 }
 
 }  // namespace
