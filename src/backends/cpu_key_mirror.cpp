@@ -41,37 +41,48 @@ KeyMirror::KeyMirror(const float* pool, float* storage, std::size_t floats, int 
     copy_from_pool(pool, 0, floats);
 }
 
+float* KeyMirror::slot_column(std::size_t slot) {
+    const std::size_t B = std::size_t(block_size_);
+    PLAB_ASSERT((slot + 1) * std::size_t(row_) <= floats_);
+    return data_ + (slot / B) * std::size_t(row_) * B + slot % B;
+}
+
+void KeyMirror::write_run(const float* rows, std::size_t slot0, std::size_t count) {
+    const std::size_t L = std::size_t(kLanes), row = std::size_t(row_);
+    for (std::size_t i = 0; i < count;) {
+        const std::size_t slot = slot0 + i;
+        if (slot % L == 0 && i + L <= count) {
+            // A whole vector of slots from a lane-aligned one (a prefill
+            // chunk's rows, a pool copied whole): register transposes, whole
+            // cache lines written.
+            const float* r[kLanes];
+            for (std::size_t jj = 0; jj < L; ++jj) r[jj] = rows + (i + jj) * row;
+            PLAB_ASSERT((slot + L) * row <= floats_);
+            transpose_keys(slot_column(slot), std::size_t(block_size_), r, row_);
+            i += L;
+        } else {
+            float* dst = slot_column(slot);
+            for (std::size_t f = 0; f < row; ++f) dst[f * block_size_] = rows[i * row + f];
+            ++i;
+        }
+    }
+}
+
 void KeyMirror::write_slots(const float* k, std::span<const int32_t> slots) {
-    const std::size_t B = std::size_t(block_size_), row = std::size_t(row_);
-    const auto dst_of = [&](std::size_t i) {
-        const std::size_t slot = std::size_t(slots[i]);
-        return data_ + (slot / B) * row * B + slot % B;
-    };
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-        PLAB_ASSERT((std::size_t(slots[i]) + 1) * row <= floats_);
-        // A whole vector of consecutive slots from a lane-aligned one (a
-        // prefill chunk's rows): in register transposes, whole lines.
-        const std::size_t L = std::size_t(kLanes);
-        bool run = slots[i] % kLanes == 0 && i + L <= slots.size();
-        for (std::size_t jj = 1; run && jj < L; ++jj) run = slots[i + jj] == slots[i] + int(jj);
-        if (run) {
-            const float* rows[kLanes];
-            for (int jj = 0; jj < kLanes; ++jj) rows[jj] = k + (i + std::size_t(jj)) * row;
-            PLAB_ASSERT((std::size_t(slots[i]) + L) * row <= floats_);
-            transpose_keys(dst_of(i), B, rows, row_);
-            i += L - 1;
-            continue;
+    const std::size_t row = std::size_t(row_);
+    for (std::size_t i = 0; i < slots.size();) {
+        std::size_t run = 1;  // slots i.. consecutive
+        while (i + run < slots.size() && slots[i + run] == slots[i] + int(run)) ++run;
+        if (run == 1 && i + 1 < slots.size()) {
+            // A lone slot's features lie on `row` different cache lines,
+            // rarely in cache (a decode step writes one slot per sequence):
+            // ask for the next slot's lines, for writing, while this one's
+            // are written.
+            const float* next = slot_column(std::size_t(slots[i + 1]));
+            for (std::size_t f = 0; f < row; ++f) __builtin_prefetch(next + f * block_size_, 1);
         }
-        // A slot's features lie on `row` different cache lines, rarely in
-        // cache (a decode step writes one slot per sequence): ask for the
-        // next slot's lines, for writing, while this one's are written.
-        if (i + 1 < slots.size()) {
-            const float* next = dst_of(i + 1);
-            for (std::size_t f = 0; f < row; ++f) __builtin_prefetch(next + f * B, 1);
-        }
-        float* dst = dst_of(i);
-        const float* src = k + i * row;
-        for (std::size_t f = 0; f < row; ++f) dst[f * B] = src[f];
+        write_run(k + i * row, std::size_t(slots[i]), run);
+        i += run;
     }
 }
 
@@ -86,13 +97,10 @@ void KeyMirror::copy_keys(float* dst, std::size_t dst_stride, int b, int s0, int
 
 void KeyMirror::copy_from_pool(const float* pool, std::size_t first, std::size_t n) {
     if (n == 0) return;
-    const std::size_t B = std::size_t(block_size_), row = std::size_t(row_);
+    const std::size_t row = std::size_t(row_);
     PLAB_ASSERT(first + n <= floats_);
-    for (std::size_t slot = first / row; slot <= (first + n - 1) / row; ++slot) {
-        float* dst = data_ + (slot / B) * row * B + slot % B;
-        const float* src = pool + slot * row;
-        for (std::size_t f = 0; f < row; ++f) dst[f * B] = src[f];
-    }
+    const std::size_t slot0 = first / row, slot1 = (first + n - 1) / row + 1;
+    write_run(pool + slot0 * row, slot0, slot1 - slot0);
 }
 
 }  // namespace plab::cpu_attention

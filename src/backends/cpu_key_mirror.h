@@ -66,6 +66,11 @@ public:
     }
 
 private:
+    // Where feature 0 of this slot lives (feature f at [f * B]).
+    float* slot_column(std::size_t slot);
+    // Rows i of `rows` (row floats each) into slots slot0 + i, i < count.
+    void write_run(const float* rows, std::size_t slot0, std::size_t count);
+
     int block_size_ = 0, row_ = 0;
     float* data_ = nullptr;
     std::size_t floats_ = 0;
