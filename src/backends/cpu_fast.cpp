@@ -640,7 +640,8 @@ void CpuFastBackend::add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, 
 
 int CpuFastBackend::argmax(Buffer x, std::size_t n) {
     PLAB_ASSERT(n > 0 && x.size >= n);
-    return cpu_vector::argmax(x.data, n);
+    const int best = cpu_vector::argmax(x.data, n);
+    return best >= 0 ? best : CpuRefBackend::argmax(x, n);  // a NaN: the reference's scan
 }
 
 void CpuFastBackend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) {
@@ -651,7 +652,7 @@ void CpuFastBackend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<in
     // still awake. A value is one compare and one max per lane.
     const int threads = cpu_threads_for_light(2.0 * double(rows) * double(n));
     run_cpu_tasks(threads, rows, [&](int r) {
-        out[std::size_t(r)] = cpu_vector::argmax(x.data + std::size_t(r) * n, n);
+        out[std::size_t(r)] = CpuFastBackend::argmax(x.slice(std::size_t(r) * n, n), n);
     });
 }
 

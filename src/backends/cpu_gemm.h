@@ -34,7 +34,6 @@
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 #include "backends/host_memory.h"
 

@@ -101,12 +101,7 @@ int argmax(const float* row, std::size_t n) {
         m = pmax(m, v);
         nan = por(nan, pandnot(ptrue(v), pcmp_eq(v, v)));
     });
-    if (predux_any(nan)) {  // a NaN: the reference's scan decides
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < n; ++i)
-            if (row[i] > row[best]) best = i;
-        return static_cast<int>(best);
-    }
+    if (predux_any(nan)) return -1;  // a NaN: the reference's scan decides
     const float best = predux_max(m);
     const Packet b = pset1<Packet>(best);
     std::size_t i = 0;

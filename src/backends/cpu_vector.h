@@ -36,9 +36,10 @@ void add_rmsnorm_row(float* x, const float* y, float* out, const float* w, int n
 float row_max(const float* row, int n);
 
 // Index of the largest of row[0, n), the lowest among equal maxima: greedy
-// decoding's rule, the same index as the scalar scan of cpu-ref (a row
-// holding a NaN takes that scan itself). Two passes in vector lanes: the
-// maximum (exact in any order), then the first vector holding it.
+// decoding's rule, the index cpu-ref's scalar scan gives. Two passes in
+// vector lanes: the maximum (exact in any order), then the first vector
+// holding it. -1 for a row holding a NaN, where a lane-wise maximum is not
+// that scan's answer: the caller asks the scan itself.
 int argmax(const float* row, std::size_t n);
 
 // row[j] = exp(row[j]·scale - max·scale) (exactly 0 where row[j] is -inf: a
