@@ -60,6 +60,25 @@ Cache make_cache(int n_kv_heads, int head_dim, int block_size, int n_keys, std::
     return c;
 }
 
+// A decode test's inputs: a cache of n_keys positions (make_cache), the mask
+// bound to an n_keys-token prompt, and random queries of n_heads heads for
+// every position.
+struct Scene {
+    Cache c;
+    BoundMask mask;
+    std::vector<float> q;
+};
+
+Scene make_scene(int n_heads, int n_kv_heads, int head_dim, int block_size, int n_keys,
+                 const char* mask, std::uint64_t cache_seed, std::uint64_t q_seed,
+                 const std::vector<int>& freed = {}) {
+    Scene s{make_cache(n_kv_heads, head_dim, block_size, n_keys, cache_seed, freed), {}, {}};
+    const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
+    s.mask = make_mask(mask, {tokens, -1, n_heads});
+    s.q = random_floats(std::size_t(n_keys) * n_heads * head_dim, q_seed, -2, 2);
+    return s;
+}
+
 AttentionShape shape_for(const Cache& c, int n_heads, int n_queries, int pos0, const Mask& mask) {
     AttentionShape s;
     s.n_queries = n_queries;
@@ -91,8 +110,9 @@ std::vector<float> attention(Backend& b, const Cache& c, const std::vector<float
 // attention(), but the K pool is one the backend was told about
 // (prepare_kv_pool: cpu keeps a transposed copy of K, backends/cpu_key_mirror.h)
 // and filled the ways a cache is: garbage first (upload), then positions
-// 0..first_run-1 in one kv_append (whole vectors of slots: register
-// transposes), the rest one position at a time, last first. `rewrite`:
+// 0..4 and 5..first_run-1 in two kv_appends (whole vectors of slots:
+// register transposes; the rest slot by slot), the rest one position at a
+// time, last first. `rewrite`:
 // kv_append writes wrong K rows (garbage), then an upload of the whole pool
 // puts the right ones (the mirror must follow the upload).
 std::vector<float> attention_mirrored(Backend& b, const Cache& c, const std::vector<float>& q,
@@ -124,8 +144,13 @@ std::vector<float> attention_mirrored(Backend& b, const Cache& c, const std::vec
         DeviceArray k = upload(b, kr), v = upload(b, vr);
         b.kv_append(dk.buf(), dv.buf(), k.buf(), v.buf(), slots, row);
     };
-    std::vector<int> run(std::size_t(std::min(first_run, c.n_keys)));
-    std::iota(run.begin(), run.end(), 0);
+    // Positions 0..4, then 5..first_run-1: the second run starts inside a
+    // vector of slots (lone slots until the next lane-aligned one, whole
+    // vectors after it).
+    std::vector<int> head(5), run(std::size_t(std::min(first_run, c.n_keys) - 5));
+    std::iota(head.begin(), head.end(), 0);
+    std::iota(run.begin(), run.end(), 5);
+    append(head);
     append(run);
     for (int p = c.n_keys - 1; p >= first_run; --p) append({p});
     if (rewrite) b.upload(dk.buf(), c.k.data(), c.k.size());
@@ -196,11 +221,11 @@ TEST_CASE(
         INFO(t.n_heads << " heads, " << t.n_kv_heads << " K/V heads, head_dim " << t.head_dim
                        << ", blocks of " << t.block_size << ", mask " << t.mask);
         const int n_keys = 150;
-        const Cache c = make_cache(t.n_kv_heads, t.head_dim, t.block_size, n_keys,
-                                   400 + std::uint64_t(t.head_dim));
-        const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
-        const BoundMask mask = make_mask(t.mask, {tokens, -1, t.n_heads});
-        const auto q = random_floats(std::size_t(n_keys) * t.n_heads * t.head_dim, 401, -2, 2);
+        const Scene scene = make_scene(t.n_heads, t.n_kv_heads, t.head_dim, t.block_size, n_keys,
+                                       t.mask, 400 + std::uint64_t(t.head_dim), 401);
+        const Cache& c = scene.c;
+        const BoundMask& mask = scene.mask;
+        const std::vector<float>& q = scene.q;
         // Positions 70..149 as one chunk: the gathered-panel GEMM path.
         const int pos0 = 70, chunk = n_keys - pos0;
         const auto whole = attention(*cpu, c, q, t.n_heads, pos0, chunk, pos0, mask.view());
@@ -234,10 +259,10 @@ TEST_CASE("cpu attention from the pool: freed blocks read as zeros, as in the ga
     // (keys 0..71) are out of every later query's window; blocks 2, 3 and 5
     // are freed (their table entry says so; their memory holds garbage).
     const int n_keys = 101;
-    Cache c = make_cache(2, 24, 8, n_keys, 500, {2, 3, 5});
-    const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
-    const BoundMask mask = make_mask("window:20", {tokens, -1, 2});
-    const auto q = random_floats(std::size_t(n_keys) * 2 * 24, 501, -2, 2);
+    const Scene scene = make_scene(2, 2, 24, 8, n_keys, "window:20", 500, 501, {2, 3, 5});
+    const Cache& c = scene.c;
+    const BoundMask& mask = scene.mask;
+    const std::vector<float>& q = scene.q;
     const int pos0 = 80;
     const auto whole = attention(*cpu, c, q, 2, pos0, n_keys - pos0, pos0, mask.view());
     const std::size_t row = 2 * 24;
@@ -432,11 +457,11 @@ TEST_CASE(
         INFO(t.n_heads << " heads, " << t.n_kv_heads << " K/V heads, head_dim " << t.head_dim
                        << ", blocks of " << t.block_size << ", mask " << t.mask);
         const int n_keys = 150;
-        const Cache c = make_cache(t.n_kv_heads, t.head_dim, t.block_size, n_keys,
-                                   600 + std::uint64_t(t.head_dim), t.freed);
-        const std::vector<int32_t> tokens(std::size_t(n_keys), 5);
-        const BoundMask mask = make_mask(t.mask, {tokens, -1, t.n_heads});
-        const auto q = random_floats(std::size_t(n_keys) * t.n_heads * t.head_dim, 601, -2, 2);
+        const Scene scene = make_scene(t.n_heads, t.n_kv_heads, t.head_dim, t.block_size, n_keys,
+                                       t.mask, 600 + std::uint64_t(t.head_dim), 601, t.freed);
+        const Cache& c = scene.c;
+        const BoundMask& mask = scene.mask;
+        const std::vector<float>& q = scene.q;
         const int pos0 = 96, chunk = n_keys - pos0;
         const auto whole = attention(*cpu, c, q, t.n_heads, pos0, chunk, pos0, mask.view());
         require_not_all_zero(whole, "cpu attention of the chunk");
