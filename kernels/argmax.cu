@@ -8,28 +8,33 @@
 //         pairs are reduced across each warp with __shfl_down_sync and across
 //         warps through shared memory. "Better" means larger value, or equal
 //         value and lower index, which makes the result order-independent.
+// Both take one row of x (n values) per block: a batched decode step's greedy
+// tokens, one row per sequence, are one launch and one copy back, not one of
+// each per sequence (a copy to the host waits for the device every time).
 #include <cmath>
 
 #include "kernels.h"
 
 namespace plab::PLAB_SIMT_NS {
 
-__global__ void argmax_ref_kernel(int* result, const float* x, long long n) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+__global__ void argmax_ref_kernel(int32_t* result, const float* x, long long n) {
+    if (threadIdx.x != 0) return;
+    x += static_cast<long long>(blockIdx.x) * n;  // this block's row
     long long best = 0;
     for (long long i = 1; i < n; ++i) {
         if (x[i] > x[best]) best = i;
     }
-    *result = static_cast<int>(best);
+    result[blockIdx.x] = static_cast<int32_t>(best);
 }
 
 __device__ inline bool is_better(float v, long long i, float best_v, long long best_i) {
     return v > best_v || (v == best_v && i < best_i);
 }
 
-// One block; blockDim.x a multiple of 32.
-__global__ void argmax_fast_kernel(int* result, const float* x, long long n) {
+// One block per row; blockDim.x a multiple of 32.
+__global__ void argmax_fast_kernel(int32_t* result, const float* x, long long n) {
     PLAB_SHARED(float, warp_value, [32]);
+    x += static_cast<long long>(blockIdx.x) * n;  // this block's row
     PLAB_SHARED(long long, warp_index, [32]);
     float best_v = -INFINITY;
     long long best_i = n;  // "none yet": loses every tie
@@ -59,7 +64,8 @@ __global__ void argmax_fast_kernel(int* result, const float* x, long long n) {
                 best_i = warp_index[w];
             }
         }
-        *result = static_cast<int>(best_i < n ? best_i : 0);  // all NaN: 0, like cpu-ref
+        // All NaN: 0, like cpu-ref.
+        result[blockIdx.x] = static_cast<int32_t>(best_i < n ? best_i : 0);
     }
 }
 

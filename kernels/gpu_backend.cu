@@ -180,7 +180,6 @@ private:
 class GpuBackend final : public Backend {
 public:
     explicit GpuBackend(GpuVariant variant) : variant_(variant) {
-        PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&result_), sizeof(int)));
         PLAB_CUDA_CHECK(
             cudaMalloc(reinterpret_cast<void**>(&tile_counts_), 3 * sizeof(unsigned long long)));
         reset_attention_tile_counts();
@@ -189,7 +188,7 @@ public:
     // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
         cudaFree(tile_counts_);
-        cudaFree(result_);
+        cudaFree(results_);
     }
     GpuBackend(const GpuBackend&) = delete;
     GpuBackend& operator=(const GpuBackend&) = delete;
@@ -263,7 +262,28 @@ public:
               Buffer sin) override {
         PLAB_ASSERT(std::size_t(pos0 + rows) * (head_dim / 2) <= cos.size);
         TimedOp t(clock_, "rope");
-        launch_rope(x.data, rows, n_heads, head_dim, pos0, cos.data, sin.data);
+        launch_rope(x.data, rows, n_heads, head_dim, pos0, nullptr, pos0 + rows - 1, cos.data,
+                    sin.data);
+    }
+
+    // A batched step: one launch, whatever the positions (the default would
+    // launch once per run of consecutive positions, ~once per sequence).
+    void rope_rows(Buffer x, int rows, int n_heads, int head_dim,
+                   std::span<const int32_t> positions, Buffer cos, Buffer sin) override {
+        PLAB_ASSERT(rows >= 0 && positions.size() >= std::size_t(rows));
+        if (rows == 0) return;
+        const std::span<const int32_t> used = positions.first(std::size_t(rows));
+        // One sequence's chunk (consecutive positions): rope from pos0, no array to copy.
+        bool consecutive = true;
+        for (int r = 1; r < rows && consecutive; ++r)
+            consecutive = used[std::size_t(r)] == used[0] + r;
+        if (consecutive) return rope(x, rows, n_heads, head_dim, used[0], cos, sin);
+        const int last = *std::max_element(used.begin(), used.end());
+        PLAB_ASSERT(*std::min_element(used.begin(), used.end()) >= 0 &&
+                    std::size_t(last + 1) * (head_dim / 2) <= cos.size);
+        const int32_t* d_positions = positions_.upload(used, clock_);
+        TimedOp t(clock_, "rope");
+        launch_rope(x.data, rows, n_heads, head_dim, 0, d_positions, last, cos.data, sin.data);
     }
 
     void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
@@ -342,17 +362,32 @@ public:
     }
 
     int argmax(Buffer x, std::size_t n) override {
-        PLAB_ASSERT(n > 0 && n <= x.size);
+        int32_t best = 0;
+        argmax_rows(x, 1, n, std::span<int32_t>(&best, 1));
+        return best;
+    }
+
+    // One block per row, one launch and one copy back for the whole step.
+    void argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) override {
+        PLAB_ASSERT(rows >= 0 && out.size() >= std::size_t(rows) && n > 0 &&
+                    std::size_t(rows) * n <= x.size);
+        if (rows == 0) return;
+        if (std::size_t(rows) > results_capacity_) {
+            PLAB_CUDA_CHECK(cudaFree(results_));  // waits for the device: nothing reads it
+            results_ = nullptr;
+            results_capacity_ = std::max<std::size_t>(std::size_t(rows), 64);
+            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&results_),
+                                       results_capacity_ * sizeof(int32_t)));
+        }
         const long long count = static_cast<long long>(n);
         TimedOp t(clock_, "argmax");
         if (variant_ == GpuVariant::reference) {
-            PLAB_LAUNCH(argmax_ref_kernel, 1, 1, 0, result_, x.data, count);
+            PLAB_LAUNCH(argmax_ref_kernel, rows, 1, 0, results_, x.data, count);
         } else {
-            PLAB_LAUNCH(argmax_fast_kernel, 1, kThreadsPerBlock, 0, result_, x.data, count);
+            PLAB_LAUNCH(argmax_fast_kernel, rows, kThreadsPerBlock, 0, results_, x.data, count);
         }
-        int best = 0;
-        PLAB_CUDA_CHECK(cudaMemcpy(&best, result_, sizeof(int), cudaMemcpyDeviceToHost));
-        return best;
+        PLAB_CUDA_CHECK(cudaMemcpy(out.data(), results_, std::size_t(rows) * sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost));
     }
 
 private:
@@ -385,13 +420,15 @@ private:
     }
 
     GpuVariant variant_;
-    int* result_ = nullptr;                      // argmax result on the device
+    int32_t* results_ = nullptr;                 // argmax: one index per row, on the device
+    std::size_t results_capacity_ = 0;           // rows results_ holds
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
     OpClock clock_;                              // device-side op timing, while clock_.on
     // Integer arrays on the device, copied again only when they change:
     ResidentArray<int32_t> tokens_;       // the chunk's token ids (embed)
     ResidentArray<int32_t> slots_;        // the chunk's KV slots (kv_append, every layer)
     ResidentArray<int32_t> block_table_;  // the sequence's block table (attention, every layer)
+    ResidentArray<int32_t> positions_;    // a batched step's RoPE positions (rope_rows)
     ResidentArray<uint32_t> mask_words_;  // the mask's data words
 };
 

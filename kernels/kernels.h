@@ -65,11 +65,13 @@ __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, 
                                     int k);
 void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k);
 
-// x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2)
+// x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2). Row r is at
+// position positions[r] (a batched step: rows of different sequences), or at
+// pos0 + r when positions is null; last_position: the largest of them.
 __global__ void rope_kernel(float* x, int rows, int n_heads, int head_dim, int pos0,
-                            const float* cos, const float* sin);
-void launch_rope(float* x, int rows, int n_heads, int head_dim, int pos0, const float* cos,
-                 const float* sin);
+                            const int32_t* positions, const float* cos, const float* sin);
+void launch_rope(float* x, int rows, int n_heads, int head_dim, int pos0, const int32_t* positions,
+                 int last_position, const float* cos, const float* sin);
 
 // k_pool, v_pool (slots, row_size); k, v (C, row_size); slots (C)
 __global__ void kv_append_kernel(float* k_pool, float* v_pool, const float* k, const float* v,
@@ -102,9 +104,9 @@ __global__ void swiglu_kernel(float* out, const float* gate, const float* up, lo
 __global__ void add_kernel(float* x, const float* y, long long n);
 __global__ void fill_kernel(float* x, long long n, float value);
 
-// *result = index of the largest of x[0..n), lowest on ties
-__global__ void argmax_ref_kernel(int* result, const float* x, long long n);
-__global__ void argmax_fast_kernel(int* result, const float* x, long long n);
+// result[r] = index of the largest of row r of x (rows, n), lowest on ties; grid: one block a row
+__global__ void argmax_ref_kernel(int32_t* result, const float* x, long long n);
+__global__ void argmax_fast_kernel(int32_t* result, const float* x, long long n);
 
 // Blocks needed to give one thread to each of n items.
 inline unsigned blocks_for(long long n, int threads) {

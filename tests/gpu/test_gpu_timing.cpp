@@ -15,8 +15,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/rope.h"
 #include "gpu_test_util.h"
 #include "model/model_io.h"
+#include "runtime/engine.h"
 #include "runtime/equivalence.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
@@ -195,6 +197,93 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(matmuls == 7 * c.n_layers + 1);
     CHECK(sum == Approx(row["ops_ms"].get<double>()).epsilon(1e-9));
     CHECK(row["wall_ms"].get<double>() > 0);
+}
+
+TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens in one launch each",
+          "[gpu][timing]") {
+    // A batched decode step's rows sit at their own sequences' positions and
+    // each needs its own greedy token. Launched per run of positions and per
+    // row (Backend's defaults), a 64-sequence step would be ~128 RoPE launches
+    // and 64 copies back, each copy waiting for the device. (Their values:
+    // tests/gpu/test_kernels.cpp, rope_rows and argmax_rows, cpu-ref's bits.)
+    const int head_dim = 8, n_heads = 2;
+    const RopeTable table = make_rope_table(64, head_dim, 10000.0);
+    const std::vector<int32_t> scattered = {5, 6, 7, 40, 0, 1, 2, 63, 63, 12, 11, 10, 3};
+    std::vector<int32_t> chunk(13);
+    for (int i = 0; i < 13; ++i) chunk[std::size_t(i)] = 20 + i;  // one sequence's chunk
+    const int rows = 13, n = 1000;
+    const auto x = random_floats(std::size_t(rows) * n_heads * head_dim, 61);
+    const auto logits = random_floats(std::size_t(rows) * n, 62);
+    for (GpuVariant variant : {GpuVariant::reference, GpuVariant::fast}) {
+        for (auto& gpu : gpu_backend_forms(variant)) {
+            INFO(gpu->name());
+            DeviceArray cos(*gpu, table.cos.size()), sin(*gpu, table.sin.size());
+            DeviceArray q(*gpu, x.size()), l(*gpu, logits.size());
+            gpu->upload(cos.buf(), table.cos.data(), table.cos.size());
+            gpu->upload(sin.buf(), table.sin.data(), table.sin.size());
+            gpu->upload(q.buf(), x.data(), x.size());
+            gpu->upload(l.buf(), logits.data(), logits.size());
+            const auto ops_of = [&](const auto& f) {
+                gpu->take_device_op_times();
+                gpu->set_device_op_timing(true);
+                f();
+                gpu->set_device_op_timing(false);
+                return launches_by_op(gpu->take_device_op_times());
+            };
+            const auto rope = [&](const std::vector<int32_t>& positions) {
+                return ops_of([&] {
+                    gpu->rope_rows(q.buf(), rows, n_heads, head_dim, positions, cos.buf(),
+                                   sin.buf());
+                });
+            };
+            // Scattered positions: one launch, the positions copied once;
+            // the next layer's call (the same positions) copies nothing.
+            CHECK(rope(scattered) == std::map<std::string, int>{{"rope", 1}, {"upload", 1}});
+            CHECK(rope(scattered) == std::map<std::string, int>{{"rope", 1}});
+            // One sequence's chunk: rotated from its first position, no array at all.
+            CHECK(rope(chunk) == std::map<std::string, int>{{"rope", 1}});
+            std::vector<int32_t> tokens(std::size_t(rows), -1);
+            CHECK(ops_of([&] { gpu->argmax_rows(l.buf(), rows, n, tokens); }) ==
+                  std::map<std::string, int>{{"argmax", 1}});
+            for (int r = 0; r < rows; ++r) {  // each row's own argmax
+                const auto row = logits.begin() + std::ptrdiff_t(r) * n;
+                CHECK(tokens[std::size_t(r)] == std::max_element(row, row + n) - row);
+            }
+        }
+    }
+}
+
+TEST_CASE("a batched decode step on gpu is 2 RoPE launches a layer and one argmax",
+          "[gpu][timing]") {
+    // The engine's side of the case above: three sequences of different
+    // lengths decoding together (each row at its own position).
+    const ModelConfig c = small_config(48, 2, 4, 2, 16, 80, 67, 64);
+    const Weights weights = make_random_weights(c, 63);
+    EngineOptions eo;
+    eo.backend = "gpu";
+    eo.block_size = 4;
+    Engine e(weights, eo);
+    for (int len : {5, 9, 14}) {
+        RequestOptions ro;
+        ro.max_new_tokens = 6;
+        e.add_request(random_tokens(len, c.vocab_size, 64 + len), ro);
+    }
+    // Until a step holds only the three decode tokens (all prompts done).
+    for (int i = 0; i < 8 && (e.steps().empty() || e.steps().back().decode_tokens != 3 ||
+                              e.steps().back().prefill_tokens != 0);
+         ++i)
+        e.step();
+    REQUIRE(e.steps().back().decode_tokens == 3);
+    Backend& gpu = e.backend();
+    REQUIRE(gpu.times_device_ops());
+    gpu.take_device_op_times();
+    gpu.set_device_op_timing(true);
+    const StepRecord& step = e.step();
+    gpu.set_device_op_timing(false);
+    REQUIRE(step.decode_tokens == 3);
+    const std::map<std::string, int> n = launches_by_op(gpu.take_device_op_times());
+    CHECK(n.at("rope") == 2 * c.n_layers);
+    CHECK(n.at("argmax") == 1);
 }
 
 }  // namespace plab::test
