@@ -304,15 +304,30 @@ public:
                    std::span<const int32_t> block_table, const AttentionShape& s) override {
         check_attention(block_table, s);
         if (s.n_queries == 0) return;
-        const int32_t* d_table = block_table_.upload(block_table, clock_);
-        const AttentionShape ds = with_device_mask(s);
-        TimedOp t(clock_, "attention");
-        if (variant_ == GpuVariant::reference) {
-            launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
-                                 scores_bytes(s));
-        } else {
-            launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
-                                   tile_counts_);
+        attend(out, q, k_pool, v_pool, block_table_.upload(block_table, clock_), s);
+    }
+
+    // A batched step: every sequence's block table in one array, copied once
+    // a step (every layer passes the same tables) instead of once per
+    // sequence and layer. Each copy also waited for the one before it (the
+    // staging area is reused), so per-sequence copies kept the host in step
+    // with the device; now the launches queue up. Still one launch per
+    // sequence (left out: one kernel over all of them).
+    void attention_batch(Buffer k_pool, Buffer v_pool,
+                         std::span<const AttentionCall> calls) override {
+        batch_tables_host_.clear();
+        batch_offsets_.clear();
+        for (const AttentionCall& c : calls) {
+            check_attention(c.block_table, c.shape);
+            batch_offsets_.push_back(batch_tables_host_.size());
+            batch_tables_host_.insert(batch_tables_host_.end(), c.block_table.begin(),
+                                      c.block_table.end());
+        }
+        const int32_t* d_tables = batch_tables_.upload(batch_tables_host_, clock_);
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            const AttentionCall& c = calls[i];
+            if (c.shape.n_queries == 0) continue;
+            attend(c.out, c.q, k_pool, v_pool, d_tables + batch_offsets_[i], c.shape);
         }
     }
 
@@ -391,6 +406,20 @@ public:
     }
 
 private:
+    // One attention call whose block table is on the device already.
+    void attend(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool, const int32_t* d_table,
+                const AttentionShape& s) {
+        const AttentionShape ds = with_device_mask(s);
+        TimedOp t(clock_, "attention");
+        if (variant_ == GpuVariant::reference) {
+            launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
+                                 scores_bytes(s));
+        } else {
+            launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
+                                   tile_counts_);
+        }
+    }
+
     // The mask's data words (documents, custom bits, ALiBi slopes) live in host
     // memory; kernels get a copy of the shape whose mask points to a device copy.
     AttentionShape with_device_mask(const AttentionShape& s) {
@@ -425,10 +454,13 @@ private:
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
     OpClock clock_;                              // device-side op timing, while clock_.on
     // Integer arrays on the device, copied again only when they change:
-    ResidentArray<int32_t> tokens_;       // the chunk's token ids (embed)
-    ResidentArray<int32_t> slots_;        // the chunk's KV slots (kv_append, every layer)
-    ResidentArray<int32_t> block_table_;  // the sequence's block table (attention, every layer)
-    ResidentArray<int32_t> positions_;    // a batched step's RoPE positions (rope_rows)
+    ResidentArray<int32_t> tokens_;           // the chunk's token ids (embed)
+    ResidentArray<int32_t> slots_;            // the chunk's KV slots (kv_append, every layer)
+    ResidentArray<int32_t> block_table_;      // the sequence's block table (attention, every layer)
+    ResidentArray<int32_t> positions_;        // a batched step's RoPE positions (rope_rows)
+    ResidentArray<int32_t> batch_tables_;     // a batched step's block tables, end to end
+    std::vector<int32_t> batch_tables_host_;  // (attention_batch), and where each starts
+    std::vector<std::size_t> batch_offsets_;
     ResidentArray<uint32_t> mask_words_;  // the mask's data words
 };
 

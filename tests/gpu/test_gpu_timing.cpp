@@ -253,8 +253,10 @@ TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens 
     }
 }
 
-TEST_CASE("a batched decode step on gpu is 2 RoPE launches a layer and one argmax",
-          "[gpu][timing]") {
+TEST_CASE(
+    "a batched decode step on gpu: 2 RoPE launches a layer, one argmax, at most 4 copies to the "
+    "device",
+    "[gpu][timing]") {
     // The engine's side of the case above: three sequences of different
     // lengths decoding together (each row at its own position).
     const ModelConfig c = small_config(48, 2, 4, 2, 16, 80, 67, 64);
@@ -284,6 +286,14 @@ TEST_CASE("a batched decode step on gpu is 2 RoPE launches a layer and one argma
     const std::map<std::string, int> n = launches_by_op(gpu.take_device_op_times());
     CHECK(n.at("rope") == 2 * c.n_layers);
     CHECK(n.at("argmax") == 1);
+    // One attention launch per sequence and layer, but the block tables
+    // cross the bus once at most: the step's copies are its 3 tokens
+    // (embed), their 3 KV slots, their 3 positions and the 3 tables end to
+    // end — each only if it changed since the step before (the tables when
+    // a sequence took a new block; tokens would not if all three repeat).
+    // Per sequence, the tables alone were 3 copies a layer.
+    CHECK(n.at("attention") == 3 * c.n_layers);
+    CHECK(n.at("upload") <= 4);
 }
 
 }  // namespace plab::test
