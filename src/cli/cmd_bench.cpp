@@ -58,28 +58,41 @@ nlohmann::json or_null(double v) {
     return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
-// Device time by op of the GPU backends: one more prefill per length with a
-// CUDA event before and after every op. What the events do not cover — host
-// work between launches, launch latency — is the wall time minus their sum.
+// Time by op: one more prefill per length with every op timed. GPU backends:
+// a CUDA event before and after every op; what the events do not cover (host
+// work between launches, launch latency) is the wall time minus their sum.
+// Host backends (cpu-ref, cpu): a host clock around every call, which returns
+// when the op is done; the rest of the wall time is the forward pass's own
+// host work between ops.
 void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
     for (const auto& b : rows) {
+        const bool host = b.clock == "host";
         const bool emulated = b.backend.find("(emulated)") != std::string::npos;
-        std::printf(
-            "\nDevice time by op, %s, one prefill of %d tokens with a CUDA event before and "
-            "after every op%s:\n",
-            b.backend.c_str(), b.tokens,
-            emulated ? "\n  (emulated: the events read the host clock, so these time the "
-                       "emulator, not a GPU)"
-                     : "");
-        std::printf("  %-16s %9s %11s %9s\n", "op", "launches", "device ms", "of wall");
+        if (host) {
+            std::printf(
+                "\nTime by op, %s, one prefill of %d tokens with the host clock read before "
+                "and after every op\n  (a host backend's op has finished when its call "
+                "returns):\n",
+                b.backend.c_str(), b.tokens);
+        } else {
+            std::printf(
+                "\nDevice time by op, %s, one prefill of %d tokens with a CUDA event before and "
+                "after every op%s:\n",
+                b.backend.c_str(), b.tokens,
+                emulated ? "\n  (emulated: the events read the host clock, so these time the "
+                           "emulator, not a GPU)"
+                         : "");
+        }
+        std::printf("  %-16s %9s %11s %9s\n", "op", host ? "calls" : "launches",
+                    host ? "ms" : "device ms", "of wall");
         for (const auto& op : b.ops) {
             std::printf("  %-16s %9d %11.3f %8.1f%%\n", op.op.c_str(), op.launches, op.ms,
                         100 * op.ms / b.wall_ms);
         }
         std::printf(
-            "  every op %20.3f %8.1f%% of the %.3f ms wall time; the other %.3f ms are host "
-            "work and gaps between launches\n",
-            b.ops_ms, 100 * b.ops_ms / b.wall_ms, b.wall_ms, std::max(0.0, b.wall_ms - b.ops_ms));
+            "  every op %20.3f %8.1f%% of the %.3f ms wall time; the other %.3f ms are %s\n",
+            b.ops_ms, 100 * b.ops_ms / b.wall_ms, b.wall_ms, std::max(0.0, b.wall_ms - b.ops_ms),
+            host ? "host work between ops" : "host work and gaps between launches");
     }
 }
 
@@ -234,11 +247,9 @@ void run(BenchCliOptions o) {
                 {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
         }
         for (const auto& b : r.device_ops) {
-            nlohmann::json row = {{"backend", b.backend},
-                                  {"tokens", b.tokens},
-                                  {"wall_ms", b.wall_ms},
-                                  {"ops_ms", b.ops_ms},
-                                  {"ops", nlohmann::json::array()}};
+            nlohmann::json row = {{"backend", b.backend}, {"clock", b.clock},
+                                  {"tokens", b.tokens},   {"wall_ms", b.wall_ms},
+                                  {"ops_ms", b.ops_ms},   {"ops", nlohmann::json::array()}};
             for (const auto& op : b.ops)
                 row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
             j["device_ops"].push_back(row);

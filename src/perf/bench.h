@@ -112,10 +112,12 @@ struct DecodeCrossover {
     double batch = 0;  // +infinity: never compute-bound
 };
 
-// One prefill of a backend that times its ops on the device (the GPU
-// backends: a CUDA event before and after every op), summed by op. The sum of
-// the op times against the wall time says how much of a prefill the kernels
-// and copies themselves took; the rest is host work and gaps between launches.
+// One prefill with every op timed, summed by op: on the device for the GPU
+// backends (a CUDA event before and after every op), on the host clock for
+// the host ones (perf/host_timed_backend.h: their ops end before they
+// return). The sum of the op times against the wall time says how much of a
+// prefill the ops themselves took; the rest is host work between them (and,
+// on a GPU, gaps between launches).
 struct DeviceOpRow {
     std::string op;  // the Backend method: "matmul", "attention", "upload", ...
     int launches = 0;
@@ -123,6 +125,7 @@ struct DeviceOpRow {
 };
 struct DeviceOpBreakdown {
     std::string backend;
+    std::string clock;  // "device" (CUDA events) or "host" (a host clock around each op)
     int tokens = 0;
     double wall_ms = 0;            // this prefill's wall time (with the events recorded)
     double ops_ms = 0;             // sum of every op's device time

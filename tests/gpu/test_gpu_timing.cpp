@@ -171,7 +171,12 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
                             "--lengths", "6", "--repeats", "1", "--decode-steps", "1", "--json"});
     REQUIRE(b.exit_code == 0);
     const auto j = nlohmann::json::parse(b.out);
-    REQUIRE(j["device_ops"].size() == 1);  // gpu-ref times its ops; cpu-ref does not
+    // gpu-ref's ops timed on the device, cpu-ref's on the host clock.
+    REQUIRE(j["device_ops"].size() == 2);
+    CHECK(j["device_ops"][0]["backend"].get<std::string>().rfind("gpu-ref", 0) == 0);
+    CHECK(j["device_ops"][0]["clock"] == "device");
+    CHECK(j["device_ops"][1]["backend"] == "cpu-ref");
+    CHECK(j["device_ops"][1]["clock"] == "host");
     // The GEMM peak is the CPU's: only CPU rows are a fraction of it (on the
     // H200, gpu once read "381% of peak" against the host's 1054 GFLOP/s).
     for (const auto& p : j["prefill"]) {
@@ -197,6 +202,16 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(matmuls == 7 * c.n_layers + 1);
     CHECK(sum == Approx(row["ops_ms"].get<double>()).epsilon(1e-9));
     CHECK(row["wall_ms"].get<double>() > 0);
+    // cpu-ref's row names the methods forward.cpp called on it (fused
+    // products as matmul_parts: 2 a layer), its ops within its wall time.
+    const auto& host = j["device_ops"][1];
+    CHECK(host["tokens"] == 6);
+    std::map<std::string, int> calls;
+    for (const auto& op : host["ops"]) calls[op["op"]] = op["launches"];
+    CHECK(calls.at("matmul_parts") == 2 * c.n_layers);
+    CHECK(calls.at("matmul") == 2 * c.n_layers + 1);
+    CHECK(calls.at("attention_batch") == c.n_layers);
+    CHECK(host["ops_ms"].get<double>() <= host["wall_ms"].get<double>());
 }
 
 TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens in one launch each",
