@@ -72,7 +72,7 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
             std::printf(
                 "\nTime by op, %s, one prefill of %d tokens with the host clock read before "
                 "and after every op\n  (a host backend's op has finished when its call "
-                "returns):\n",
+                "returns; the median of 3 prefills by wall time):\n",
                 b.backend.c_str(), b.tokens);
         } else {
             std::printf(
