@@ -39,34 +39,6 @@ void key_rows_of(std::ptrdiff_t* key_rows, std::span<const int32_t> block_table,
     }
 }
 
-void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
-                   int n_keys, int offset, int head_dim) {
-    constexpr int kLine = 64 / sizeof(float);  // floats per cache line
-    for (int j = 0; j < n_keys; ++j) {
-        if (key_rows[j] < 0) continue;
-        const std::ptrdiff_t first = key_rows[j] + offset;
-        for (int f = 0; f < head_dim; f += kLine) {
-            if (k_pool != nullptr) __builtin_prefetch(k_pool + first + f);
-            __builtin_prefetch(v_pool + first + f);
-        }
-        // The slice's last line when it does not start on a line edge.
-        if (k_pool != nullptr) __builtin_prefetch(k_pool + first + head_dim - 1);
-        __builtin_prefetch(v_pool + first + head_dim - 1);
-    }
-}
-
-void prefetch_mirror_head(const MirrorHead& k, int n_keys) {
-    constexpr int kLine = 64 / sizeof(float);
-    const int B = k.mirror->block_size();
-    const int run = k.head_dim * B;  // the head's floats in a block
-    for (int b = 0; b * B < n_keys; ++b) {
-        const int32_t physical = k.block_table[b];
-        if (physical == kFreedBlock) continue;
-        const float* first = k.mirror->block(physical) + std::size_t(k.offset) * B;
-        for (int f = 0; f < run; f += kLine) __builtin_prefetch(first + f);
-    }
-}
-
 const float* zero_row(int n) {
     thread_local std::vector<float> zeros;
     if (zeros.size() < std::size_t(n)) zeros.assign(std::size_t(n), 0.0f);

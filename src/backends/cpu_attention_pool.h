@@ -42,17 +42,6 @@ struct PoolHead {
     int head_dim = 0;
 };
 
-// Asks the memory system for one KV head's slice (floats [offset, offset +
-// head_dim) of each row) of the K and V of keys [0, n_keys), before the
-// products need it: a sequence's rows are scattered over its blocks, a
-// pattern the hardware prefetcher does not follow, and in a batched decode
-// step they are rarely in cache (64 sequences' K/V are tens of MB). The
-// backend asks a few heads ahead of the one it computes, and for the next
-// sequence while it finishes this one.
-// k_pool may be null: only V's slice is asked for (K comes from a mirror).
-void prefetch_head(const float* k_pool, const float* v_pool, const std::ptrdiff_t* key_rows,
-                   int n_keys, int offset, int head_dim);
-
 // One KV head's view of a layer's K mirror (cpu_key_mirror.h).
 struct MirrorHead {
     const KeyMirror* mirror = nullptr;
@@ -60,10 +49,6 @@ struct MirrorHead {
     int offset = 0;                        // this head's first feature: g·Dh
     int head_dim = 0;
 };
-
-// prefetch_head's K half from the mirror: the head's Dh x B floats of each
-// block holding keys [0, n_keys), one contiguous run per block.
-void prefetch_mirror_head(const MirrorHead& k, int n_keys);
 
 // A row of at least n zeros (this thread's, grown as needed): the row read for
 // a freed block's key and for the keys past the cache.

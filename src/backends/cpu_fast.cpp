@@ -28,10 +28,13 @@ constexpr int kKeyTile = 32;  // keys per tile the mask classifies, aligned to p
 // the pool (cpu_attention_pool.h); longer ones gather them into panels first,
 // which every query of a 48-query tile then shares.
 constexpr int kPoolQueriesBelow = 4;
-// Such a call asks for the K/V of the head this many heads ahead of the one
-// it computes (one head of a stories15M decode query: ~19 KB at 50 keys).
-constexpr int kPrefetchHeads = 2;
-// Calls of a batch one task runs in a row (attention_batch).
+// Calls of a batch one task runs in a row (attention_batch). No software
+// prefetch of their K/V: asking for a head's K/V two heads ahead (every line
+// of it) once paid, before K had its mirror and the pools huge pages; since,
+// a 64-sequence stories15M step's attention was 5-15% faster without it
+// (context ~50: 1.84-1.94 vs 1.99-2.31 ms; ~490: 13.4-13.9 vs 15.9-17.6 ms;
+// three interleaved runs each): thousands of prefetches a head queued ahead
+// of the loads that needed their lines.
 constexpr int kCallsPerTask = 4;
 
 // GEMM tasks per thread. More tasks than threads is what makes the split
@@ -311,8 +314,7 @@ void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
             small_work += work;
         }
     }
-    // A task runs a few calls in a row, so it can ask for the next one's K/V
-    // while it computes this one's; several tasks per thread still let a
+    // A task runs a few calls in a row; several tasks per thread still let a
     // thread take over from one the OS has descheduled.
     const int n_small = static_cast<int>(small.size());
     const int tasks = (n_small + kCallsPerTask - 1) / kCallsPerTask;
@@ -320,15 +322,13 @@ void CpuFastBackend::attention_batch(Buffer k_pool, Buffer v_pool,
         const int first = t * kCallsPerTask, end = std::min(n_small, first + kCallsPerTask);
         for (int i = first; i < end; ++i) {
             attend(*small[std::size_t(i)], k_pool, v_pool, mirror_for(small[std::size_t(i)]->shape),
-                   /*split=*/false, i + 1 < end ? small[std::size_t(i) + 1] : nullptr,
-                   /*prefetched=*/i > first);
+                   /*split=*/false);
         }
     });
 }
 
 void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool,
-                            const cpu_attention::KeyMirror* mirror, bool split,
-                            const AttentionCall* next, bool prefetched) {
+                            const cpu_attention::KeyMirror* mirror, bool split) {
     const Buffer out = call.out, q = call.q;
     const std::span<const int32_t> block_table = call.block_table;
     const AttentionShape& s = call.shape;
@@ -414,41 +414,6 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     // prompt's gather left the other waiting ~40 us per layer).
     const int threads = threads_for(attention_work(s));
     if (!from_pool) run_cpu_tasks(threads, s.n_kv_heads, gather_head);
-    // From the pool: ask for the first heads' K/V now (unless the call before
-    // did), then each head asks kPrefetchHeads ahead, past the last head into
-    // the next call of the task.
-    thread_local std::vector<std::ptrdiff_t> next_rows_kept;
-    std::vector<std::ptrdiff_t>& next_rows = next_rows_kept;
-    const bool next_from_pool = next != nullptr && next->shape.n_queries < kPoolQueriesBelow;
-    if (next_from_pool) {
-        next_rows.resize(std::size_t(next->shape.n_keys()));
-        cpu_attention::key_rows_of(next_rows.data(), next->block_table, next->shape.block_size,
-                                   next->shape.n_kv_heads * next->shape.head_dim,
-                                   next->shape.n_keys());
-    }
-    // With a mirror, K is asked for from it (one run per block) and only V
-    // from the pool.
-    const float* k_rows_pool = mirror != nullptr ? nullptr : k_pool.data;
-    const auto prefetch_ahead = [&](int h) {  // the K/V query head h reads, h >= H: next call's
-        if (h < s.n_heads) {
-            const int offset = kv_head_of(h, s.n_heads, s.n_kv_heads) * dh;
-            cpu_attention::prefetch_head(k_rows_pool, v_pool.data, key_rows.data(), n_keys, offset,
-                                         dh);
-            if (mirror != nullptr)
-                cpu_attention::prefetch_mirror_head({mirror, block_table.data(), offset, dh},
-                                                    n_keys);
-        } else if (next_from_pool && h - s.n_heads < next->shape.n_heads) {
-            const AttentionShape& ns = next->shape;
-            const int offset = kv_head_of(h - s.n_heads, ns.n_heads, ns.n_kv_heads) * ns.head_dim;
-            cpu_attention::prefetch_head(k_rows_pool, v_pool.data, next_rows.data(), ns.n_keys(),
-                                         offset, ns.head_dim);
-            if (mirror != nullptr)
-                cpu_attention::prefetch_mirror_head(
-                    {mirror, next->block_table.data(), offset, ns.head_dim}, ns.n_keys());
-        }
-    };
-    if (from_pool && !prefetched)
-        for (int h = 0; h < kPrefetchHeads; ++h) prefetch_ahead(h);
     const auto pool_head = [&](Buffer pool, int g) {
         return cpu_attention::PoolHead{pool.data, key_rows.data(), g * dh, dh};
     };
@@ -465,7 +430,6 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         long long skipped = 0, partial = 0, full = 0;
         const int h = wi / tiles, tile = wi % tiles;
         const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
-        if (from_pool && tile == 0) prefetch_ahead(h + kPrefetchHeads);
         const int i0 = tile * kQueryTile, i1 = std::min(s.n_queries, i0 + kQueryTile);
         const int rows = i1 - i0;
         const int qa = s.pos0 + i0, qb = s.pos0 + i1 - 1;  // the tile's query positions

@@ -105,13 +105,10 @@ private:
     // The K mirror of this pool, if one is kept for its geometry.
     const cpu_attention::KeyMirror* mirror_of(Buffer k_pool, int block_size, int row) const;
     // One call's attention; split: over the engine's threads, else on the
-    // calling thread alone (one task of attention_batch). next: the call this
-    // thread runs after it, whose K/V it may ask for early; prefetched: the
-    // call before asked for this one's first heads.
+    // calling thread alone (one task of attention_batch).
     // mirror: k_pool's K mirror, read by a call of few queries, or null.
     void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool,
-                const cpu_attention::KeyMirror* mirror, bool split,
-                const AttentionCall* next = nullptr, bool prefetched = false);
+                const cpu_attention::KeyMirror* mirror, bool split);
 
     std::map<const float*, PackedWeight> packed_;
     // K pools' mirrors (backends/cpu_key_mirror.h), keyed by the pool's
