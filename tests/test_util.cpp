@@ -109,6 +109,12 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     return m;
 }
 
+std::map<std::string, int> count_by_op(const std::vector<DeviceOpTime>& ops) {
+    std::map<std::string, int> n;
+    for (const DeviceOpTime& op : ops) n[op.op] += 1;
+    return n;
+}
+
 static std::string shell_quote(const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);

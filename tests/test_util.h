@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "model/config.h"
 
 namespace plab::test {
@@ -42,6 +44,10 @@ void require_not_all_zero(const std::vector<float>& v, const std::string& what);
 void require_error(const std::function<void()>& fn, const std::string& fragment);
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+// How many of `ops` each op has: a timed prefill's launches (a GPU backend)
+// or calls (perf/host_timed_backend.h), by Backend method name.
+std::map<std::string, int> count_by_op(const std::vector<DeviceOpTime>& ops);
 
 struct CliResult {
     int exit_code = -1;

@@ -25,15 +25,6 @@
 #include "test_util.h"
 
 namespace plab::test {
-namespace {
-
-std::map<std::string, int> launches_by_op(const std::vector<DeviceOpTime>& ops) {
-    std::map<std::string, int> n;
-    for (const DeviceOpTime& op : ops) n[op.op] += 1;
-    return n;
-}
-
-}  // namespace
 
 TEST_CASE("gpu backends time every op of a prefill on the device, in launch order",
           "[gpu][timing]") {
@@ -69,7 +60,7 @@ TEST_CASE("gpu backends time every op of a prefill on the device, in launch orde
             // 7 projections, 2 RMSNorms, 2 RoPEs (Q, K), one KV append, one
             // attention, one SwiGLU, 2 residual adds; then the final RMSNorm,
             // the classifier and the logits' copy back.
-            const std::map<std::string, int> n = launches_by_op(ops);
+            const std::map<std::string, int> n = count_by_op(ops);
             CHECK(n.at("matmul") == chunks * (7 * L + 1));
             CHECK(n.at("rmsnorm") == chunks * (2 * L + 1));
             CHECK(n.at("rope") == chunks * 2 * L);
@@ -120,7 +111,7 @@ TEST_CASE("gpu backends copy an unchanged array once and a changed one again", "
         gpu->set_device_op_timing(true);
         const PrefillSnapshot sb = run_prefill_snapshot(model, b, full);
         gpu->set_device_op_timing(false);
-        CHECK(launches_by_op(gpu->take_device_op_times()).at("upload") == 1);
+        CHECK(count_by_op(gpu->take_device_op_times()).at("upload") == 1);
 
         // And what was not copied again was right: b's result equals that of
         // a backend that never saw a (a stale copy would change the logits).
@@ -137,7 +128,7 @@ TEST_CASE("gpu backends copy an unchanged array once and a changed one again", "
         gpu->set_device_op_timing(true);
         const PrefillSnapshot s4 = run_prefill_snapshot(model, b, full, small_blocks);
         gpu->set_device_op_timing(false);
-        CHECK(launches_by_op(gpu->take_device_op_times()).at("upload") == 1);
+        CHECK(count_by_op(gpu->take_device_op_times()).at("upload") == 1);
         CHECK(compare_snapshots(s4, run_prefill_snapshot(ref, b, full, small_blocks)).bitwise());
     }
 }
@@ -243,7 +234,7 @@ TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens 
                 gpu->set_device_op_timing(true);
                 f();
                 gpu->set_device_op_timing(false);
-                return launches_by_op(gpu->take_device_op_times());
+                return count_by_op(gpu->take_device_op_times());
             };
             const auto rope = [&](const std::vector<int32_t>& positions) {
                 return ops_of([&] {
@@ -298,7 +289,7 @@ TEST_CASE(
     const StepRecord& step = e.step();
     gpu.set_device_op_timing(false);
     REQUIRE(step.decode_tokens == 3);
-    const std::map<std::string, int> n = launches_by_op(gpu.take_device_op_times());
+    const std::map<std::string, int> n = count_by_op(gpu.take_device_op_times());
     CHECK(n.at("rope") == 2 * c.n_layers);
     CHECK(n.at("argmax") == 1);
     // One attention launch per sequence and layer, but the block tables

@@ -57,12 +57,6 @@ public:
     }
 };
 
-std::map<std::string, int> calls_by_op(const std::vector<DeviceOpTime>& ops) {
-    std::map<std::string, int> n;
-    for (const DeviceOpTime& op : ops) n[op.op] += 1;
-    return n;
-}
-
 }  // namespace
 
 TEST_CASE("host-timed backend: every call reaches the wrapped backend's own method, same bits",
@@ -134,7 +128,7 @@ TEST_CASE("host-timed backend: the ops forward.cpp calls, in call order, only wh
     // Per chunk: the embedding; per layer 2 fused products (Q/K/V, gate/up)
     // and 2 single ones (Wo, W_down), RoPE of Q and K, one KV append, one
     // attention call, one SwiGLU; then the classifier.
-    const std::map<std::string, int> n = calls_by_op(ops);
+    const std::map<std::string, int> n = count_by_op(ops);
     CHECK(n.at("embed") == chunks);
     CHECK(n.at("matmul_parts") == chunks * 2 * L);
     CHECK(n.at("matmul") == chunks * (2 * L + 1));
