@@ -30,6 +30,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/kv_layout.h"
 #include "gpu_backend.h"
 #include "kernels.h"
 #include "simt/simt_async.h"
@@ -274,13 +275,11 @@ public:
         if (rows == 0) return;
         const std::span<const int32_t> used = positions.first(std::size_t(rows));
         // One sequence's chunk (consecutive positions): rope from pos0, no array to copy.
-        bool consecutive = true;
-        for (int r = 1; r < rows && consecutive; ++r)
-            consecutive = used[std::size_t(r)] == used[0] + r;
-        if (consecutive) return rope(x, rows, n_heads, head_dim, used[0], cos, sin);
-        const int last = *std::max_element(used.begin(), used.end());
-        PLAB_ASSERT(*std::min_element(used.begin(), used.end()) >= 0 &&
-                    std::size_t(last + 1) * (head_dim / 2) <= cos.size);
+        if (consecutive_run(used, 0) == used.size())
+            return rope(x, rows, n_heads, head_dim, used[0], cos, sin);
+        const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
+        const int last = *highest;
+        PLAB_ASSERT(*lowest >= 0 && std::size_t(last + 1) * (head_dim / 2) <= cos.size);
         const int32_t* d_positions = positions_.upload(used, clock_);
         TimedOp t(clock_, "rope");
         launch_rope(x.data, rows, n_heads, head_dim, 0, d_positions, last, cos.data, sin.data);

@@ -8,6 +8,7 @@
 
 #include "backends/cpu_gemm.h"
 #include "core/error.h"
+#include "core/kv_layout.h"
 
 namespace plab::cpu_attention {
 namespace {
@@ -71,8 +72,7 @@ void KeyMirror::write_run(const float* rows, std::size_t slot0, std::size_t coun
 void KeyMirror::write_slots(const float* k, std::span<const int32_t> slots) {
     const std::size_t row = std::size_t(row_);
     for (std::size_t i = 0; i < slots.size();) {
-        std::size_t run = 1;  // slots i.. consecutive
-        while (i + run < slots.size() && slots[i + run] == slots[i] + int(run)) ++run;
+        const std::size_t run = consecutive_run(slots, i);
         if (run == 1 && i + 1 < slots.size()) {
             // A lone slot's features lie on `row` different cache lines,
             // rarely in cache (a decode step writes one slot per sequence):

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/kv_layout.h"
 
 namespace plab {
 
@@ -25,13 +26,12 @@ void Backend::rope_rows(Buffer x, int rows, int n_heads, int head_dim,
                         std::span<const int32_t> positions, Buffer cos, Buffer sin) {
     PLAB_ASSERT(rows >= 0 && positions.size() >= std::size_t(rows));
     const std::size_t row = std::size_t(n_heads) * head_dim;
-    int i = 0;
-    while (i < rows) {
-        int j = i + 1;
-        while (j < rows && positions[std::size_t(j)] == positions[std::size_t(i)] + (j - i)) ++j;
-        rope(x.slice(std::size_t(i) * row, std::size_t(j - i) * row), j - i, n_heads, head_dim,
-             positions[std::size_t(i)], cos, sin);
-        i = j;
+    const std::span<const int32_t> used = positions.first(std::size_t(rows));
+    for (std::size_t i = 0; i < used.size();) {
+        const std::size_t run = consecutive_run(used, i);
+        rope(x.slice(i * row, run * row), static_cast<int>(run), n_heads, head_dim, used[i], cos,
+             sin);
+        i += run;
     }
 }
 

@@ -11,6 +11,10 @@
 // position. Every backend, CPU or GPU, finds K/V through these functions.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
 #include "core/hd.h"
 
 namespace plab {
@@ -39,6 +43,16 @@ PLAB_HD inline long long kv_offset(int slot, int kv_head, int n_kv_heads, int he
 // heads, H/Hkv query heads per group.
 PLAB_HD inline int kv_head_of(int head, int n_heads, int n_kv_heads) {
     return head / (n_heads / n_kv_heads);
+}
+
+// How many of values[i], values[i + 1], ... go up by one from values[i] (at
+// least 1): a run of consecutive positions (one sequence's rows of a step,
+// rotated from its first position) or of consecutive slots (positions that
+// share a block, written side by side). Host code only.
+inline std::size_t consecutive_run(std::span<const int32_t> values, std::size_t i) {
+    std::size_t n = 1;
+    while (i + n < values.size() && values[i + n] == values[i] + static_cast<int32_t>(n)) ++n;
+    return n;
 }
 
 }  // namespace plab
