@@ -28,6 +28,8 @@ constexpr int kKeyTile = 32;  // keys per tile the mask classifies, aligned to p
 // the pool (cpu_attention_pool.h); longer ones gather them into panels first,
 // which every query of a 48-query tile then shares.
 constexpr int kPoolQueriesBelow = 4;
+// Floats added to each row of the gathered Kᵀ: one 64-byte line (see attend).
+constexpr int kKeyRowSkew = 16;
 // Calls of a batch one task runs in a row (attention_batch). No software
 // prefetch of their K/V: asking for a head's K/V two heads ahead (every line
 // of it) once paid, before K had its mirror and the pools huge pages; since,
@@ -62,6 +64,15 @@ constexpr double kRmsnormFlopsPerValue = 4;
 constexpr double kMirrorWriteFlopsPerValue = 16;
 // Rows per task of the row-wise ops (rmsnorm, add_rmsnorm).
 constexpr int kRowsPerTask = 16;
+
+// Scratch kept from call to call only grows. resize() to a larger size zeroes
+// the new part (value-initialisation): with the scores of a wider query tile
+// following a narrower one's, that was ~3% of attention's time at 2048 tokens,
+// all of it memset of values about to be overwritten.
+template <class T>
+void grow(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+}
 
 // f(r) for every row r of `rows`, in tasks of kRowsPerTask rows on `threads`.
 template <class F>
@@ -348,6 +359,12 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     //    column j: tiles and vector lanes are aligned to position 0, whatever
     //    the chunk, which is what keeps a query's sums the same in every plan.
     const int kpad = cpu_gemm::padded_columns(n_keys), dpad = cpu_gemm::padded_columns(dh);
+    // Kᵀ's row stride: one cache line more than its padded width. With a
+    // power-of-two width (2048 keys: 8 KB) all Dh rows of a panel fall in the
+    // same few L1 sets and evict each other, and every 6-row tile of Q·Kᵀ
+    // reads its panel from L2 again: Q·Kᵀ for 48 queries x 2048 keys took
+    // 53-56 us on one thread with the stride 2048, 49-52 with 2064.
+    const int kstride = kpad + kKeyRowSkew;
     // Kept from call to call (resize reuses the capacity): allocated afresh, a
     // long prompt's copies would be new pages, faulted in on every layer.
     // (References, so the tasks on the pool's threads read this thread's copies.)
@@ -361,8 +378,8 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     key_rows.resize(std::size_t(n_keys));
     cpu_attention::key_rows_of(key_rows.data(), block_table, s.block_size, row, n_keys);
     if (!from_pool) {
-        kt.resize(std::size_t(s.n_kv_heads) * dh * kpad);
-        vg.resize(std::size_t(s.n_kv_heads) * n_keys * dpad);
+        grow(kt, std::size_t(s.n_kv_heads) * dh * kstride);
+        grow(vg, std::size_t(s.n_kv_heads) * n_keys * dpad);
     }
     // One task per KV head; keys in runs of one vector register's width,
     // transposed in registers (cpu_key_mirror.h), or copied from the K
@@ -371,7 +388,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     // every score and sum.
     const int run = cpu_gemm::lanes();
     const auto gather_head = [&](int g) {
-        float* kg = kt.data() + std::size_t(g) * dh * kpad;
+        float* kg = kt.data() + std::size_t(g) * dh * kstride;
         float* vgg = vg.data() + std::size_t(g) * n_keys * dpad;
         const auto at = [&](int j) -> std::ptrdiff_t {  // key j's offset in a pool, -1: none
             if (j >= n_keys || key_rows[std::size_t(j)] < 0) return -1;
@@ -385,18 +402,18 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
             if (mirror != nullptr && physical != kFreedBlock) {
                 // Kᵀ is what the mirror holds: copies, no transposes; keys
                 // past the cache (the last block's later slots) become 0.
-                mirror->copy_keys(kg + j0, std::size_t(kpad), physical, j0 % s.block_size, g * dh,
-                                  dh);
+                mirror->copy_keys(kg + j0, std::size_t(kstride), physical, j0 % s.block_size,
+                                  g * dh, dh);
                 if (j0 + run > n_keys)
                     for (int d = 0; d < dh; ++d)
-                        std::fill(kg + std::size_t(d) * kpad + n_keys,
-                                  kg + std::size_t(d) * kpad + j0 + run, 0.0f);
+                        std::fill(kg + std::size_t(d) * kstride + n_keys,
+                                  kg + std::size_t(d) * kstride + j0 + run, 0.0f);
             } else {
                 for (int jj = 0; jj < run; ++jj) {
                     const std::ptrdiff_t a = at(j0 + jj);
                     rows[std::size_t(jj)] = a >= 0 ? k_pool.data + a : zeros;
                 }
-                cpu_attention::transpose_keys(kg + j0, std::size_t(kpad), rows.data(), dh);
+                cpu_attention::transpose_keys(kg + j0, std::size_t(kstride), rows.data(), dh);
             }
             for (int j = j0; j < std::min(n_keys, j0 + run); ++j) {
                 const std::ptrdiff_t a = at(j);
@@ -426,7 +443,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     const auto tile_task = [&](int wi) {
         thread_local std::vector<float> scores, ot;
         thread_local std::vector<TileClass> cls;
-        cls.resize(static_cast<std::size_t>(key_tiles));
+        grow(cls, static_cast<std::size_t>(key_tiles));
         long long skipped = 0, partial = 0, full = 0;
         const int h = wi / tiles, tile = wi % tiles;
         const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
@@ -435,9 +452,10 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         const int qa = s.pos0 + i0, qb = s.pos0 + i1 - 1;  // the tile's query positions
         // 2a. The mask's verdict on each key tile; the GEMMs span the non-empty ones.
         int first = key_tiles, last = -1;
+        const Mask::QueryTileBounds bounds = mask.query_tile_bounds(qa, qb);
         for (int kt_i = 0; kt_i < key_tiles; ++kt_i) {
             const int k0 = kt_i * kKeyTile, k1 = std::min(n_keys, k0 + kKeyTile) - 1;
-            cls[kt_i] = mask.classify_tile(qa, qb, k0, k1);
+            cls[kt_i] = mask.classify_tile(bounds, k0, k1);
             if (cls[kt_i] == TileClass::empty) {
                 ++skipped;
                 continue;
@@ -454,7 +472,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         // attention's time).
         const int klo = first * kKeyTile, khi = std::min(n_keys, (last + 1) * kKeyTile);
         const int width = cpu_gemm::padded_columns(khi - klo);
-        scores.resize(std::size_t(rows) * width);
+        grow(scores, std::size_t(rows) * width);
         const auto hide = [&](int c0, int c1) {  // columns [c0, c1) of every row
             for (int r = 0; r < rows && c0 < c1; ++r)
                 std::fill(scores.data() + std::size_t(r) * width + c0,
@@ -462,8 +480,9 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         };
         int written = 0;  // columns [0, written) are written or hidden
         const float* q0 = q.data + (std::size_t(i0) * s.n_heads + h) * dh;  // rows strided by H·Dh
-        const cpu_gemm::Panels kpanels{from_pool ? nullptr : kt.data() + std::size_t(g) * dh * kpad,
-                                       dh, n_keys, std::size_t(panel), std::size_t(kpad)};
+        const cpu_gemm::Panels kpanels{
+            from_pool ? nullptr : kt.data() + std::size_t(g) * dh * kstride, dh, n_keys,
+            std::size_t(panel), std::size_t(kstride)};
         // 2b. S = Q·Kᵀ over each run of consecutive non-empty key tiles;
         //     partial tiles ask the mask cell by cell; modifiers touch visible
         //     cells, after the scale. Without modifiers the scale waits for
@@ -539,7 +558,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         //     (cpu_vector.h): keys outside [klo, khi) would only add zeros,
         //     so every query tile and chunk gives the same sum.
         thread_local std::vector<float> den;
-        den.resize(std::size_t(rows));
+        grow(den, std::size_t(rows));
         for (int r = 0; r < rows; ++r) {
             float* srow = scores.data() + std::size_t(r) * width;
             den[r] = cpu_vector::exp_and_sum(srow, width, cpu_vector::row_max(srow, width),
@@ -548,7 +567,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
         // 2d. O = E·V, each component one FMA chain over keys in order (the
         //     zeros before a query's first visible key leave it at +0), then
         //     divided once per output, like the reference.
-        ot.resize(std::size_t(rows) * dpad);
+        grow(ot, std::size_t(rows) * dpad);
         if (from_pool) {
             for (int r = 0; r < rows; ++r)
                 cpu_attention::weighted_values_from_pool(ot.data() + std::size_t(r) * dpad,

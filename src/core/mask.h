@@ -262,6 +262,36 @@ struct Mask {
         return any_visible ? TileClass::full : TileClass::empty;
     }
 
+    // The same verdicts for many key tiles of one query tile. The bounds of
+    // its queries' key ranges are found once; a key tile outside every range
+    // is empty, and (interval masks) one inside every range is full, without
+    // asking each query again. Only the tiles some range's edge crosses take
+    // classify_tile's row-by-row path. (Asking every query of every tile, the
+    // fast backend's attention at 2048 tokens spent ~6% of its time here.)
+    struct QueryTileBounds {
+        int q0, q1;
+        bool exact;
+        int min_lo, max_lo, min_hi, max_hi;  // over the queries' key ranges
+    };
+    PLAB_HD QueryTileBounds query_tile_bounds(int q0, int q1) const {
+        QueryTileBounds b{q0, q1, ranges_exact(), 0x7fffffff, -1, 0x7fffffff, -1};
+        for (int q = q0; q <= q1; ++q) {
+            const KeyRange r = key_range(q);
+            b.min_lo = mask_min(b.min_lo, r.lo);
+            b.max_lo = mask_max(b.max_lo, r.lo);
+            b.min_hi = mask_min(b.min_hi, r.hi);
+            b.max_hi = mask_max(b.max_hi, r.hi);
+        }
+        return b;
+    }
+    PLAB_HD TileClass classify_tile(const QueryTileBounds& b, int k0, int k1) const {
+        // Every query's visible keys lie in its range: none reach this tile.
+        if (k1 < b.min_lo || k0 > b.max_hi) return TileClass::empty;
+        // Every query's range covers the tile, and sees all of it.
+        if (b.exact && b.max_lo <= k0 && b.min_hi >= k1) return TileClass::full;
+        return classify_tile(b.q0, b.q1, k0, k1);
+    }
+
     // ---- what the KV cache may forget ----------------------------------------
     // True when no query at position q0 or later may see key k under this
     // term: the key has slid out of a window, or its chunk or document ended.

@@ -273,6 +273,10 @@ TEST_CASE("masks: visible() / the key range and the tile classification agree on
                                                             : TileClass::partial;
                     INFO("tile " << tile << " (" << qt << ", " << kt << ")");
                     REQUIRE(map[std::size_t(qt) * tiles + kt] == want);
+                    // The query tile's bounds, found once, give the same verdict.
+                    const int qa = qt * tile, qb = std::min(t, qa + tile) - 1;
+                    const int k0 = kt * tile, k1 = std::min(t, k0 + tile) - 1;
+                    REQUIRE(m.classify_tile(m.query_tile_bounds(qa, qb), k0, k1) == want);
                 }
             }
         }
