@@ -64,16 +64,25 @@ nlohmann::json or_null(double v) {
 // Host backends (cpu-ref, cpu): a host clock around every call, which returns
 // when the op is done; the rest of the wall time is the forward pass's own
 // host work between ops.
-void print_device_ops(const std::vector<DeviceOpBreakdown>& rows) {
+void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_s) {
     for (const auto& b : rows) {
         const bool host = b.clock == "host";
         const bool emulated = b.backend.find("(emulated)") != std::string::npos;
         if (host) {
+            // How many prefills the table is the median of: fewer than 3 when
+            // the row's time budget ran out (bench.cpp, device_op_breakdown).
+            const std::string stop =
+                "a row stops repeating after " + std::to_string(static_cast<int>(budget_s)) + " s";
+            const std::string of =
+                b.prefills == 1 ? "1 prefill: " + stop
+                : b.prefills == 2
+                    ? "the faster of 2 prefills: " + stop
+                    : "the median of " + std::to_string(b.prefills) + " prefills by wall time";
             std::printf(
                 "\nTime by op, %s, one prefill of %d tokens with the host clock read before "
                 "and after every op\n  (a host backend's op has finished when its call "
-                "returns; the median of 3 prefills by wall time):\n",
-                b.backend.c_str(), b.tokens);
+                "returns; %s):\n",
+                b.backend.c_str(), b.tokens, of.c_str());
         } else {
             std::printf(
                 "\nDevice time by op, %s, one prefill of %d tokens with a CUDA event before and "
@@ -247,9 +256,10 @@ void run(BenchCliOptions o) {
                 {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
         }
         for (const auto& b : r.device_ops) {
-            nlohmann::json row = {{"backend", b.backend}, {"clock", b.clock},
-                                  {"tokens", b.tokens},   {"wall_ms", b.wall_ms},
-                                  {"ops_ms", b.ops_ms},   {"ops", nlohmann::json::array()}};
+            nlohmann::json row = {
+                {"backend", b.backend},          {"clock", b.clock},     {"tokens", b.tokens},
+                {"prefills", b.prefills},        {"wall_ms", b.wall_ms}, {"ops_ms", b.ops_ms},
+                {"ops", nlohmann::json::array()}};
             for (const auto& op : b.ops)
                 row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
             j["device_ops"].push_back(row);
@@ -292,7 +302,7 @@ void run(BenchCliOptions o) {
         causal ? "causal attention pairs"
                : ("attention pairs " + o.bench.mask + " lets through").c_str());
     print_prefill_rows(r.prefill);
-    print_device_ops(r.device_ops);
+    print_device_ops(r.device_ops, o.bench.budget_s);
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
         "  every weight + the K/V of the context)\n");

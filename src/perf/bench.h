@@ -25,6 +25,9 @@
 
 namespace plab {
 
+class Backend;
+class DeviceModel;
+
 struct BenchOptions {
     std::vector<std::string> backends{"cpu", "cpu-ref"};
     std::vector<int> lengths{128, 512, 2048};
@@ -127,6 +130,7 @@ struct DeviceOpBreakdown {
     std::string backend;
     std::string clock;  // "device" (CUDA events) or "host" (a host clock around each op)
     int tokens = 0;
+    int prefills = 1;              // timed prefills this one is the median of (host: 1-3)
     double wall_ms = 0;            // this prefill's wall time (with the events recorded)
     double ops_ms = 0;             // sum of every op's device time
     std::vector<DeviceOpRow> ops;  // largest first
@@ -153,6 +157,13 @@ struct BenchReport {
 };
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);
+
+// One more prefill of `n` tokens of the bench's prompt on `model`, whose
+// backend times its ops (times_device_ops()): the table run_bench prints
+// after its prefill rows. A host backend's is the median of up to 3 prefills,
+// fewer once options.budget_s has gone by (DeviceOpBreakdown::prefills).
+DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model, int n,
+                                      const BenchOptions& options);
 
 // Whether the host's measured peak and bandwidth bound this backend (the CPU
 // ones; a GPU's rows report no fraction of them).

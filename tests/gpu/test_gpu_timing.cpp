@@ -168,6 +168,10 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(j["device_ops"][0]["clock"] == "device");
     CHECK(j["device_ops"][1]["backend"] == "cpu-ref");
     CHECK(j["device_ops"][1]["clock"] == "host");
+    // The device table is one prefill; the host one the median of three (a
+    // 6-token prefill is far inside the row's time budget).
+    CHECK(j["device_ops"][0]["prefills"] == 1);
+    CHECK(j["device_ops"][1]["prefills"] == 3);
     // The GEMM peak is the CPU's: only CPU rows are a fraction of it (on the
     // H200, gpu once read "381% of peak" against the host's 1054 GFLOP/s).
     for (const auto& p : j["prefill"]) {

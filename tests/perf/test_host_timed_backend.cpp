@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/cpu_ref.h"
+#include "perf/bench.h"
 #include "perf/host_timed_backend.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/device_model.h"
@@ -152,6 +153,36 @@ TEST_CASE("host-timed backend: the ops forward.cpp calls, in call order, only wh
     }
     // Within the prefill's wall time (which the wrapper's clock reads fall inside of).
     CHECK(sum_ms <= wall_us * 1e-3);
+}
+
+TEST_CASE("bench time by op on the host: the median of 3 prefills, 1 once the budget is spent",
+          "[perf][timing]") {
+    // plab bench's table for cpu and cpu-ref (perf/bench.h): an untimed
+    // prefill, then timed ones until there are 3 or the row's budget has gone
+    // by. With no budget it must stop after one (cpu-ref's 2048-token prefill
+    // is ~15 s: four of them once made `make bench` a minute longer).
+    const ModelConfig c = small_config(48, 2, 4, 2, 12, 80, 67, 64);
+    const Weights weights = make_random_weights(c, 75);
+    auto cpu = make_backend("cpu");
+    HostTimedBackend timed(*cpu);
+    const DeviceModel model(timed, weights);
+    BenchOptions o;
+    o.budget_s = 1e9;
+    const DeviceOpBreakdown three = device_op_breakdown(timed, model, 9, o);
+    CHECK(three.prefills == 3);
+    CHECK(three.clock == "host");
+    CHECK(three.tokens == 9);
+    CHECK(three.ops_ms <= three.wall_ms);
+    CHECK(count_by_op(timed.take_device_op_times()).empty());  // each prefill's ops taken
+    o.budget_s = 0;
+    const DeviceOpBreakdown one = device_op_breakdown(timed, model, 9, o);
+    CHECK(one.prefills == 1);
+    REQUIRE(!one.ops.empty());
+    // One prefill's ops, not three prefills' summed: 2 fused products a layer.
+    const auto fused = std::find_if(one.ops.begin(), one.ops.end(),
+                                    [](const DeviceOpRow& r) { return r.op == "matmul_parts"; });
+    REQUIRE(fused != one.ops.end());
+    CHECK(fused->launches == 2 * c.n_layers);
 }
 
 }  // namespace plab::test
