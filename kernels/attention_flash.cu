@@ -116,12 +116,13 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
     const int first_row = first_query + warp * kRowsPerWarp;
     const int rows = max(0, min(kRowsPerWarp, s.n_queries - first_row));
 
-    // The block's furthest visible key: the largest end of its queries' key
-    // ranges (the last query's position under causal; further under prefix-LM).
-    // Every thread computes the same value, so the loop below stays uniform.
-    int last_key = 0;
-    for (int p = first_pos; p <= last_q_pos; ++p) last_key = max(last_key, s.mask.key_range(p).hi);
-    last_key = min(last_key, n_keys - 1);
+    // The bounds of the block's queries' key ranges, found once: they decide
+    // most key tiles' verdicts without asking each query again (core/mask.h).
+    // The furthest visible key is the largest end of those ranges (the last
+    // query's position under causal; further under prefix-LM). Every thread
+    // computes the same values, so the loop below stays uniform.
+    const Mask::QueryTileBounds bounds = s.mask.query_tile_bounds(first_pos, last_q_pos);
+    const int last_key = min(max(0, bounds.max_hi), n_keys - 1);
 
     PLAB_DYNAMIC_SHARED(float, tiles);
     float* k_tile = tiles + L::kK;
@@ -155,7 +156,7 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
         const int t1 = min(t0 + kFlashKeys, n_keys) - 1;
         const int tile_keys = t1 - t0 + 1;
         // 2. The mask's verdict on this (query tile x key tile), the same for every thread.
-        const TileClass cls = s.mask.classify_tile(first_pos, last_q_pos, t0, t1);
+        const TileClass cls = s.mask.classify_tile(bounds, t0, t1);
         if (threadIdx.x == 0) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
         if (cls == TileClass::empty) continue;  // skipped: never loaded, never scored
         // 3. Load K and V rows through the block table: warp w takes rows w, w+4, ...;
