@@ -373,13 +373,23 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     std::vector<float>& vg = vg_kept;
     // A few queries read K and V straight from the pool instead (decode).
     const bool from_pool = s.n_queries < kPoolQueriesBelow;
+    // V read in place: when the call's blocks follow each other in the pool
+    // (a cold prompt in a fresh cache gets blocks 0, 1, 2, ...), its keys' V
+    // rows already are one matrix there, row stride H_kv·Dh, and P·V reads it
+    // where it is: the same values in the same order, no copy. Only for a
+    // head_dim of whole vector registers: the GEMM then reads no column past
+    // Dh (cpu_gemm.h: a last panel of one register skips its padding half),
+    // so never another head's values, nor past the pool's end.
+    const std::size_t n_blocks = std::size_t(n_keys + s.block_size - 1) / s.block_size;
+    const bool v_in_place = !from_pool && dh % cpu_gemm::lanes() == 0 && block_table[0] >= 0 &&
+                            consecutive_run(block_table.first(n_blocks), 0) == n_blocks;
     thread_local std::vector<std::ptrdiff_t> key_rows_kept;  // see cpu_attention_pool.h
     std::vector<std::ptrdiff_t>& key_rows = key_rows_kept;
     key_rows.resize(std::size_t(n_keys));
     cpu_attention::key_rows_of(key_rows.data(), block_table, s.block_size, row, n_keys);
     if (!from_pool) {
         grow(kt, std::size_t(s.n_kv_heads) * dh * kstride);
-        grow(vg, std::size_t(s.n_kv_heads) * n_keys * dpad);
+        if (!v_in_place) grow(vg, std::size_t(s.n_kv_heads) * n_keys * dpad);
     }
     // One task per KV head; keys in runs of one vector register's width,
     // transposed in registers (cpu_key_mirror.h), or copied from the K
@@ -389,7 +399,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
     const int run = cpu_gemm::lanes();
     const auto gather_head = [&](int g) {
         float* kg = kt.data() + std::size_t(g) * dh * kstride;
-        float* vgg = vg.data() + std::size_t(g) * n_keys * dpad;
+        float* vgg = v_in_place ? nullptr : vg.data() + std::size_t(g) * n_keys * dpad;
         const auto at = [&](int j) -> std::ptrdiff_t {  // key j's offset in a pool, -1: none
             if (j >= n_keys || key_rows[std::size_t(j)] < 0) return -1;
             return key_rows[std::size_t(j)] + g * dh;
@@ -415,7 +425,7 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
                 }
                 cpu_attention::transpose_keys(kg + j0, std::size_t(kstride), rows.data(), dh);
             }
-            for (int j = j0; j < std::min(n_keys, j0 + run); ++j) {
+            for (int j = j0; vgg != nullptr && j < std::min(n_keys, j0 + run); ++j) {
                 const std::ptrdiff_t a = at(j);
                 float* vdst = vgg + std::size_t(j) * dpad;
                 if (a >= 0)
@@ -574,8 +584,15 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
                                                          scores.data() + std::size_t(r) * width,
                                                          klo, khi, pool_head(v_pool, g));
         } else {
-            const cpu_gemm::Panels vpanels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
-                                           khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
+            const cpu_gemm::Panels vpanels =
+                v_in_place
+                    ? cpu_gemm::Panels{v_pool.data +
+                                           (std::size_t(block_table[0]) * s.block_size + klo) *
+                                               row +
+                                           std::size_t(g) * dh,
+                                       khi - klo, dh, std::size_t(panel), std::size_t(row)}
+                    : cpu_gemm::Panels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
+                                       khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
             // Columns past Dh are neither computed nor stored (Dh = 48: the
             // second panel's padding half), nor read below.
             cpu_gemm::gemm(ot.data(), std::size_t(dpad), scores.data(), std::size_t(width), vpanels,

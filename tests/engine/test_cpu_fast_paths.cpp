@@ -14,6 +14,7 @@
 #include <numeric>
 #include <random>
 
+#include "backends/cpu_gemm.h"
 #include "core/attention_spec.h"
 #include "core/backend.h"
 #include "core/kv_layout.h"
@@ -248,6 +249,56 @@ TEST_CASE(
             require_allclose(one, attention(*ref, c, q, t.n_heads, p, 1, p, mask.view()), 1e-6,
                              1e-5, "cpu's stated tolerance against cpu-ref (FMA, vector exp)");
         }
+    }
+}
+
+TEST_CASE("cpu attention reads V in place from consecutive blocks: the gathered copy's bits",
+          "[cpu][fast-paths]") {
+    // A cold prompt in a fresh cache has blocks 0, 1, 2, ...: its V rows are
+    // one strided matrix in the pool and P·V reads them there (cpu_fast.cpp,
+    // v_in_place) when head_dim is whole vector registers. The oracle: the
+    // same logical cache with its blocks shuffled, which takes the gather.
+    auto cpu = make_backend("cpu");
+    auto ref = make_backend("cpu-ref");
+    const int lanes = cpu_gemm::lanes();
+    struct Case {
+        int n_heads, n_kv_heads, head_dim, block_size, n_keys, pos0;
+        const char* mask;
+    };
+    for (const Case& k :
+         {Case{4, 2, lanes, 8, 70, 0, "causal"}, Case{3, 3, 3 * lanes, 16, 133, 40, "causal"},
+          Case{2, 1, 4 * lanes, 5, 97, 9, "window:20"},
+          Case{2, 2, 3 * lanes, 16, 61, 0, "prefix:13"}}) {
+        INFO("H=" << k.n_heads << " Hkv=" << k.n_kv_heads << " Dh=" << k.head_dim
+                  << " block=" << k.block_size << " keys=" << k.n_keys << " pos0=" << k.pos0
+                  << " mask " << k.mask);
+        const Scene scene = make_scene(k.n_heads, k.n_kv_heads, k.head_dim, k.block_size, k.n_keys,
+                                       k.mask, 900 + k.n_keys, 901 + k.n_keys);
+        // In order: physical block b holds logical block b.
+        Cache in_order = scene.c;
+        std::iota(in_order.table.begin(), in_order.table.end(), 0);
+        // Shuffled: the same logical blocks at scene.c's physical places.
+        Cache shuffled = in_order;
+        shuffled.table = scene.c.table;
+        const std::size_t block_floats = std::size_t(k.block_size) * k.n_kv_heads * k.head_dim;
+        for (std::size_t b = 0; b < shuffled.table.size(); ++b) {
+            const std::size_t to = std::size_t(shuffled.table[b]) * block_floats;
+            std::copy_n(in_order.k.begin() + std::ptrdiff_t(b * block_floats), block_floats,
+                        shuffled.k.begin() + std::ptrdiff_t(to));
+            std::copy_n(in_order.v.begin() + std::ptrdiff_t(b * block_floats), block_floats,
+                        shuffled.v.begin() + std::ptrdiff_t(to));
+        }
+        REQUIRE(shuffled.table != in_order.table);
+        const int n_queries = k.n_keys - k.pos0;
+        const Mask m = scene.mask.view();
+        const auto direct =
+            attention(*cpu, in_order, scene.q, k.n_heads, k.pos0, n_queries, k.pos0, m);
+        require_bitwise_equal(
+            direct, attention(*cpu, shuffled, scene.q, k.n_heads, k.pos0, n_queries, k.pos0, m),
+            "V in place vs gathered");
+        require_allclose(
+            direct, attention(*ref, in_order, scene.q, k.n_heads, k.pos0, n_queries, k.pos0, m),
+            1e-6, 1e-5, "cpu's stated tolerance against cpu-ref");
     }
 }
 
