@@ -264,7 +264,14 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     const int panels = first_panel.back();  // of all parts together
     // A product of few rows (a decode step) is set by reading its weights,
     // not by its FLOPs: it is worth a second thread when the weights are.
-    const int threads = cpu_threads_for(work);
+    // And when the pool's threads are still awake from the op before, a
+    // second thread costs no wake-up, so it pays even for a product below
+    // that threshold (cpu_threads_for_light): stories15M's decode step, whose
+    // layer products (1-4.4 MB of weights, 5-9 MFLOP-equivalents) ran on one
+    // thread, 1.19-1.44 -> 1.03-1.30 ms (one sequence; five interleaved
+    // harness runs, medians 1.26 -> 1.11); a 64-sequence step's W_o (10.6
+    // MFLOP) 82-84 -> 43-48 us, the step 9.10-9.47 -> 8.84-9.12 ms.
+    const int threads = cpu_threads_for_light(work);
     // Tasks of (rows of x) x (panels of w). The split changes no
     // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
     // what. Rows go in whole micro-tiles, so only the last task has a remainder.

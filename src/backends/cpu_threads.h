@@ -67,7 +67,9 @@ int cpu_threads_for(double flops);
 // share out. Measured on the project's machine (stories15M, after the
 // product that feeds it, one thread -> two): residual add + RMSNorm of 128
 // rows 30 -> 16 us, of 512 rows 105 -> 64-69 us; SwiGLU of 512 x 768 values
-// 212 -> 122 us; RoPE of 512 rows' Q 177 -> 112 us.
+// 212 -> 122 us; RoPE of 512 rows' Q 177 -> 112 us. The fast backend's
+// products ask it too: a decode step's, under the threshold, are as light
+// (cpu_fast.cpp, matmul_parts).
 int cpu_threads_for_light(double flops);
 // Caps cpu_threads_for() and cpu_threads_for_light() (0: no cap). For `plab
 // bench`'s single-thread reference and tests of the threaded paths; not a

@@ -89,7 +89,8 @@ void run(const InfoOptions& o) {
         "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
         "costs more\n  than it saves (measured; see src/backends/cpu_threads.h). A product "
         "of few rows\n  (decode) counts the bytes of its weight instead when they take "
-        "longer to read.\n",
+        "longer to read.\n  Right after an op on every thread, the next product, norm, "
+        "SwiGLU or RoPE takes them all:\n  the threads are still awake, no wake-up to pay.\n",
         cpu_threads(), kMinFlopsPerThread / 1e6);
     if (threaded_from > 0) {
         std::printf(
