@@ -592,14 +592,10 @@ void CpuFastBackend::attend(const AttentionCall& call, Buffer k_pool, Buffer v_p
                                                          klo, khi, pool_head(v_pool, g));
         } else {
             const cpu_gemm::Panels vpanels =
-                v_in_place
-                    ? cpu_gemm::Panels{v_pool.data +
-                                           (std::size_t(block_table[0]) * s.block_size + klo) *
-                                               row +
-                                           std::size_t(g) * dh,
-                                       khi - klo, dh, std::size_t(panel), std::size_t(row)}
-                    : cpu_gemm::Panels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
-                                       khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
+                v_in_place ? cpu_gemm::Panels{v_pool.data + key_rows[std::size_t(klo)] + g * dh,
+                                              khi - klo, dh, std::size_t(panel), std::size_t(row)}
+                           : cpu_gemm::Panels{vg.data() + (std::size_t(g) * n_keys + klo) * dpad,
+                                              khi - klo, dh, std::size_t(panel), std::size_t(dpad)};
             // Columns past Dh are neither computed nor stored (Dh = 48: the
             // second panel's padding half), nor read below.
             cpu_gemm::gemm(ot.data(), std::size_t(dpad), scores.data(), std::size_t(width), vpanels,
