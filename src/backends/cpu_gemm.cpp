@@ -19,6 +19,7 @@ constexpr int kPanel = 2 * kLanes;  // columns per panel: two registers
 // computed side by side.
 constexpr int kRows = 6;
 constexpr int kMainPanels = kLanes >= 16 ? 2 : 1;
+constexpr int kLine = 64;  // bytes per cache line
 
 constexpr int panels_for(int rows) {
     return rows == 1 ? 4 : rows == 2 ? 3 : rows == 3 ? 2 : rows == 4 ? kMainPanels : 1;
@@ -34,15 +35,24 @@ inline void keep_in_register(Packet& v) {
 #endif
 }
 
+// Cache lines of B that a tile asks for ahead of their use while it computes
+// (see gemm): `lines` lines from `at`, `per` of them every `every` k steps.
+struct Ahead {
+    const char* at = nullptr;
+    int lines = 0, every = 1, per = 1;
+};
+
 // R rows times P panels from panel p: each output one FMA chain over k.
 // c points at the tile's first output (its first row, panel p's first column),
 // a at the tile's first row of A. LastHalves: vector registers of the last
 // panel that are computed — 1 when its real columns fit in the first (B.n
 // past a multiple of kPanel by at most kLanes, e.g. attention's O = P·V with
 // Dh = 48 in panels of 32: without it a quarter of that product was padding).
-template <int R, int P, int LastHalves = 2>
-inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b,
-                 int p) {
+// WithAhead: the tile also asks for `ahead`'s lines (prefetcht0), spread over
+// its k loop; loads and FMAs are the same.
+template <int R, int P, int LastHalves = 2, bool WithAhead = false>
+inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, const Panels& b, int p,
+                 Ahead ahead = {}) {
     // Halves of panel q computed: both, except possibly in the last panel.
     constexpr auto halves = [](int q) { return q == P - 1 ? LastHalves : 2; };
     using namespace Eigen::internal;
@@ -53,6 +63,7 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
         for (int q = 0; q < P; ++q) acc[r][q][0] = acc[r][q][1] = pset1<Packet>(0.0f);
     const float* bp = b.data + std::size_t(p) * b.panel_stride;
     const float* ar = a;
+    [[maybe_unused]] int ask_at = 0;  // the next k step that asks for lines
     for (int k = 0; k < b.k; ++k) {
         const float* bk = bp + std::size_t(k) * b.row_stride;
         if constexpr (R < kRows) {
@@ -80,6 +91,15 @@ inline void tile(float* c, std::size_t ldc, const float* a, std::size_t lda, con
                 }
             }
             continue;
+        }
+        if constexpr (WithAhead) {
+            if (k == ask_at && ahead.lines > 0) {
+                for (int l = 0; l < std::min(ahead.per, ahead.lines); ++l)
+                    __builtin_prefetch(ahead.at + l * kLine);
+                ahead.at += ahead.per * kLine;
+                ahead.lines -= ahead.per;
+                ask_at += ahead.every;
+            }
         }
         Packet bv[P][2];
 #pragma GCC unroll 16
@@ -201,12 +221,48 @@ void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Pane
     }
     // Panels outer, rows inner: a group of panels of B stays in cache while
     // every row block of A passes over it.
+    //
+    // Reading ahead. A weight not in cache (a prefill's products, a batched
+    // step's classifier: the model is larger than the caches) comes from
+    // memory during a group's first row block; the group's other blocks find
+    // it in L2. That first block needs B faster than one core can read it
+    // from memory (two panels a k step: 256 bytes per ~12 cycles of FMAs,
+    // ~85 GB/s at 4 GHz), so it waits, while the blocks after it read no
+    // memory at all. So every
+    // row block of a packed weight also asks for its share of the *next*
+    // group's lines, one line every few k steps inside its FMA loop: by the
+    // time the next group starts, it is in cache. (Asking for a block's whole
+    // share at once before its tile, as 3ec963f did, made the classifier
+    // slower: ~100 prefetches queued ahead of the loads the tile needed.)
+    // Interleaved A/B, three runs each: the 64-row classifier (64 x 32000 x
+    // 288, 2 threads) 3.17-3.23 -> 2.91-3.04 ms; gate/up at 128 rows from
+    // cold weights 294-302 -> 279-285 us; a 64-sequence stories15M step
+    // 8.22-8.92 -> 7.79-8.16 ms. Products with one group per task (W_o,
+    // W_down at 288 columns) have no next group and are unchanged. Nothing
+    // but the order of memory reads changes: the same FMAs, the same bits.
+    const bool packed =
+        b.row_stride == std::size_t(kPanel) && b.panel_stride == std::size_t(b.k) * kPanel;
+    const int blocks = (row1 - row0) / kRows;
     for (int p = panel0; p < panel1; p += kMainPanels) {
         const int pe = std::min(p + kMainPanels, panel1);
         const bool half = half_panel_at(b, pe);
+        // The next group's panels lie end to end in a packed weight.
+        const int next_end = std::min(pe + kMainPanels, panel1);
+        const char* next = reinterpret_cast<const char*>(b.data + std::size_t(pe) * b.panel_stride);
+        const int next_lines =
+            packed ? int(std::size_t(next_end - pe) * b.panel_stride * sizeof(float) / kLine) : 0;
+        const int share = blocks > 0 ? (next_lines + blocks - 1) / blocks : 0;
         int i = row0;
-        for (; i + kRows <= row1; i += kRows) {
-            if (pe - p == kMainPanels) {
+        for (int block = 0; i + kRows <= row1; i += kRows, ++block) {
+            const int first = std::min(next_lines, block * share);
+            Ahead ahead{next + std::size_t(first) * kLine, std::min(next_lines - first, share)};
+            if (ahead.lines > 0) {
+                ahead.per = (ahead.lines + b.k - 1) / b.k;
+                ahead.every = std::max(1, b.k * ahead.per / ahead.lines);
+            }
+            if (ahead.lines > 0 && pe - p == kMainPanels && !half) {
+                tile<kRows, kMainPanels, 2, true>(c_at(i, p), ldc, a_at(i), lda, b, p, ahead);
+            } else if (pe - p == kMainPanels) {
                 if (half)
                     tile<kRows, kMainPanels, 1>(c_at(i, p), ldc, a_at(i), lda, b, p);
                 else

@@ -27,8 +27,11 @@
 // (Goto & van de Geijn 2008), with the weights repacked once into panels so
 // the kernel streams them (prepare_weight in core/backend.h).
 //
-// Left out: a k-blocking for L1 (the panels are read from L2), prefetch
-// hints, AVX-512 masked tails (a partial panel is zero-padded instead; only a
+// A packed weight's next panel group is asked for (prefetch) while the
+// current one computes: only the order of memory reads changes (cpu_gemm.cpp).
+//
+// Left out: a k-blocking for L1 (the panels are read from L2), AVX-512
+// masked tails (a partial panel is zero-padded instead; only a
 // last panel with at most one register of real columns skips its padding
 // half).
 #pragma once
