@@ -47,6 +47,9 @@ constexpr int kTasksPerThread = 4;
 // chunk is one row task, so each panel of a weight comes from memory once
 // (with 96, two tasks read every panel: 128-token prefill ~7% slower).
 constexpr int kRowTile = 132;
+// A narrow product's rows are split in two (matmul_parts) from this many
+// micro-tiles of rows on.
+constexpr int kRowSplitTiles = 8;
 // An attention FLOP in GEMM-FLOP equivalents: besides its two products it
 // gathers K/V, masks, takes exps and divides. Measured on one thread at 128
 // tokens of the stories15M shape: 57 MFLOP in 1.0 ms, ~57 GFLOP/s against
@@ -276,7 +279,21 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
     // what. Rows go in whole micro-tiles, so only the last task has a remainder.
     const int tile = cpu_gemm::tile_rows();
-    const int row_tiles = threads == 1 ? 1 : (m + kRowTile - 1) / kRowTile;
+    int row_tiles = threads == 1 ? 1 : (m + kRowTile - 1) / kRowTile;
+    // A narrow product split by columns alone (stories15M's W_o and W_down,
+    // 9 panels: tasks of one panel group) leaves the GEMM no next group to
+    // read ahead (cpu_gemm.cpp): every task starts on weights not in cache,
+    // and every task reads all of x, half of it from the other core's cache.
+    // Split in two by rows as well, each task then holds two groups and half
+    // the rows. Harness, cold weights, x just written by both threads,
+    // three interleaved runs: 64 x 288 x 768 90-93 -> 82-84 us, 128 x 288 x
+    // 768 170-172 -> 160-163 us, 128 x 288 x 288 71-74 -> 68-69 us; below 8
+    // micro-tiles of rows (16-32 rows) no gain, and a wider product (Q/K/V,
+    // 27 panels: two groups a task already) none either.
+    if (row_tiles == 1 && threads > 1 && m >= kRowSplitTiles * tile &&
+        panels_per_task(panels, std::min(threads * kTasksPerThread, panels), threads, 1) <=
+            cpu_gemm::tile_panels())
+        row_tiles = 2;
     const int rows_per = ((m + row_tiles - 1) / row_tiles + tile - 1) / tile * tile;
     const int row_tasks = (m + rows_per - 1) / rows_per;
     const int col_tiles =

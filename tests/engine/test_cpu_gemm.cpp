@@ -12,6 +12,8 @@
 
 #include "backends/cpu_gemm.h"
 #include "backends/host_memory.h"
+#include "core/backend.h"
+#include "runtime/registry.h"
 #include "test_util.h"
 
 using namespace plab;
@@ -88,5 +90,35 @@ TEST_CASE("cpu GEMM: every output is one FMA chain over k in order, on every pat
                 }
             REQUIRE(written_outside == 0);
         }
+    }
+}
+
+TEST_CASE("cpu matmul: every split of a product into tasks gives the contract's bits",
+          "[cpu][fast-paths]") {
+    // matmul_parts shares a product out in tasks of rows x panels; the split
+    // depends on the shape (cpu_fast.cpp): a decode row, columns only (a
+    // wide product), two row halves (a narrow one: W_o and W_down of
+    // stories15M, 9 panels, at 48+ rows), row tiles of at most 132 rows
+    // (a long chunk). Whichever it is, each output is the one FMA chain.
+    auto cpu = make_backend("cpu");
+    struct Case {
+        int m, n, k;
+    };
+    for (const Case& t : {Case{1, 288, 288}, Case{64, 288, 768}, Case{128, 288, 288},
+                          Case{50, 260, 40}, Case{128, 864, 288}, Case{300, 100, 50}}) {
+        INFO("m=" << t.m << " n=" << t.n << " k=" << t.k);
+        const auto x = random_floats(std::size_t(t.m) * t.k, 700 + t.m, -1.0f, 1.0f);
+        const auto w = random_floats(std::size_t(t.n) * t.k, 800 + t.n, -1.0f, 1.0f);
+        DeviceArray dx(*cpu, x.size()), dw(*cpu, w.size()), out(*cpu, std::size_t(t.m) * t.n);
+        cpu->upload(dx.buf(), x.data(), x.size());
+        cpu->upload(dw.buf(), w.data(), w.size());
+        cpu->prepare_weight(dw.buf(), t.n, t.k);  // packed once, as a model's weights are
+        cpu->fill(out.buf(), NAN);
+        cpu->matmul(out.buf(), dx.buf(), dw.buf(), t.m, t.n, t.k);
+        std::vector<float> got(out.buf().size);
+        cpu->download(got.data(), out.buf(), got.size());
+        const auto want = fma_chains(x, w, t.k, 0, t.m, 0, t.n);
+        require_not_all_zero(want, "fma chains");
+        require_bitwise_equal(got, want, "matmul vs its FMA-chain contract");
     }
 }
