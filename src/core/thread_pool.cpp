@@ -14,6 +14,22 @@ namespace {
 
 constexpr std::uint32_t kClosed = 0x7fffffff;  // low half of job_: larger than any n_tasks
 
+// The low half of job_ (thread_pool.h): a job of fewer than kTwoEnded tasks
+// keeps the next task from the front in bits 0-15 and the count claimed from
+// the back in bits 16-30; a larger job (none of the engine's ops) is claimed
+// from the front only, its next task in all 31 bits. kClosed is past the end
+// in both readings.
+constexpr int kTwoEnded = 0x7fff;
+
+struct Claims {
+    std::uint32_t front, back;
+};
+
+Claims claims_of(std::uint32_t low, int n_tasks) {
+    if (n_tasks >= kTwoEnded) return {low, 0};
+    return {low & 0xffff, (low >> 16) & 0x7fff};
+}
+
 // How long a thread spins before it sleeps on a futex. Long enough to bridge
 // the gap between two ops of one forward pass (the serial rmsnorm, rope, add
 // between two GEMMs take a few microseconds to a few tens at 512 tokens),
@@ -22,6 +38,8 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 
 // True while this thread runs a task: a nested run() then runs inline.
 thread_local bool t_in_task = false;
+// True on a pool worker: it claims tasks from the back of a job.
+thread_local bool t_worker = false;
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -115,10 +133,14 @@ void ThreadPool::work(std::uint32_t gen) {
         const TaskFn fn = fn_.load(std::memory_order_relaxed);
         void* ctx = ctx_.load(std::memory_order_relaxed);
         const int n = n_tasks_.load(std::memory_order_relaxed);
-        const std::uint32_t i = std::uint32_t(v);
-        if (i >= std::uint32_t(n)) return;  // all claimed (or closed)
-        // Succeeds only if job_ is still (gen, i): then fn, ctx, n were gen's.
-        if (!job_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) continue;
+        const Claims c = claims_of(std::uint32_t(v), n);
+        if (c.front + c.back >= std::uint32_t(n)) return;  // all claimed (or closed)
+        // The caller from the front, workers from the back (thread_pool.h).
+        const bool from_back = t_worker && n < kTwoEnded;
+        const std::uint32_t i = from_back ? std::uint32_t(n) - 1 - c.back : c.front;
+        const std::uint64_t claimed = from_back ? v + (std::uint64_t(1) << 16) : v + 1;
+        // Succeeds only if job_ is still what we read: then fn, ctx, n were gen's.
+        if (!job_.compare_exchange_weak(v, claimed, std::memory_order_acq_rel)) continue;
         t_in_task = true;
         fn(ctx, static_cast<int>(i));
         t_in_task = false;
@@ -127,6 +149,7 @@ void ThreadPool::work(std::uint32_t gen) {
 }
 
 void ThreadPool::worker_main() {
+    t_worker = true;
     std::uint32_t seen = 0;
     for (;;) {
         const auto new_job = [&] { return epoch_.load(std::memory_order_acquire) != seen; };
