@@ -279,6 +279,15 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // bit (each output is one FMA chain over k, cpu_gemm.h), only who computes
     // what. Rows go in whole micro-tiles, so only the last task has a remainder.
     const int tile = cpu_gemm::tile_rows();
+    // Column tasks for `row_tasks` row tasks: equal runs of the parts'
+    // panels laid end to end (a run may end in one part and go on in the
+    // next), so the tasks are the same size whatever the parts' widths; runs
+    // of whole main tiles. Returns the panels per run.
+    const auto column_run = [&](int row_tasks) {
+        const int col_tiles =
+            threads == 1 ? 1 : std::clamp(threads * kTasksPerThread / row_tasks, 1, panels);
+        return panels_per_task(panels, col_tiles, threads, row_tasks);
+    };
     int row_tiles = threads == 1 ? 1 : (m + kRowTile - 1) / kRowTile;
     // A narrow product split by columns alone (stories15M's W_o and W_down,
     // 9 panels: tasks of one panel group) leaves the GEMM no next group to
@@ -286,22 +295,16 @@ void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const Matmul
     // and every task reads all of x, half of it from the other core's cache.
     // Split in two by rows as well, each task then holds two groups and half
     // the rows. Harness, cold weights, x just written by both threads,
-    // three interleaved runs: 64 x 288 x 768 90-93 -> 82-84 us, 128 x 288 x
-    // 768 170-172 -> 160-163 us, 128 x 288 x 288 71-74 -> 68-69 us; below 8
-    // micro-tiles of rows (16-32 rows) no gain, and a wider product (Q/K/V,
+    // three interleaved runs: 64 x 288 x 768 87-91 -> 80-84 us, 128 x 288 x
+    // 768 168-172 -> 154 us, 128 x 288 x 288 70-71 -> 63-64 us, 48 x 288 x
+    // 768 68 -> 63-65 us; at 16-32 rows no gain, and a wider product (Q/K/V,
     // 27 panels: two groups a task already) none either.
     if (row_tiles == 1 && threads > 1 && m >= kRowSplitTiles * tile &&
-        panels_per_task(panels, std::min(threads * kTasksPerThread, panels), threads, 1) <=
-            cpu_gemm::tile_panels())
+        column_run(1) <= cpu_gemm::tile_panels())
         row_tiles = 2;
     const int rows_per = ((m + row_tiles - 1) / row_tiles + tile - 1) / tile * tile;
     const int row_tasks = (m + rows_per - 1) / rows_per;
-    const int col_tiles =
-        threads == 1 ? 1 : std::clamp(threads * kTasksPerThread / row_tasks, 1, panels);
-    // Column tasks: equal runs of the parts' panels laid end to end (a run
-    // may end in one part and go on in the next), so the tasks are the same
-    // size whatever the parts' widths; runs of whole main tiles.
-    const int panels_per = panels_per_task(panels, col_tiles, threads, row_tasks);
+    const int panels_per = column_run(row_tasks);
     const int n_columns = (panels + panels_per - 1) / panels_per;
     run_cpu_tasks(threads, row_tasks * n_columns, [&](int t) {
         const int r0 = (t / n_columns) * rows_per, r1 = std::min(m, r0 + rows_per);

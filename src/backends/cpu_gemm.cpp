@@ -228,12 +228,12 @@ void gemm(float* c, std::size_t ldc, const float* a, std::size_t lda, const Pane
     // it in L2. That first block needs B faster than one core can read it
     // from memory (two panels a k step: 256 bytes per ~12 cycles of FMAs,
     // ~85 GB/s at 4 GHz), so it waits, while the blocks after it read no
-    // memory at all. So every
-    // row block of a packed weight also asks for its share of the *next*
-    // group's lines, one line every few k steps inside its FMA loop: by the
-    // time the next group starts, it is in cache. (Asking for a block's whole
-    // share at once before its tile, as 3ec963f did, made the classifier
-    // slower: ~100 prefetches queued ahead of the loads the tile needed.)
+    // memory at all. So every row block of a packed weight also asks for its
+    // share of the *next* group's lines, one line every few k steps inside
+    // its FMA loop: by the time the next group starts, it is in cache.
+    // (Asking for a block's whole share at once before its tile, as 3ec963f
+    // did, made the classifier slower: ~100 prefetches queued ahead of the
+    // loads the tile needed.)
     // Interleaved A/B, three runs each: the 64-row classifier (64 x 32000 x
     // 288, 2 threads) 3.17-3.23 -> 2.91-3.04 ms; gate/up at 128 rows from
     // cold weights 294-302 -> 279-285 us; a 64-sequence stories15M step
