@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu_threads.h"
 #include "backends/host_memory.h"
 #include "core/error.h"
+#include "perf/blas_gemm.h"
 #include "runtime/registry.h"
 
 namespace plab {
@@ -22,13 +24,35 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-MachineSpeed measure_machine(int n, int repeats) {
+MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
     MachineSpeed m;
     m.threads = omp_get_max_threads();
     using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     Mat a = Mat::Random(n, n), b = Mat::Random(n, n), c(n, n);
-    c.noalias() = a * b;  // warm-up: page in, spin up threads
     const double flops = 2.0 * n * n * double(n);
+    // OpenBLAS first: after a call its worker threads keep spinning for a
+    // while (2^28 cycles, its THREAD_TIMEOUT, ~0.1 s) before they sleep, and
+    // Eigen's untimed warm-up below, then a pause, outlast that, so they take
+    // no core from the measurements after it.
+    const BlasGemm* blas = with_blas ? BlasGemm::openblas(&m.openblas) : nullptr;
+    if (blas != nullptr) {
+        m.openblas = blas->name();
+        blas->sgemm(n, n, n, a.data(), b.data(), c.data(), m.threads);  // warm-up
+        for (int r = 0; r < repeats; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            blas->sgemm(n, n, n, a.data(), b.data(), c.data(), m.threads);
+            m.openblas_gemm_gflops =
+                std::max(m.openblas_gemm_gflops, flops / seconds_since(t0) / 1e9);
+        }
+        // A product that was really computed: C[0][0] against its own sum.
+        double c00 = 0;
+        for (int k = 0; k < n; ++k) c00 += double(a(0, k)) * b(k, 0);
+        PLAB_ASSERT(std::abs(c(0, 0) - c00) <= 1e-3 * (1 + std::abs(c00)));
+    } else if (!with_blas) {
+        m.openblas = "not measured";
+    }
+    c.noalias() = a * b;  // warm-up: page in, spin up threads
+    if (blas != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     for (int r = 0; r < repeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         c.noalias() = a * b;
@@ -53,7 +77,7 @@ MachineSpeed measure_machine(int n, int repeats) {
         }
         for (Buffer buf : {x, w, out}) cpu->release(buf);
     }
-    m.gemm_gflops = std::max(m.eigen_gemm_gflops, m.engine_gemm_gflops);
+    m.gemm_gflops = std::max({m.eigen_gemm_gflops, m.openblas_gemm_gflops, m.engine_gemm_gflops});
     // 256 MiB source: far larger than any cache level. The bandwidths are
     // measured in the memory the engine keeps its weights and cache in (huge
     // pages where the kernel gives them, backends/host_memory.h).
@@ -130,6 +154,14 @@ double weight_sweep_seconds(double bytes, int repeats) {
     PLAB_ASSERT(sums[0] > 0);  // the sweep was really taken
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
+}
+
+std::string peak_source(const MachineSpeed& m) {
+    // Ties go to the first: Eigen, OpenBLAS, the engine.
+    if (m.eigen_gemm_gflops >= std::max(m.openblas_gemm_gflops, m.engine_gemm_gflops))
+        return "Eigen GEMM";
+    return m.openblas_gemm_gflops >= m.engine_gemm_gflops ? "OpenBLAS GEMM"
+                                                          : "engine GEMM, cpu_gemm";
 }
 
 }  // namespace plab

@@ -3,8 +3,9 @@
 // Peaks printed on a spec sheet are not what this machine gives this process
 // today (other tenants, clock limits, a virtual CPU): so `plab bench` measures
 // (1) float32 GEMM peak: the fastest float32 GEMM available here, measured on
-//     2048³ — Eigen's (with OpenMP threads) and the engine's own (cpu_gemm.h,
-//     on the engine's thread pool); the best run of the faster one;
+//     2048³ — Eigen's (with OpenMP threads), OpenBLAS's when it is installed
+//     (perf/blas_gemm.h) and the engine's own (cpu_gemm.h, on the engine's
+//     thread pool); the best run of the fastest;
 // (2) copy bandwidth: a large memcpy split across the threads, counting bytes
 //     read + written (the STREAM "copy" convention);
 // (3) read bandwidth: a 1 GiB buffer summed by all threads — what a decode
@@ -12,18 +13,29 @@
 //     is a DRAM figure; the copy's 2 x 256 MiB may still be partly cached.
 #pragma once
 
+#include <string>
+
 namespace plab {
 
 struct MachineSpeed {
-    double gemm_gflops = 0;         // the peak: max of the two below
-    double eigen_gemm_gflops = 0;   // best run of Eigen's GEMM
-    double engine_gemm_gflops = 0;  // best run of the cpu backend's matmul
-    double copy_gb_per_s = 0;       // best of the runs
-    double read_gb_per_s = 0;       // best of the runs
+    double gemm_gflops = 0;           // the peak: max of the three below
+    double eigen_gemm_gflops = 0;     // best run of Eigen's GEMM
+    double openblas_gemm_gflops = 0;  // best run of OpenBLAS's sgemm (0: not measured)
+    double engine_gemm_gflops = 0;    // best run of the cpu backend's matmul
+    // OpenBLAS's build as it reports it, or why it was not measured.
+    std::string openblas;
+    double copy_gb_per_s = 0;  // best of the runs
+    double read_gb_per_s = 0;  // best of the runs
     int threads = 0;
 };
 
-MachineSpeed measure_machine(int gemm_size = 2048, int repeats = 5);
+// with_blas: time OpenBLAS's GEMM too (it starts OpenBLAS's worker threads
+// in this process; `plab serve`, which only wants the copy bandwidth, says no).
+MachineSpeed measure_machine(int gemm_size = 2048, int repeats = 5, bool with_blas = true);
+
+// Which GEMM gave m.gemm_gflops: "Eigen GEMM", "OpenBLAS GEMM" or
+// "engine GEMM, cpu_gemm".
+std::string peak_source(const MachineSpeed& m);
 
 // The weight-sweep limit of a decode step (issue 13): the median time, over
 // `repeats` runs after a warm-up, for the engine's threads to stream `bytes`

@@ -74,10 +74,6 @@ std::string tick_label(double v) {
 
 // ---- the figure's content ------------------------------------------------
 
-std::string peak_source(const MachineSpeed& m) {
-    return m.eigen_gemm_gflops >= m.engine_gemm_gflops ? "Eigen GEMM" : "engine GEMM, cpu_gemm";
-}
-
 namespace {
 
 std::string format(const char* fmt, double v) {

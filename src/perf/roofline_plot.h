@@ -88,9 +88,6 @@ struct RooflineFigure {
     double ridge_flops_per_byte() const { return peak_gflops / read_gb_per_s; }
 };
 
-// Which of the measured GEMMs gave the machine's peak (perf/machine.h).
-std::string peak_source(const MachineSpeed& m);
-
 // The points of a bench run, for its CPU backends:
 //   prefill of T tokens   x = FLOPs of the row (GFLOP/s · median) /
 //                             sum over the chunk plan of prefill_bytes

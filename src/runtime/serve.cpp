@@ -258,8 +258,9 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     PLAB_CHECK(o.virtual_clock,
                "--disaggregate runs both engines on this one machine: only the "
                "virtual clock times them as two devices; use --clock virtual");
-    const double link =
-        o.link_gb_per_s > 0 ? o.link_gb_per_s : measure_machine(256, 1).copy_gb_per_s;
+    const double link = o.link_gb_per_s > 0
+                            ? o.link_gb_per_s
+                            : measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s;
     Engine prefill(model.weights, o.engine), decode(model.weights, o.engine);
     prefill.use_virtual_clock(o.cost);
     decode.use_virtual_clock(o.cost);

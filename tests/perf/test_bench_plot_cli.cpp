@@ -28,6 +28,7 @@ BenchReport report_from_json(const nlohmann::json& j, const ModelConfig& c) {
     r.machine.gemm_gflops = j["gemm_peak_gflops"];
     r.machine.eigen_gemm_gflops = j["gemm_peak_eigen_gflops"];
     r.machine.engine_gemm_gflops = j["gemm_peak_engine_gflops"];
+    r.machine.openblas_gemm_gflops = j["gemm_peak_openblas_gflops"];
     r.machine.read_gb_per_s = j["read_gb_per_s"];
     r.machine.copy_gb_per_s = j["copy_gb_per_s"];
     r.machine.threads = j["threads"];
