@@ -188,9 +188,26 @@ void weighted_vectors(float* out, const float* e, int k0, int k1, const PoolHead
 
 void weighted_values_from_pool(float* out, const float* e, int k0, int k1, const PoolHead& v) {
     const int dh = v.head_dim;
+    // Up to eight vectors of dimensions per pass over the keys (8
+    // accumulators fit AVX2's 16 registers): one pass reads every cache line
+    // of a key's row at once. In passes of four, a 48-dimension head on AVX2
+    // (six vectors) took two latency-bound passes over the same scattered
+    // rows.
     int d = 0;
-    for (; d + 4 * kLanes <= dh; d += 4 * kLanes) weighted_vectors<4>(out, e, k0, k1, v, d);
-    switch ((dh - d) / kLanes) {
+    for (; d + 8 * kLanes <= dh; d += 8 * kLanes) weighted_vectors<8>(out, e, k0, k1, v, d);
+    switch ((dh - d) / kLanes) {  // the rest, 0-7 vectors, in one pass of exactly that many
+        case 7:
+            weighted_vectors<7>(out, e, k0, k1, v, d);
+            break;
+        case 6:
+            weighted_vectors<6>(out, e, k0, k1, v, d);
+            break;
+        case 5:
+            weighted_vectors<5>(out, e, k0, k1, v, d);
+            break;
+        case 4:
+            weighted_vectors<4>(out, e, k0, k1, v, d);
+            break;
         case 3:
             weighted_vectors<3>(out, e, k0, k1, v, d);
             break;

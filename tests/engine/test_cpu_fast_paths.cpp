@@ -214,11 +214,15 @@ TEST_CASE(
         const char* mask;
     };
     // head_dim 48 (a multiple of 16 lanes), 40 and 72 (a tail), 17 (less than
-    // a vector); blocks of 4 and 8 (a vector of keys crosses blocks), 16 and
-    // 32; GQA; masks that never look ahead, with and without modifiers.
+    // a vector), and 24, 32, 56 and 64: with 64 (AVX-512: 4) the V pass
+    // (weighted_values_from_pool, up to 8 vectors a pass) has a pass of every
+    // width from 1 to 8 vectors on AVX2 (8 lanes), a scalar tail, and two
+    // passes (72); blocks of 4 and 8 (a vector of keys crosses blocks), 16
+    // and 32; GQA; masks that never look ahead, with and without modifiers.
     for (const Case& t : {Case{6, 6, 48, 16, "causal"}, Case{8, 2, 40, 4, "window:37"},
                           Case{3, 1, 72, 32, "causal+alibi"}, Case{4, 4, 17, 8, "window:20+sink:3"},
-                          Case{2, 2, 64, 16, "causal+softcap:5"}}) {
+                          Case{2, 2, 64, 16, "causal+softcap:5"}, Case{2, 1, 56, 8, "causal"},
+                          Case{2, 2, 24, 16, "causal"}, Case{3, 3, 32, 4, "window:9"}}) {
         INFO(t.n_heads << " heads, " << t.n_kv_heads << " K/V heads, head_dim " << t.head_dim
                        << ", blocks of " << t.block_size << ", mask " << t.mask);
         const int n_keys = 150;
