@@ -33,7 +33,9 @@ const BlasGemm* BlasGemm::openblas(std::string* why_not) {
         using Config = const char* (*)();
         const auto config = reinterpret_cast<Config>(dlsym(h, "openblas_get_config"));
         if (blas->sgemm_ == nullptr || blas->set_threads_ == nullptr || config == nullptr) {
-            l.error = "libopenblas.so.0 lacks cblas_sgemm or openblas_set_num_threads";
+            l.error =
+                "libopenblas.so.0 lacks cblas_sgemm, openblas_set_num_threads or "
+                "openblas_get_config";
             return l;
         }
         blas->name_ = config();

@@ -7,9 +7,10 @@
 // same run; a GEMM written for this engine (cpu_gemm.h) and Eigen's are two
 // candidates, and a tuned BLAS, with kernels and cache blocking chosen per
 // CPU model, is the third an inference engineer would try first. On an AVX2
-// EPYC (Zen 3, 2 vCPUs) OpenBLAS ran a 2048³ product at 138-153 GFLOP/s
-// against the engine's 82-103: without it, "of peak" there was measured
-// against a peak a third too low.
+// EPYC (Zen 3, 2 vCPUs) OpenBLAS ran a 2048³ product at 132-163 GFLOP/s
+// against the engine's 66-128: without it, "of peak" there was measured
+// against a peak up to a third too low. (The engine's own then reached
+// 116-146 after a fix to its AVX2 inner loop, cpu_gemm.cpp.)
 //
 // The engine itself does not call it: a BLAS picks its blocking and its
 // order of adds from the shape of the call, so a token's projection would
