@@ -195,31 +195,17 @@ void weighted_values_from_pool(float* out, const float* e, int k0, int k1, const
     // rows.
     int d = 0;
     for (; d + 8 * kLanes <= dh; d += 8 * kLanes) weighted_vectors<8>(out, e, k0, k1, v, d);
-    switch ((dh - d) / kLanes) {  // the rest, 0-7 vectors, in one pass of exactly that many
-        case 7:
-            weighted_vectors<7>(out, e, k0, k1, v, d);
-            break;
-        case 6:
-            weighted_vectors<6>(out, e, k0, k1, v, d);
-            break;
-        case 5:
-            weighted_vectors<5>(out, e, k0, k1, v, d);
-            break;
-        case 4:
-            weighted_vectors<4>(out, e, k0, k1, v, d);
-            break;
-        case 3:
-            weighted_vectors<3>(out, e, k0, k1, v, d);
-            break;
-        case 2:
-            weighted_vectors<2>(out, e, k0, k1, v, d);
-            break;
-        case 1:
-            weighted_vectors<1>(out, e, k0, k1, v, d);
-            break;
-        default:
-            break;
-    }
+    // The rest, 0-7 vectors, in one pass of exactly that many.
+    using Pass = void (*)(float*, const float*, int, int, const PoolHead&, int);
+    static constexpr Pass kPass[8] = {nullptr,
+                                      weighted_vectors<1>,
+                                      weighted_vectors<2>,
+                                      weighted_vectors<3>,
+                                      weighted_vectors<4>,
+                                      weighted_vectors<5>,
+                                      weighted_vectors<6>,
+                                      weighted_vectors<7>};
+    if (const int rest = (dh - d) / kLanes; rest > 0) kPass[rest](out, e, k0, k1, v, d);
     d += (dh - d) / kLanes * kLanes;
     // The dimensions past the last whole vector: the same chains, one scalar each.
     for (; d < dh; ++d) {
