@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,9 +35,10 @@ MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
     // while (2^28 cycles, its THREAD_TIMEOUT, ~0.1 s) before they sleep, and
     // Eigen's untimed warm-up below, then a pause, outlast that, so they take
     // no core from the measurements after it.
-    const BlasGemm* blas = with_blas ? BlasGemm::openblas(&m.openblas) : nullptr;
+    std::string why_not = "not measured";
+    const BlasGemm* blas = with_blas ? BlasGemm::openblas(&why_not) : nullptr;
+    m.openblas = blas != nullptr ? blas->name() : why_not;
     if (blas != nullptr) {
-        m.openblas = blas->name();
         blas->sgemm(n, n, n, a.data(), b.data(), c.data(), m.threads);  // warm-up
         for (int r = 0; r < repeats; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
@@ -48,8 +50,6 @@ MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
         double c00 = 0;
         for (int k = 0; k < n; ++k) c00 += double(a(0, k)) * b(k, 0);
         PLAB_ASSERT(std::abs(c(0, 0) - c00) <= 1e-3 * (1 + std::abs(c00)));
-    } else if (!with_blas) {
-        m.openblas = "not measured";
     }
     c.noalias() = a * b;  // warm-up: page in, spin up threads
     if (blas != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(200));
