@@ -38,16 +38,17 @@ run: build
 test: build
 	ctest --test-dir $(BUILD_DIR) -j$(JOBS) --output-on-failure --timeout 900
 
-# The sanitizer suite (.ci/run runs it after `make test`): the engine, mask and
-# model tests (KV cache paging, chunk plans, masks, every loader, the limits) and
-# every fuzz replay, built with ASan + UBSan (preset asan, build-asan/). Left out,
+# The sanitizer suite (.ci/run runs it after `make test`): the engine, mask,
+# model and stress tests (KV cache paging, chunk plans, masks, every loader, the
+# limits, random schedules through one block pool) and every fuzz replay, built
+# with ASan + UBSan (preset asan, build-asan/). Left out,
 # for CI time and for what ASan would find there: the viewer (GL driver
 # allocations), lessons and recipe (they rerun CLI commands test_engine runs), the
 # bench --load rows (timing, 3 minutes under ASan), and test_gpu, which has its
 # own target below (its ASan build and run add ~12 minutes to CI on 2 cores).
 # ASAN_CTEST_ARGS='' runs every test of the subset's binaries; more targets, more tests.
 ASAN_TARGETS ?= plab_cli test_engine test_mask test_model test_stress fuzz_replays
-ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|fuzz_replay)$$' -E 'bench --load'
+ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|test_stress|fuzz_replay)$$' -E 'bench --load'
 # No -Werror here even in CI: GCC 12's flow analysis under -fsanitize reports
 # false -W(maybe-)uninitialized inside libstdc++ and its AVX-512 intrinsics
 # (GCC bug 105593); warnings are the normal build's job.

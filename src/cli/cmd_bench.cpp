@@ -191,6 +191,7 @@ void run(BenchCliOptions o) {
         j["gemm_peak_openblas_gflops"] = r.machine.openblas_gemm_gflops;
         j["openblas"] = r.machine.openblas;
         j["gemm_peak_source"] = peak_source(r.machine);
+        j["gemm_peak_size"] = r.machine.gemm_size;
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
         j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
@@ -287,17 +288,18 @@ void run(BenchCliOptions o) {
     if (r.machine.openblas_gemm_gflops > 0)
         std::snprintf(openblas, sizeof(openblas), "%.1f", r.machine.openblas_gemm_gflops);
     std::printf(
-        "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of 5, 2048^3: "
+        "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of %d, %d^3: "
         "Eigen %.1f, OpenBLAS %s, the engine's own %.1f),\n"
         "  the peak from %s (OpenBLAS: %s),\n"
         "  copy bandwidth %.1f GB/s (read + written, 256 MiB memcpy),\n"
         "  read bandwidth %.1f GB/s (1 GiB summed)\n"
         "Ridge point: %.1f GFLOP/s / %.1f GB/s = %.1f FLOP per byte read: an op doing fewer\n"
         "  FLOPs per byte it reads is memory-bound here (roofline model, Williams et al. 2009)\n\n",
-        r.machine.threads, r.machine.gemm_gflops, r.machine.eigen_gemm_gflops, openblas,
-        r.machine.engine_gemm_gflops, peak_source(r.machine).c_str(), r.machine.openblas.c_str(),
-        r.machine.copy_gb_per_s, r.machine.read_gb_per_s, r.machine.gemm_gflops,
-        r.machine.read_gb_per_s, r.machine.gemm_gflops / r.machine.read_gb_per_s);
+        r.machine.threads, r.machine.gemm_gflops, r.machine.gemm_repeats, r.machine.gemm_size,
+        r.machine.eigen_gemm_gflops, openblas, r.machine.engine_gemm_gflops,
+        peak_source(r.machine).c_str(), r.machine.openblas.c_str(), r.machine.copy_gb_per_s,
+        r.machine.read_gb_per_s, r.machine.gemm_gflops, r.machine.read_gb_per_s,
+        r.machine.gemm_gflops / r.machine.read_gb_per_s);
     // Under another mask the attention term counts the pairs it lets through
     // (plab mask SPEC --length T prints them), so GFLOP/s stays useful work.
     const bool causal = o.bench.mask == "causal";
@@ -395,6 +397,9 @@ void add_bench_command(CLI::App& app) {
                     "KV pool of a batched row in blocks (0: just enough for the batch)")
         ->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed of the random weights")->capture_default_str();
+    cmd->add_option("--peak-size", o->bench.peak_size,
+                    "n of the n^3 GEMMs that measure the peak (smaller: quicker, a lower peak)")
+        ->capture_default_str();
     cmd->add_flag("--load", o->bench.load,
                   "measure again next to one process spinning on a CPU, and against a quiet "
                   "single-thread run");

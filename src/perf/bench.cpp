@@ -401,9 +401,13 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     PLAB_CHECK(o.kv_blocks >= 0,
                "--kv-blocks " << o.kv_blocks << " must be at least 1 (or 0: just enough)");
     for (int b : o.batches) check_batch(c, b, o);
+    PLAB_CHECK(o.peak_size >= kMinPeakSize && o.peak_size <= kMaxPeakSize,
+               "--peak-size " << o.peak_size << " must be in " << kMinPeakSize << ".."
+                              << kMaxPeakSize << " (the n of the n^3 GEMMs that measure the peak; "
+                              << kDefaultPeakSize << " by default)");
     BenchReport r;
     r.config = c;
-    r.machine = measure_machine();
+    r.machine = measure_machine(o.peak_size);
     // One engine per backend: its backend and device model serve the
     // single-sequence rows (a Session each, no pool of the engine's is made);
     // the batched rows get an engine of their own, with a pool for b sequences.

@@ -28,6 +28,10 @@ namespace plab {
 class Backend;
 class DeviceModel;
 
+// `--peak-size`'s default and its range.
+inline constexpr int kDefaultPeakSize = 2048;
+inline constexpr int kMinPeakSize = 64, kMaxPeakSize = 8192;
+
 struct BenchOptions {
     std::vector<std::string> backends{"cpu", "cpu-ref"};
     std::vector<int> lengths{128, 512, 2048};
@@ -46,6 +50,11 @@ struct BenchOptions {
     int batch_prompt = 32;     // prompt tokens of every request of a batched row
     int batch_warmup = 3;      // pure decode steps run untimed first
     int kv_blocks = 0;         // the pool of a batched row; 0 = just enough for its b sequences
+    // n of the n^3 GEMMs that measure the peak (`--peak-size`). 2048 is large
+    // enough that every library runs at its best; a smaller product is
+    // quicker (a classroom laptop, a sanitizer build, a test) and reads a
+    // lower peak, so the fractions of peak read higher: say which was used.
+    int peak_size = kDefaultPeakSize;
 };
 
 // The largest batch `plab bench --batch` runs: the pool and the step's logits

@@ -28,6 +28,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
     MachineSpeed m;
     m.threads = omp_get_max_threads();
+    m.gemm_size = n;
+    m.gemm_repeats = repeats;
     using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     Mat a = Mat::Random(n, n), b = Mat::Random(n, n), c(n, n);
     const double flops = 2.0 * n * n * double(n);

@@ -27,6 +27,8 @@ struct MachineSpeed {
     double copy_gb_per_s = 0;  // best of the runs
     double read_gb_per_s = 0;  // best of the runs
     int threads = 0;
+    int gemm_size = 0;     // n of the n x n x n products timed
+    int gemm_repeats = 0;  // timed runs of each (the best is kept)
 };
 
 // with_blas: time OpenBLAS's GEMM too (it starts OpenBLAS's worker threads

@@ -104,9 +104,9 @@ TEST_CASE("plab bench --batch 1,4 --json: one decode_batch row per size, every f
     const double params = info["parameters"];
 
     const int steps = 4;
-    const auto r =
-        run_cli({"bench", "--model", model.dir, "--backends", "cpu", "--lengths", "8", "--repeats",
-                 "1", "--decode-steps", std::to_string(steps), "--batch", "1,4", "--json"});
+    const auto r = run_cli({"bench", "--model", model.dir, "--backends", "cpu", "--lengths", "8",
+                            "--repeats", "1", "--decode-steps", std::to_string(steps), "--batch",
+                            "1,4", "--peak-size", "256", "--json"});
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);

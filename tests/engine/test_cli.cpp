@@ -103,10 +103,14 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE((gpu_form.find("emulated") != std::string::npos ||
              gpu_form.find("native") != std::string::npos));
 
-    const auto b = run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "32",
-                            "--repeats", "2", "--decode-steps", "3", "--json"});
+    // --peak-size 256: the peak's products at 256^3, not 2048^3 (under ASan
+    // the 2048^3 ones took ~3 minutes of this test); the JSON says which.
+    const auto b =
+        run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "32", "--repeats",
+                 "2", "--decode-steps", "3", "--peak-size", "256", "--json"});
     REQUIRE(b.exit_code == 0);
     const auto bj = nlohmann::json::parse(b.out);
+    REQUIRE(bj["gemm_peak_size"] == 256);
     REQUIRE(bj["gemm_peak_gflops"].get<double>() > 0);
     REQUIRE(bj["prefill"][0]["gflops"].get<double>() > 0);
     REQUIRE(bj["decode"][0]["bound_tokens_per_s"].get<double>() > 0);
@@ -137,6 +141,11 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     require_one_line_cli_error(run_cli({"bench", "--shape", "stories1b"}),
                                "unknown model shape 'stories1b'; valid shapes: small, stories15m, "
                                "stories110m");
+    // A peak size out of range is refused before anything is measured.
+    for (const char* n : {"16", "100000"})
+        require_one_line_cli_error(
+            run_cli({"bench", "--model", model, "--lengths", "32", "--peak-size", n}),
+            std::string("--peak-size ") + n + " must be in 64..8192 (the n of the n^3 GEMMs");
     const auto both = run_cli({"bench", "--random", "small", "--model", model});
     REQUIRE(both.exit_code != 0);
     REQUIRE(both.err.find("excludes") != std::string::npos);

@@ -109,7 +109,7 @@ TEST_CASE("plab --mask on prefill / compare / generate / toy / bench and eval an
     REQUIRE(j["all_bitwise_equal"] == true);
     j = nlohmann::json::parse(
         run_cli({"bench", "--model", model, "--backends", "cpu-ref", "--lengths", "12", "--repeats",
-                 "1", "--decode-steps", "2", "--mask", "window:4", "--json"})
+                 "1", "--decode-steps", "2", "--mask", "window:4", "--peak-size", "256", "--json"})
             .out);
     REQUIRE(j["mask"] == "window:4");
 }

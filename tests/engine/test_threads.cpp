@@ -357,7 +357,7 @@ TEST_CASE("cpu attention and swiglu on many threads match cpu-ref", "[threads]")
 
 TEST_CASE("plab bench --load reports quiet, single-thread and loaded rows", "[threads][cli]") {
     const auto r = run_cli({"bench", "--backends", "cpu", "--lengths", "8,29", "--repeats", "3",
-                            "--decode-steps", "2", "--load", "--json"});
+                            "--decode-steps", "2", "--load", "--peak-size", "256", "--json"});
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -392,7 +392,7 @@ TEST_CASE("plab bench --load reports quiet, single-thread and loaded rows", "[th
     // cpu-ref too: its thread count is the engine's choice as well, so it
     // gets a single-thread row.
     const auto t = run_cli({"bench", "--backends", "cpu,cpu-ref", "--lengths", "8", "--repeats",
-                            "2", "--decode-steps", "2", "--load"});
+                            "2", "--decode-steps", "2", "--load", "--peak-size", "256"});
     REQUIRE(t.exit_code == 0);
     const auto quiet_one = t.out.find("Quiet, capped at 1 thread");
     const auto loaded = t.out.find("Under load: one other process spinning on CPU");
