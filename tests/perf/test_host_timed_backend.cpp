@@ -144,14 +144,18 @@ TEST_CASE("host-timed backend: the ops forward.cpp calls, in call order, only wh
     for (auto it = ops.begin(); it != first_embed; ++it) CHECK(it->op == "fill");
     CHECK(ops.front().start_ms == 0.0);
     double sum_ms = 0, end_ms = 0;
-    for (const DeviceOpTime& op : ops) {
-        INFO(op.op);
-        CHECK(op.ms >= 0.0);
-        CHECK(op.start_ms >= end_ms);  // one after the other, in call order
-        end_ms = op.start_ms + op.ms;
-        sum_ms += op.ms;
+    for (auto it = ops.begin(); it != ops.end(); ++it) {
+        INFO(it->op);
+        CHECK(it->ms >= 0.0);
+        CHECK(it->start_ms >= end_ms);  // one after the other, in call order
+        end_ms = it->start_ms + it->ms;
+        if (it >= first_embed) sum_ms += it->ms;
     }
-    // Within the prefill's wall time (which the wrapper's clock reads fall inside of).
+    // The prefill's ops lie within its wall time (the wrapper's clock reads
+    // fall inside of it). The fills before them do not: they zero the pools
+    // when the Session is made, before prefill() starts its clock (on a fresh
+    // CI machine, first touch of the pool's pages: 73 us of fill against a
+    // 58 us prefill).
     CHECK(sum_ms <= wall_us * 1e-3);
 }
 
