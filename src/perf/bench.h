@@ -28,10 +28,6 @@ namespace plab {
 class Backend;
 class DeviceModel;
 
-// `--peak-size`'s default and its range.
-inline constexpr int kDefaultPeakSize = 2048;
-inline constexpr int kMinPeakSize = 64, kMaxPeakSize = 8192;
-
 struct BenchOptions {
     std::vector<std::string> backends{"cpu", "cpu-ref"};
     std::vector<int> lengths{128, 512, 2048};

@@ -33,7 +33,11 @@ struct MachineSpeed {
 
 // with_blas: time OpenBLAS's GEMM too (it starts OpenBLAS's worker threads
 // in this process; `plab serve`, which only wants the copy bandwidth, says no).
-MachineSpeed measure_machine(int gemm_size = 2048, int repeats = 5, bool with_blas = true);
+// gemm_size: n of the n^3 products (`plab bench --peak-size`, within its range).
+inline constexpr int kDefaultPeakSize = 2048;
+inline constexpr int kMinPeakSize = 64, kMaxPeakSize = 8192;
+MachineSpeed measure_machine(int gemm_size = kDefaultPeakSize, int repeats = 5,
+                             bool with_blas = true);
 
 // Which GEMM gave m.gemm_gflops: "Eigen GEMM", "OpenBLAS GEMM" or
 // "engine GEMM, cpu_gemm".
