@@ -49,10 +49,12 @@ TEST_CASE("cpu GEMM: every output is one FMA chain over k in order, on every pat
     // read-ahead of the next group; 1000 at 64 rows is a batched step's
     // classifier shape in small). k: 1, odd, and long enough that a row block
     // asks for one line every few k steps, or short enough that it asks for
-    // several a step.
+    // several a step; one row block with a long k (6 x 288) asks for
+    // several lines every few k steps (runs of at least 4 steps).
     for (const Case& t :
          {Case{1, 100, 33}, Case{5, 17, 7}, Case{6, panel + 1, 1}, Case{13, 10 * panel, 3},
-          Case{64, 1000, 72}, Case{130, 6 * panel + 9, 288}, Case{24, 8 * panel, 200}}) {
+          Case{64, 1000, 72}, Case{130, 6 * panel + 9, 288}, Case{24, 8 * panel, 200},
+          Case{6, 4 * panel + 3, 288}}) {
         INFO("m=" << t.m << " n=" << t.n << " k=" << t.k);
         const auto a = random_floats(std::size_t(t.m) * t.k, 500 + t.m, -1.0f, 1.0f);
         const auto w = random_floats(std::size_t(t.n) * t.k, 600 + t.n, -1.0f, 1.0f);  // (N, K)
