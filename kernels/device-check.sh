@@ -15,7 +15,8 @@
 #   4. the registry picked the native kernels; chunked gpu-ref == cpu-ref,
 #   5. each kernel's registers, stack frame (local memory) and shared memory,
 #      read from the compiled sm_XX code (cuobjdump),
-#   6. `plab bench` of gpu-ref and gpu: prefill medians, decode speed, and the
+#   6. `plab bench` of gpu-ref and gpu: prefill medians and their share of the
+#      device's float32 GEMM peak (cuBLAS SGEMM, measured first), decode speed, and the
 #      device time of every op of one prefill per length (CUDA events) against
 #      its wall time — how much of a prefill the kernels themselves take,
 #   7. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
@@ -128,7 +129,7 @@ steps=(
     "3. every other test (ctest -LE 'test_gpu|viewer')"
     "4. gpu-ref runs natively (plab toy); chunked gpu-ref and gpu against cpu-ref (plab compare, 5 plans)"
     "5. registers, stack frame and shared memory of every kernel (cuobjdump --dump-resource-usage)"
-    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, decode, device time by op"
+    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, share of the cuBLAS SGEMM peak, decode, device time by op"
     "7. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
 )
 if ((dry_run)); then
@@ -214,6 +215,9 @@ fi
 
 step "${steps[5]}"
 run_step bench "$plab" bench --backends gpu-ref,gpu --lengths "$lengths" --repeats 5
+# The device's cuBLAS SGEMM peak (the gpu rows' "of peak"), then the rows.
+grep -A 1 "^Device" "$logs/bench.log" | grep -v "Device time by op" | head -n 2
+sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench.log" | head -n 12
 grep -A 14 "Device time by op" "$logs/bench.log" | head -n 60
 
 step "${steps[6]}"

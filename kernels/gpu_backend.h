@@ -42,7 +42,25 @@ struct NativeProbe {
     std::string error;
 };
 
+// The device's float32 GEMM rate: the GPU rows' "peak" in `plab bench`
+// (issue 13), as the host's fastest GEMM is the CPU rows'. Measured, never
+// looked up in a datasheet: cuBLAS's SGEMM of size^3 on device 0, best of a
+// few calls timed with CUDA events.
+struct DeviceGemmPeak {
+    double gflops = 0;    // 0: not measured, and why_not says why
+    int size = 0;         // n of the n^3 product actually timed
+    std::string source;   // e.g. "cuBLAS 130100 SGEMM (float32, CUBLAS_DEFAULT_MATH: no TF32)"
+    std::string device;   // e.g. "NVIDIA H200 (sm_90)"
+    std::string why_not;  // e.g. "the GPU backends run emulated here (...)"
+};
+
 namespace gpu_native {
+// cuBLAS is loaded at run time (dlopen), as perf/blas_gemm.h loads OpenBLAS:
+// `plab` starts, and its native kernels run, on a machine whose CUDA has no
+// cuBLAS or keeps it off the loader's path; then only this figure is missing.
+// size is lowered (halved) until three size^2 matrices fit in free device
+// memory. Never throws: a CUDA or cuBLAS error is returned in why_not.
+DeviceGemmPeak measure_cublas_sgemm(int size, int repeats);
 // Asks cudaGetDeviceCount once per call; never throws.
 NativeProbe probe();
 // CUDA devices visible to this process; 0 when probe() is not `found`.

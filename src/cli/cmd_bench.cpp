@@ -40,7 +40,8 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     for (const auto& p : rows) {
         std::printf("  %-22s %7d %5d %12.2f %12.0f %10.1f", p.backend.c_str(), p.tokens, p.runs,
                     p.median_s * 1e3, p.tokens_per_s, p.gflops);
-        // "-": a GPU backend is not held against the CPU's GEMM peak.
+        // "-": a GPU backend is not held against the CPU's GEMM peak, only
+        // against its device's (when it runs natively and cuBLAS was found).
         if (p.fraction_of_peak > 0)
             std::printf(" %8.1f%%\n", 100 * p.fraction_of_peak);
         else
@@ -51,6 +52,12 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
         std::printf("  %-22s %7d %12.2f %13.2fx\n", p.backend.c_str(), p.tokens, p.worst_s * 1e3,
                     p.worst_s / p.median_s);
     }
+}
+
+// Whether a GPU backend is benched: then the device's own peak is measured too.
+bool has_gpu_backend(const BenchOptions& o) {
+    return std::any_of(o.backends.begin(), o.backends.end(),
+                       [](const std::string& b) { return b.rfind("gpu", 0) == 0; });
 }
 
 // A figure that does not apply to a row (0) is null in the JSON.
@@ -195,6 +202,16 @@ void run(BenchCliOptions o) {
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
         j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
+        if (has_gpu_backend(o.bench)) {
+            // The GPU rows' peak: the device's cuBLAS SGEMM, null where the
+            // GPU backends run emulated (the note says why).
+            const DeviceGemmPeak& d = r.device_peak;
+            j["device_gemm_peak_gflops"] = or_null(d.gflops);
+            j["device_gemm_peak_size"] = d.size;
+            j["device_gemm_peak_source"] = d.source;
+            j["device"] = d.device;
+            j["device_gemm_peak_note"] = d.why_not;
+        }
         j["cpu_threads"] = cpu_threads();
         j["min_flops_per_thread"] = kMinFlopsPerThread;
         const auto prefill_json = [](const PrefillBenchRow& p) {
@@ -300,6 +317,17 @@ void run(BenchCliOptions o) {
         peak_source(r.machine).c_str(), r.machine.openblas.c_str(), r.machine.copy_gb_per_s,
         r.machine.read_gb_per_s, r.machine.gemm_gflops, r.machine.read_gb_per_s,
         r.machine.gemm_gflops / r.machine.read_gb_per_s);
+    if (has_gpu_backend(o.bench)) {
+        const DeviceGemmPeak& d = r.device_peak;
+        if (d.gflops > 0)
+            std::printf(
+                "Device (measured now): float32 GEMM peak %.1f GFLOP/s on %s (best of %d, %d^3,\n"
+                "  %s): the gpu rows' \"of peak\"\n\n",
+                d.gflops, d.device.c_str(), kDevicePeakRepeats, d.size, d.source.c_str());
+        else
+            std::printf("Device GEMM peak: not measured (%s); the gpu rows have no \"of peak\"\n\n",
+                        d.why_not.c_str());
+    }
     // Under another mask the attention term counts the pairs it lets through
     // (plab mask SPEC --length T prints them), so GFLOP/s stays useful work.
     const bool causal = o.bench.mask == "causal";

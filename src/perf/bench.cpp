@@ -18,6 +18,7 @@
 #include "perf/host_timed_backend.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/engine.h"
+#include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -152,7 +153,7 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     row.worst_s = *std::max_element(times.begin(), times.end());
     row.tokens_per_s = n / row.median_s;
     row.gflops = prefill_flops(c, n, o) / row.median_s / 1e9;
-    row.fraction_of_peak = held_to_host_limits(backend) ? row.gflops / peak_gflops : 0;
+    row.fraction_of_peak = peak_gflops > 0 ? row.gflops / peak_gflops : 0;
     return row;
 }
 
@@ -408,6 +409,11 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     BenchReport r;
     r.config = c;
     r.machine = measure_machine(o.peak_size);
+    // The GPU rows' peak is the device's own (a GPU does not run on the
+    // host's FMAs): measured only when a GPU backend is benched.
+    if (std::any_of(o.backends.begin(), o.backends.end(),
+                    [](const std::string& b) { return b.rfind("gpu", 0) == 0; }))
+        r.device_peak = measure_device_gemm_peak(kDevicePeakSize, kDevicePeakRepeats);
     // One engine per backend: its backend and device model serve the
     // single-sequence rows (a Session each, no pool of the engine's is made);
     // the batched rows get an engine of their own, with a pool for b sequences.
@@ -423,8 +429,10 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             warm.prefill(warm_tokens, ChunkPlan{{16}});
         }
         for (int n : o.lengths) {
-            r.prefill.push_back(prefill_row(backend->name(), c, n, time_prefills(*model, n, o),
-                                            r.machine.gemm_gflops, o));
+            r.prefill.push_back(prefill_row(
+                backend->name(), c, n, time_prefills(*model, n, o),
+                held_to_host_limits(backend->name()) ? r.machine.gemm_gflops : r.device_peak.gflops,
+                o));
         }
         if (backend->times_device_ops()) {
             for (int n : o.lengths)

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_backend.h"
 #include "model/weights.h"
 #include "perf/machine.h"
 
@@ -141,9 +142,18 @@ struct DeviceOpBreakdown {
     std::vector<DeviceOpRow> ops;  // largest first
 };
 
+// The device peak's product (n^3) and calls timed, best kept. 8192^3 is
+// 1.1 TFLOP: ~20 ms at an H200's float32 rate, long enough that launch and
+// event overheads vanish; lowered by the measurement when memory is short.
+constexpr int kDevicePeakSize = 8192;
+constexpr int kDevicePeakRepeats = 5;
+
 struct BenchReport {
     ModelConfig config;
     MachineSpeed machine;
+    // With a GPU backend among the backends: the device's cuBLAS SGEMM rate,
+    // the GPU rows' peak (gflops 0 when they run emulated: why_not says why).
+    DeviceGemmPeak device_peak;
     std::vector<PrefillBenchRow> prefill;
     std::vector<DecodeBenchRow> decode;
     std::vector<DecodeBatchRow> decode_batch;  // with BenchOptions::batches: backend by backend

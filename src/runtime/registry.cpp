@@ -70,6 +70,20 @@ std::string gpu_form_description() {
     return "emulated on the CPU (" + emulation_reason(p) + ")";
 }
 
+DeviceGemmPeak measure_device_gemm_peak(int size, int repeats) {
+    const NativeProbe p = native_probe();
+#if PLAB_HAVE_CUDA
+    if (p.status == NativeProbe::Status::found)
+        return gpu_native::measure_cublas_sgemm(size, repeats);
+#else
+    (void)size;
+    (void)repeats;
+#endif
+    DeviceGemmPeak none;
+    none.why_not = "the GPU backends run emulated here: " + emulation_reason(p);
+    return none;
+}
+
 void require_native_gpu_if_asked() {
     if (!native_required()) return;
     const NativeProbe p = native_probe();

@@ -151,6 +151,50 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE(both.err.find("excludes") != std::string::npos);
 }
 
+TEST_CASE("plab bench holds gpu rows to the device's own cuBLAS peak, or to none", "[cli]") {
+    // A GPU does not run on the host's FMAs: its rows' "of peak" is against
+    // the device's float32 GEMM (cuBLAS SGEMM, measured in the same run). Where
+    // the GPU backends run emulated there is no device to measure: no peak,
+    // no fraction, and a note that says why. The same test takes the native
+    // branch on a CUDA machine (kernels/device-check.sh runs it there).
+    const std::string model = small_model_dir().string();
+    const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
+    const bool native = info["gpu_form"].get<std::string>().find("native") != std::string::npos;
+    const auto b =
+        run_cli({"bench", "--model", model, "--backends", "cpu,gpu", "--lengths", "8", "--repeats",
+                 "1", "--decode-steps", "2", "--peak-size", "64", "--json"});
+    REQUIRE(b.exit_code == 0);
+    const auto j = nlohmann::json::parse(b.out);
+    REQUIRE(j["prefill"].size() == 2);
+    const auto& cpu = j["prefill"][0];
+    const auto& gpu = j["prefill"][1];
+    REQUIRE(gpu["backend"].get<std::string>().rfind("gpu", 0) == 0);
+    // The cpu row keeps the host's peak.
+    REQUIRE(
+        cpu["fraction_of_peak"].get<double>() ==
+        Approx(cpu["gflops"].get<double>() / j["gemm_peak_gflops"].get<double>()).epsilon(1e-12));
+    if (native) {
+        const double peak = j["device_gemm_peak_gflops"];
+        REQUIRE(peak > 0);
+        REQUIRE(j["device_gemm_peak_size"].get<int>() >= 256);
+        REQUIRE(j["device_gemm_peak_source"].get<std::string>().rfind("cuBLAS ", 0) == 0);
+        REQUIRE(j["device_gemm_peak_note"] == "");
+        REQUIRE(gpu["fraction_of_peak"].get<double>() ==
+                Approx(gpu["gflops"].get<double>() / peak).epsilon(1e-12));
+    } else {
+        REQUIRE(j["device_gemm_peak_gflops"].is_null());
+        REQUIRE(j["device_gemm_peak_note"].get<std::string>().rfind(
+                    "the GPU backends run emulated here: ", 0) == 0);
+        REQUIRE(gpu["fraction_of_peak"].is_null());
+    }
+    // Without a GPU backend nothing is measured on the device, and no key says otherwise.
+    const auto c = nlohmann::json::parse(
+        run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "8", "--repeats", "1",
+                 "--decode-steps", "2", "--peak-size", "64", "--json"})
+            .out);
+    REQUIRE_FALSE(c.contains("device_gemm_peak_gflops"));
+}
+
 TEST_CASE("named shapes: stories110m is llama2.c's 110M model", "[cli][shapes]") {
     const ModelConfig c = named_shape("stories110m");
     const long long D = c.dim, F = c.hidden_dim, V = c.vocab_size, L = c.n_layers;

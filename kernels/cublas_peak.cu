@@ -1,0 +1,171 @@
+// The device's float32 GEMM peak: cuBLAS's SGEMM, timed with CUDA events
+// (gpu_backend.h, DeviceGemmPeak). Native builds only.
+//
+// What it teaches: a fraction of peak needs a peak measured on the same
+// device in the same run, by the fastest GEMM available there (issue 13's
+// rule for the CPU rows, applied to the GPU rows). cuBLAS is that GEMM on an
+// NVIDIA device. Its math mode is CUBLAS_DEFAULT_MATH, which keeps SGEMM in
+// float32 FMAs: TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH) would be a
+// different, lower-precision product than the one `gpu` computes.
+//
+// Loaded with dlopen, never linked: the static CUDA runtime lets `plab` start
+// without libcudart, and cuBLAS (hundreds of MB, its own SONAME per CUDA
+// major) must not become a start-up dependency either. The function types
+// come from cublas_v2.h (decltype), so the signatures are cuBLAS's own.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gpu_backend.h"
+
+namespace plab::gpu_native {
+namespace {
+
+struct Cublas {
+    decltype(&cublasCreate_v2) create = nullptr;
+    decltype(&cublasDestroy_v2) destroy = nullptr;
+    decltype(&cublasSetMathMode) set_math_mode = nullptr;
+    decltype(&cublasGetVersion_v2) get_version = nullptr;
+    decltype(&cublasSgemm_v2) sgemm = nullptr;
+};
+
+// The SONAMEs of the CUDA majors this build may meet, first by the loader's
+// path, then where the CUDA installer puts them.
+bool load_cublas(Cublas& c, std::string& why_not) {
+    std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    const char* dirs[] = {std::getenv("CUDA_HOME"), "/usr/local/cuda"};
+    const char* sonames[] = {"libcublas.so.13", "libcublas.so.12"};
+    for (const char* dir : dirs) {
+        if (dir == nullptr) continue;
+        for (const char* so : sonames) names.push_back(std::string(dir) + "/lib64/" + so);
+    }
+    void* h = nullptr;
+    std::string first_error;
+    for (const std::string& n : names) {
+        h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (h != nullptr) break;
+        if (first_error.empty()) first_error = dlerror();
+    }
+    if (h == nullptr) {
+        why_not = "cuBLAS not found (" + first_error + ")";
+        return false;
+    }
+    c.create = reinterpret_cast<decltype(c.create)>(dlsym(h, "cublasCreate_v2"));
+    c.destroy = reinterpret_cast<decltype(c.destroy)>(dlsym(h, "cublasDestroy_v2"));
+    c.set_math_mode = reinterpret_cast<decltype(c.set_math_mode)>(dlsym(h, "cublasSetMathMode"));
+    c.get_version = reinterpret_cast<decltype(c.get_version)>(dlsym(h, "cublasGetVersion_v2"));
+    c.sgemm = reinterpret_cast<decltype(c.sgemm)>(dlsym(h, "cublasSgemm_v2"));
+    if (!c.create || !c.destroy || !c.set_math_mode || !c.get_version || !c.sgemm) {
+        why_not = "the cuBLAS found lacks cublasCreate_v2, cublasSgemm_v2 or cublasSetMathMode";
+        return false;
+    }
+    return true;
+}
+
+// Values in [-1, 1) from a hash of the index: fixed, never all zeros (a
+// product of zeros could run faster than real data on some hardware).
+__global__ void fill_pattern(float* x, std::size_t n, unsigned seed) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::size_t(gridDim.x) * blockDim.x) {
+        unsigned h = unsigned(i) * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        x[i] = float(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+
+std::string cuda_error(const char* what, cudaError_t e) {
+    return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+}  // namespace
+
+DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
+    DeviceGemmPeak p;
+    p.device = device_name();
+    if (p.device.empty()) {
+        p.why_not = "no CUDA device";
+        return p;
+    }
+    Cublas c;
+    if (!load_cublas(c, p.why_not)) return p;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes);
+    if (e != cudaSuccess) {
+        p.why_not = cuda_error("cudaMemGetInfo", e);
+        return p;
+    }
+    int n = std::max(256, size);
+    // Three n x n matrices in at most half of the free memory.
+    while (n > 256 && 3.0 * n * n * sizeof(float) > 0.5 * double(free_bytes)) n /= 2;
+    const std::size_t elems = std::size_t(n) * n;
+    float* buf[3] = {nullptr, nullptr, nullptr};
+    cublasHandle_t handle = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    const auto cleanup = [&] {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+        if (handle) c.destroy(handle);
+        for (float* b : buf)
+            if (b) cudaFree(b);
+    };
+    for (float*& b : buf) {
+        if ((e = cudaMalloc(&b, elems * sizeof(float))) != cudaSuccess) {
+            p.why_not = cuda_error("cudaMalloc", e);
+            cleanup();
+            return p;
+        }
+    }
+    fill_pattern<<<1024, 256>>>(buf[0], elems, 1u);
+    fill_pattern<<<1024, 256>>>(buf[1], elems, 2u);
+    if (c.create(&handle) != CUBLAS_STATUS_SUCCESS ||
+        c.set_math_mode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+        p.why_not = "cublasCreate or cublasSetMathMode failed";
+        cleanup();
+        return p;
+    }
+    int version = 0;
+    c.get_version(handle, &version);
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    const float one = 1.0f, zero = 0.0f;
+    float best_ms = 0;
+    // The first call is a warm-up (cuBLAS picks and loads its kernel), untimed.
+    for (int r = 0; r <= std::max(1, repeats); ++r) {
+        cudaEventRecord(start, 0);
+        const cublasStatus_t s = c.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, buf[0], n,
+                                         buf[1], n, &zero, buf[2], n);
+        cudaEventRecord(stop, 0);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            p.why_not = "cublasSgemm_v2 failed (status " + std::to_string(int(s)) + ")";
+            cleanup();
+            return p;
+        }
+        if ((e = cudaEventSynchronize(stop)) != cudaSuccess) {
+            p.why_not = cuda_error("cudaEventSynchronize", e);
+            cleanup();
+            return p;
+        }
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        if (r > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+    }
+    cleanup();
+    if (best_ms <= 0) {
+        p.why_not = "the CUDA events timed 0 ms";
+        return p;
+    }
+    p.size = n;
+    p.gflops = 2.0 * n * double(n) * n / (best_ms * 1e-3) / 1e9;
+    p.source =
+        "cuBLAS " + std::to_string(version) + " SGEMM (float32, CUBLAS_DEFAULT_MATH: no TF32)";
+    return p;
+}
+
+}  // namespace plab::gpu_native
