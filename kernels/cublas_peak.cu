@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,12 @@ std::string cuda_error(const char* what, cudaError_t e) {
 
 DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
     DeviceGemmPeak p;
-    p.device = device_name();
+    try {
+        p.device = device_name();  // PLAB_CUDA_CHECK inside: a CUDA error throws
+    } catch (const std::exception& e) {
+        p.why_not = e.what();
+        return p;
+    }
     if (p.device.empty()) {
         p.why_not = "no CUDA device";
         return p;
