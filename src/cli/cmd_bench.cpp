@@ -54,12 +54,6 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     }
 }
 
-// Whether a GPU backend is benched: then the device's own peak is measured too.
-bool has_gpu_backend(const BenchOptions& o) {
-    return std::any_of(o.backends.begin(), o.backends.end(),
-                       [](const std::string& b) { return b.rfind("gpu", 0) == 0; });
-}
-
 // A figure that does not apply to a row (0) is null in the JSON.
 nlohmann::json or_null(double v) {
     return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -202,7 +196,7 @@ void run(BenchCliOptions o) {
         j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
         j["read_gb_per_s"] = r.machine.read_gb_per_s;
         j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
-        if (has_gpu_backend(o.bench)) {
+        if (benches_a_gpu(o.bench)) {
             // The GPU rows' peak: the device's cuBLAS SGEMM, null where the
             // GPU backends run emulated (the note says why).
             const DeviceGemmPeak& d = r.device_peak;
@@ -317,7 +311,7 @@ void run(BenchCliOptions o) {
         peak_source(r.machine).c_str(), r.machine.openblas.c_str(), r.machine.copy_gb_per_s,
         r.machine.read_gb_per_s, r.machine.gemm_gflops, r.machine.read_gb_per_s,
         r.machine.gemm_gflops / r.machine.read_gb_per_s);
-    if (has_gpu_backend(o.bench)) {
+    if (benches_a_gpu(o.bench)) {
         const DeviceGemmPeak& d = r.device_peak;
         if (d.gflops > 0)
             std::printf(

@@ -388,6 +388,10 @@ bool held_to_host_limits(const std::string& backend) {
     return backend.rfind("cpu", 0) == 0;
 }
 
+bool benches_a_gpu(const BenchOptions& o) {
+    return !std::all_of(o.backends.begin(), o.backends.end(), held_to_host_limits);
+}
+
 BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     const ModelConfig& c = weights.config;
     for (int n : o.lengths) {
@@ -411,8 +415,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     r.machine = measure_machine(o.peak_size);
     // The GPU rows' peak is the device's own (a GPU does not run on the
     // host's FMAs): measured only when a GPU backend is benched.
-    if (std::any_of(o.backends.begin(), o.backends.end(),
-                    [](const std::string& b) { return b.rfind("gpu", 0) == 0; }))
+    if (benches_a_gpu(o))
         r.device_peak = measure_device_gemm_peak(kDevicePeakSize, kDevicePeakRepeats);
     // One engine per backend: its backend and device model serve the
     // single-sequence rows (a Session each, no pool of the engine's is made);

@@ -183,5 +183,8 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
 // Whether the host's measured peak and bandwidth bound this backend (the CPU
 // ones; a GPU's rows report no fraction of them).
 bool held_to_host_limits(const std::string& backend);
+// Whether a backend not held to them (a GPU one) is benched: then the
+// device's own peak is measured too (BenchReport::device_peak).
+bool benches_a_gpu(const BenchOptions& options);
 
 }  // namespace plab
