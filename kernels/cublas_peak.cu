@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,10 @@ struct Cublas {
 // The SONAMEs of the CUDA majors this build may meet, first by the loader's
 // path, then where the CUDA installer puts them.
 bool load_cublas(Cublas& c, std::string& why_not) {
-    std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    const char* dirs[] = {std::getenv("CUDA_HOME"), "/usr/local/cuda"};
     const char* sonames[] = {"libcublas.so.13", "libcublas.so.12"};
+    std::vector<std::string> names(std::begin(sonames), std::end(sonames));
+    names.push_back("libcublas.so");
+    const char* dirs[] = {std::getenv("CUDA_HOME"), "/usr/local/cuda"};
     for (const char* dir : dirs) {
         if (dir == nullptr) continue;
         for (const char* so : sonames) names.push_back(std::string(dir) + "/lib64/" + so);
@@ -85,6 +87,24 @@ std::string cuda_error(const char* what, cudaError_t e) {
     return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
 
+// What one measurement holds on the device, released on every way out.
+struct Resources {
+    const Cublas& cublas;
+    float* buf[3] = {nullptr, nullptr, nullptr};
+    cublasHandle_t handle = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    explicit Resources(const Cublas& c) : cublas(c) {}
+    Resources(const Resources&) = delete;
+    Resources& operator=(const Resources&) = delete;
+    ~Resources() {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+        if (handle) cublas.destroy(handle);
+        for (float* b : buf)
+            if (b) cudaFree(b);
+    }
+};
+
 }  // namespace
 
 DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
@@ -111,58 +131,44 @@ DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
     // Three n x n matrices in at most half of the free memory.
     while (n > 256 && 3.0 * n * n * sizeof(float) > 0.5 * double(free_bytes)) n /= 2;
     const std::size_t elems = std::size_t(n) * n;
-    float* buf[3] = {nullptr, nullptr, nullptr};
-    cublasHandle_t handle = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    const auto cleanup = [&] {
-        if (start) cudaEventDestroy(start);
-        if (stop) cudaEventDestroy(stop);
-        if (handle) c.destroy(handle);
-        for (float* b : buf)
-            if (b) cudaFree(b);
-    };
-    for (float*& b : buf) {
+    Resources res(c);
+    for (float*& b : res.buf) {
         if ((e = cudaMalloc(&b, elems * sizeof(float))) != cudaSuccess) {
             p.why_not = cuda_error("cudaMalloc", e);
-            cleanup();
             return p;
         }
     }
-    fill_pattern<<<1024, 256>>>(buf[0], elems, 1u);
-    fill_pattern<<<1024, 256>>>(buf[1], elems, 2u);
-    if (c.create(&handle) != CUBLAS_STATUS_SUCCESS ||
-        c.set_math_mode(handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+    fill_pattern<<<1024, 256>>>(res.buf[0], elems, 1u);
+    fill_pattern<<<1024, 256>>>(res.buf[1], elems, 2u);
+    if (c.create(&res.handle) != CUBLAS_STATUS_SUCCESS ||
+        c.set_math_mode(res.handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
         p.why_not = "cublasCreate or cublasSetMathMode failed";
-        cleanup();
         return p;
     }
     int version = 0;
-    c.get_version(handle, &version);
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
+    c.get_version(res.handle, &version);
+    cudaEventCreate(&res.start);
+    cudaEventCreate(&res.stop);
     const float one = 1.0f, zero = 0.0f;
     float best_ms = 0;
     // The first call is a warm-up (cuBLAS picks and loads its kernel), untimed.
     for (int r = 0; r <= std::max(1, repeats); ++r) {
-        cudaEventRecord(start, 0);
-        const cublasStatus_t s = c.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, buf[0], n,
-                                         buf[1], n, &zero, buf[2], n);
-        cudaEventRecord(stop, 0);
+        cudaEventRecord(res.start, 0);
+        const cublasStatus_t s = c.sgemm(res.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                         res.buf[0], n, res.buf[1], n, &zero, res.buf[2], n);
+        cudaEventRecord(res.stop, 0);
         if (s != CUBLAS_STATUS_SUCCESS) {
             p.why_not = "cublasSgemm_v2 failed (status " + std::to_string(int(s)) + ")";
-            cleanup();
             return p;
         }
-        if ((e = cudaEventSynchronize(stop)) != cudaSuccess) {
+        if ((e = cudaEventSynchronize(res.stop)) != cudaSuccess) {
             p.why_not = cuda_error("cudaEventSynchronize", e);
-            cleanup();
             return p;
         }
         float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
+        cudaEventElapsedTime(&ms, res.start, res.stop);
         if (r > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
     }
-    cleanup();
     if (best_ms <= 0) {
         p.why_not = "the CUDA events timed 0 ms";
         return p;
