@@ -54,6 +54,29 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     }
 }
 
+// The paired runs (perf/bench.h, PrefillBenchRow::paired_*): the rows of the
+// tuned host backend again, each run followed by one product of the peak's
+// GEMM. Lesson 6, "Two measurements, one machine".
+void print_paired_rows(const std::vector<PrefillBenchRow>& rows, const MachineSpeed& m) {
+    if (std::none_of(rows.begin(), rows.end(),
+                     [](const PrefillBenchRow& p) { return !p.paired_prefill_s.empty(); }))
+        return;
+    std::printf(
+        "Paired with the peak: each run again, then one %d^3 product of the peak's GEMM right "
+        "after\n"
+        "  (%s), so both are timed on the machine as it is at that moment; the run shown is\n"
+        "  the one whose ratio is the median of its row's\n",
+        m.gemm_size, peak_source(m).c_str());
+    std::printf("  %-22s %7s %5s %14s %16s %13s\n", "backend", "tokens", "runs", "GEMM GFLOP/s",
+                "prefill GFLOP/s", "of that GEMM");
+    for (const auto& p : rows) {
+        if (p.paired_prefill_s.empty()) continue;
+        std::printf("  %-22s %7d %5zu %14.1f %16.1f %12.1f%%\n", p.backend.c_str(), p.tokens,
+                    p.paired_prefill_s.size(), p.paired_peak_gflops, p.paired_gflops,
+                    100 * p.fraction_of_paired_peak);
+    }
+}
+
 // A figure that does not apply to a row (0) is null in the JSON.
 nlohmann::json or_null(double v) {
     return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -219,6 +242,13 @@ void run(BenchCliOptions o) {
                 {"gflops", p.gflops},
                 {"fraction_of_peak", p.fraction_of_peak > 0 ? nlohmann::json(p.fraction_of_peak)
                                                             : nlohmann::json(nullptr)}};
+            if (!p.paired_prefill_s.empty()) {
+                row["paired_prefill_s"] = p.paired_prefill_s;
+                row["paired_peak_run_gflops"] = p.paired_peak_run_gflops;
+                row["paired_gflops"] = p.paired_gflops;
+                row["paired_peak_gflops"] = p.paired_peak_gflops;
+                row["fraction_of_paired_peak"] = p.fraction_of_paired_peak;
+            }
             if (p.ratio_to_quiet > 0) row["ratio_to_quiet"] = p.ratio_to_quiet;
             if (p.ratio_to_quiet_single_thread > 0)
                 row["ratio_to_quiet_single_thread"] = p.ratio_to_quiet_single_thread;
@@ -334,6 +364,7 @@ void run(BenchCliOptions o) {
         causal ? "causal attention pairs"
                : ("attention pairs " + o.bench.mask + " lets through").c_str());
     print_prefill_rows(r.prefill);
+    print_paired_rows(r.prefill, r.machine);
     print_device_ops(r.device_ops, o.bench.budget_s);
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"

@@ -116,16 +116,33 @@ SessionOptions session_for(const std::vector<int32_t>& tokens, const ModelConfig
     return so;
 }
 
-// Cold prefills of `n` tokens: one time per run, in seconds.
-std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o) {
+// The peak's GEMM, to be timed right after each paired prefill run.
+struct PeakBeside {
+    PeakGemms& gemms;
+    GemmSource source;
+    std::vector<double> gflops;  // one per run
+};
+
+// Cold prefills of `n` tokens: one time per run, in seconds. With `beside`,
+// each run followed by one product of the peak's GEMM, whose rate is kept
+// there. Each run still follows an untimed prefill of the same prompt, as the
+// runs of a row without pairs follow each other: a product before the run
+// would have swept the caches of weights and sent the engine's threads to
+// sleep (stories15M at 128 tokens: 98 -> 62 GFLOP/s), and the pair would time
+// a colder prefill than the row it stands for.
+std::vector<double> time_prefills(const DeviceModel& model, int n, const BenchOptions& o,
+                                  PeakBeside* beside = nullptr) {
     const ModelConfig& c = model.config();
     const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
     const ChunkPlan plan = parse_chunk_plan(o.chunks, n);
     std::vector<double> times;
     const double start = now_s();
     for (int i = 0; i < o.repeats; ++i) {
+        if (beside != nullptr) Session(model, session_for(tokens, c, o)).prefill(tokens, plan);
         Session s(model, session_for(tokens, c, o));  // cold: an empty KV cache every run
         times.push_back(s.prefill(tokens, plan).prefill_us * 1e-6);
+        if (beside != nullptr)
+            beside->gflops.push_back(beside->gemms.run(beside->source, /*settle=*/true));
         if (now_s() - start > o.budget_s) break;
     }
     return times;
@@ -155,6 +172,25 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     row.gflops = prefill_flops(c, n, o) / row.median_s / 1e9;
     row.fraction_of_peak = peak_gflops > 0 ? row.gflops / peak_gflops : 0;
     return row;
+}
+
+// The paired runs of a row: each run's ratio to the product right after it;
+// the pair with the median ratio (the lower middle one of an even count).
+void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vector<double>& times,
+                     const std::vector<double>& peak_gflops, const BenchOptions& o) {
+    PLAB_ASSERT(!times.empty() && times.size() == peak_gflops.size());
+    const double flops = prefill_flops(c, row.tokens, o);
+    std::vector<std::size_t> order(times.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto ratio = [&](std::size_t i) { return flops / times[i] / 1e9 / peak_gflops[i]; };
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t z) { return ratio(a) < ratio(z); });
+    const std::size_t mid = order[(order.size() - 1) / 2];
+    row.paired_prefill_s = times;
+    row.paired_peak_run_gflops = peak_gflops;
+    row.paired_gflops = flops / times[mid] / 1e9;
+    row.paired_peak_gflops = peak_gflops[mid];
+    row.fraction_of_paired_peak = row.paired_gflops / row.paired_peak_gflops;
 }
 
 // Prefills a short prompt, then times single-token steps.
@@ -421,6 +457,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     // single-sequence rows (a Session each, no pool of the engine's is made);
     // the batched rows get an engine of their own, with a pool for b sequences.
     std::vector<std::unique_ptr<Engine>> loaded;  // kept for the load pass
+    std::unique_ptr<PeakGemms> gemms;             // made for the first paired row
     for (const std::string& name : o.backends) {
         auto engine = std::make_unique<Engine>(weights, EngineOptions{.backend = name});
         Backend* backend = &engine->backend();
@@ -436,6 +473,22 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                 backend->name(), c, n, time_prefills(*model, n, o),
                 held_to_host_limits(backend->name()) ? r.machine.gemm_gflops : r.device_peak.gflops,
                 o));
+        }
+        // The tuned host backend's rows again, each run paired with the
+        // peak's product (PrefillBenchRow::paired_*). Not cpu-ref's: it is
+        // not tuned (a few percent of peak), and its 2048-token rows take
+        // ~15 s a run.
+        if (held_to_host_limits(backend->name()) && !backend->is_reference()) {
+            if (!gemms) {
+                gemms = std::make_unique<PeakGemms>(o.peak_size, /*with_blas=*/true);
+                gemms->run(peak_gemm_source(r.machine), true);  // warm-up: page in, threads up
+            }
+            for (PrefillBenchRow& row : r.prefill) {
+                if (row.backend != backend->name()) continue;
+                PeakBeside beside{*gemms, peak_gemm_source(r.machine), {}};
+                const std::vector<double> times = time_prefills(*model, row.tokens, o, &beside);
+                add_paired_runs(row, c, times, beside.gflops, o);
+            }
         }
         if (backend->times_device_ops()) {
             for (int n : o.lengths)

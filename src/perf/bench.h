@@ -4,7 +4,10 @@
 // the GEMM peak measured in the same run. Decode rows: tokens/s beside the
 // memory-bandwidth bound (bytes read per token / measured copy bandwidth).
 // Medians of several runs, because shared machines are noisy; the worst run
-// beside it, because a noisy neighbour shows up there first.
+// beside it, because a noisy neighbour shows up there first. The `cpu` rows
+// are timed once more in pairs, each run followed by one product of the
+// peak's GEMM: a ratio of two figures timed at the same moment, which a
+// drifting VM does not move (lesson 6, "Two measurements, one machine").
 //
 // With `batches`, decode is also measured b sequences at a time through one
 // Engine: total and per-request tokens/s, each against the roofline, and the
@@ -67,6 +70,17 @@ struct PrefillBenchRow {
     double gflops = 0;            // achieved: FLOPs of perf/flops.h / median time
     double fraction_of_peak = 0;  // gflops / measured GEMM peak
     double worst_s = 0;           // slowest of the runs
+    // Paired runs (the tuned host backend, quiet rows; empty otherwise): the
+    // row's prefill again, each run followed by one product of the GEMM that
+    // gave the peak (PeakGemms), at the peak's size. A shared VM's speed drifts
+    // within minutes; each pair sees the same machine, so their ratio does
+    // not drift with it. The pair shown is the one whose ratio is the median
+    // of the pairs' (the lower middle one of an even count).
+    std::vector<double> paired_prefill_s;        // each paired run's prefill time
+    std::vector<double> paired_peak_run_gflops;  // the product timed right after it
+    double paired_gflops = 0;                    // the median pair's prefill GFLOP/s
+    double paired_peak_gflops = 0;               // its product's GFLOP/s
+    double fraction_of_paired_peak = 0;          // paired_gflops / paired_peak_gflops
     // Rows measured under load only (0 otherwise):
     double ratio_to_quiet = 0;                // median_s / the quiet row's median_s
     double ratio_to_quiet_single_thread = 0;  // median_s / quiet 1-thread median (cpu only)

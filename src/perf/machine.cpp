@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 
 #include "backends/cpu_threads.h"
 #include "backends/host_memory.h"
+#include "core/backend.h"
 #include "core/error.h"
 #include "perf/blas_gemm.h"
 #include "runtime/registry.h"
@@ -25,60 +27,110 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+// The operands of the three products, and what each needs to run: a cpu
+// backend holding the engine's (its weight repacked once, as a model's is)
+// and the loaded OpenBLAS.
+struct PeakGemms::Operands {
+    using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    int n = 0;
+    Mat a, b, c;
+    const BlasGemm* blas = nullptr;
+    std::string openblas = "not measured";
+    std::unique_ptr<Backend> cpu;
+    Buffer x, w, out;
+};
+
+PeakGemms::PeakGemms(int n, bool with_blas) : ops_(std::make_unique<Operands>()) {
+    Operands& o = *ops_;
+    o.n = n;
+    o.a = Operands::Mat::Random(n, n);
+    o.b = Operands::Mat::Random(n, n);
+    o.c.resize(n, n);
+    if (with_blas) {
+        o.blas = BlasGemm::openblas(&o.openblas);
+        if (o.blas != nullptr) o.openblas = o.blas->name();
+    }
+    // The engine's own: the cpu backend's matmul, so the peak includes the
+    // fastest GEMM the engine could run (if it beats Eigen's, the fractions
+    // of peak are against it).
+    o.cpu = make_backend("cpu");
+    const std::size_t nn = std::size_t(n) * n;
+    o.x = o.cpu->alloc(nn);
+    o.w = o.cpu->alloc(nn);
+    o.out = o.cpu->alloc(nn);
+    o.cpu->upload(o.x, o.a.data(), nn);
+    o.cpu->upload(o.w, o.b.data(), nn);
+    o.cpu->prepare_weight(o.w, n, n);
+}
+
+PeakGemms::~PeakGemms() {
+    for (Buffer buf : {ops_->x, ops_->w, ops_->out}) ops_->cpu->release(buf);
+}
+
+int PeakGemms::size() const {
+    return ops_->n;
+}
+
+bool PeakGemms::has(GemmSource s) const {
+    return s != GemmSource::openblas || ops_->blas != nullptr;
+}
+
+const std::string& PeakGemms::openblas() const {
+    return ops_->openblas;
+}
+
+double PeakGemms::run(GemmSource s, bool settle) {
+    PLAB_ASSERT(has(s));
+    Operands& o = *ops_;
+    const int n = o.n;
+    const auto t0 = std::chrono::steady_clock::now();
+    switch (s) {
+        case GemmSource::eigen:
+            o.c.noalias() = o.a * o.b;
+            break;
+        case GemmSource::openblas:
+            o.blas->sgemm(n, n, n, o.a.data(), o.b.data(), o.c.data(), omp_get_max_threads());
+            break;
+        case GemmSource::engine:
+            o.cpu->matmul(o.out, o.x, o.w, n, n, n);
+            break;
+    }
+    const double gflops = 2.0 * n * n * double(n) / seconds_since(t0) / 1e9;
+    // A product that was really computed: C[0][0] against its own sum (the
+    // engine's is x · wᵀ, a torch Linear's layout).
+    float c00 = o.c(0, 0);
+    double sum = 0;
+    if (s == GemmSource::engine) {
+        o.cpu->download(&c00, o.out, 1);
+        for (int k = 0; k < n; ++k) sum += double(o.a(0, k)) * o.b(0, k);
+    } else {
+        for (int k = 0; k < n; ++k) sum += double(o.a(0, k)) * o.b(k, 0);
+    }
+    PLAB_ASSERT(std::abs(c00 - sum) <= 1e-3 * (1 + std::abs(sum)));
+    if (settle && s == GemmSource::openblas)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return gflops;
+}
+
 MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
     MachineSpeed m;
     m.threads = omp_get_max_threads();
     m.gemm_size = n;
     m.gemm_repeats = repeats;
-    using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    Mat a = Mat::Random(n, n), b = Mat::Random(n, n), c(n, n);
-    const double flops = 2.0 * n * n * double(n);
-    // OpenBLAS first: after a call its worker threads keep spinning for a
-    // while (2^28 cycles, its THREAD_TIMEOUT, ~0.1 s) before they sleep, and
-    // Eigen's untimed warm-up below, then a pause, outlast that, so they take
-    // no core from the measurements after it.
-    std::string why_not = "not measured";
-    const BlasGemm* blas = with_blas ? BlasGemm::openblas(&why_not) : nullptr;
-    m.openblas = blas != nullptr ? blas->name() : why_not;
-    if (blas != nullptr) {
-        blas->sgemm(n, n, n, a.data(), b.data(), c.data(), m.threads);  // warm-up
-        for (int r = 0; r < repeats; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            blas->sgemm(n, n, n, a.data(), b.data(), c.data(), m.threads);
-            m.openblas_gemm_gflops =
-                std::max(m.openblas_gemm_gflops, flops / seconds_since(t0) / 1e9);
-        }
-        // A product that was really computed: C[0][0] against its own sum.
-        double c00 = 0;
-        for (int k = 0; k < n; ++k) c00 += double(a(0, k)) * b(k, 0);
-        PLAB_ASSERT(std::abs(c(0, 0) - c00) <= 1e-3 * (1 + std::abs(c00)));
-    }
-    c.noalias() = a * b;  // warm-up: page in, spin up threads
-    if (blas != nullptr) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        c.noalias() = a * b;
-        m.eigen_gemm_gflops = std::max(m.eigen_gemm_gflops, flops / seconds_since(t0) / 1e9);
-    }
-    // The engine's own: the cpu backend's matmul, its weight repacked once as
-    // a model's is (prepare_weight), so the peak includes the fastest GEMM
-    // the engine could run (if it beats Eigen's, the fractions of peak are
-    // against it).
-    {
-        auto cpu = make_backend("cpu");
-        const std::size_t nn = std::size_t(n) * n;
-        const Buffer x = cpu->alloc(nn), w = cpu->alloc(nn), out = cpu->alloc(nn);
-        cpu->upload(x, a.data(), nn);
-        cpu->upload(w, b.data(), nn);
-        cpu->prepare_weight(w, n, n);
-        cpu->matmul(out, x, w, n, n, n);  // warm-up
-        for (int r = 0; r < repeats; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            cpu->matmul(out, x, w, n, n, n);
-            m.engine_gemm_gflops = std::max(m.engine_gemm_gflops, flops / seconds_since(t0) / 1e9);
-        }
-        for (Buffer buf : {x, w, out}) cpu->release(buf);
-    }
+    PeakGemms gemms(n, with_blas);
+    m.openblas = gemms.openblas();
+    // Each after an untimed warm-up (page in, spin up threads); the best run.
+    // OpenBLAS first: its spinning threads (PeakGemms::run) are asleep after
+    // the settle, before Eigen's warm-up.
+    const auto best_of = [&](GemmSource s) {
+        gemms.run(s);
+        double best = 0;
+        for (int r = 0; r < repeats; ++r) best = std::max(best, gemms.run(s, r + 1 == repeats));
+        return best;
+    };
+    if (gemms.has(GemmSource::openblas)) m.openblas_gemm_gflops = best_of(GemmSource::openblas);
+    m.eigen_gemm_gflops = best_of(GemmSource::eigen);
+    m.engine_gemm_gflops = best_of(GemmSource::engine);
     m.gemm_gflops = std::max({m.eigen_gemm_gflops, m.openblas_gemm_gflops, m.engine_gemm_gflops});
     // 256 MiB source: far larger than any cache level. The bandwidths are
     // measured in the memory the engine keeps its weights and cache in (huge
@@ -158,12 +210,29 @@ double weight_sweep_seconds(double bytes, int repeats) {
     return times[times.size() / 2];
 }
 
-std::string peak_source(const MachineSpeed& m) {
+GemmSource peak_gemm_source(const MachineSpeed& m) {
     // Ties go to the first: Eigen, OpenBLAS, the engine.
     if (m.eigen_gemm_gflops >= std::max(m.openblas_gemm_gflops, m.engine_gemm_gflops))
-        return "Eigen GEMM";
-    return m.openblas_gemm_gflops >= m.engine_gemm_gflops ? "OpenBLAS GEMM"
-                                                          : "engine GEMM, cpu_gemm";
+        return GemmSource::eigen;
+    return m.openblas_gemm_gflops >= m.engine_gemm_gflops ? GemmSource::openblas
+                                                          : GemmSource::engine;
+}
+
+std::string gemm_source_name(GemmSource s) {
+    switch (s) {
+        case GemmSource::eigen:
+            return "Eigen GEMM";
+        case GemmSource::openblas:
+            return "OpenBLAS GEMM";
+        case GemmSource::engine:
+            return "engine GEMM, cpu_gemm";
+    }
+    PLAB_ASSERT(false);
+    return "";
+}
+
+std::string peak_source(const MachineSpeed& m) {
+    return gemm_source_name(peak_gemm_source(m));
 }
 
 }  // namespace plab

@@ -13,6 +13,7 @@
 //     is a DRAM figure; the copy's 2 x 256 MiB may still be partly cached.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace plab {
@@ -39,9 +40,48 @@ inline constexpr int kMinPeakSize = 64, kMaxPeakSize = 8192;
 MachineSpeed measure_machine(int gemm_size = kDefaultPeakSize, int repeats = 5,
                              bool with_blas = true);
 
-// Which GEMM gave m.gemm_gflops: "Eigen GEMM", "OpenBLAS GEMM" or
-// "engine GEMM, cpu_gemm".
+// The three GEMMs the peak is measured on.
+enum class GemmSource { eigen, openblas, engine };
+// Which GEMM gave m.gemm_gflops (ties go to the first: Eigen, OpenBLAS, the engine).
+GemmSource peak_gemm_source(const MachineSpeed& m);
+// "Eigen GEMM", "OpenBLAS GEMM" or "engine GEMM, cpu_gemm".
+std::string gemm_source_name(GemmSource s);
+// The name of peak_gemm_source(m).
 std::string peak_source(const MachineSpeed& m);
+
+// The peak's n^3 products, kept ready to run again: measure_machine times
+// each of them; `plab bench` times the one that won once more right after
+// each *paired* prefill run (perf/bench.h, PrefillBenchRow::paired_*).
+//
+// What it teaches: a fraction of peak divides two measurements, and on a
+// shared machine (a cloud VM: other tenants, a host that moves our vCPUs)
+// the speed the same code gets drifts by a third within minutes. A peak taken
+// at the start of a run and a prefill timed minutes later can be measured
+// against two different machines; a product timed right after each prefill
+// sees the machine the prefill sees.
+class PeakGemms {
+public:
+    // Random n x n operands; with_blas: OpenBLAS too, when it is installed.
+    PeakGemms(int n, bool with_blas);
+    ~PeakGemms();
+    PeakGemms(const PeakGemms&) = delete;
+    PeakGemms& operator=(const PeakGemms&) = delete;
+
+    int size() const;
+    // Whether this GEMM can run here (OpenBLAS: installed and asked for).
+    bool has(GemmSource s) const;
+    // OpenBLAS's build as it reports it, or why it is not measured.
+    const std::string& openblas() const;
+    // One n^3 product of `s`, timed: GFLOP/s. After OpenBLAS's, its worker
+    // threads keep spinning for ~0.1 s (2^28 cycles, its THREAD_TIMEOUT)
+    // before they sleep: with settle, this waits 200 ms (untimed) so that
+    // they take no core from what is timed next.
+    double run(GemmSource s, bool settle = false);
+
+private:
+    struct Operands;
+    std::unique_ptr<Operands> ops_;
+};
 
 // The weight-sweep limit of a decode step (issue 13): the median time, over
 // `repeats` runs after a warm-up, for the engine's threads to stream `bytes`

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "model/model_io.h"
 #include "model/shapes.h"
@@ -106,10 +108,37 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     // --peak-size 256: the peak's products at 256^3, not 2048^3 (under ASan
     // the 2048^3 ones took ~3 minutes of this test); the JSON says which.
     const auto b =
-        run_cli({"bench", "--model", model, "--backends", "cpu", "--lengths", "32", "--repeats",
-                 "2", "--decode-steps", "3", "--peak-size", "256", "--json"});
+        run_cli({"bench", "--model", model, "--backends", "cpu,cpu-ref", "--lengths", "32,9",
+                 "--repeats", "3", "--decode-steps", "3", "--peak-size", "256", "--json"});
     REQUIRE(b.exit_code == 0);
     const auto bj = nlohmann::json::parse(b.out);
+    // Paired runs (lesson 6): the cpu rows again, each run followed by one
+    // product of the peak's GEMM. The pair shown is the one whose ratio
+    // (prefill GFLOP/s / that product's) is the median of the row's, the lower
+    // middle one of an even count: recomputed here from the runs the JSON lists.
+    REQUIRE(bj["prefill"].size() == 4);
+    for (const auto& p : bj["prefill"]) {
+        if (p["backend"] == "cpu-ref") {  // not tuned, not paired
+            REQUIRE_FALSE(p.contains("fraction_of_paired_peak"));
+            continue;
+        }
+        const std::vector<double> times = p["paired_prefill_s"],
+                                  peaks = p["paired_peak_run_gflops"];
+        REQUIRE(times.size() == 3);  // --repeats
+        REQUIRE(peaks.size() == times.size());
+        const double flops = p["gflops"].get<double>() * p["median_s"].get<double>() * 1e9;
+        std::vector<std::pair<double, std::size_t>> ratios;
+        for (std::size_t i = 0; i < times.size(); ++i) {
+            REQUIRE(times[i] > 0);
+            REQUIRE(peaks[i] > 0);
+            ratios.push_back({flops / times[i] / 1e9 / peaks[i], i});
+        }
+        std::sort(ratios.begin(), ratios.end());
+        const auto [ratio, mid] = ratios[(ratios.size() - 1) / 2];
+        REQUIRE(p["fraction_of_paired_peak"].get<double>() == Approx(ratio).epsilon(1e-9));
+        REQUIRE(p["paired_gflops"].get<double>() == Approx(flops / times[mid] / 1e9).epsilon(1e-9));
+        REQUIRE(p["paired_peak_gflops"].get<double>() == peaks[mid]);
+    }
     REQUIRE(bj["gemm_peak_size"] == 256);
     REQUIRE(bj["gemm_peak_gflops"].get<double>() > 0);
     REQUIRE(bj["prefill"][0]["gflops"].get<double>() > 0);
@@ -169,6 +198,9 @@ TEST_CASE("plab bench holds gpu rows to the device's own cuBLAS peak, or to none
     const auto& cpu = j["prefill"][0];
     const auto& gpu = j["prefill"][1];
     REQUIRE(gpu["backend"].get<std::string>().rfind("gpu", 0) == 0);
+    // Only the tuned host backend's rows are paired with the host's GEMM.
+    REQUIRE(cpu.contains("fraction_of_paired_peak"));
+    REQUIRE_FALSE(gpu.contains("fraction_of_paired_peak"));
     // The cpu row keeps the host's peak.
     REQUIRE(
         cpu["fraction_of_peak"].get<double>() ==

@@ -6,6 +6,7 @@
 // here against a double-precision product on awkward, non-square sizes with
 // fixed-seed random inputs, on one thread and on two.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -69,4 +70,33 @@ TEST_CASE("peak_source names the fastest GEMM measured, ties to the first listed
     m.eigen_gemm_gflops = 90;
     m.engine_gemm_gflops = 80;  // OpenBLAS not measured: 0
     REQUIRE(peak_source(m) == "Eigen GEMM");
+}
+
+TEST_CASE("PeakGemms runs each of the peak's GEMMs again, each time the product itself",
+          "[perf][blas]") {
+    // `plab bench` times the peak's GEMM once more after each paired prefill
+    // run (perf/bench.h): the same three products measure_machine times, kept
+    // ready. Each run checks C[0][0] against its own double sum (PLAB_ASSERT),
+    // so a run that skipped or mis-laid the product would stop here.
+    PeakGemms gemms(96, /*with_blas=*/true);
+    REQUIRE(gemms.size() == 96);
+    REQUIRE(gemms.openblas().rfind("OpenBLAS ", 0) == 0);
+    for (GemmSource s : {GemmSource::eigen, GemmSource::openblas, GemmSource::engine}) {
+        INFO(gemm_source_name(s));
+        REQUIRE(gemms.has(s));
+        for (int r = 0; r < 3; ++r) REQUIRE(gemms.run(s) > 0);
+    }
+    // After OpenBLAS's product, settle waits for its spinning threads (200 ms).
+    const auto t0 = std::chrono::steady_clock::now();
+    gemms.run(GemmSource::openblas, /*settle=*/true);
+    REQUIRE(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(200));
+    // Without OpenBLAS asked for, it is not there, and says why.
+    const PeakGemms no_blas(64, /*with_blas=*/false);
+    REQUIRE_FALSE(no_blas.has(GemmSource::openblas));
+    REQUIRE(no_blas.openblas() == "not measured");
+    // peak_source is the name of peak_gemm_source.
+    MachineSpeed m;
+    m.openblas_gemm_gflops = 2;
+    REQUIRE(peak_gemm_source(m) == GemmSource::openblas);
+    REQUIRE(peak_source(m) == gemm_source_name(GemmSource::openblas));
 }
