@@ -448,7 +448,9 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                               << kDefaultPeakSize << " by default)");
     BenchReport r;
     r.config = c;
-    r.machine = measure_machine(o.peak_size);
+    // The peak's products stay ready for the paired rows (PrefillBenchRow::paired_*).
+    PeakGemms gemms(o.peak_size, /*with_blas=*/true);
+    r.machine = measure_machine(gemms);
     // The GPU rows' peak is the device's own (a GPU does not run on the
     // host's FMAs): measured only when a GPU backend is benched.
     if (benches_a_gpu(o))
@@ -457,7 +459,6 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     // single-sequence rows (a Session each, no pool of the engine's is made);
     // the batched rows get an engine of their own, with a pool for b sequences.
     std::vector<std::unique_ptr<Engine>> loaded;  // kept for the load pass
-    std::unique_ptr<PeakGemms> gemms;             // made for the first paired row
     for (const std::string& name : o.backends) {
         auto engine = std::make_unique<Engine>(weights, EngineOptions{.backend = name});
         Backend* backend = &engine->backend();
@@ -479,13 +480,9 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         // not tuned (a few percent of peak), and its 2048-token rows take
         // ~15 s a run.
         if (held_to_host_limits(backend->name()) && !backend->is_reference()) {
-            if (!gemms) {
-                gemms = std::make_unique<PeakGemms>(o.peak_size, /*with_blas=*/true);
-                gemms->run(peak_gemm_source(r.machine), true);  // warm-up: page in, threads up
-            }
             for (PrefillBenchRow& row : r.prefill) {
                 if (row.backend != backend->name()) continue;
-                PeakBeside beside{*gemms, peak_gemm_source(r.machine), {}};
+                PeakBeside beside{gemms, peak_gemm_source(r.machine), {}};
                 const std::vector<double> times = time_prefills(*model, row.tokens, o, &beside);
                 add_paired_runs(row, c, times, beside.gflops, o);
             }

@@ -113,11 +113,15 @@ double PeakGemms::run(GemmSource s, bool settle) {
 }
 
 MachineSpeed measure_machine(int n, int repeats, bool with_blas) {
+    PeakGemms gemms(n, with_blas);
+    return measure_machine(gemms, repeats);
+}
+
+MachineSpeed measure_machine(PeakGemms& gemms, int repeats) {
     MachineSpeed m;
     m.threads = omp_get_max_threads();
-    m.gemm_size = n;
+    m.gemm_size = gemms.size();
     m.gemm_repeats = repeats;
-    PeakGemms gemms(n, with_blas);
     m.openblas = gemms.openblas();
     // Each after an untimed warm-up (page in, spin up threads); the best run.
     // OpenBLAS first: its spinning threads (PeakGemms::run) are asleep after

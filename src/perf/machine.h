@@ -83,6 +83,10 @@ private:
     std::unique_ptr<Operands> ops_;
 };
 
+// measure_machine on products the caller keeps (`plab bench` times the winner
+// again after each paired prefill run): the size and OpenBLAS are gemms'.
+MachineSpeed measure_machine(PeakGemms& gemms, int repeats = 5);
+
 // The weight-sweep limit of a decode step (issue 13): the median time, over
 // `repeats` runs after a warm-up, for the engine's threads to stream `bytes`
 // of floats through a multiply-add — exactly the bytes one decode step must
