@@ -121,11 +121,15 @@ static std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-static std::string slurp(const std::string& path) {
+std::string read_bytes(const std::filesystem::path& path) {
     std::ifstream f(path, std::ios::binary);
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& data) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
 
 CliResult run_command(const std::string& command_line) {
@@ -138,8 +142,8 @@ CliResult run_command(const std::string& command_line) {
     const int status = std::system(cmd.c_str());
     CliResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
+    r.out = read_bytes(out_path);
+    r.err = read_bytes(err_path);
     std::remove(out_path);
     std::remove(err_path);
     return r;

@@ -64,6 +64,11 @@ CliResult run_command(const std::string& command_line);
 // and another checkout's tests may run beside them).
 std::filesystem::path process_temp_dir(const std::string& name);
 
+// The whole of a file, byte for byte ("" when it cannot be read; tests then
+// fail on the content), and a file replaced by exactly `data`.
+std::string read_bytes(const std::filesystem::path& path);
+void write_bytes(const std::filesystem::path& path, const std::string& data);
+
 // Bad input's contract: exit 1, one line on stderr starting "plab: error: "
 // that contains `fragment`.
 void require_one_line_cli_error(const CliResult& r, const std::string& fragment);

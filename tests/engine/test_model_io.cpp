@@ -24,16 +24,6 @@ fs::path temp_dir(const std::string& name) {
     return d;
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(f), {}};
-}
-
-void spit(const fs::path& p, const std::string& s) {
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f << s;
-}
-
 ModelConfig io_config() {
     ModelConfig c = test::small_config(24, 2, 3, 1, 8, 40, 258, 32);
     c.rope_theta = 5000;
@@ -73,7 +63,7 @@ TEST_CASE("safetensors: F16 and BF16 tensors widen to float", "[model_io]") {
     file += header;
     const unsigned char data[6] = {0x00, 0x3c, 0x00, 0xc0, 0x00, 0x3f};
     file.append(reinterpret_cast<const char*>(data), 6);
-    spit(dir / "t.safetensors", file);
+    test::write_bytes(dir / "t.safetensors", file);
     const TensorMap t = read_safetensors((dir / "t.safetensors").string());
     REQUIRE(t.at("a").data == std::vector<float>{1.0f, -2.0f});
     REQUIRE(t.at("b").data == std::vector<float>{0.5f});
@@ -85,7 +75,7 @@ TEST_CASE("broken model files are rejected with a clear message", "[model_io]") 
     const Weights w = make_random_weights(io_config(), 1);
     auto fresh = [&] {
         save_model(w, "byte", dir.string());
-        return slurp(dir / "model.safetensors");
+        return test::read_bytes(dir / "model.safetensors");
     };
     const std::string good = fresh();
     auto expect = [&](const std::string& what) {
@@ -94,31 +84,31 @@ TEST_CASE("broken model files are rejected with a clear message", "[model_io]") 
     };
 
     SECTION("truncated") {
-        spit(dir / "model.safetensors", good.substr(0, good.size() - 100));
+        test::write_bytes(dir / "model.safetensors", good.substr(0, good.size() - 100));
         expect("outside the");
     }
     SECTION("too short") {
-        spit(dir / "model.safetensors", "abc");
+        test::write_bytes(dir / "model.safetensors", "abc");
         expect("too short");
     }
     SECTION("wrong header") {
         std::string bad = good;
         bad[8] = 'X';  // the JSON header no longer parses
-        spit(dir / "model.safetensors", bad);
+        test::write_bytes(dir / "model.safetensors", bad);
         expect("not valid JSON");
     }
     SECTION("header length lies") {
         std::string bad = good;
         bad[5] = char(0x7f);
-        spit(dir / "model.safetensors", bad);
+        test::write_bytes(dir / "model.safetensors", bad);
         expect("does not fit");
     }
     SECTION("shapes inconsistent with the config") {
-        std::string cfg = slurp(dir / "config.json");
+        std::string cfg = test::read_bytes(dir / "config.json");
         const auto pos = cfg.find("\"intermediate_size\": 40");
         REQUIRE(pos != std::string::npos);
         cfg.replace(pos, 23, "\"intermediate_size\": 41");
-        spit(dir / "config.json", cfg);
+        test::write_bytes(dir / "config.json", cfg);
         expect("has shape");
     }
     SECTION("NaN weights") {
@@ -132,9 +122,9 @@ TEST_CASE("broken model files are rejected with a clear message", "[model_io]") 
         REQUIRE_THROWS_WITH(save_model(nan_w, "byte", dir.string()), Catch::Contains("non-finite"));
     }
     SECTION("invalid config") {
-        spit(dir / "config.json", R"({"hidden_size": 24})");
+        test::write_bytes(dir / "config.json", R"({"hidden_size": 24})");
         expect("missing integer");
-        spit(dir / "config.json", "{not json");
+        test::write_bytes(dir / "config.json", "{not json");
         expect("not valid JSON");
     }
     SECTION("missing files") {

@@ -15,7 +15,7 @@
 namespace plab::test {
 namespace {
 
-struct Workload {
+struct RequestSet {
     std::vector<std::unique_ptr<Request>> requests;
 };
 
@@ -39,7 +39,7 @@ struct Run {
 };
 
 // Drives the scheduler to completion, checking the invariants at every step.
-Run drive(Scheduler& sched, KvCache& pool, Workload& w, std::mt19937& rng) {
+Run drive(Scheduler& sched, KvCache& pool, RequestSet& w, std::mt19937& rng) {
     Run run;
     const SchedulerOptions& o = sched.options();
     for (auto& r : w.requests) sched.add(*r);
@@ -137,7 +137,7 @@ TEST_CASE("scheduler: budget, decode first, FCFS, every block back, under every 
             o.prefix_cache = seed % 2 == 0;
             o.salt = 7;
             Scheduler sched(pool, o);
-            Workload w;
+            RequestSet w;
             const std::vector<int32_t> prefix = random_tokens(12, 50, seed);
             for (int i = 0; i < 12; ++i) {
                 const int prompt = std::uniform_int_distribution<int>(1, 60)(rng);
@@ -166,7 +166,7 @@ TEST_CASE("scheduler: chunked prefill splits a long prompt and keeps others deco
     o.prefix_cache = false;
     Scheduler sched(pool, o);
     std::mt19937 rng(1);
-    Workload w;
+    RequestSet w;
     w.requests.push_back(make_request(0, 5, 20, rng, {}));
     w.requests.push_back(make_request(1, 100, 2, rng, {}));
     sched.add(*w.requests[0]);

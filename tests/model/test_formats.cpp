@@ -33,17 +33,6 @@ std::string tmp_path(const std::string& name) {
     return (test::process_temp_dir("plab_test_formats") / name).string();
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-void spit(const std::string& path, const std::string& data) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
-}
-
 ModelConfig l2c_config(bool tied) {
     // llama2.c can express: head_dim = D/H, theta 1e4, eps 1e-5. GQA 6 -> 2 heads.
     ModelConfig c = small_config(48, 2, 6, 2, 8, 96, 300, 64);
@@ -224,7 +213,7 @@ TEST_CASE("plab convert --to llama2c writes the legacy header run.c reads by def
         REQUIRE(r.exit_code == 0);
 
         // The first 28 bytes are run.c's Config: 7 int32, vocab negative when unshared.
-        const std::string bytes = slurp(bin);
+        const std::string bytes = read_bytes(bin);
         REQUIRE(bytes.size() > 28);
         std::int32_t h[7];
         std::memcpy(h, bytes.data(), sizeof h);
@@ -252,7 +241,7 @@ TEST_CASE("plab convert --to llama2c writes the legacy header run.c reads by def
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     REQUIRE(r.out.find("v1 \"ak42\" header") != std::string::npos);
-    REQUIRE(slurp(v1).substr(0, 4) == "24ka");  // 0x616b3432 ("ak42") little-endian
+    REQUIRE(read_bytes(v1).substr(0, 4) == "24ka");  // 0x616b3432 ("ak42") little-endian
     Llama2cInfo info;
     const Weights back = read_llama2c_checkpoint(v1, &info);
     REQUIRE(info.version == 1);
@@ -268,44 +257,44 @@ TEST_CASE("llama2.c: malformed checkpoints are rejected with a clear reason",
     const std::string v0 = tmp_path("good_v0.bin"), v1 = tmp_path("good_v1.bin");
     write_llama2c_checkpoint(w, v0, 0);
     write_llama2c_checkpoint(w, v1, 1);
-    const std::string d0 = slurp(v0), d1 = slurp(v1);
+    const std::string d0 = read_bytes(v0), d1 = read_bytes(v1);
     const std::string bad = tmp_path("bad.bin");
 
-    spit(bad, d0.substr(0, d0.size() - 100));  // truncated
+    write_bytes(bad, d0.substr(0, d0.size() - 100));  // truncated
     require_error([&] { read_llama2c_checkpoint(bad); }, "truncated");
-    spit(bad, d1.substr(0, 100));  // v1 magic, header cut short
+    write_bytes(bad, d1.substr(0, 100));  // v1 magic, header cut short
     require_error([&] { read_llama2c_checkpoint(bad); }, "v1 header alone is 256 bytes");
-    spit(bad, d0 + std::string(64, '\0'));  // extra bytes: the header undersells the file
+    write_bytes(bad, d0 + std::string(64, '\0'));  // extra bytes: the header undersells the file
     require_error([&] { read_llama2c_checkpoint(bad); }, "header lies");
 
     std::string lie = d0;  // header claims a larger vocabulary than the tensors hold
     std::int32_t vocab = -400;
     std::memcpy(lie.data() + 20, &vocab, 4);
-    spit(bad, lie);
+    write_bytes(bad, lie);
     require_error([&] { read_llama2c_checkpoint(bad); }, "implies");
 
     std::string v2 = d1;  // the int8 export
     std::int32_t version = 2;
     std::memcpy(v2.data() + 4, &version, 4);
-    spit(bad, v2);
+    write_bytes(bad, v2);
     require_error([&] { read_llama2c_checkpoint(bad); }, "version 2 is not supported");
 
-    spit(bad, std::string("not a checkpoint at all, just some text here"));
+    write_bytes(bad, std::string("not a checkpoint at all, just some text here"));
     require_error([&] { read_llama2c_checkpoint(bad); }, "not a llama2.c checkpoint");
-    spit(bad, "abc");
+    write_bytes(bad, "abc");
     require_error([&] { read_llama2c_checkpoint(bad); }, "too short");
 }
 
 TEST_CASE("safetensors model dirs: malformed files are rejected with a clear reason",
           "[model][safetensors][errors]") {
     const std::string good = repo_path("tests/golden/models/rand_gqa_h3_dh10");
-    const std::string st = slurp(good + "/model.safetensors");
-    const std::string cfg = slurp(good + "/config.json");
+    const std::string st = read_bytes(good + "/model.safetensors");
+    const std::string cfg = read_bytes(good + "/config.json");
     const std::string dir = tmp_path("bad_st");
     fs::create_directories(dir);
     auto with = [&](const std::string& tensors, const std::string& config) {
-        spit(dir + "/model.safetensors", tensors);
-        spit(dir + "/config.json", config);
+        write_bytes(dir + "/model.safetensors", tensors);
+        write_bytes(dir + "/config.json", config);
     };
     auto load = [&] { load_model(dir); };
 
@@ -379,12 +368,12 @@ TEST_CASE("a Hugging Face directory without plab_tokenizer takes prompts as toke
     const Weights w = make_random_weights(c, 5);
     const std::string dir = tmp_path("hf_no_tokenizer");
     save_model(w, "byte", dir);
-    std::string cfg = slurp(dir + "/config.json");
+    std::string cfg = read_bytes(dir + "/config.json");
     const auto at = cfg.find("\"plab_tokenizer\"");
     REQUIRE(at != std::string::npos);
     cfg.erase(at, cfg.find('\n', at) - at);
     cfg.erase(cfg.rfind(',', at), 1);  // the comma before the removed last key
-    spit(dir + "/config.json", cfg);
+    write_bytes(dir + "/config.json", cfg);
     const Model m = load_model(dir);
     REQUIRE(m.tokenizer->kind() == "ids");
     REQUIRE(m.tokenizer->encode("1, 2 299", false) == std::vector<int32_t>{1, 2, 299});

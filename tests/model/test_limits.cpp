@@ -97,12 +97,8 @@ void require_refused_small(const Measured& m, const std::string& fragment) {
     REQUIRE(m.peak_kb < kPeakLimitKb);
 }
 
-std::string tmp_path(const std::string& name) {
+std::string limits_tmp_path(const std::string& name) {
     return (process_temp_dir("plab_test_limits") / name).string();
-}
-
-void spit(const std::string& path, const std::string& data) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
 
 // A safetensors file: the 8-byte length, this JSON header, then `data`.
@@ -115,11 +111,11 @@ std::string safetensors_bytes(const std::string& header, const std::string& data
 
 // A model directory with a real config.json and this model.safetensors.
 std::string model_dir_with(const std::string& name, const std::string& tensors) {
-    const std::string dir = tmp_path(name);
+    const std::string dir = limits_tmp_path(name);
     fs::create_directories(dir);
     fs::copy_file(repo_path("tests/golden/models/rand_gqa_h3_dh10/config.json"),
                   dir + "/config.json", fs::copy_options::overwrite_existing);
-    spit(dir + "/model.safetensors", tensors);
+    write_bytes(dir + "/model.safetensors", tensors);
     return dir;
 }
 
@@ -162,24 +158,24 @@ TEST_CASE("limits: safetensors headers declaring 10^15 bytes are refused in unde
 
 TEST_CASE("limits: a llama2.c header with vocab 2^31-1 is refused in under 100 MB",
           "[model][limits]") {
-    const std::string bin = tmp_path("huge_vocab.bin");
+    const std::string bin = limits_tmp_path("huge_vocab.bin");
     for (const std::int32_t vocab : {2147483647, -2147483647}) {
-        spit(bin, legacy_header(vocab) + std::string(4096, '\0'));
+        write_bytes(bin, legacy_header(vocab) + std::string(4096, '\0'));
         require_refused_small(run_plab_measured({"info", "--model", bin}),
                               "vocab_size=" + std::to_string(vocab) +
                                   " seq_len=256 is not a llama2.c checkpoint (expected");
     }
     // The largest vocabulary a config allows (2^22) cannot make the file any bigger
     // than it is: the size the header implies (1 GB here) is compared with it first.
-    spit(bin, legacy_header(1 << 22) + std::string(4096, '\0'));
+    write_bytes(bin, legacy_header(1 << 22) + std::string(4096, '\0'));
     require_refused_small(run_plab_measured({"info", "--model", bin}), "(truncated?)");
 }
 
 TEST_CASE("limits: a 1 GB prompt file is refused before it is read, in under 100 MB",
           "[model][limits][cli]") {
     // A sparse file: 1 GB long, no disk blocks, reads as zeros.
-    const std::string prompt = tmp_path("huge_prompt.txt");
-    spit(prompt, "");
+    const std::string prompt = limits_tmp_path("huge_prompt.txt");
+    write_bytes(prompt, "");
     fs::resize_file(prompt, std::uintmax_t(1) << 30);
     require_refused_small(run_plab_measured({"prefill", "--prompt-file", prompt}),
                           "is 1073741824 bytes; prompt files are limited to 16777216 bytes");
@@ -199,7 +195,7 @@ TEST_CASE("limits: the loaders refuse a model larger than the memory limit, befo
 
     const Weights w = make_random_weights(small_config(48, 2, 6, 2, 8, 96, 300, 64), 3);
     const std::size_t floats = w.config.n_params();
-    const std::string bin = tmp_path("limit.bin"), dir = tmp_path("limit_st");
+    const std::string bin = limits_tmp_path("limit.bin"), dir = limits_tmp_path("limit_st");
     write_llama2c_checkpoint(w, bin, 1);
     save_model(w, "byte", dir);
     const std::string st = dir + "/model.safetensors";
@@ -223,7 +219,7 @@ TEST_CASE("limits: a model file is memory-mapped, not read into a second buffer"
     // private 400 MB copy read before it is parsed. A loader that read the file into
     // a std::vector would point into the heap, and this fails.
     const Weights w = make_random_weights(small_config(48, 2, 6, 2, 8, 96, 300, 64), 5);
-    const std::string bin = tmp_path("mapped.bin");
+    const std::string bin = limits_tmp_path("mapped.bin");
     write_llama2c_checkpoint(w, bin, 0);  // the legacy header: 7 int32, dim first
     const std::string canonical = fs::canonical(bin).string();
 
@@ -252,7 +248,7 @@ TEST_CASE("limits: a model file is memory-mapped, not read into a second buffer"
     REQUIRE(i32_at(bytes, 0) == w.config.dim);
 
     // An empty file is an empty span (mmap of 0 bytes would fail); the parser says why.
-    const std::string empty = tmp_path("empty.bin");
-    spit(empty, "");
+    const std::string empty = limits_tmp_path("empty.bin");
+    write_bytes(empty, "");
     REQUIRE(FileBytes(empty, "a test file").bytes().empty());
 }

@@ -51,13 +51,6 @@ std::string random_utf8(std::mt19937_64& rng, int n_chars) {
     return s;
 }
 
-std::string slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 }  // namespace
 
 TEST_CASE("bpe: shipped tokenizer round-trips random UTF-8 and random bytes",
@@ -98,7 +91,7 @@ TEST_CASE("bpe: shipped tokenizer round-trips the held-out corpus and compresses
 
 TEST_CASE("bpe: C++ encoding equals the Python trainer's ids", "[model][tokenizer]") {
     const BpeTokenizer tok = shipped_bpe();
-    const auto j = nlohmann::json::parse(slurp(repo_path("tests/golden/tokenizer_bpe.json")));
+    const auto j = nlohmann::json::parse(read_bytes(repo_path("tests/golden/tokenizer_bpe.json")));
     REQUIRE(j.at("magic") == "PLABTOKGOLD");
     REQUIRE(j.at("version") == 1);
     REQUIRE(j.at("cases").size() >= 5);
@@ -117,7 +110,7 @@ TEST_CASE("bpe: save then load gives the same merges", "[model][tokenizer]") {
 }
 
 TEST_CASE("bpe: malformed tokenizer files are rejected clearly", "[model][tokenizer][errors]") {
-    const std::string good = slurp(shipped_model_dir() + "/tokenizer.bpe");
+    const std::string good = read_bytes(shipped_model_dir() + "/tokenizer.bpe");
     require_error([] { BpeTokenizer::parse("plab-bpe 2\n", "t"); }, "expected 'plab-bpe 1'");
     require_error([] { BpeTokenizer::parse("GPT2 merges\n", "t"); }, "expected 'plab-bpe 1'");
     const std::string half = good.substr(0, good.rfind('\n', good.size() / 2) + 1);  // whole lines
@@ -174,7 +167,7 @@ TEST_CASE("llama2.c tokenizer: save/load, byte fallback, merges by score",
     // Vocabulary size mismatches are caught both ways.
     require_error([&] { Llama2cTokenizer::load(path, int(pieces.size()) + 5); }, "do not match");
     require_error([&] { Llama2cTokenizer::load(path, int(pieces.size()) - 5); }, "do not match");
-    const std::string data = slurp(path);
+    const std::string data = read_bytes(path);
     std::ofstream(path, std::ios::binary) << data.substr(0, data.size() - 3);
     require_error([&] { Llama2cTokenizer::load(path, int(pieces.size())); }, "ends after");
 }
