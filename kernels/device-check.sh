@@ -18,7 +18,10 @@
 #   6. `plab bench` of gpu-ref and gpu: prefill medians and their share of the
 #      device's float32 GEMM peak (cuBLAS SGEMM, measured first), decode speed, and the
 #      device time of every op of one prefill per length (CUDA events) against
-#      its wall time — how much of a prefill the kernels themselves take,
+#      its wall time — how much of a prefill the kernels themselves take; then
+#      gpu on the stories110M shape at 2048 tokens (issue 13's GPU target), and
+#      kernels/bench/gemm_kernels.cu: matmul_tiled and matmul_blocked against
+#      cuBLAS SGEMM on the products those prefills make (GFLOP/s, error),
 #   7. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
 #      length (128, 512, 2048) on a random stories15M-shaped model: prefill
 #      time and tokens/s (median of 3 runs after a warm-up), max |diff| of the
@@ -55,7 +58,7 @@ while [[ $# -gt 0 ]]; do
         dir="$(cd "$2" && pwd)"
         # Keep /usr's layout: the CMake config files find their headers relative to themselves.
         (cd /usr && cp -r --parents include/eigen3 share/eigen3/cmake include/CLI share/cmake/CLI11 \
-            include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 \
+            include/nlohmann share/cmake/nlohmann_json include/catch2 lib/cmake/Catch2 include/stb \
             lib/libCatch2WithMain.a "$dir"/)
         du -sh "$dir"
         exit 0
@@ -129,7 +132,7 @@ steps=(
     "3. every other test (ctest -LE 'test_gpu|viewer')"
     "4. gpu-ref runs natively (plab toy); chunked gpu-ref and gpu against cpu-ref (plab compare, 5 plans)"
     "5. registers, stack frame and shared memory of every kernel (cuobjdump --dump-resource-usage)"
-    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, share of the cuBLAS SGEMM peak, decode, device time by op"
+    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, share of the cuBLAS SGEMM peak, decode, device time by op; gpu on stories110m at 2048; the GEMM kernels against cuBLAS"
     "7. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
 )
 if ((dry_run)); then
@@ -219,6 +222,22 @@ run_step bench "$plab" bench --backends gpu-ref,gpu --lengths "$lengths" --repea
 grep -A 1 "^Device" "$logs/bench.log" | grep -v "Device time by op" | head -n 2
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench.log" | head -n 12
 grep -A 14 "Device time by op" "$logs/bench.log" | head -n 60
+test_step bench-110m "$plab" bench --shape stories110m --backends gpu --lengths 2048 --repeats 3 \
+    --decode-steps 16
+grep -A 1 "^Device" "$logs/bench-110m.log" | grep -v "Device time by op" | head -n 2
+sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench-110m.log" | head -n 4
+grep -A 14 "Device time by op" "$logs/bench-110m.log" | head -n 16
+# The GEMM kernels alone against cuBLAS (links cuBLAS, so built here, not by CMake),
+# for the first architecture listed ("90-real;80" -> sm_90).
+gemm_arch="${arch%%;*}"
+if "$nvcc_bin" -std=c++20 -O3 -arch="sm_${gemm_arch%%-*}" --fmad=true -I"$root/kernels" -I"$root/src" \
+    "$root/kernels/bench/gemm_kernels.cu" -lcublas -o "$build/gemm_kernels" >"$logs/gemm-build.log" 2>&1; then
+    test_step gemm-kernels "$build/gemm_kernels"
+    cat "$logs/gemm-kernels.log"
+else
+    echo "(kernels/bench/gemm_kernels.cu did not build: no cuBLAS to link? see $logs/gemm-build.log)"
+    tail -n 5 "$logs/gemm-build.log"
+fi
 
 step "${steps[6]}"
 "$plab" compare --random stories15m --lengths "$lengths" --backends cpu-ref,cpu,gpu-ref,gpu \

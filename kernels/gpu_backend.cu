@@ -9,7 +9,8 @@
 //
 //   // clang-format off
 //   op          gpu-ref (bitwise = cpu-ref)      gpu (within 1e-5 of cpu-ref)
-//   matmul      matmul_ref_kernel                matmul_tiled_kernel
+//   matmul      matmul_ref_kernel                matmul_blocked_kernel (large products),
+//                                                matmul_tiled_kernel (small ones)
 //   attention   attention_ref_kernel             attention_flash_kernel
 //   rmsnorm     rmsnorm_ref_kernel               rmsnorm_fast_kernel
 //   argmax      argmax_ref_kernel                argmax_fast_kernel
@@ -252,6 +253,8 @@ public:
         TimedOp t(clock_, "matmul");
         if (variant_ == GpuVariant::reference) {
             launch_matmul_ref(out.data, x.data, w.data, m, n, k);
+        } else if (matmul_blocked_pays(m, n)) {
+            launch_matmul_blocked(out.data, x.data, w.data, m, n, k);
         } else {
             const dim3 grid(blocks_for(n, kMatmulTile), blocks_for(m, kMatmulTile));
             PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out.data,

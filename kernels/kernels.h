@@ -10,7 +10,9 @@
 //   matmul_ref.cu       64x64 output tiles through shared memory, each output summed in k
 //                       order like strict_dot (bitwise = cpu-ref)
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
-//                       Parallel Processors", ch. 5)
+//                       Parallel Processors", ch. 5): the gpu backend's small products
+//   matmul_blocked.cu   each thread 4x4 to 8x8 outputs in registers, 16-byte loads, two
+//                       shared buffers (siboehm's SGEMM steps): gpu's products of 64+ rows
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
@@ -39,9 +41,12 @@ namespace plab::PLAB_SIMT_NS {
 
 constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
-constexpr int kFlashQueries = 32;      // attention_flash: queries per block (the query tile)
-constexpr int kFlashKeys = 32;  // attention_flash: keys per shared-memory tile (one per lane)
-constexpr int kFlashWarps = 4;  // attention_flash: warps per block, kFlashQueries/4 rows each
+// matmul_blocked's smallest tile is 64 rows: gpu's products of fewer rows
+// take matmul_tiled (see matmul_blocked_pays).
+constexpr int kMatmulBlockedMinRows = 64;
+constexpr int kFlashQueries = 32;  // attention_flash: queries per block (the query tile)
+constexpr int kFlashKeys = 32;     // attention_flash: keys per shared-memory tile (one per lane)
+constexpr int kFlashWarps = 4;     // attention_flash: warps per block, kFlashQueries/4 rows each
 // The head dims attention_flash is compiled for, one kernel instantiation each
 // (the only list: the dispatch, the error message and the tests read it).
 // 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
@@ -64,6 +69,18 @@ __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, in
 __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
                                     int k);
 void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k);
+// The output tile of one matmul_blocked block: 128x128, 128x64 or 64x64.
+struct MatmulTile {
+    int rows = 0, cols = 0;
+};
+// Whether gpu's matmul takes matmul_blocked for an m x n product on this
+// device (else matmul_tiled): 64+ rows, and 64x64 tiles for at least an eighth
+// of the multiprocessors (matmul_blocked.cu says why).
+bool matmul_blocked_pays(int m, int n);
+// The tile launch_matmul_blocked uses for an m x n product on this device.
+MatmulTile matmul_blocked_tile(int m, int n);
+// matmul_blocked_kernel with its tile chosen for the shape and the device.
+void launch_matmul_blocked(float* out, const float* x, const float* w, int m, int n, int k);
 
 // x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2). Row r is at
 // position positions[r] (a batched step: rows of different sequences), or at

@@ -16,7 +16,8 @@
 // *current fiber's* index, set at every switch), __global__/__device__/
 // __host__/__shared__, __syncthreads, __syncwarp, __shfl_sync/__shfl_down_sync/
 // __shfl_xor_sync (a barrier over the warp's lanes plus an exchange slot),
-// atomicAdd/atomicMax/atomicCAS, dynamic shared memory (PLAB_DYNAMIC_SHARED,
+// atomicAdd/atomicMax/atomicCAS, load_float4 (a 16-byte load; both builds,
+// the emulation checks its alignment), dynamic shared memory (PLAB_DYNAMIC_SHARED,
 // poisoned with NaN for every block), counted static shared memory
 // (PLAB_SHARED, poisoned too), cudaMalloc/cudaMemcpy/cudaMemset/cudaFree, and
 // the shared-memory attributes cudaFuncGetAttributes/cudaFuncSetAttribute.
@@ -91,6 +92,16 @@
 // Unroll a loop of compile-time trip count (nvcc); under g++ the optimiser decides.
 #define PLAB_UNROLL _Pragma("unroll")
 
+// Four consecutive floats as one 16-byte load (LDG.128 / LDS.128); src must be
+// 16-byte aligned, or the kernel faults with a misaligned address.
+__device__ __forceinline__ void load_float4(float* dst, const float* src) {
+    const float4 v = *reinterpret_cast<const float4*>(src);
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+}
+
 namespace plab::simt {
 
 // A block's shared memory without cudaFuncSetAttribute: static plus dynamic.
@@ -141,6 +152,7 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 // Blocks of a grid run one after another on one OS thread (launches are
 // serialised by a mutex), so a function-local static is per-block storage.
 #define __shared__ static
@@ -284,6 +296,17 @@ inline unsigned atomicCAS(unsigned* address, unsigned compare, unsigned value) {
     return old;
 }
 
+// load_float4: one 16-byte load on a GPU, which faults on a misaligned
+// address; the emulation checks the alignment so that such a kernel fails here too.
+inline void load_float4(float* dst, const float* src) {
+    if (reinterpret_cast<std::uintptr_t>(src) % 16 != 0) {
+        throw ::plab::InternalError(
+            "load_float4: a 16-byte load from an address that is not "
+            "16-byte aligned (a GPU reports a misaligned address)");
+    }
+    std::memcpy(dst, src, 4 * sizeof(float));
+}
+
 inline float __int_as_float(int i) {
     float f;
     std::memcpy(&f, &i, sizeof f);
@@ -313,13 +336,15 @@ cudaError_t cudaGetLastError();
 const char* cudaGetErrorName(cudaError_t err);
 const char* cudaGetErrorString(cudaError_t err);
 
-// The emulated device's shared-memory limits: sm_90's (H100/H200).
+// The emulated device's limits: sm_90's (H100/H200).
 constexpr std::size_t kDefaultSharedBytes = 48 * 1024;  // static + dynamic, without opt-in
 constexpr std::size_t kOptinSharedBytes = 227 * 1024;   // sharedMemPerBlockOptin
+constexpr int kMultiprocessors = 132;                   // an H100 / H200 SXM
 
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaDeviceAttr {
     cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrMultiProcessorCount = 16,
     cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 };
 struct cudaFuncAttributes {
@@ -358,6 +383,7 @@ cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute at
 
 using plab::simt::cudaDevAttrMaxSharedMemoryPerBlock;
 using plab::simt::cudaDevAttrMaxSharedMemoryPerBlockOptin;
+using plab::simt::cudaDevAttrMultiProcessorCount;
 using plab::simt::cudaDeviceAttr;
 using plab::simt::cudaDeviceGetAttribute;
 using plab::simt::cudaDeviceSynchronize;

@@ -509,6 +509,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
         case cudaDevAttrMaxSharedMemoryPerBlockOptin:
             *value = static_cast<int>(kOptinSharedBytes);
             return cudaSuccess;
+        case cudaDevAttrMultiProcessorCount:
+            *value = kMultiprocessors;
+            return cudaSuccess;
     }
     return g_last_error = cudaErrorInvalidValue;
 }

@@ -15,6 +15,7 @@
 
 #include "core/rope.h"
 #include "gpu_test_util.h"
+#include "kernels.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 
@@ -134,13 +135,22 @@ TEST_CASE("gpu kernels: rmsnorm", "[gpu][kernels]") {
     }
 }
 
-TEST_CASE("gpu kernels: matmul ref and tiled", "[gpu][kernels]") {
+TEST_CASE("gpu kernels: matmul ref, tiled and blocked", "[gpu][kernels]") {
     struct Mnk {
         int m, n, k;
+        int x_offset = 0;  // x starts this many floats into its buffer
     };
+    // Small products take matmul_tiled, larger ones matmul_blocked (the rule
+    // and the tile, which depends on how many blocks the shape gives, are
+    // checked below): 64x64 for the mid-sized ones, 128x64 for 1536 x 700,
+    // 128x128 for 1600 x 1300. Its
+    // 16-byte loads need k % 4 == 0 and aligned operands: k = 13, 33 and a
+    // misaligned x (offset 1) take its 4-byte loads.
     for (const Mnk s : {Mnk{1, 1, 1}, Mnk{1, 7, 33}, Mnk{7, 33, 129}, Mnk{33, 17, 20},
-                        Mnk{129, 7, 5}, Mnk{17, 16, 16}}) {
-        const auto x = random_floats(std::size_t(s.m) * s.k, 500 + s.m * 7 + s.k);
+                        Mnk{129, 7, 5}, Mnk{17, 16, 16}, Mnk{64, 64, 16}, Mnk{130, 1100, 36},
+                        Mnk{200, 300, 33}, Mnk{257, 1090, 100}, Mnk{65, 1090, 40, 1},
+                        Mnk{1536, 700, 12}, Mnk{1600, 1300, 12}, Mnk{1600, 1300, 13}}) {
+        const auto x = random_floats(std::size_t(s.m) * s.k + s.x_offset, 500 + s.m * 7 + s.k);
         const auto w = random_floats(std::size_t(s.n) * s.k, 600 + s.n * 7 + s.k);
         // The tiled kernel sums k in cpu-ref's order (zero padding adds exact
         // zeros), so the emulated form gives cpu-ref's bits. Natively, nvcc
@@ -159,8 +169,8 @@ TEST_CASE("gpu kernels: matmul ref and tiled", "[gpu][kernels]") {
             for (int j = 0; j < s.n; ++j) {
                 double partial = 0, b = 0;
                 for (int t = 0; t < s.k; ++t) {
-                    const double p =
-                        double(x[std::size_t(i) * s.k + t]) * w[std::size_t(j) * s.k + t];
+                    const double p = double(x[s.x_offset + std::size_t(i) * s.k + t]) *
+                                     w[std::size_t(j) * s.k + t];
                     partial += p;
                     b += std::fabs(p) + 2 * std::fabs(partial);
                 }
@@ -172,7 +182,8 @@ TEST_CASE("gpu kernels: matmul ref and tiled", "[gpu][kernels]") {
             "matmul " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k),
             [&](Backend& b) {
                 OpRun r(b, {x, w}, std::size_t(s.m) * s.n);
-                b.matmul(r.out.buf(), r[0], r[1], s.m, s.n, s.k);
+                const Buffer xb = r[0].slice(std::size_t(s.x_offset), std::size_t(s.m) * s.k);
+                b.matmul(r.out.buf(), xb, r[1], s.m, s.n, s.k);
                 return r.result();
             },
             bound, 0,
@@ -180,6 +191,38 @@ TEST_CASE("gpu kernels: matmul ref and tiled", "[gpu][kernels]") {
             "u * sum_t (|x_t w_t| + 2 |S_t|)",
             true);
     }
+}
+
+TEST_CASE("gpu kernels: matmul_blocked picks the largest tile that still fills the device",
+          "[gpu][kernels]") {
+    // The emulated device reports sm_90's 132 multiprocessors.
+    using gpu_emulated::matmul_blocked_tile;
+    using Tile = std::pair<int, int>;
+    auto tile = [](int m, int n) {
+        const auto t = matmul_blocked_tile(m, n);
+        return Tile{t.rows, t.cols};
+    };
+    CHECK(tile(1600, 1300) == Tile{128, 128});  // 13 x 11 = 143 blocks of 128x128
+    CHECK(tile(1536, 700) == Tile{128, 64});    // 12 x 6 = 72 of 128x128, 12 x 11 = 132 of 128x64
+    CHECK(tile(2048, 288) == Tile{64, 64});     // stories15M's W_o at 2048 tokens: 16 x 3 = 48
+    CHECK(tile(2048, 2048) == Tile{128, 128});  // stories110M's gate/up at 2048 tokens
+    CHECK(tile(64, 64) == Tile{64, 64});
+    // Whether gpu takes it at all: 64+ rows and 64x64 blocks for an eighth of
+    // the 132 multiprocessors (17): a 128-token stories15M prefill's 128 x 288
+    // products (10 blocks) stay on matmul_tiled, its 128 x 768 ones (24) do not.
+    using gpu_emulated::matmul_blocked_pays;
+    CHECK_FALSE(matmul_blocked_pays(128, 288));
+    CHECK(matmul_blocked_pays(128, 768));
+    CHECK_FALSE(matmul_blocked_pays(63, 32000));  // a decode step's classifier
+    CHECK(matmul_blocked_pays(64, 17 * 64));      // exactly 17 blocks
+    CHECK_FALSE(matmul_blocked_pays(64, 16 * 64));
+    CHECK(matmul_blocked_pays(2048, 288));
+    // The shapes of the matmul test above that take it, each load path covered.
+    for (const auto& [m, n] : {Tile{200, 300}, Tile{130, 1100}, Tile{257, 1090}, Tile{65, 1090},
+                               Tile{1536, 700}, Tile{1600, 1300}}) {
+        CHECK(matmul_blocked_pays(m, n));
+    }
+    CHECK_FALSE(matmul_blocked_pays(64, 64));
 }
 
 TEST_CASE("gpu kernels: rope rotates every head by its position", "[gpu][kernels]") {

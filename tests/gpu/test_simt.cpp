@@ -50,6 +50,11 @@ __global__ void coordinates_kernel(int* visits, int* coords) {
     coords[6 * id + 5] = blockIdx.z;
 }
 
+// out[4t .. 4t+3] = in[offset + 4t .. offset + 4t + 3], as one 16-byte load each.
+__global__ void load_float4_kernel(float* out, const float* in, int offset) {
+    load_float4(out + 4 * threadIdx.x, in + offset + 4 * threadIdx.x);
+}
+
 // out[t] = in[(t + 1) % n] through dynamic shared memory, with the barrier.
 __global__ void rotate_kernel(float* out, const float* in) {
     PLAB_DYNAMIC_SHARED(float, tile);
@@ -287,6 +292,20 @@ TEST_CASE("simt: atomics, launch limits and checked memory calls", "[gpu][simt]"
     int on_stack = 0;
     auto free_bad_pointer = [&] { PLAB_CUDA_CHECK(cudaFree(&on_stack)); };
     REQUIRE_THROWS_WITH(free_bad_pointer(), Contains("cudaErrorInvalidValue"));
+}
+
+TEST_CASE("simt: load_float4 reads four floats, and refuses an address a GPU would fault on",
+          "[gpu][simt]") {
+    const auto in = plab::test::random_floats(33, 41);
+    float* d_in = to_device(in);  // cudaMalloc'ed: 16-byte aligned, as on a GPU
+    float* d_out = to_device(std::vector<float>(32, NAN));
+    PLAB_LAUNCH(load_float4_kernel, 1, 8, 0, d_out, d_in, 0);
+    REQUIRE(to_host(d_out, 32) == std::vector<float>(in.begin(), in.begin() + 32));
+    // One float further is 4-byte aligned only: LDG.128 faults there, the emulator throws.
+    REQUIRE_THROWS_WITH(PLAB_LAUNCH(load_float4_kernel, 1, 8, 0, d_out, d_in, 1),
+                        Contains("not 16-byte aligned"));
+    cudaFree(d_in);
+    cudaFree(d_out);
 }
 
 // Issue 14: shared memory is static + dynamic, 48 KiB without opting in.

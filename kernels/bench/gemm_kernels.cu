@@ -1,0 +1,162 @@
+// gemm_kernels: gpu's two matmul kernels against cuBLAS SGEMM on one device,
+// on the products a stories15M / stories110M prefill makes and a square one.
+//
+// What it measures: for each shape out (M, N) = x (M, K) · w (N, K)ᵀ, the median
+// device time (CUDA events, after warm-ups) of matmul_tiled, matmul_blocked
+// (with the tile it picks) and cublasSgemm (CUBLAS_DEFAULT_MATH: float32, no
+// TF32), their GFLOP/s (2·M·N·K per product) and each kernel's share of
+// cuBLAS's rate on the same shape; and, for every kernel, the largest
+// |out - cuBLAS| over max |cuBLAS| (float32 sums of K products in another
+// order: ~1e-6; NaN or a larger figure means a wrong kernel). The inputs are
+// random (a fixed seed), never zeros; outputs are poisoned with NaN first.
+//
+// Native only (nvcc; kernels/device-check.sh builds and runs it):
+//   nvcc -std=c++20 -O3 -arch=sm_90 --fmad=true -Ikernels -Isrc \
+//        kernels/bench/gemm_kernels.cu -lcublas -o gemm_kernels
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "matmul_blocked.cu"
+#include "matmul_tiled.cu"
+#include "simt/simt_native.cu"
+
+namespace {
+
+using namespace plab::gpu_native;
+
+#define CHECK_CUBLAS(expr)                                                                \
+    do {                                                                                  \
+        const cublasStatus_t s_ = (expr);                                                 \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
+            std::fprintf(stderr, "cuBLAS error %d in %s\n", static_cast<int>(s_), #expr); \
+            std::exit(1);                                                                 \
+        }                                                                                 \
+    } while (0)
+
+struct Shape {
+    const char* what;
+    int m, n, k;
+};
+
+template <typename F>
+double median_ms(F&& run, int repeats) {
+    cudaEvent_t a, b;
+    PLAB_CUDA_CHECK(cudaEventCreate(&a));
+    PLAB_CUDA_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) run();  // warm-up
+    std::vector<float> ms;
+    for (int i = 0; i < repeats; ++i) {
+        PLAB_CUDA_CHECK(cudaEventRecord(a));
+        run();
+        PLAB_CUDA_CHECK(cudaEventRecord(b));
+        PLAB_CUDA_CHECK(cudaEventSynchronize(b));
+        float t = 0;
+        PLAB_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    PLAB_CUDA_CHECK(cudaEventDestroy(a));
+    PLAB_CUDA_CHECK(cudaEventDestroy(b));
+    return ms[ms.size() / 2];
+}
+
+std::vector<float> download(const float* d, std::size_t n) {
+    std::vector<float> h(n);
+    PLAB_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// max |got - ref| / max |ref|; NaN anywhere in got gives NaN.
+double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        if (std::isnan(got[i])) return NAN;
+        diff = std::max(diff, std::fabs(double(got[i]) - ref[i]));
+        scale = std::max(scale, std::fabs(double(ref[i])));
+    }
+    return diff / scale;
+}
+
+}  // namespace
+
+int main() {
+    const Shape shapes[] = {
+        {"15M Q/K/V/Wo @128", 128, 288, 288},       {"15M gate/up @512", 512, 768, 288},
+        {"15M Q/K/V/Wo @2048", 2048, 288, 288},     {"15M gate/up @2048", 2048, 768, 288},
+        {"15M down @2048", 2048, 288, 768},         {"110M Q/K/V/Wo @2048", 2048, 768, 768},
+        {"110M gate/up @2048", 2048, 2048, 768},    {"110M down @2048", 2048, 768, 2048},
+        {"odd k (narrow loads)", 1000, 1000, 1001}, {"square 4096", 4096, 4096, 4096},
+        {"square 8192", 8192, 8192, 8192},
+    };
+    cublasHandle_t handle;
+    CHECK_CUBLAS(cublasCreate(&handle));
+    std::printf("%-22s %5s %5s %5s  %-8s %9s %9s %9s  %7s %7s  %9s %9s\n", "product", "M", "N", "K",
+                "tile", "tiled", "blocked", "cuBLAS", "tiled", "blocked", "err", "err");
+    std::printf("%-22s %5s %5s %5s  %-8s %9s %9s %9s  %7s %7s  %9s %9s\n", "", "", "", "", "",
+                "GFLOP/s", "GFLOP/s", "GFLOP/s", "of cuBL", "of cuBL", "tiled", "blocked");
+    std::mt19937 rng(13);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const Shape& s : shapes) {
+        const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
+        const std::size_t no = std::size_t(s.m) * s.n;
+        std::vector<float> hx(nx), hw(nw);
+        for (float& v : hx) v = dist(rng);
+        for (float& v : hw) v = dist(rng);
+        float *x, *w, *out;
+        PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&out, no * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+        PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
+        const int repeats = s.m >= 4096 ? 5 : 20;
+        const bool big = s.m >= 8192;  // the 16x16 kernel takes seconds there
+
+        auto poison = [&] { PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float))); };
+        // out row-major (M, N) is column-major (N, M): C = wᵀ(as stored, K x N col-major)ᵀ · x.
+        const float one = 1, zero = 0;
+        auto cublas = [&] {
+            CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k,
+                                     x, s.k, &zero, out, s.n));
+        };
+        auto tiled = [&] {
+            const dim3 grid(blocks_for(s.n, kMatmulTile), blocks_for(s.m, kMatmulTile));
+            PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out, x, w,
+                        s.m, s.n, s.k);
+        };
+        auto blocked = [&] { launch_matmul_blocked(out, x, w, s.m, s.n, s.k); };
+
+        poison();
+        cublas();
+        const std::vector<float> ref = download(out, no);
+        poison();
+        blocked();
+        const double err_blocked = rel_error(download(out, no), ref);
+        double err_tiled = NAN, t_tiled = NAN;
+        if (!big) {
+            poison();
+            tiled();
+            err_tiled = rel_error(download(out, no), ref);
+            t_tiled = median_ms(tiled, repeats);
+        }
+        const double t_cublas = median_ms(cublas, repeats);
+        const double t_blocked = median_ms(blocked, repeats);
+        const double gflop = 2.0 * s.m * s.n * s.k / 1e9;
+        const MatmulTile tile = matmul_blocked_tile(s.m, s.n);
+        char tile_name[16];
+        std::snprintf(tile_name, sizeof tile_name, "%dx%d", tile.rows, tile.cols);
+        std::printf("%-22s %5d %5d %5d  %-8s %9.0f %9.0f %9.0f  %6.1f%% %6.1f%%  %9.2e %9.2e\n",
+                    s.what, s.m, s.n, s.k, tile_name, gflop / t_tiled * 1e3,
+                    gflop / t_blocked * 1e3, gflop / t_cublas * 1e3, 100 * t_cublas / t_tiled,
+                    100 * t_cublas / t_blocked, err_tiled, err_blocked);
+        PLAB_CUDA_CHECK(cudaFree(x));
+        PLAB_CUDA_CHECK(cudaFree(w));
+        PLAB_CUDA_CHECK(cudaFree(out));
+    }
+    CHECK_CUBLAS(cublasDestroy(handle));
+    return 0;
+}
