@@ -172,12 +172,23 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     // 6-token prefill is far inside the row's time budget).
     CHECK(j["device_ops"][0]["prefills"] == 1);
     CHECK(j["device_ops"][1]["prefills"] == 3);
-    // The GEMM peak is the CPU's: only CPU rows are a fraction of it (on the
-    // H200, gpu once read "381% of peak" against the host's 1054 GFLOP/s).
+    // Each row is a fraction of its own machine's peak: CPU rows of the host's
+    // GEMM, GPU rows of the device's cuBLAS SGEMM, measured only where the GPU
+    // backends run natively (on the H200, gpu once read "381% of peak" against
+    // the host's 1054 GFLOP/s; emulated, a GPU row has no peak to be held to).
+    const bool device_peak = !j["device_gemm_peak_gflops"].is_null();
+    CHECK(device_peak ==
+          (j["device_ops"][0]["backend"].get<std::string>().find("(native)") != std::string::npos));
     for (const auto& p : j["prefill"]) {
         const bool cpu_row = p["backend"].get<std::string>().rfind("cpu", 0) == 0;
         INFO(p["backend"]);
-        CHECK(p["fraction_of_peak"].is_null() == !cpu_row);
+        if (cpu_row || device_peak) {
+            const double peak = j[cpu_row ? "gemm_peak_gflops" : "device_gemm_peak_gflops"];
+            CHECK(p["fraction_of_peak"].get<double>() ==
+                  Approx(p["gflops"].get<double>() / peak).epsilon(1e-9));
+        } else {
+            CHECK(p["fraction_of_peak"].is_null());
+        }
     }
     // Likewise the decode bounds come from the host's bandwidth: CPU rows only.
     for (const auto& d : j["decode"]) {
