@@ -212,13 +212,13 @@ TEST_CASE("roofline_figure: one point per CPU row, each coordinate recomputed by
     for (const RooflinePoint& p : f.points) REQUIRE(p.backend != "gpu");
     REQUIRE(f.backends == std::vector<std::string>{"cpu", "cpu-ref"});
 
-    const RooflinePoint& p512 = point(f, RooflinePointKind::prefill, 512);
+    const RooflinePoint p512 = point(f, RooflinePointKind::prefill, 512);
     REQUIRE(p512.label == "prefill 512");
     REQUIRE(p512.gflops == 40);
     REQUIRE(p512.flops_per_byte == Approx(prefill_cost(c, 512).total() / prefill_bytes(c, 512)));
     REQUIRE(point(f, RooflinePointKind::prefill, 512, "cpu-ref").label == "prefill 512");
 
-    const RooflinePoint& dec = point(f, RooflinePointKind::decode, 144);
+    const RooflinePoint dec = point(f, RooflinePointKind::decode, 144);
     REQUIRE(dec.label == "decode");
     const double per_token = decode_step_cost(c, 1, 144).flops();
     REQUIRE(dec.flops_per_byte == Approx(per_token / decode_bytes(c, 144)));
@@ -226,7 +226,7 @@ TEST_CASE("roofline_figure: one point per CPU row, each coordinate recomputed by
     // A decode step does ~2 FLOPs per 4-byte weight: ~0.5 FLOP/byte, far left of the ridge.
     REQUIRE(dec.flops_per_byte == Approx(0.5).epsilon(0.1));
 
-    const RooflinePoint& b16 = point(f, RooflinePointKind::decode_batch, 16);
+    const RooflinePoint b16 = point(f, RooflinePointKind::decode_batch, 16);
     REQUIRE(b16.label == "decode b=16");
     REQUIRE(b16.flops_per_byte == Approx(decode_step_cost(c, 16, 40.5).flops_per_byte()));
     REQUIRE(b16.gflops == Approx(15));
