@@ -10,14 +10,14 @@
 // order: ~1e-6; NaN or a larger figure means a wrong kernel). The inputs are
 // random (a fixed seed), never zeros; outputs are poisoned with NaN first.
 //
-// Native only (nvcc; kernels/device-check.sh builds and runs it):
-//   nvcc -std=c++20 -O3 -arch=sm_90 --fmad=true -Ikernels -Isrc \
-//        kernels/bench/gemm_kernels.cu -lcublas -o gemm_kernels
+// Native only: the gemm_kernels target of kernels/CMakeLists.txt (built where
+// nvcc and cuBLAS are, into the build folder); kernels/device-check.sh runs it.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <random>
 #include <vector>
 
@@ -29,13 +29,14 @@ namespace {
 
 using namespace plab::gpu_native;
 
-#define CHECK_CUBLAS(expr)                                                                \
-    do {                                                                                  \
-        const cublasStatus_t s_ = (expr);                                                 \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
-            std::fprintf(stderr, "cuBLAS error %d in %s\n", static_cast<int>(s_), #expr); \
-            std::exit(1);                                                                 \
-        }                                                                                 \
+#define CHECK_CUBLAS(expr)                                                               \
+    do {                                                                                 \
+        const cublasStatus_t s_ = (expr);                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                               \
+            std::fprintf(stderr, "gemm_kernels: %s in %s (a CUDA device and driver?)\n", \
+                         cublasGetStatusName(s_), #expr);                                \
+            std::exit(1);                                                                \
+        }                                                                                \
     } while (0)
 
 struct Shape {
@@ -84,7 +85,7 @@ double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
 
 }  // namespace
 
-int main() {
+int run() {
     const Shape shapes[] = {
         {"15M Q/K/V/Wo @128", 128, 288, 288},       {"15M gate/up @512", 512, 768, 288},
         {"15M Q/K/V/Wo @2048", 2048, 288, 288},     {"15M gate/up @2048", 2048, 768, 288},
@@ -159,4 +160,13 @@ int main() {
     }
     CHECK_CUBLAS(cublasDestroy(handle));
     return 0;
+}
+
+int main() {
+    try {
+        return run();
+    } catch (const std::exception& e) {  // a CUDA error: no device, no driver, ...
+        std::fprintf(stderr, "gemm_kernels: %s\n", e.what());
+        return 1;
+    }
 }
