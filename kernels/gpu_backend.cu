@@ -256,9 +256,7 @@ public:
         } else if (matmul_blocked_pays(m, n)) {
             launch_matmul_blocked(out.data, x.data, w.data, m, n, k);
         } else {
-            const dim3 grid(blocks_for(n, kMatmulTile), blocks_for(m, kMatmulTile));
-            PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out.data,
-                        x.data, w.data, m, n, k);
+            launch_matmul_tiled(out.data, x.data, w.data, m, n, k);
         }
     }
 

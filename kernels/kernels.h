@@ -12,7 +12,7 @@
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
 //                       Parallel Processors", ch. 5): the gpu backend's small products
 //   matmul_blocked.cu   each thread 4x4 to 8x8 outputs in registers, 16-byte loads, two
-//                       shared buffers (siboehm's SGEMM steps): gpu's products of 64+ rows
+//                       shared buffers (siboehm's SGEMM steps): gpu's large products
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
@@ -41,12 +41,9 @@ namespace plab::PLAB_SIMT_NS {
 
 constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
-// matmul_blocked's smallest tile is 64 rows: gpu's products of fewer rows
-// take matmul_tiled (see matmul_blocked_pays).
-constexpr int kMatmulBlockedMinRows = 64;
-constexpr int kFlashQueries = 32;  // attention_flash: queries per block (the query tile)
-constexpr int kFlashKeys = 32;     // attention_flash: keys per shared-memory tile (one per lane)
-constexpr int kFlashWarps = 4;     // attention_flash: warps per block, kFlashQueries/4 rows each
+constexpr int kFlashQueries = 32;      // attention_flash: queries per block (the query tile)
+constexpr int kFlashKeys = 32;  // attention_flash: keys per shared-memory tile (one per lane)
+constexpr int kFlashWarps = 4;  // attention_flash: warps per block, kFlashQueries/4 rows each
 // The head dims attention_flash is compiled for, one kernel instantiation each
 // (the only list: the dispatch, the error message and the tests read it).
 // 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
@@ -69,6 +66,8 @@ __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, in
 __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
                                     int k);
 void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k);
+// matmul_tiled_kernel over a grid of 16x16 output tiles.
+void launch_matmul_tiled(float* out, const float* x, const float* w, int m, int n, int k);
 // The output tile of one matmul_blocked block: 128x128, 128x64 or 64x64.
 struct MatmulTile {
     int rows = 0, cols = 0;

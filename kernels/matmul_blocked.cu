@@ -40,16 +40,14 @@
 // against 4792. The two meet near 14 blocks; the rule asks for an eighth of
 // the multiprocessors (17 on the H200).
 //
-// Bits: whichever kernel and tile runs, each output is the same chain of
-// products added in k order (FMAs natively), so a chunked prefill, whose
-// small chunks take matmul_tiled or smaller tiles, gives the bits of the
-// whole prompt's prefill (test_gpu_prefill checks every plan natively).
-//
-// Each output is still summed t = 0, 1, ..., k-1 from +0.0, one product at a
-// time, so emulated (g++, no contraction) it is cpu-ref's strict_dot bit for
-// bit; natively nvcc contracts into FMA, and the gpu backend's tolerance
+// Bits: each output is still summed t = 0, 1, ..., k-1 from +0.0, one product
+// at a time, so emulated (g++, no contraction) it is cpu-ref's strict_dot bit
+// for bit; natively nvcc contracts into FMA, and the gpu backend's tolerance
 // covers that (tests/gpu/test_kernels.cpp derives the bound). Zero padding
-// past m, n and k adds exact zeros. The 16-byte loads need k % 4 == 0 and
+// past m, n and k adds exact zeros. matmul_tiled sums the same chain, so
+// whichever kernel and tile a product takes, its bits are the same: a chunked
+// prefill, whose small chunks take matmul_tiled or smaller tiles, gives the
+// whole prompt's bits (test_gpu_prefill checks every plan natively). The 16-byte loads need k % 4 == 0 and
 // 16-byte aligned x and w; any other call takes the same kernel with four
 // 4-byte loads (kWide = false). Left out: tensor cores (TF32 would change
 // the rounding by 2^-11 per product), warp-level tiling, split-k.
@@ -63,9 +61,10 @@ namespace plab::PLAB_SIMT_NS {
 
 namespace {
 
-constexpr int kSliceK = 16;  // k per shared-memory slice
-constexpr int kSide = 16;    // threads per side of the block: 16 x 16
-constexpr int kPad = 4;      // floats after each shared row (keeps 16-byte alignment)
+constexpr int kSliceK = 16;   // k per shared-memory slice
+constexpr int kSide = 16;     // threads per side of the block: 16 x 16
+constexpr int kPad = 4;       // floats after each shared row (keeps 16-byte alignment)
+constexpr int kMinRows = 64;  // the smallest tile's rows: fewer would multiply padding
 
 // One slice of x or w in shared memory, t-major. alignas: the rows are read
 // as 16-byte loads, in both builds.
@@ -216,7 +215,7 @@ void launch_tile(float* out, const float* x, const float* w, int m, int n, int k
 }  // namespace
 
 bool matmul_blocked_pays(int m, int n) {
-    return m >= kMatmulBlockedMinRows && tiles(m, n, 64, 64) * 8 >= multiprocessors();
+    return m >= kMinRows && tiles(m, n, 64, 64) * 8 >= multiprocessors();
 }
 
 MatmulTile matmul_blocked_tile(int m, int n) {

@@ -44,4 +44,9 @@ __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, 
     if (i < m && j < n) out[static_cast<long long>(i) * n + j] = acc;
 }
 
+void launch_matmul_tiled(float* out, const float* x, const float* w, int m, int n, int k) {
+    const dim3 grid(blocks_for(n, kMatmulTile), blocks_for(m, kMatmulTile));
+    PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out, x, w, m, n, k);
+}
+
 }  // namespace plab::PLAB_SIMT_NS

@@ -124,11 +124,7 @@ int run() {
             CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k,
                                      x, s.k, &zero, out, s.n));
         };
-        auto tiled = [&] {
-            const dim3 grid(blocks_for(s.n, kMatmulTile), blocks_for(s.m, kMatmulTile));
-            PLAB_LAUNCH(matmul_tiled_kernel, grid, dim3(kMatmulTile, kMatmulTile), 0, out, x, w,
-                        s.m, s.n, s.k);
-        };
+        auto tiled = [&] { launch_matmul_tiled(out, x, w, s.m, s.n, s.k); };
         auto blocked = [&] { launch_matmul_blocked(out, x, w, s.m, s.n, s.k); };
 
         poison();
