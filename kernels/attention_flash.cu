@@ -1,7 +1,7 @@
 // Tiled masked attention with online softmax over the paged KV cache (the gpu backend).
 //
 // What it teaches: attention without ever storing a row of scores. A block
-// handles a tile of 32 queries of one head. It walks the keys in tiles of 32:
+// handles a tile of 64 queries of one head. It walks the keys in tiles of 64:
 // the block loads a K tile and a V tile into shared memory through the block
 // table (PagedAttention, Kwon et al. 2023), then folds each tile into a
 // running result per query:
@@ -13,7 +13,7 @@
 //
 // and divides a by l once at the end. This is the online softmax of Milakov &
 // Gimelshein 2018, as used by FlashAttention (Dao et al. 2022): memory is
-// O(tile) instead of O(T), and K/V are read once per 32 queries instead of
+// O(tile) instead of O(T), and K/V are read once per 64 queries instead of
 // once per query. The sums run in a different order than cpu-ref's (and use
 // the library expf), so results agree to ~1e-6 relative, not bit for bit.
 //
@@ -21,23 +21,34 @@
 //   v1  one thread per query, q and the Dh-long accumulator in per-thread
 //       arrays of 128 indexed by a runtime Dh: they lived in local memory
 //       (1152 B of stack per thread on sm_90), one warp per block.
-//   v2  (this) Dh is a template parameter (kFlashHeadDims in kernels.h lists
-//       the instantiations); 4 warps per block, each warp owns 8 query rows,
-//       and its 32 lanes change roles between the two products:
-//         S = Q·Kᵀ  lane j scores key j of the tile against the warp's 8 rows
-//                   (q rows broadcast from shared memory; K rows padded to an
-//                   odd stride so the 32 lanes read 32 different banks);
-//         O = P·V   lane owns output components d = lane, lane + 32, ...
-//                   (Dh/32 rounded up, a compile-time count: registers), and
-//                   reads the row's probabilities p_j broadcast from shared.
-//       The row max is a warp reduction (__shfl_xor_sync); each lane keeps its
-//       own share of the denominator l and the warp adds the shares at the end.
+//   v2  Dh a template parameter (kFlashHeadDims in kernels.h lists the
+//       instantiations); 32 queries x 32 keys a tile, each warp 8 query rows;
+//       in S = Q·Kᵀ lane j scored key j against the 8 rows, in O = P·V lane
+//       owned components lane, lane + 32, ... Every multiply-add read one
+//       float from shared memory (a q or a p broadcast), and shared memory,
+//       not arithmetic, set the pace: on the H200, 9.8 of stories110M's
+//       21.5 ms prefill at 2048 tokens (~8 TFLOP/s) was this kernel.
+//   v3  (this) register blocking, as matmul_blocked does for GEMMs: 64 x 64
+//       tiles, 128 threads, thread (ty = 0..15, tx = 0..7) owns query rows
+//       ty, ty + 16, ty + 32, ty + 48 and, in S, keys tx, tx + 8, ..., tx + 56
+//       (32 scores in registers); in O the same 4 rows and Dh/8 columns.
+//       A row's 8 threads sit in one warp, so its max and sum are 3 shuffles.
+//       Loads are 16 bytes (4 components of a q or k row; 4 keys' p of a row;
+//       4 columns of a v row), strides padded so one load instruction touches
+//       each bank once: ~0.1 shared loads per multiply-add instead of ~1.1.
+//       Blocks take the last query tiles first (the longest under causal).
 //
 //   // clang-format off
 //   keys ->   tile 0    tile 1    tile 2
-//   q 40    [xxxxxxxx][xxxxxxxx][x.......]   x visible, . masked (causal: j > p)
-//   q 41    [xxxxxxxx][xxxxxxxx][xx......]   full, full, partial; an empty tile is not loaded
+//   q 70    [xxxxxxxx][xxxxxxxx][x.......]   x visible, . masked (causal: j > p)
+//   q 71    [xxxxxxxx][xxxxxxxx][xx......]   full, full, partial; an empty tile is not loaded
 //   // clang-format on
+//
+// Chunked == whole, bit for bit: key tiles start at key 0, 64, 128, ...
+// whatever the chunk, key j is in the share of thread tx = j % 8 of its row,
+// each score is one chain over d in order, each output one chain over the keys
+// in order, and a masked key adds p = 0 times a finite v (an exact no-op). A
+// row's result does not depend on which block or thread slot computes it.
 //
 // Masking (core/mask.h): the mask classifies each (query tile x key tile);
 // an empty tile is skipped — not loaded, not scored — and counted in
@@ -45,16 +56,15 @@
 // key) asks visible(pos, j); score modifiers (ALiBi, soft-capping) apply to
 // each visible score. Under the causal mask the tiles past the block's last
 // query are the skipped ones. Every thread, with or without a query, takes
-// part in the loads and the barriers (no early return before a __syncthreads:
-// the emulator reports that as an error).
+// part in the loads, the shuffles and the barriers (no early return before a
+// __syncthreads: the emulator reports that as an error).
 //
-// Shared memory (issue 14): K, V and Q tiles are dynamic (their size depends on
-// Dh), the probabilities a static PLAB_SHARED array; at Dh = 128 the total is
-// 53376 B, over the 48 KiB default, so the launcher opts in
-// (simt::reserve_shared_memory) and the emulator checks it did.
+// Shared memory (issue 14): Q, K, V and P tiles, all dynamic (their size
+// depends on Dh): 56320 B at Dh = 48, 68608 B at 64, 117760 B at 128 — over
+// the 48 KiB default, so the launcher opts in (simt::reserve_shared_memory)
+// and the emulator checks it did.
 // Left out: tensor cores (mma), splitting long sequences across blocks
-// (FlashDecoding), fp16, packing several rows per warp for Dh < 32 (lanes past
-// Dh idle in P·V: the small Dh are test and toy sizes).
+// (FlashDecoding), double-buffered K/V tiles, fp16.
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -67,54 +77,95 @@ namespace {
 
 constexpr int kLanes = 32;
 constexpr int kFlashThreads = kFlashWarps * kLanes;
-constexpr int kRowsPerWarp = kFlashQueries / kFlashWarps;  // query rows of one warp
-static_assert(kFlashKeys == kLanes, "S = Q·Kᵀ gives each lane one key of the tile");
-static_assert(kFlashQueries % kFlashWarps == 0);
+constexpr int kKeyGroup = 8;                                // lanes that share a row (tx)
+constexpr int kRowGroups = kFlashThreads / kKeyGroup;       // 16 (ty)
+constexpr int kRowsPerThread = kFlashQueries / kRowGroups;  // 4: rows ty + 16r
+constexpr int kKeysPerThread = kFlashKeys / kKeyGroup;      // 8: keys tx + 8c
+static_assert(kFlashQueries % kRowGroups == 0 && kFlashKeys % kKeyGroup == 0);
+static_assert(kLanes % kKeyGroup == 0, "a row's 8 lanes sit in one warp (shuffles)");
+static_assert(kFlashKeys % 4 == 0, "P·V reads 4 keys' probabilities as one 16-byte load");
 
-// Where each tile sits in dynamic shared memory, in floats.
+// Where each tile sits in dynamic shared memory, in floats. Every offset and
+// row stride is a multiple of 4 floats where 16-byte loads read the tile.
 template <int kDh>
 struct FlashLayout {
-    // An odd row stride: in S = Q·Kᵀ lane j reads k_tile[j * stride + d] for the
-    // same d, and an odd stride puts the 32 lanes in 32 different banks.
-    static constexpr int kKStride = kDh % 2 == 0 ? kDh + 1 : kDh;
-    static constexpr int kK = 0;                           // (kFlashKeys, kKStride)
-    static constexpr int kV = kK + kFlashKeys * kKStride;  // (kFlashKeys, Dh)
-    static constexpr int kQ = kV + kFlashKeys * kDh;       // (kFlashQueries, Dh), scaled
-    static constexpr int kFloats = kQ + kFlashQueries * kDh;
+    // Q and K rows are read 4 components at a time (d, d+1, d+2, d+3) by
+    // threads that hold different rows: a stride of Dh + 4 (Dh a multiple of
+    // 4) starts consecutive rows 4 banks apart, so the 8 keys one load
+    // instruction asks for (tx = 0..7) lie in 8 different groups of 4 banks.
+    static constexpr bool kVec = kDh % 4 == 0;  // 16-byte loads along d
+    static constexpr int kStride = kVec ? kDh + 4 : kDh + 1;
+    static constexpr int kPStride = kFlashKeys + 4;
+    static constexpr int kQ = 0;                             // (kFlashQueries, kStride), scaled
+    static constexpr int kK = kQ + kFlashQueries * kStride;  // (kFlashKeys, kStride)
+    static constexpr int kV = kK + kFlashKeys * kStride;     // (kFlashKeys, Dh)
+    static constexpr int kP = kV + kFlashKeys * kDh;         // (kFlashQueries, kPStride)
+    static constexpr int kFloats = kP + kFlashQueries * kPStride;
     static constexpr std::size_t kBytes = sizeof(float) * kFloats;
 };
 
-__device__ __forceinline__ float warp_max(float x) {
-    for (int offset = kLanes / 2; offset > 0; offset /= 2)
+// The output columns of one thread in O = P·V: groups of 4 consecutive
+// columns 32 apart (32g + 4tx .. +3, one 16-byte load each, and the 8 threads
+// of a row read 128 consecutive bytes), then the columns past the last full
+// group of 32 split evenly (Dh = 48: columns 32 + 2tx and 33 + 2tx).
+template <int kDh>
+struct FlashColumns {
+    static constexpr int kGroups = FlashLayout<kDh>::kVec ? kDh / 32 : 0;
+    static constexpr int kRest = kDh - 32 * kGroups;
+    static constexpr int kRestPerThread = (kRest + kKeyGroup - 1) / kKeyGroup;
+    static constexpr int kCount = 4 * kGroups + kRestPerThread;
+    PLAB_HD static constexpr int column(int tx, int i) {
+        return i < 4 * kGroups ? 32 * (i / 4) + 4 * tx + i % 4
+                               : 32 * kGroups + kRestPerThread * tx + (i - 4 * kGroups);
+    }
+};
+
+// Max and sum over the 8 lanes of a row (tx = lane % 8): a butterfly, so
+// every lane ends with the same value, added in the same pairs.
+__device__ __forceinline__ float row_max(float x) {
+    for (int offset = kKeyGroup / 2; offset > 0; offset /= 2)
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
     return x;
 }
-
-// A butterfly: every lane ends with the same sum (each step adds the same pair).
-__device__ __forceinline__ float warp_sum(float x) {
-    for (int offset = kLanes / 2; offset > 0; offset /= 2)
+__device__ __forceinline__ float row_sum(float x) {
+    for (int offset = kKeyGroup / 2; offset > 0; offset /= 2)
         x += __shfl_xor_sync(0xffffffffu, x, offset);
     return x;
 }
 
+// n consecutive floats (n = 4: one 16-byte load; src aligned) into dst.
+template <int n>
+__device__ __forceinline__ void load_floats(float* dst, const float* src) {
+    if constexpr (n == 4) {
+        load_float4(dst, src);
+    } else {
+        PLAB_UNROLL
+        for (int e = 0; e < n; ++e) dst[e] = src[e];
+    }
+}
+
 template <int kDh>
-__global__ void attention_flash_kernel(float* out, const float* q, const float* k_pool,
-                                       const float* v_pool, const int32_t* block_table,
-                                       AttentionShape s, unsigned long long* tile_counts) {
+__global__ void __launch_bounds__(kFlashThreads)
+    attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
+                           const int32_t* block_table, AttentionShape s,
+                           unsigned long long* tile_counts) {
     using L = FlashLayout<kDh>;
-    constexpr int kPerLane = (kDh + kLanes - 1) / kLanes;  // output components per lane
-    const int lane = static_cast<int>(threadIdx.x) % kLanes;
-    const int warp = static_cast<int>(threadIdx.x) / kLanes;
-    const int h = blockIdx.y;
+    using C = FlashColumns<kDh>;
+    constexpr int kVec = L::kVec ? 4 : 1;  // floats per load along d
+    const int tx = static_cast<int>(threadIdx.x) % kKeyGroup;
+    const int ty = static_cast<int>(threadIdx.x) / kKeyGroup;
+    // The block's (query tile, head), the last query tiles first: under the
+    // causal mask they see the most keys, and started first they do not
+    // finish last while the multiprocessors that took the short ones idle.
+    const int query_tiles = (s.n_queries + kFlashQueries - 1) / kFlashQueries;
+    const int h = static_cast<int>(blockIdx.x) % s.n_heads;
+    const int query_tile = query_tiles - 1 - static_cast<int>(blockIdx.x) / s.n_heads;
     const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
     const int n_keys = s.n_keys();
-    const int first_query = blockIdx.x * kFlashQueries;
+    const int first_query = query_tile * kFlashQueries;
     const int last_query = min(s.n_queries, first_query + kFlashQueries) - 1;
     const int first_pos = s.pos0 + first_query, last_q_pos = s.pos0 + last_query;
     const bool modifies = s.mask.alibi || s.mask.softcap > 0.0f;
-    // The warp's rows: queries first_row .. first_row + rows - 1 (rows may be 0).
-    const int first_row = first_query + warp * kRowsPerWarp;
-    const int rows = max(0, min(kRowsPerWarp, s.n_queries - first_row));
 
     // The bounds of the block's queries' key ranges, found once: they decide
     // most key tiles' verdicts without asking each query again (core/mask.h).
@@ -125,30 +176,31 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
     const int last_key = min(max(0, bounds.max_hi), n_keys - 1);
 
     PLAB_DYNAMIC_SHARED(float, tiles);
+    float* q_tile = tiles + L::kQ;
     float* k_tile = tiles + L::kK;
     float* v_tile = tiles + L::kV;
-    float* q_tile = tiles + L::kQ;
-    // (kFlashQueries, kFlashKeys): p_j of each row for the current key tile
-    PLAB_SHARED(float, p_tile, [kFlashQueries][kFlashKeys]);
+    float* p_tile = tiles + L::kP;
 
     // 1. The block's queries, scaled by 1/sqrt(Dh); rows past the chunk are 0.
-    for (int e = threadIdx.x; e < kFlashQueries * kDh; e += kFlashThreads) {
-        const int r = e / kDh, d = e % kDh;  // Dh is a constant: no division here
+    for (int e = threadIdx.x; e < kFlashQueries * (kDh / kVec); e += kFlashThreads) {
+        const int r = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;  // constants: no division
         const int i = first_query + r;
-        q_tile[e] = i < s.n_queries
-                        ? q[(static_cast<long long>(i) * s.n_heads + h) * kDh + d] * s.scale
-                        : 0.0f;
+        float x[kVec] = {};
+        if (i < s.n_queries)
+            load_floats<kVec>(x, q + (static_cast<long long>(i) * s.n_heads + h) * kDh + d);
+        PLAB_UNROLL
+        for (int v = 0; v < kVec; ++v) q_tile[r * L::kStride + d + v] = x[v] * s.scale;
     }
 
-    // Per row of this warp: running max, this lane's share of the denominator,
-    // this lane's output components (all indexed by unrolled constants: registers).
-    float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kPerLane];
+    // Per row of this thread: running max, this thread's share of the
+    // denominator (its keys tx + 8c), its output columns (registers).
+    float m[kRowsPerThread], l[kRowsPerThread], acc[kRowsPerThread][C::kCount];
     PLAB_UNROLL
-    for (int r = 0; r < kRowsPerWarp; ++r) {
+    for (int r = 0; r < kRowsPerThread; ++r) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
         PLAB_UNROLL
-        for (int c = 0; c < kPerLane; ++c) acc[r][c] = 0.0f;
+        for (int c = 0; c < C::kCount; ++c) acc[r][c] = 0.0f;
     }
 
     int visited = 0;  // key tiles looked at; the ones past last_key are skipped without a look
@@ -159,78 +211,118 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
         const TileClass cls = s.mask.classify_tile(bounds, t0, t1);
         if (threadIdx.x == 0) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
         if (cls == TileClass::empty) continue;  // skipped: never loaded, never scored
-        // 3. Load K and V rows through the block table: warp w takes rows w, w+4, ...;
-        //    its lanes read consecutive floats of a row (coalesced). A freed block
-        //    (core/kv_layout.h) holds keys no query of this tile may see: nothing
-        //    is read through it, and its rows are zeros, so the masked cells'
-        //    p = 0 multiplies a 0, never a stale or poisoned value.
-        for (int jj = warp; jj < tile_keys; jj += kFlashWarps) {
-            const bool freed = kv_block_freed(block_table, t0 + jj, s.block_size);
-            const long long base = freed ? 0
-                                         : kv_offset(kv_slot(block_table, t0 + jj, s.block_size), g,
-                                                     s.n_kv_heads, kDh);
-            for (int d = lane; d < kDh; d += kLanes) {
-                k_tile[jj * L::kKStride + d] = freed ? 0.0f : k_pool[base + d];
-                v_tile[jj * kDh + d] = freed ? 0.0f : v_pool[base + d];
+        // 3. Load K and V rows through the block table, kVec floats a thread
+        //    (consecutive threads, consecutive addresses: coalesced). A freed
+        //    block (core/kv_layout.h) holds keys no query of this tile may
+        //    see, and rows past the cache do not exist: nothing is read for
+        //    them, and their rows are zeros, so a masked cell's p = 0
+        //    multiplies a 0, never a stale or poisoned value.
+        for (int e = threadIdx.x; e < kFlashKeys * (kDh / kVec); e += kFlashThreads) {
+            const int jj = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;
+            const int key = t0 + jj;
+            float kx[kVec] = {}, vx[kVec] = {};
+            if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
+                const long long base =
+                    kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, kDh) + d;
+                load_floats<kVec>(kx, k_pool + base);
+                load_floats<kVec>(vx, v_pool + base);
+            }
+            PLAB_UNROLL
+            for (int v = 0; v < kVec; ++v) {
+                k_tile[jj * L::kStride + d + v] = kx[v];
+                v_tile[jj * kDh + d + v] = vx[v];
             }
         }
         __syncthreads();  // the tiles (and, the first time, the queries) are complete
 
-        // 4. S = Q·Kᵀ: lane j scores key t0 + j against the warp's rows, in d order.
-        const int j = t0 + lane;
-        float score[kRowsPerWarp];
-        PLAB_UNROLL
-        for (int r = 0; r < kRowsPerWarp; ++r) score[r] = 0.0f;
-        if (lane < tile_keys && rows > 0) {
-            const float* k_row = k_tile + lane * L::kKStride;
-            const float* q_rows = q_tile + warp * kRowsPerWarp * kDh;
-            for (int d = 0; d < kDh; ++d) {
-                const float kd = k_row[d];
+        // 4. S = Q·Kᵀ: this thread's 4 rows x 8 keys, each score one chain over
+        //    d in order. Per 4 components: 4 loads of q rows and 8 of k rows
+        //    feed 128 multiply-adds (register blocking, as in matmul_blocked).
+        float score[kRowsPerThread][kKeysPerThread] = {};
+        for (int d = 0; d < kDh; d += kVec) {
+            float qx[kRowsPerThread][kVec];
+            PLAB_UNROLL
+            for (int r = 0; r < kRowsPerThread; ++r)
+                load_floats<kVec>(qx[r], q_tile + (ty + kRowGroups * r) * L::kStride + d);
+            PLAB_UNROLL
+            for (int c = 0; c < kKeysPerThread; ++c) {
+                float kx[kVec];
+                load_floats<kVec>(kx, k_tile + (tx + kKeyGroup * c) * L::kStride + d);
                 PLAB_UNROLL
-                for (int r = 0; r < kRowsPerWarp; ++r) score[r] += q_rows[r * kDh + d] * kd;
+                for (int r = 0; r < kRowsPerThread; ++r) {
+                    PLAB_UNROLL
+                    for (int v = 0; v < kVec; ++v) score[r][c] += qx[r][v] * kx[v];
+                }
             }
         }
-        // 5. Per row: mask, modifiers, the tile's max over the warp, the rescale,
-        //    and this lane's p_j into p_tile. Rows past the chunk write p = 0.
+        // 5. Per row: mask, modifiers, the tile's max over the row's 8 lanes,
+        //    the rescale, and this thread's p_j into p_tile. Rows past the
+        //    chunk, and rows that see no key of this tile, write p = 0.
         PLAB_UNROLL
-        for (int r = 0; r < kRowsPerWarp; ++r) {
-            float* p_row = p_tile[warp * kRowsPerWarp + r];
-            if (r >= rows) {  // the same for the whole warp
-                p_row[lane] = 0.0f;
-                continue;
+        for (int r = 0; r < kRowsPerThread; ++r) {
+            const int row = ty + kRowGroups * r;
+            const int i = first_query + row;
+            const int pos = s.pos0 + i;
+            float x[kKeysPerThread];
+            float tile_max = -INFINITY;
+            PLAB_UNROLL
+            for (int c = 0; c < kKeysPerThread; ++c) {
+                const int jj = tx + kKeyGroup * c, j = t0 + jj;
+                x[c] = score[r][c];
+                if (i >= s.n_queries || jj >= tile_keys ||
+                    (cls == TileClass::partial && !s.mask.visible(pos, j))) {
+                    x[c] = -INFINITY;  // masked, past the chunk, or past the end of the cache
+                } else if (modifies) {
+                    x[c] = s.mask.modify_score(x[c], h, pos, j);
+                }
+                tile_max = fmaxf(tile_max, x[c]);
             }
-            const int pos = s.pos0 + first_row + r;
-            float x = score[r];
-            if (lane >= tile_keys || (cls == TileClass::partial && !s.mask.visible(pos, j))) {
-                x = -INFINITY;  // masked, or past the end of the cache
-            } else if (modifies) {
-                x = s.mask.modify_score(x, h, pos, j);
-            }
-            const float tile_max = warp_max(x);
-            if (tile_max == -INFINITY) {  // no key of this tile visible to this row
-                p_row[lane] = 0.0f;
+            tile_max = row_max(tile_max);  // every lane, before any branch
+            float* p_row = p_tile + row * L::kPStride;
+            if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
+                PLAB_UNROLL
+                for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
                 continue;
             }
             const float m_new = fmaxf(m[r], tile_max);
             const float correction = expf(m[r] - m_new);  // exp(-inf) = 0 on the row's first tile
-            const float p = expf(x - m_new);              // 0 for a masked key
-            l[r] = l[r] * correction + p;
+            l[r] *= correction;
             PLAB_UNROLL
-            for (int c = 0; c < kPerLane; ++c) acc[r][c] *= correction;
+            for (int c = 0; c < kKeysPerThread; ++c) {
+                const float p = expf(x[c] - m_new);  // 0 for a masked key
+                l[r] += p;
+                p_row[tx + kKeyGroup * c] = p;
+            }
+            PLAB_UNROLL
+            for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
             m[r] = m_new;
-            p_row[lane] = p;
         }
-        __syncwarp();  // the warp's p rows are complete
-        // 6. O += P·V: this lane's components d = lane + 32c, keys in order.
-        for (int jj = 0; jj < tile_keys; ++jj) {
+        __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
+        // 6. O += P·V: this thread's 4 rows x its columns, keys in order; one
+        //    16-byte load brings a row's p for 4 keys. Keys past the tile
+        //    (up to the next multiple of 4) have p = 0 and zero V rows.
+        for (int j0 = 0; j0 < tile_keys; j0 += 4) {
+            float p[kRowsPerThread][4];
             PLAB_UNROLL
-            for (int c = 0; c < kPerLane; ++c) {
-                const int d = lane + kLanes * c;
-                if (kDh % kLanes != 0 && d >= kDh) continue;
-                const float vd = v_tile[jj * kDh + d];
+            for (int r = 0; r < kRowsPerThread; ++r)
+                load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
+            PLAB_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float* v_row = v_tile + (j0 + e) * kDh;
+                float vx[C::kCount];
                 PLAB_UNROLL
-                for (int r = 0; r < kRowsPerWarp; ++r)
-                    acc[r][c] += p_tile[warp * kRowsPerWarp + r][jj] * vd;
+                for (int gr = 0; gr < C::kGroups; ++gr)
+                    load_float4(&vx[4 * gr], v_row + 32 * gr + 4 * tx);
+                PLAB_UNROLL
+                for (int c = 4 * C::kGroups; c < C::kCount; ++c) {
+                    const int col = C::column(tx, c);
+                    vx[c] = col < kDh ? v_row[col] : 0.0f;
+                }
+                PLAB_UNROLL
+                for (int r = 0; r < kRowsPerThread; ++r) {
+                    PLAB_UNROLL
+                    for (int c = 0; c < C::kCount; ++c) acc[r][c] += p[r][e] * vx[c];
+                }
             }
         }
         __syncthreads();  // everyone is done with the tiles before they are overwritten
@@ -239,16 +331,17 @@ __global__ void attention_flash_kernel(float* out, const float* q, const float* 
     const int key_tiles = (n_keys + kFlashKeys - 1) / kFlashKeys;
     if (threadIdx.x == 0 && key_tiles > visited)
         atomicAdd(&tile_counts[0], static_cast<unsigned long long>(key_tiles - visited));
-    // 7. out = a / l, with l the warp's sum of the lanes' shares.
+    // 7. out = a / l, with l the sum of the row's 8 shares.
     PLAB_UNROLL
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-        if (r >= rows) continue;  // the same for the whole warp
-        const float denominator = warp_sum(l[r]);
-        float* o = out + (static_cast<long long>(first_row + r) * s.n_heads + h) * kDh;
+    for (int r = 0; r < kRowsPerThread; ++r) {
+        const float denominator = row_sum(l[r]);  // every lane, before the branch
+        const int i = first_query + ty + kRowGroups * r;
+        if (i >= s.n_queries) continue;
+        float* o = out + (static_cast<long long>(i) * s.n_heads + h) * kDh;
         PLAB_UNROLL
-        for (int c = 0; c < kPerLane; ++c) {
-            const int d = lane + kLanes * c;
-            if (kDh % kLanes == 0 || d < kDh) o[d] = acc[r][c] / denominator;
+        for (int c = 0; c < C::kCount; ++c) {
+            const int col = C::column(tx, c);
+            if (col < kDh) o[col] = acc[r][c] / denominator;
         }
     }
 }
@@ -260,15 +353,20 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
                   unsigned long long* tile_counts) {
     static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ">";
     constexpr std::size_t dynamic_bytes = FlashLayout<kDh>::kBytes;
-    // Static p_tile + dynamic tiles against the device's limit; opts in past
-    // 48 KiB (Dh = 128). On every launch, not once behind a std::call_once: on
-    // the H200 the once-guarded opt-in did not reach the launched kernel (its
-    // maximum still read 45056 B at the failing launch), and the two runtime
-    // calls cost microseconds against a kernel of tens.
+    // The tiles against the device's limit; opts in past 48 KiB (Dh >= 48).
+    // On every launch, not once behind a std::call_once: on the H200 the
+    // once-guarded opt-in did not reach the launched kernel (its maximum still
+    // read 45056 B at the failing launch), and the two runtime calls cost
+    // microseconds against a kernel of tens.
     simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh>, dynamic_bytes);
-    const dim3 grid(blocks_for(s.n_queries, kFlashQueries), s.n_heads);
-    simt::launch(name.c_str(), attention_flash_kernel<kDh>, grid, dim3(kFlashThreads),
-                 dynamic_bytes, out, q, k_pool, v_pool, block_table, s, tile_counts);
+    const long long blocks =
+        static_cast<long long>(blocks_for(s.n_queries, kFlashQueries)) * s.n_heads;
+    PLAB_CHECK(blocks <= 0x7fffffffLL, "attention_flash: " << blocks
+                                                           << " blocks (query tiles x heads) "
+                                                              "exceed the grid's 2^31 - 1");
+    simt::launch(name.c_str(), attention_flash_kernel<kDh>, dim3(static_cast<unsigned>(blocks)),
+                 dim3(kFlashThreads), dynamic_bytes, out, q, k_pool, v_pool, block_table, s,
+                 tile_counts);
 }
 
 std::string supported_head_dims() {

@@ -87,11 +87,21 @@ double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
 
 int run() {
     const Shape shapes[] = {
-        {"15M Q/K/V/Wo @128", 128, 288, 288},       {"15M gate/up @512", 512, 768, 288},
-        {"15M Q/K/V/Wo @2048", 2048, 288, 288},     {"15M gate/up @2048", 2048, 768, 288},
-        {"15M down @2048", 2048, 288, 768},         {"110M Q/K/V/Wo @2048", 2048, 768, 768},
-        {"110M gate/up @2048", 2048, 2048, 768},    {"110M down @2048", 2048, 768, 2048},
-        {"odd k (narrow loads)", 1000, 1000, 1001}, {"square 4096", 4096, 4096, 4096},
+        {"15M Q/K/V/Wo @128", 128, 288, 288},
+        {"15M gate/up @512", 512, 768, 288},
+        {"15M Q/K/V/Wo @2048", 2048, 288, 288},
+        {"15M gate/up @2048", 2048, 768, 288},
+        {"15M down @2048", 2048, 288, 768},
+        {"110M Q/K/V/Wo @2048", 2048, 768, 768},
+        {"110M gate/up @2048", 2048, 2048, 768},
+        {"110M down @2048", 2048, 768, 2048},
+        // Q, K and V (gate and up) as one product: would one launch pay? (issue 13)
+        {"15M QKV one @2048", 2048, 864, 288},
+        {"15M gate|up one @2048", 2048, 1536, 288},
+        {"110M QKV one @2048", 2048, 2304, 768},
+        {"110M gate|up one @2048", 2048, 4096, 768},
+        {"odd k (narrow loads)", 1000, 1000, 1001},
+        {"square 4096", 4096, 4096, 4096},
         {"square 8192", 8192, 8192, 8192},
     };
     cublasHandle_t handle;

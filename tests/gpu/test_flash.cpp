@@ -3,8 +3,8 @@
 //
 // What it shows: every attention_flash_kernel<Dh> of kFlashHeadDims
 // (kernels/kernels.h) agrees with cpu-ref's scalar attention on awkward
-// shapes: query counts that are not a multiple of the 32-query tile, key
-// counts that cross 32-key tiles and KV blocks, grouped-query attention, a
+// shapes: query counts that are not a multiple of the 64-query tile, key
+// counts that cross 64-key tiles and KV blocks, grouped-query attention, a
 // single decode query, and masks that make tiles empty, partial and full (with
 // ALiBi and soft-capping on the scores). The tile counts the kernel reports
 // are exactly what core/mask.h classifies for its tiling. The KV pools hold NaN
@@ -34,9 +34,9 @@ struct FlashCase {
 
 // clang-format off
 const FlashCase kCases[] = {
-    {"33 queries: two query tiles, the second with one query; GQA 2:1", 33,  0, 4, 2,  5},
+    {"65 queries: two query tiles, the second with one query; GQA 2:1", 65,  0, 4, 2,  5},
     {"7 queries at 58: keys cross two key tiles and 16-slot blocks; GQA 3:1", 7, 58, 3, 1, 16},
-    {"70 queries at 3: three query tiles (32, 32, 6); multi-head",  70,  3, 2, 2,  7},
+    {"134 queries at 3: three query tiles (64, 64, 6); multi-head", 134,  3, 2, 2,  7},
     {"1 query at 40: a decode step over 41 keys; GQA 2:1",           1, 40, 2, 1,  3},
 };
 // clang-format on
@@ -145,7 +145,8 @@ TEST_CASE("gpu flash attention: every head_dim instantiation against cpu-ref on 
                     require_allclose(got, want, 1e-6, 1e-5,
                                      "online softmax reorders sums; library expf: a few ulp");
                     const AttentionTileCounts n = gpu->attention_tile_counts();
-                    REQUIRE(n.query_tile == 32);
+                    REQUIRE(n.query_tile == 64);  // kernels.h's kFlashQueries: 64 x 64 tiles (v3)
+                    REQUIRE(n.key_tile == 64);
                     const AttentionTileCounts e = expected_counts(p.s, n.query_tile, n.key_tile);
                     REQUIRE(n.skipped == e.skipped);
                     REQUIRE(n.partial == e.partial);

@@ -149,10 +149,10 @@ TEST_CASE(
     auto cpu = make_backend("cpu-ref");
     const auto forms = gpu_backend_forms(GpuVariant::fast);
     // GQA; Dh 8, a head_dim the flash kernel is compiled for (gpu-ref above keeps odd ones).
-    ModelConfig c = small_config(30, 2, 6, 2, 8, 40, 50, 128);
+    ModelConfig c = small_config(30, 2, 6, 2, 8, 40, 50, 160);
     const Weights w = make_random_weights(c, 400);
     const DeviceModel ref_model(*cpu, w);
-    const int t = 75;  // three 32-key tiles
+    const int t = 150;  // three 64-key tiles
     const std::vector<int32_t> tokens = mask_case_tokens(t, c.vocab_size, 401);
     for (const MaskCase& mc : mask_cases(t, dir)) {
         SessionOptions so;
@@ -160,7 +160,7 @@ TEST_CASE(
         const PrefillSnapshot want = run_prefill_snapshot(ref_model, tokens, ChunkPlan{{t}}, so);
         double scale = 0;
         for (float x : want.last_logits) scale = std::max(scale, double(std::fabs(x)));
-        const ChunkPlan plan = nearest_valid_plan(so.mask.view(), parse_chunk_plan("40,35", t));
+        const ChunkPlan plan = nearest_valid_plan(so.mask.view(), parse_chunk_plan("80,70", t));
         for (const auto& gpu : forms) {
             const DeviceModel dm(*gpu, w);
             INFO("mask " << mc.spec << " on " << gpu->name() << " plan " << plan.to_string());
