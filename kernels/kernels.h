@@ -80,6 +80,24 @@ bool matmul_blocked_pays(int m, int n);
 MatmulTile matmul_blocked_tile(int m, int n);
 // matmul_blocked_kernel with its tile chosen for the shape and the device.
 void launch_matmul_blocked(float* out, const float* x, const float* w, int m, int n, int k);
+// Products that read the same x (Q, K and V; gate and up): out[p] (m, n[p]) =
+// x (m, k) · w[p] (n[p], k)ᵀ in one matmul_blocked launch, the parts' column
+// tiles side by side in its grid (Backend::matmul_parts on the gpu backend).
+constexpr int kMaxMatmulParts = 3;
+struct MatmulParts {
+    float* out[kMaxMatmulParts] = {};
+    const float* w[kMaxMatmulParts] = {};
+    int n[kMaxMatmulParts] = {};
+    int count = 0;
+    int n_total() const {
+        int total = 0;
+        for (int p = 0; p < count; ++p) total += n[p];
+        return total;
+    }
+};
+// The tile is chosen for m x n_total(); a part's outputs get the bits of its
+// own launch_matmul_blocked (one k-order chain each, whatever the tile).
+void launch_matmul_blocked_parts(const float* x, int m, int k, const MatmulParts& parts);
 
 // x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2). Row r is at
 // position positions[r] (a batched step: rows of different sequences), or at

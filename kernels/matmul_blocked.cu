@@ -101,8 +101,32 @@ __device__ __forceinline__ void load_quad(float (&q)[4], const float* a, int row
 // multiprocessor (16 warps to hide latency behind; 8x8 took 145 without it).
 template <int TM, int TN, bool kWide>
 __global__ void __launch_bounds__(256, 2)
-    matmul_blocked_kernel(float* out, const float* x, const float* w, int m, int n, int k) {
+    matmul_blocked_kernel(MatmulParts parts, const float* x, int m, int k) {
     constexpr int BM = kSide * TM, BN = kSide * TN;
+    // The parts' column tiles lie side by side along grid.x (Q's, then K's,
+    // then V's): find this block's part, and its tile within that part. The
+    // same for every thread of the block; selects, not an indexed array (which
+    // would put the parameters in local memory).
+    int tile_x = static_cast<int>(blockIdx.x), part = 0;
+    PLAB_UNROLL
+    for (int p = 0; p + 1 < kMaxMatmulParts; ++p) {
+        const int part_tiles = (parts.n[p] + BN - 1) / BN;
+        if (part == p && p + 1 < parts.count && tile_x >= part_tiles) {
+            tile_x -= part_tiles;
+            part = p + 1;
+        }
+    }
+    float* out = parts.out[0];
+    const float* w = parts.w[0];
+    int n = parts.n[0];
+    PLAB_UNROLL
+    for (int p = 1; p < kMaxMatmulParts; ++p) {
+        if (part == p) {
+            out = parts.out[p];
+            w = parts.w[p];
+            n = parts.n[p];
+        }
+    }
     // Each thread moves BM/64 quads of x and BN/64 of w per slice: 256 threads
     // x 4 floats cover 64 rows of 16 k.
     constexpr int XQ = BM / 64, WQ = BN / 64;
@@ -112,7 +136,7 @@ __global__ void __launch_bounds__(256, 2)
     const int tid = static_cast<int>(threadIdx.x);
     const int tx = tid % kSide, ty = tid / kSide;
     const int m0 = static_cast<int>(blockIdx.y) * BM;
-    const int n0 = static_cast<int>(blockIdx.x) * BN;
+    const int n0 = tile_x * BN;
     // The copy: thread tid moves k quad tid % 4 of tile rows tid / 4 + 64·l.
     const int quad = tid % 4, lrow = tid / 4;
 
@@ -195,20 +219,23 @@ long long tiles(int m, int n, int bm, int bn) {
 }
 
 template <int TM, int TN, bool kWide>
-void launch_tile(float* out, const float* x, const float* w, int m, int n, int k) {
-    const dim3 grid(blocks_for(n, kSide * TN), blocks_for(m, kSide * TM));
+void launch_tile(const MatmulParts& parts, const float* x, int m, int k) {
+    constexpr int BN = kSide * TN;
+    long long column_tiles = 0;
+    for (int p = 0; p < parts.count; ++p) column_tiles += (parts.n[p] + BN - 1) / BN;
+    const dim3 grid(static_cast<unsigned>(column_tiles), blocks_for(m, kSide * TM));
     const std::string name = "matmul_blocked_kernel<" + std::to_string(TM) + ", " +
                              std::to_string(TN) + (kWide ? ", wide>" : ", narrow>");
     simt::launch(name.c_str(), matmul_blocked_kernel<TM, TN, kWide>, grid, dim3(kSide * kSide), 0,
-                 out, x, w, m, n, k);
+                 parts, x, m, k);
 }
 
 template <int TM, int TN>
-void launch_tile(float* out, const float* x, const float* w, int m, int n, int k, bool wide) {
+void launch_tile(const MatmulParts& parts, const float* x, int m, int k, bool wide) {
     if (wide) {
-        launch_tile<TM, TN, true>(out, x, w, m, n, k);
+        launch_tile<TM, TN, true>(parts, x, m, k);
     } else {
-        launch_tile<TM, TN, false>(out, x, w, m, n, k);
+        launch_tile<TM, TN, false>(parts, x, m, k);
     }
 }
 
@@ -225,22 +252,34 @@ MatmulTile matmul_blocked_tile(int m, int n) {
     return {64, 64};
 }
 
-void launch_matmul_blocked(float* out, const float* x, const float* w, int m, int n, int k) {
+void launch_matmul_blocked_parts(const float* x, int m, int k, const MatmulParts& parts) {
+    PLAB_CHECK(parts.count >= 1 && parts.count <= kMaxMatmulParts,
+               "matmul_blocked takes 1 to " << kMaxMatmulParts << " parts, got " << parts.count);
     // Global offsets are 64-bit (row · k, i · n); only the grid bounds m.
     PLAB_CHECK((m + 63) / 64 <= 65535,
                "matmul_blocked puts row tiles in grid.y (at most 65535 x 64 rows), got m = " << m);
     const auto aligned = [](const float* p) {
         return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
     };
-    const bool wide = k % 4 == 0 && aligned(x) && aligned(w);
-    const MatmulTile t = matmul_blocked_tile(m, n);
+    bool wide = k % 4 == 0 && aligned(x);
+    for (int p = 0; p < parts.count; ++p) wide = wide && aligned(parts.w[p]);
+    const MatmulTile t = matmul_blocked_tile(m, parts.n_total());
     if (t.rows == 128 && t.cols == 128) {
-        launch_tile<8, 8>(out, x, w, m, n, k, wide);
+        launch_tile<8, 8>(parts, x, m, k, wide);
     } else if (t.rows == 128) {
-        launch_tile<8, 4>(out, x, w, m, n, k, wide);
+        launch_tile<8, 4>(parts, x, m, k, wide);
     } else {
-        launch_tile<4, 4>(out, x, w, m, n, k, wide);
+        launch_tile<4, 4>(parts, x, m, k, wide);
     }
+}
+
+void launch_matmul_blocked(float* out, const float* x, const float* w, int m, int n, int k) {
+    MatmulParts one;
+    one.out[0] = out;
+    one.w[0] = w;
+    one.n[0] = n;
+    one.count = 1;
+    launch_matmul_blocked_parts(x, m, k, one);
 }
 
 }  // namespace plab::PLAB_SIMT_NS

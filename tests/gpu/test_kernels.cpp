@@ -99,6 +99,34 @@ std::vector<int32_t> scrambled_table(int n_blocks, int pool_blocks, std::uint64_
     return all;
 }
 
+// How far a native (FMA-contracted) k-order sum may be from cpu-ref's.
+// Both kernels sum k in cpu-ref's order (zero padding adds exact zeros), so
+// the emulated form gives cpu-ref's bits. Natively, nvcc contracts acc + x·w
+// into one FMA (the product is not rounded first). First-order error analysis
+// (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3) of the two
+// k-order sums s_t (rounded product, rounded add) and f_t (FMA): |s_t - f_t|
+// grows per step by at most u·|x_t·w_t| (the product's rounding) + 2u·|S_t|
+// (the two sums' roundings, S_t the exact partial sum), u = 2^-24. So each
+// output is within u·sum_t (|x_t w_t| + 2|S_t|). The second-order terms (the
+// computed partial sums are not exactly S_t) add at most 2k²u ≈ 2e-3 (k = 129)
+// of u·sum_t |x_t w_t|: the factor 1.01 covers them. The bound is computed
+// from the inputs (the largest over outputs), not guessed.
+double fma_bound(const float* x, const float* w, int m, int n, int k) {
+    double bound = 0;
+    for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+            double partial = 0, b = 0;
+            for (int t = 0; t < k; ++t) {
+                const double p = double(x[std::size_t(i) * k + t]) * w[std::size_t(j) * k + t];
+                partial += p;
+                b += std::fabs(p) + 2 * std::fabs(partial);
+            }
+            bound = std::max(bound, b);
+        }
+    }
+    return bound * 1.01 * std::ldexp(1.0, -24);
+}
+
 }  // namespace
 
 TEST_CASE("gpu kernels: embed gathers rows", "[gpu][kernels]") {
@@ -151,32 +179,7 @@ TEST_CASE("gpu kernels: matmul ref, tiled and blocked", "[gpu][kernels]") {
                         Mnk{1536, 700, 12}, Mnk{1600, 1300, 12}, Mnk{1600, 1300, 13}}) {
         const auto x = random_floats(std::size_t(s.m) * s.k + s.x_offset, 500 + s.m * 7 + s.k);
         const auto w = random_floats(std::size_t(s.n) * s.k, 600 + s.n * 7 + s.k);
-        // Both kernels sum k in cpu-ref's order (zero padding adds exact
-        // zeros), so the emulated form gives cpu-ref's bits. Natively, nvcc
-        // contracts acc + x·w into one FMA (the product is not rounded first).
-        // First-order error analysis (Higham, "Accuracy and Stability of
-        // Numerical Algorithms", ch. 3) of the two k-order sums s_t (rounded
-        // product, rounded add) and f_t (FMA): |s_t - f_t| grows per step by at
-        // most u·|x_t·w_t| (the product's rounding) + 2u·|S_t| (the two sums'
-        // roundings, S_t the exact partial sum), u = 2^-24. So each output is
-        // within u·sum_t (|x_t w_t| + 2|S_t|). The second-order terms (the
-        // computed partial sums are not exactly S_t) add at most 2k²u ≈ 2e-3
-        // (k = 129) of u·sum_t |x_t w_t|: the factor 1.01 covers them. The bound
-        // is computed from the inputs (the largest over outputs), not guessed.
-        double bound = 0;
-        for (int i = 0; i < s.m; ++i) {
-            for (int j = 0; j < s.n; ++j) {
-                double partial = 0, b = 0;
-                for (int t = 0; t < s.k; ++t) {
-                    const double p = double(x[s.x_offset + std::size_t(i) * s.k + t]) *
-                                     w[std::size_t(j) * s.k + t];
-                    partial += p;
-                    b += std::fabs(p) + 2 * std::fabs(partial);
-                }
-                bound = std::max(bound, b);
-            }
-        }
-        bound *= 1.01 * std::ldexp(1.0, -24);
+        const double bound = fma_bound(x.data() + s.x_offset, w.data(), s.m, s.n, s.k);
         check_op(
             "matmul " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k),
             [&](Backend& b) {
@@ -222,6 +225,71 @@ TEST_CASE("gpu kernels: matmul_blocked picks the largest tile that still fills t
         CHECK(matmul_blocked_pays(m, n));
     }
     CHECK_FALSE(matmul_blocked_pays(64, 64));
+}
+
+TEST_CASE("gpu kernels: matmul_parts is one launch, and each part keeps its own matmul's bits",
+          "[gpu][kernels]") {
+    // Q, K and V of a GQA layer (a wide part, two narrow ones), and gate/up.
+    // Widths that divide no tile; together the parts take matmul_blocked
+    // (64x64, 128x64, 128x128 tiles), alone the narrow ones take matmul_tiled.
+    struct Case {
+        int m, k;
+        std::vector<int> widths;
+    };
+    for (const Case& c : {Case{150, 36, {200, 72, 72}}, Case{1100, 12, {700, 300, 300}},
+                          Case{1600, 13, {600, 400, 300}}, Case{300, 20, {330, 330}}}) {
+        const std::string what = "matmul_parts " + std::to_string(c.m) + " x (" +
+                                 std::to_string(c.widths.size()) + " parts) x " +
+                                 std::to_string(c.k);
+        const auto x = random_floats(std::size_t(c.m) * c.k, 700 + c.m);
+        std::vector<std::vector<float>> w;
+        double bound = 0;
+        std::size_t out_size = 0;
+        for (std::size_t p = 0; p < c.widths.size(); ++p) {
+            w.push_back(random_floats(std::size_t(c.widths[p]) * c.k, 800 + c.m + p));
+            bound = std::max(bound, fma_bound(x.data(), w.back().data(), c.m, c.widths[p], c.k));
+            out_size += std::size_t(c.m) * c.widths[p];
+        }
+        // Runs the parts into one output buffer, side by side; `fused` false:
+        // each part as its own matmul.
+        auto run = [&](Backend& b, bool fused) {
+            std::vector<std::vector<float>> inputs{x};
+            inputs.insert(inputs.end(), w.begin(), w.end());
+            OpRun r(b, inputs, out_size);
+            std::vector<MatmulPart> parts;
+            std::size_t offset = 0;
+            for (std::size_t p = 0; p < c.widths.size(); ++p) {
+                const std::size_t size = std::size_t(c.m) * c.widths[p];
+                parts.push_back({r.out.buf().slice(offset, size), r[p + 1], c.widths[p]});
+                offset += size;
+            }
+            if (fused) {
+                b.matmul_parts(r[0], c.m, c.k, parts);
+            } else {
+                for (const MatmulPart& p : parts) b.matmul(p.out, r[0], p.w, c.m, p.n, c.k);
+            }
+            return r.result();
+        };
+        // Against cpu-ref (whose matmul_parts is one matmul per part).
+        check_op(
+            what, [&](Backend& b) { return run(b, true); }, bound, 0,
+            "k-order sums; emulated: no FMA, bitwise; native: FMA, within the first-order bound",
+            true);
+        for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+            INFO(what << " on " << gpu->name());
+            // One launch: the op clock sees one matmul where there are parts.
+            gpu->set_device_op_timing(true);
+            gpu->take_device_op_times();
+            const std::vector<float> fused = run(*gpu, true);
+            const auto ops = gpu->take_device_op_times();
+            gpu->set_device_op_timing(false);
+            REQUIRE(std::count_if(ops.begin(), ops.end(),
+                                  [](const DeviceOpTime& t) { return t.op == "matmul"; }) == 1);
+            // The bits of the parts' own launches (other kernels, other tiles:
+            // the same k-order chain per output), natively too.
+            require_bitwise_equal(fused, run(*gpu, false), what + ": one launch vs one per part");
+        }
+    }
 }
 
 TEST_CASE("gpu kernels: rope rotates every head by its position", "[gpu][kernels]") {
