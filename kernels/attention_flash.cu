@@ -28,7 +28,7 @@
 //       float from shared memory (a q or a p broadcast), and shared memory,
 //       not arithmetic, set the pace: on the H200, 9.8 of stories110M's
 //       21.5 ms prefill at 2048 tokens (~8 TFLOP/s) was this kernel.
-//   v3  (this) register blocking, as matmul_blocked does for GEMMs: 64 x 64
+//   v3  register blocking, as matmul_blocked does for GEMMs: 64 x 64
 //       tiles, 128 threads, thread (ty = 0..15, tx = 0..7) owns query rows
 //       ty, ty + 16, ty + 32, ty + 48 and, in S, keys tx, tx + 8, ..., tx + 56
 //       (32 scores in registers); in O the same 4 rows and Dh/8 columns.
@@ -37,6 +37,16 @@
 //       4 columns of a v row), strides padded so one load instruction touches
 //       each bank once: ~0.1 shared loads per multiply-add instead of ~1.1.
 //       Blocks take the last query tiles first (the longest under causal).
+//       H200: 5.39 ms for stories110M's 12 layers at 2048 tokens (~14 TFLOP/s).
+//       Yet each launch took about as long as its longest block alone: the
+//       last query tile's 64 rows x 2048 keys on 4 warps, the critical path.
+//   v4  (this) two groups of 4 warps a block, the same 64 queries: group 0
+//       folds key tiles 0, 2, 4, ..., group 1 tiles 1, 3, 5, ... (each its
+//       own K/V tiles, the Q tile shared), and at the end group 0 merges
+//       group 1's running max, sums and outputs into its own (the same
+//       online-softmax rescale, one fixed order). The longest rows take half
+//       the steps. P overwrites K once the scores are in registers (one more
+//       barrier a step), so two blocks still fit a multiprocessor at Dh = 64.
 //
 //   // clang-format off
 //   keys ->   tile 0    tile 1    tile 2
@@ -45,10 +55,13 @@
 //   // clang-format on
 //
 // Chunked == whole, bit for bit: key tiles start at key 0, 64, 128, ...
-// whatever the chunk, key j is in the share of thread tx = j % 8 of its row,
-// each score is one chain over d in order, each output one chain over the keys
-// in order, and a masked key adds p = 0 times a finite v (an exact no-op). A
-// row's result does not depend on which block or thread slot computes it.
+// whatever the chunk, key j is folded by group (j / 64) % 2 into the share of
+// thread tx = j % 8 of its row, each score is one chain over d in order, each
+// group's output one chain over its keys in order, the merge one fixed
+// expression, and a masked key adds p = 0 times a finite v (an exact no-op);
+// a group that sees none of a row's keys leaves (m, l, a) = (-inf, 0, 0),
+// which the merge scales by exp(-inf) = 0. A row's result does not depend on
+// which block or thread slot computes it.
 //
 // Masking (core/mask.h): the mask classifies each (query tile x key tile);
 // an empty tile is skipped — not loaded, not scored — and counted in
@@ -59,12 +72,14 @@
 // part in the loads, the shuffles and the barriers (no early return before a
 // __syncthreads: the emulator reports that as an error).
 //
-// Shared memory (issue 14): Q, K, V and P tiles, all dynamic (their size
-// depends on Dh): 56320 B at Dh = 48, 68608 B at 64, 117760 B at 128 — over
-// the 48 KiB default, so the launcher opts in (simt::reserve_shared_memory)
-// and the emulator checks it did.
+// Shared memory (issue 14): the Q tile, and per group a K tile (later its
+// P) and a V tile, all dynamic (their size depends on Dh): 72704 B at Dh =
+// 48, 84992 B at 64, 166912 B at 128 — over the 48 KiB default, so the
+// launcher opts in (simt::reserve_shared_memory) and the emulator checks it did.
 // Left out: tensor cores (mma), splitting long sequences across blocks
-// (FlashDecoding), double-buffered K/V tiles, fp16.
+// (FlashDecoding: the merge of step 7 across blocks, through global memory),
+// double-buffered K/V tiles, fp16.
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -77,13 +92,34 @@ namespace {
 
 constexpr int kLanes = 32;
 constexpr int kFlashThreads = kFlashWarps * kLanes;
+// Two groups of 4 warps, each folding every other key tile (v4).
+constexpr int kGroupThreads = 128;
+constexpr int kKeyGroups = kFlashThreads / kGroupThreads;
 constexpr int kKeyGroup = 8;                                // lanes that share a row (tx)
-constexpr int kRowGroups = kFlashThreads / kKeyGroup;       // 16 (ty)
+constexpr int kRowGroups = kGroupThreads / kKeyGroup;       // 16 (ty)
 constexpr int kRowsPerThread = kFlashQueries / kRowGroups;  // 4: rows ty + 16r
 constexpr int kKeysPerThread = kFlashKeys / kKeyGroup;      // 8: keys tx + 8c
+static_assert(kFlashThreads % kGroupThreads == 0 && kKeyGroups == 2);
 static_assert(kFlashQueries % kRowGroups == 0 && kFlashKeys % kKeyGroup == 0);
 static_assert(kLanes % kKeyGroup == 0, "a row's 8 lanes sit in one warp (shuffles)");
 static_assert(kFlashKeys % 4 == 0, "P·V reads 4 keys' probabilities as one 16-byte load");
+
+// The output columns of one thread in O = P·V: groups of 4 consecutive
+// columns 32 apart (32g + 4tx .. +3, one 16-byte load each, and the 8 threads
+// of a row read 128 consecutive bytes), then the columns past the last full
+// group of 32 split evenly (Dh = 48: columns 32 + 2tx and 33 + 2tx).
+template <int kDh>
+struct FlashColumns {
+    static constexpr bool kVec = kDh % 4 == 0;  // 16-byte loads along d
+    static constexpr int kGroups = kVec ? kDh / 32 : 0;
+    static constexpr int kRest = kDh - 32 * kGroups;
+    static constexpr int kRestPerThread = (kRest + kKeyGroup - 1) / kKeyGroup;
+    static constexpr int kCount = 4 * kGroups + kRestPerThread;
+    PLAB_HD static constexpr int column(int tx, int i) {
+        return i < 4 * kGroups ? 32 * (i / 4) + 4 * tx + i % 4
+                               : 32 * kGroups + kRestPerThread * tx + (i - 4 * kGroups);
+    }
+};
 
 // Where each tile sits in dynamic shared memory, in floats. Every offset and
 // row stride is a multiple of 4 floats where 16-byte loads read the tile.
@@ -93,31 +129,23 @@ struct FlashLayout {
     // threads that hold different rows: a stride of Dh + 4 (Dh a multiple of
     // 4) starts consecutive rows 4 banks apart, so the 8 keys one load
     // instruction asks for (tx = 0..7) lie in 8 different groups of 4 banks.
-    static constexpr bool kVec = kDh % 4 == 0;  // 16-byte loads along d
+    static constexpr bool kVec = FlashColumns<kDh>::kVec;
     static constexpr int kStride = kVec ? kDh + 4 : kDh + 1;
     static constexpr int kPStride = kFlashKeys + 4;
-    static constexpr int kQ = 0;                             // (kFlashQueries, kStride), scaled
-    static constexpr int kK = kQ + kFlashQueries * kStride;  // (kFlashKeys, kStride)
-    static constexpr int kV = kK + kFlashKeys * kStride;     // (kFlashKeys, Dh)
-    static constexpr int kP = kV + kFlashKeys * kDh;         // (kFlashQueries, kPStride)
-    static constexpr int kFloats = kP + kFlashQueries * kPStride;
+    // P overwrites K once the scores are in registers: one region for both.
+    static constexpr int kKP = std::max(kFlashKeys * kStride, kFlashQueries* kPStride);
+    static constexpr int kQ = 0;  // (kFlashQueries, kStride), scaled; both groups read it
+    static constexpr int kGroupFloats = kKP + kFlashKeys * kDh;  // K or P, then V
+    static constexpr int kGroup0 = kQ + kFlashQueries * kStride;
+    static constexpr int kFloats = kGroup0 + kKeyGroups * kGroupFloats;
     static constexpr std::size_t kBytes = sizeof(float) * kFloats;
-};
-
-// The output columns of one thread in O = P·V: groups of 4 consecutive
-// columns 32 apart (32g + 4tx .. +3, one 16-byte load each, and the 8 threads
-// of a row read 128 consecutive bytes), then the columns past the last full
-// group of 32 split evenly (Dh = 48: columns 32 + 2tx and 33 + 2tx).
-template <int kDh>
-struct FlashColumns {
-    static constexpr int kGroups = FlashLayout<kDh>::kVec ? kDh / 32 : 0;
-    static constexpr int kRest = kDh - 32 * kGroups;
-    static constexpr int kRestPerThread = (kRest + kKeyGroup - 1) / kKeyGroup;
-    static constexpr int kCount = 4 * kGroups + kRestPerThread;
-    PLAB_HD static constexpr int column(int tx, int i) {
-        return i < 4 * kGroups ? 32 * (i / 4) + 4 * tx + i % 4
-                               : 32 * kGroups + kRestPerThread * tx + (i - 4 * kGroups);
-    }
+    // A group's region: K (kFlashKeys, kStride) or P (kFlashQueries, kPStride) at 0, V at kKP.
+    PLAB_HD static constexpr int group(int g) { return kGroup0 + g * kGroupFloats; }
+    // At the end, group 1 hands its running max, sum shares and outputs to
+    // group 0 through its own region: (2 + Dh/8) x 4 values a thread.
+    static constexpr int kHandoff =
+        kGroupThreads * kRowsPerThread * (2 + FlashColumns<kDh>::kCount);
+    static_assert(kHandoff <= kGroupFloats);
 };
 
 // Max and sum over the 8 lanes of a row (tx = lane % 8): a butterfly, so
@@ -144,16 +172,20 @@ __device__ __forceinline__ void load_floats(float* dst, const float* src) {
     }
 }
 
+// Launch bounds: two blocks a multiprocessor (128 registers a thread) where
+// their shared memory lets two fit; Dh >= 96 fits one, so it may use 255.
 template <int kDh>
-__global__ void __launch_bounds__(kFlashThreads)
+__global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
     attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
                            const int32_t* block_table, AttentionShape s,
                            unsigned long long* tile_counts) {
     using L = FlashLayout<kDh>;
     using C = FlashColumns<kDh>;
-    constexpr int kVec = L::kVec ? 4 : 1;  // floats per load along d
-    const int tx = static_cast<int>(threadIdx.x) % kKeyGroup;
-    const int ty = static_cast<int>(threadIdx.x) / kKeyGroup;
+    constexpr int kVec = L::kVec ? 4 : 1;                             // floats per load along d
+    const int group = static_cast<int>(threadIdx.x) / kGroupThreads;  // 0 or 1
+    const int t = static_cast<int>(threadIdx.x) % kGroupThreads;      // thread within the group
+    const int tx = t % kKeyGroup;
+    const int ty = t / kKeyGroup;
     // The block's (query tile, head), the last query tiles first: under the
     // causal mask they see the most keys, and started first they do not
     // finish last while the multiprocessors that took the short ones idle.
@@ -177,9 +209,9 @@ __global__ void __launch_bounds__(kFlashThreads)
 
     PLAB_DYNAMIC_SHARED(float, tiles);
     float* q_tile = tiles + L::kQ;
-    float* k_tile = tiles + L::kK;
-    float* v_tile = tiles + L::kV;
-    float* p_tile = tiles + L::kP;
+    float* k_tile = tiles + L::group(group);  // this group's K, then its P
+    float* p_tile = k_tile;
+    float* v_tile = k_tile + L::kKP;
 
     // 1. The block's queries, scaled by 1/sqrt(Dh); rows past the chunk are 0.
     for (int e = threadIdx.x; e < kFlashQueries * (kDh / kVec); e += kFlashThreads) {
@@ -193,7 +225,8 @@ __global__ void __launch_bounds__(kFlashThreads)
     }
 
     // Per row of this thread: running max, this thread's share of the
-    // denominator (its keys tx + 8c), its output columns (registers).
+    // denominator (its keys tx + 8c of this group's tiles), its output
+    // columns (registers).
     float m[kRowsPerThread], l[kRowsPerThread], acc[kRowsPerThread][C::kCount];
     PLAB_UNROLL
     for (int r = 0; r < kRowsPerThread; ++r) {
@@ -203,34 +236,42 @@ __global__ void __launch_bounds__(kFlashThreads)
         for (int c = 0; c < C::kCount; ++c) acc[r][c] = 0.0f;
     }
 
-    int visited = 0;  // key tiles looked at; the ones past last_key are skipped without a look
-    for (int t0 = 0; t0 <= last_key; t0 += kFlashKeys, ++visited) {
+    // Group 0 folds key tiles 0, 2, 4, ..., group 1 tiles 1, 3, 5, ...: two
+    // tiles a step, so the longest rows (the last query tiles) take half as
+    // many steps. Every thread runs every step (the barriers are the
+    // block's); a group whose tile is past the last key or empty only waits.
+    for (int pair0 = 0; pair0 <= last_key; pair0 += kKeyGroups * kFlashKeys) {
+        const int t0 = pair0 + group * kFlashKeys;
         const int t1 = min(t0 + kFlashKeys, n_keys) - 1;
         const int tile_keys = t1 - t0 + 1;
-        // 2. The mask's verdict on this (query tile x key tile), the same for every thread.
-        const TileClass cls = s.mask.classify_tile(bounds, t0, t1);
-        if (threadIdx.x == 0) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
-        if (cls == TileClass::empty) continue;  // skipped: never loaded, never scored
+        // 2. The mask's verdict on this group's (query tile x key tile).
+        const bool looked = t0 <= last_key;
+        const TileClass cls = looked ? s.mask.classify_tile(bounds, t0, t1) : TileClass::empty;
+        if (t == 0 && looked) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
+        const bool folds = looked && cls != TileClass::empty;  // the same for the whole group
         // 3. Load K and V rows through the block table, kVec floats a thread
         //    (consecutive threads, consecutive addresses: coalesced). A freed
         //    block (core/kv_layout.h) holds keys no query of this tile may
         //    see, and rows past the cache do not exist: nothing is read for
         //    them, and their rows are zeros, so a masked cell's p = 0
         //    multiplies a 0, never a stale or poisoned value.
-        for (int e = threadIdx.x; e < kFlashKeys * (kDh / kVec); e += kFlashThreads) {
-            const int jj = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;
-            const int key = t0 + jj;
-            float kx[kVec] = {}, vx[kVec] = {};
-            if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
-                const long long base =
-                    kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, kDh) + d;
-                load_floats<kVec>(kx, k_pool + base);
-                load_floats<kVec>(vx, v_pool + base);
-            }
-            PLAB_UNROLL
-            for (int v = 0; v < kVec; ++v) {
-                k_tile[jj * L::kStride + d + v] = kx[v];
-                v_tile[jj * kDh + d + v] = vx[v];
+        if (folds) {
+            for (int e = t; e < kFlashKeys * (kDh / kVec); e += kGroupThreads) {
+                const int jj = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;
+                const int key = t0 + jj;
+                float kx[kVec] = {}, vx[kVec] = {};
+                if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
+                    const long long base =
+                        kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, kDh) +
+                        d;
+                    load_floats<kVec>(kx, k_pool + base);
+                    load_floats<kVec>(vx, v_pool + base);
+                }
+                PLAB_UNROLL
+                for (int v = 0; v < kVec; ++v) {
+                    k_tile[jj * L::kStride + d + v] = kx[v];
+                    v_tile[jj * kDh + d + v] = vx[v];
+                }
             }
         }
         __syncthreads();  // the tiles (and, the first time, the queries) are complete
@@ -239,89 +280,94 @@ __global__ void __launch_bounds__(kFlashThreads)
         //    d in order. Per 4 components: 4 loads of q rows and 8 of k rows
         //    feed 128 multiply-adds (register blocking, as in matmul_blocked).
         float score[kRowsPerThread][kKeysPerThread] = {};
-        for (int d = 0; d < kDh; d += kVec) {
-            float qx[kRowsPerThread][kVec];
-            PLAB_UNROLL
-            for (int r = 0; r < kRowsPerThread; ++r)
-                load_floats<kVec>(qx[r], q_tile + (ty + kRowGroups * r) * L::kStride + d);
-            PLAB_UNROLL
-            for (int c = 0; c < kKeysPerThread; ++c) {
-                float kx[kVec];
-                load_floats<kVec>(kx, k_tile + (tx + kKeyGroup * c) * L::kStride + d);
+        if (folds) {
+            for (int d = 0; d < kDh; d += kVec) {
+                float qx[kRowsPerThread][kVec];
                 PLAB_UNROLL
-                for (int r = 0; r < kRowsPerThread; ++r) {
+                for (int r = 0; r < kRowsPerThread; ++r)
+                    load_floats<kVec>(qx[r], q_tile + (ty + kRowGroups * r) * L::kStride + d);
+                PLAB_UNROLL
+                for (int c = 0; c < kKeysPerThread; ++c) {
+                    float kx[kVec];
+                    load_floats<kVec>(kx, k_tile + (tx + kKeyGroup * c) * L::kStride + d);
                     PLAB_UNROLL
-                    for (int v = 0; v < kVec; ++v) score[r][c] += qx[r][v] * kx[v];
+                    for (int r = 0; r < kRowsPerThread; ++r) {
+                        PLAB_UNROLL
+                        for (int v = 0; v < kVec; ++v) score[r][c] += qx[r][v] * kx[v];
+                    }
                 }
             }
         }
-        // 5. Per row: mask, modifiers, the tile's max over the row's 8 lanes,
-        //    the rescale, and this thread's p_j into p_tile. Rows past the
-        //    chunk, and rows that see no key of this tile, write p = 0.
-        PLAB_UNROLL
-        for (int r = 0; r < kRowsPerThread; ++r) {
-            const int row = ty + kRowGroups * r;
-            const int i = first_query + row;
-            const int pos = s.pos0 + i;
-            float x[kKeysPerThread];
-            float tile_max = -INFINITY;
+        __syncthreads();  // every score is in registers: P may overwrite K
+        if (folds) {
+            // 5. Per row: mask, modifiers, the tile's max over the row's 8
+            //    lanes, the rescale, and this thread's p_j into p_tile. Rows
+            //    past the chunk, and rows that see no key of this tile, write p = 0.
             PLAB_UNROLL
-            for (int c = 0; c < kKeysPerThread; ++c) {
-                const int jj = tx + kKeyGroup * c, j = t0 + jj;
-                x[c] = score[r][c];
-                if (i >= s.n_queries || jj >= tile_keys ||
-                    (cls == TileClass::partial && !s.mask.visible(pos, j))) {
-                    x[c] = -INFINITY;  // masked, past the chunk, or past the end of the cache
-                } else if (modifies) {
-                    x[c] = s.mask.modify_score(x[c], h, pos, j);
+            for (int r = 0; r < kRowsPerThread; ++r) {
+                const int row = ty + kRowGroups * r;
+                const int i = first_query + row;
+                const int pos = s.pos0 + i;
+                float x[kKeysPerThread];
+                float tile_max = -INFINITY;
+                PLAB_UNROLL
+                for (int c = 0; c < kKeysPerThread; ++c) {
+                    const int jj = tx + kKeyGroup * c, j = t0 + jj;
+                    x[c] = score[r][c];
+                    if (i >= s.n_queries || jj >= tile_keys ||
+                        (cls == TileClass::partial && !s.mask.visible(pos, j))) {
+                        x[c] = -INFINITY;  // masked, past the chunk, or past the end of the cache
+                    } else if (modifies) {
+                        x[c] = s.mask.modify_score(x[c], h, pos, j);
+                    }
+                    tile_max = fmaxf(tile_max, x[c]);
                 }
-                tile_max = fmaxf(tile_max, x[c]);
-            }
-            tile_max = row_max(tile_max);  // every lane, before any branch
-            float* p_row = p_tile + row * L::kPStride;
-            if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
-                PLAB_UNROLL
-                for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
-                continue;
-            }
-            const float m_new = fmaxf(m[r], tile_max);
-            const float correction = expf(m[r] - m_new);  // exp(-inf) = 0 on the row's first tile
-            l[r] *= correction;
-            PLAB_UNROLL
-            for (int c = 0; c < kKeysPerThread; ++c) {
-                const float p = expf(x[c] - m_new);  // 0 for a masked key
-                l[r] += p;
-                p_row[tx + kKeyGroup * c] = p;
-            }
-            PLAB_UNROLL
-            for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
-            m[r] = m_new;
-        }
-        __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
-        // 6. O += P·V: this thread's 4 rows x its columns, keys in order; one
-        //    16-byte load brings a row's p for 4 keys. Keys past the tile
-        //    (up to the next multiple of 4) have p = 0 and zero V rows.
-        for (int j0 = 0; j0 < tile_keys; j0 += 4) {
-            float p[kRowsPerThread][4];
-            PLAB_UNROLL
-            for (int r = 0; r < kRowsPerThread; ++r)
-                load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
-            PLAB_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const float* v_row = v_tile + (j0 + e) * kDh;
-                float vx[C::kCount];
-                PLAB_UNROLL
-                for (int gr = 0; gr < C::kGroups; ++gr)
-                    load_float4(&vx[4 * gr], v_row + 32 * gr + 4 * tx);
-                PLAB_UNROLL
-                for (int c = 4 * C::kGroups; c < C::kCount; ++c) {
-                    const int col = C::column(tx, c);
-                    vx[c] = col < kDh ? v_row[col] : 0.0f;
-                }
-                PLAB_UNROLL
-                for (int r = 0; r < kRowsPerThread; ++r) {
+                tile_max = row_max(tile_max);  // every lane of the warp, before any branch
+                float* p_row = p_tile + row * L::kPStride;
+                if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
                     PLAB_UNROLL
-                    for (int c = 0; c < C::kCount; ++c) acc[r][c] += p[r][e] * vx[c];
+                    for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
+                    continue;
+                }
+                const float m_new = fmaxf(m[r], tile_max);
+                const float correction = expf(m[r] - m_new);  // exp(-inf) = 0 on the first tile
+                l[r] *= correction;
+                PLAB_UNROLL
+                for (int c = 0; c < kKeysPerThread; ++c) {
+                    const float p = expf(x[c] - m_new);  // 0 for a masked key
+                    l[r] += p;
+                    p_row[tx + kKeyGroup * c] = p;
+                }
+                PLAB_UNROLL
+                for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
+                m[r] = m_new;
+            }
+            __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
+            // 6. O += P·V: this thread's 4 rows x its columns, keys in order;
+            //    one 16-byte load brings a row's p for 4 keys. Keys past the
+            //    tile (up to the next multiple of 4) have p = 0 and zero V rows.
+            for (int j0 = 0; j0 < tile_keys; j0 += 4) {
+                float p[kRowsPerThread][4];
+                PLAB_UNROLL
+                for (int r = 0; r < kRowsPerThread; ++r)
+                    load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
+                PLAB_UNROLL
+                for (int e = 0; e < 4; ++e) {
+                    const float* v_row = v_tile + (j0 + e) * kDh;
+                    float vx[C::kCount];
+                    PLAB_UNROLL
+                    for (int gr = 0; gr < C::kGroups; ++gr)
+                        load_float4(&vx[4 * gr], v_row + 32 * gr + 4 * tx);
+                    PLAB_UNROLL
+                    for (int c = 4 * C::kGroups; c < C::kCount; ++c) {
+                        const int col = C::column(tx, c);
+                        vx[c] = col < kDh ? v_row[col] : 0.0f;
+                    }
+                    PLAB_UNROLL
+                    for (int r = 0; r < kRowsPerThread; ++r) {
+                        PLAB_UNROLL
+                        for (int c = 0; c < C::kCount; ++c) acc[r][c] += p[r][e] * vx[c];
+                    }
                 }
             }
         }
@@ -329,24 +375,50 @@ __global__ void __launch_bounds__(kFlashThreads)
     }
     // Tiles past the block's furthest visible key are empty by the key ranges: skipped too.
     const int key_tiles = (n_keys + kFlashKeys - 1) / kFlashKeys;
-    if (threadIdx.x == 0 && key_tiles > visited)
-        atomicAdd(&tile_counts[0], static_cast<unsigned long long>(key_tiles - visited));
-    // 7. out = a / l, with l the sum of the row's 8 shares.
+    const int looked_at = last_key / kFlashKeys + 1;
+    if (threadIdx.x == 0 && key_tiles > looked_at)
+        atomicAdd(&tile_counts[0], static_cast<unsigned long long>(key_tiles - looked_at));
+
+    // 7. Group 1 hands its state to group 0 (through its own region, free
+    //    now), which merges it: m = max(m0, m1), each part scaled by
+    //    exp(m_part - m), group 0's first — one order for every chunking.
+    float* handoff = tiles + L::group(1);
+    constexpr int kValues = 2 + C::kCount;  // m, l, the outputs: per row
+    if (group == 1) {
+        PLAB_UNROLL
+        for (int r = 0; r < kRowsPerThread; ++r) {
+            float* h1 = handoff + (r * kValues) * kGroupThreads + t;  // thread-contiguous
+            h1[0] = m[r];
+            h1[kGroupThreads] = l[r];
+            PLAB_UNROLL
+            for (int c = 0; c < C::kCount; ++c) h1[(2 + c) * kGroupThreads] = acc[r][c];
+        }
+    }
+    __syncthreads();
+    if (group == 1) return;  // no barrier follows
+    // 8. out = a / l, with l the sum of the row's 8 merged shares.
     PLAB_UNROLL
     for (int r = 0; r < kRowsPerThread; ++r) {
-        const float denominator = row_sum(l[r]);  // every lane, before the branch
+        const float* h1 = handoff + (r * kValues) * kGroupThreads + t;
+        const float m1 = h1[0];
+        const float m_row = fmaxf(m[r], m1);
+        // exp(-inf - m_row) = 0: a group that saw no key of this row adds exactly nothing.
+        const float c0 = expf(m[r] - m_row), c1 = expf(m1 - m_row);
+        const float share = l[r] * c0 + h1[kGroupThreads] * c1;
+        const float denominator = row_sum(share);  // every lane, before the branch
         const int i = first_query + ty + kRowGroups * r;
         if (i >= s.n_queries) continue;
         float* o = out + (static_cast<long long>(i) * s.n_heads + h) * kDh;
         PLAB_UNROLL
         for (int c = 0; c < C::kCount; ++c) {
             const int col = C::column(tx, c);
-            if (col < kDh) o[col] = acc[r][c] / denominator;
+            const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
+            if (col < kDh) o[col] = a / denominator;
         }
     }
 }
 
-// The launch of one instantiation: a block per (query tile, head), 4 warps.
+// The launch of one instantiation: a block per (query tile, head), 8 warps.
 template <int kDh>
 void launch_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                   const int32_t* block_table, const AttentionShape& s,

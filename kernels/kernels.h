@@ -43,7 +43,7 @@ constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
 constexpr int kFlashQueries = 64;      // attention_flash: queries per block (the query tile)
 constexpr int kFlashKeys = 64;         // attention_flash: keys per shared-memory tile
-constexpr int kFlashWarps = 4;         // attention_flash: warps per block (8 threads a query row)
+constexpr int kFlashWarps = 8;         // attention_flash: warps per block (2 groups of 4)
 // The head dims attention_flash is compiled for, one kernel instantiation each
 // (the only list: the dispatch, the error message and the tests read it).
 // 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
