@@ -47,6 +47,8 @@
 //       online-softmax rescale, one fixed order). The longest rows take half
 //       the steps. P overwrites K once the scores are in registers (one more
 //       barrier a step), so two blocks still fit a multiprocessor at Dh = 64.
+//       H200: 3.73 ms for the same 12 layers (~21 TFLOP/s); the whole
+//       stories110M prefill 16.65 -> 14.92 ms, 55.6% of cuBLAS's peak.
 //
 //   // clang-format off
 //   keys ->   tile 0    tile 1    tile 2
