@@ -81,7 +81,6 @@
 // Left out: tensor cores (mma), splitting long sequences across blocks
 // (FlashDecoding: the merge of step 7 across blocks, through global memory),
 // double-buffered K/V tiles, fp16.
-#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -135,7 +134,8 @@ struct FlashLayout {
     static constexpr int kStride = kVec ? kDh + 4 : kDh + 1;
     static constexpr int kPStride = kFlashKeys + 4;
     // P overwrites K once the scores are in registers: one region for both.
-    static constexpr int kKP = std::max(kFlashKeys * kStride, kFlashQueries* kPStride);
+    static constexpr int kKFloats = kFlashKeys * kStride, kPFloats = kFlashQueries * kPStride;
+    static constexpr int kKP = kKFloats > kPFloats ? kKFloats : kPFloats;
     static constexpr int kQ = 0;  // (kFlashQueries, kStride), scaled; both groups read it
     static constexpr int kGroupFloats = kKP + kFlashKeys * kDh;  // K or P, then V
     static constexpr int kGroup0 = kQ + kFlashQueries * kStride;

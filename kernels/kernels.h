@@ -12,14 +12,16 @@
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
 //                       Parallel Processors", ch. 5): the gpu backend's small products
 //   matmul_blocked.cu   each thread 4x4 to 8x8 outputs in registers, 16-byte loads, two
-//                       shared buffers (siboehm's SGEMM steps): gpu's large products
+//                       shared buffers (siboehm's SGEMM steps): gpu's large products,
+//                       Q/K/V (gate/up) side by side in one launch
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
 //                       max in parallel, j-order sums (core/attention_spec.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
-//                       2018; FlashAttention, Dao et al. 2022); Dh a template
-//                       parameter, launched by launch_attention_flash below
+//                       2018; FlashAttention, Dao et al. 2022); 4 rows x 8 keys a thread
+//                       in registers, two warp groups on alternate key tiles; Dh a
+//                       template parameter, launched by launch_attention_flash below
 //   swiglu.cu, add.cu, fill.cu   elementwise
 //   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
 //   // clang-format on
