@@ -1,5 +1,7 @@
 // The device's float32 GEMM peak: cuBLAS's SGEMM, timed with CUDA events
-// (gpu_backend.h, DeviceGemmPeak). Native builds only.
+// (gpu_backend.h, DeviceGemmPeak), and its copy bandwidth (a device to device
+// cudaMemcpy of one of the same buffers, the gpu rows' decode bound). Native
+// builds only.
 //
 // What it teaches: a fraction of peak needs a peak measured on the same
 // device in the same run, by the fastest GEMM available there (issue 13's
@@ -120,7 +122,6 @@ DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
         return p;
     }
     Cublas c;
-    if (!load_cublas(c, p.why_not)) return p;
     std::size_t free_bytes = 0, total_bytes = 0;
     cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes);
     if (e != cudaSuccess) {
@@ -140,6 +141,30 @@ DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
     }
     fill_pattern<<<1024, 256>>>(res.buf[0], elems, 1u);
     fill_pattern<<<1024, 256>>>(res.buf[1], elems, 2u);
+    cudaEventCreate(&res.start);
+    cudaEventCreate(&res.stop);
+    // The copy bandwidth first, on the same buffers (it needs no cuBLAS):
+    // buf[0] -> buf[2], best of the repeats after one untimed copy.
+    float best_copy_ms = 0;
+    for (int r = 0; r <= std::max(1, repeats); ++r) {
+        cudaEventRecord(res.start, 0);
+        e = cudaMemcpyAsync(res.buf[2], res.buf[0], elems * sizeof(float), cudaMemcpyDeviceToDevice,
+                            0);
+        cudaEventRecord(res.stop, 0);
+        if (e == cudaSuccess) e = cudaEventSynchronize(res.stop);
+        if (e != cudaSuccess) {
+            p.why_not = cuda_error("cudaMemcpyAsync (device to device)", e);
+            return p;
+        }
+        float ms = 0;
+        cudaEventElapsedTime(&ms, res.start, res.stop);
+        if (r > 0 && (best_copy_ms == 0 || ms < best_copy_ms)) best_copy_ms = ms;
+    }
+    if (best_copy_ms > 0) {
+        p.copy_bytes = elems * sizeof(float);
+        p.copy_gb_per_s = 2.0 * double(p.copy_bytes) / (best_copy_ms * 1e-3) / 1e9;
+    }
+    if (!load_cublas(c, p.why_not)) return p;
     if (c.create(&res.handle) != CUBLAS_STATUS_SUCCESS ||
         c.set_math_mode(res.handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
         p.why_not = "cublasCreate or cublasSetMathMode failed";
@@ -147,8 +172,6 @@ DeviceGemmPeak measure_cublas_sgemm(int size, int repeats) {
     }
     int version = 0;
     c.get_version(res.handle, &version);
-    cudaEventCreate(&res.start);
-    cudaEventCreate(&res.stop);
     const float one = 1.0f, zero = 0.0f;
     float best_ms = 0;
     // The first call is a warm-up (cuBLAS picks and loads its kernel), untimed.

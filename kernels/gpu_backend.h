@@ -52,6 +52,11 @@ struct DeviceGemmPeak {
     std::string source;   // e.g. "cuBLAS 130100 SGEMM (float32, CUBLAS_DEFAULT_MATH: no TF32)"
     std::string device;   // e.g. "NVIDIA H200 (sm_90)"
     std::string why_not;  // e.g. "the GPU backends run emulated here (...)"
+    // The device's copy bandwidth (device to device cudaMemcpy, bytes read +
+    // written per second, as the host's "copy bandwidth"), measured alongside
+    // on the same buffers: the gpu rows' decode bound. 0: not measured.
+    double copy_gb_per_s = 0;
+    std::size_t copy_bytes = 0;  // bytes of one timed copy
 };
 
 namespace gpu_native {

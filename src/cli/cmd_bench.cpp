@@ -228,6 +228,7 @@ void run(BenchCliOptions o) {
             j["device_gemm_peak_source"] = d.source;
             j["device"] = d.device;
             j["device_gemm_peak_note"] = d.why_not;
+            j["device_copy_gb_per_s"] = or_null(d.copy_gb_per_s);
         }
         j["cpu_threads"] = cpu_threads();
         j["min_flops_per_thread"] = kMinFlopsPerThread;
@@ -346,11 +347,17 @@ void run(BenchCliOptions o) {
         if (d.gflops > 0)
             std::printf(
                 "Device (measured now): float32 GEMM peak %.1f GFLOP/s on %s (best of %d, %d^3,\n"
-                "  %s): the gpu rows' \"of peak\"\n\n",
+                "  %s): the gpu rows' \"of peak\"\n",
                 d.gflops, d.device.c_str(), kDevicePeakRepeats, d.size, d.source.c_str());
         else
-            std::printf("Device GEMM peak: not measured (%s); the gpu rows have no \"of peak\"\n\n",
+            std::printf("Device GEMM peak: not measured (%s); the gpu rows have no \"of peak\"\n",
                         d.why_not.c_str());
+        if (d.copy_gb_per_s > 0)
+            std::printf(
+                "  copy bandwidth %.1f GB/s (read + written, %zu MiB cudaMemcpy device to device): "
+                "the gpu\n  rows' decode bound\n",
+                d.copy_gb_per_s, d.copy_bytes >> 20);
+        std::printf("\n");
     }
     // Under another mask the attention term counts the pairs it lets through
     // (plab mask SPEC --length T prints them), so GFLOP/s stays useful work.
@@ -368,13 +375,15 @@ void run(BenchCliOptions o) {
     print_device_ops(r.device_ops, o.bench.budget_s);
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
-        "  every weight + the K/V of the context)\n");
+        "  every weight + the K/V of the context; the host's bandwidth for cpu rows, the\n"
+        "  device's for gpu rows)\n");
     std::printf("  %-22s %8s %12s %12s %14s %12s %9s\n", "backend", "context", "median ms",
                 "tokens/s", "bytes/token", "bound tok/s", "of bound");
     for (const auto& d : r.decode) {
         std::printf("  %-22s %8d %12.3f %12.1f %14.0f", d.backend.c_str(), d.context,
                     d.median_step_s * 1e3, d.tokens_per_s, d.bytes_per_token);
-        // "-": the host's bandwidth does not bound a GPU backend.
+        // "-": a GPU row without its device's bandwidth (emulated): the
+        // host's does not bound it.
         if (d.bound_tokens_per_s > 0)
             std::printf(" %12.1f %8.1f%%\n", d.bound_tokens_per_s, 100 * d.fraction_of_bound);
         else

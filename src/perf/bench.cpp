@@ -194,8 +194,10 @@ void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vect
 }
 
 // Prefills a short prompt, then times single-token steps.
+// device_copy_gb_per_s: the device's copy bandwidth (0: not measured), the
+// bound of a GPU row.
 DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
-                          const MachineSpeed& machine) {
+                          const MachineSpeed& machine, double device_copy_gb_per_s) {
     const ModelConfig& c = model.config();
     const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
     Session s(model, session_for(prompt, c, o));
@@ -216,8 +218,13 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
     d.median_step_s = median(steps);
     d.tokens_per_s = 1.0 / d.median_step_s;
     d.bytes_per_token = decode_bytes(c, d.context);
-    // 0 = no bound (on the H200 the host's bandwidth said 1376 tok/s, which
-    // says nothing about HBM at 4.8 TB/s).
+    // A GPU row is bound by its device's copy bandwidth, never the host's (on
+    // the H200 the host's said 1376 tok/s, which says nothing about HBM);
+    // the read bandwidth and the weight sweep are host measurements: CPU rows.
+    if (!held_to_host_limits(d.backend) && device_copy_gb_per_s > 0) {
+        d.bound_tokens_per_s = device_copy_gb_per_s * 1e9 / d.bytes_per_token;
+        d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
+    }
     if (held_to_host_limits(d.backend)) {
         d.bound_tokens_per_s = machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
@@ -499,7 +506,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             for (int n : o.lengths)
                 r.device_ops.push_back(device_op_breakdown(timed, timed_model, n, o));
         }
-        r.decode.push_back(decode_row(*backend, *model, o, r.machine));
+        r.decode.push_back(decode_row(*backend, *model, o, r.machine, r.device_peak.copy_gb_per_s));
         for (int b : o.batches)
             r.decode_batch.push_back(decode_batch_row(weights, name, b, o, r.machine));
         if (o.load && (name == "cpu" || name == "cpu-ref")) {
@@ -553,7 +560,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             }
             r.prefill_load.push_back(row);
         }
-        DecodeBenchRow d = decode_row(l->backend(), l->model(), o, r.machine);
+        DecodeBenchRow d =
+            decode_row(l->backend(), l->model(), o, r.machine, r.device_peak.copy_gb_per_s);
         for (const auto& q : r.decode) {
             if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
         }

@@ -190,12 +190,23 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
             CHECK(p["fraction_of_peak"].is_null());
         }
     }
-    // Likewise the decode bounds come from the host's bandwidth: CPU rows only.
+    // Likewise each decode row's bound is its own machine's copy bandwidth:
+    // the host's for CPU rows, the device's (measured with the device peak,
+    // natively only) for GPU rows. The read bandwidth is a host figure.
+    CHECK(j["device_copy_gb_per_s"].is_null() == !device_peak);
     for (const auto& d : j["decode"]) {
         const bool cpu_row = d["backend"].get<std::string>().rfind("cpu", 0) == 0;
         INFO(d["backend"]);
-        CHECK(d["bound_tokens_per_s"].is_null() == !cpu_row);
+        CHECK(d["bound_tokens_per_s"].is_null() == !(cpu_row || device_peak));
         CHECK(d["fraction_of_read_bound"].is_null() == !cpu_row);
+        if (!cpu_row && device_peak) {
+            const double bytes = d["bytes_per_token"];
+            CHECK(d["bound_tokens_per_s"].get<double>() ==
+                  Approx(j["device_copy_gb_per_s"].get<double>() * 1e9 / bytes).epsilon(1e-9));
+            CHECK(d["fraction_of_bound"].get<double>() ==
+                  Approx(d["tokens_per_s"].get<double>() / d["bound_tokens_per_s"].get<double>())
+                      .epsilon(1e-9));
+        }
     }
     const auto& row = j["device_ops"][0];
     CHECK(row["tokens"] == 6);
