@@ -92,26 +92,31 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_
     for (const auto& b : rows) {
         const bool host = b.clock == "host";
         const bool emulated = b.backend.find("(emulated)") != std::string::npos;
+        const bool decode = b.context > 0;  // a decode step (bench.cpp, decode_op_breakdown)
+        const std::string what =
+            decode ? "one decode step after " + std::to_string(b.context) + " keys"
+                   : "one prefill of " + std::to_string(b.tokens) + " tokens";
         if (host) {
             // How many prefills the table is the median of: fewer than 3 when
             // the row's time budget ran out (bench.cpp, device_op_breakdown).
             const std::string stop =
                 "a row stops repeating after " + std::to_string(static_cast<int>(budget_s)) + " s";
             const std::string of =
-                b.prefills == 1 ? "1 prefill: " + stop
+                decode ? "the median of " + std::to_string(b.prefills) + " steps by wall time"
+                : b.prefills == 1 ? "1 prefill: " + stop
                 : b.prefills == 2
                     ? "the faster of 2 prefills: " + stop
                     : "the median of " + std::to_string(b.prefills) + " prefills by wall time";
             std::printf(
-                "\nTime by op, %s, one prefill of %d tokens with the host clock read before "
+                "\nTime by op, %s, %s with the host clock read before "
                 "and after every op\n  (a host backend's op has finished when its call "
                 "returns; %s):\n",
-                b.backend.c_str(), b.tokens, of.c_str());
+                b.backend.c_str(), what.c_str(), of.c_str());
         } else {
             std::printf(
-                "\nDevice time by op, %s, one prefill of %d tokens with a CUDA event before and "
+                "\nDevice time by op, %s, %s with a CUDA event before and "
                 "after every op%s:\n",
-                b.backend.c_str(), b.tokens,
+                b.backend.c_str(), what.c_str(),
                 emulated ? "\n  (emulated: the events read the host clock, so these time the "
                            "emulator, not a GPU)"
                          : "");
@@ -301,14 +306,31 @@ void run(BenchCliOptions o) {
                 {"ridge_flops_per_byte", x.ridge_flops_per_byte},
                 {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
         }
-        for (const auto& b : r.device_ops) {
-            nlohmann::json row = {
-                {"backend", b.backend},          {"clock", b.clock},     {"tokens", b.tokens},
-                {"prefills", b.prefills},        {"wall_ms", b.wall_ms}, {"ops_ms", b.ops_ms},
-                {"ops", nlohmann::json::array()}};
+        const auto ops_json = [](const DeviceOpBreakdown& b) {
+            nlohmann::json ops = nlohmann::json::array();
             for (const auto& op : b.ops)
-                row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
-            j["device_ops"].push_back(row);
+                ops.push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
+            return ops;
+        };
+        for (const auto& b : r.device_ops) {
+            j["device_ops"].push_back({{"backend", b.backend},
+                                       {"clock", b.clock},
+                                       {"tokens", b.tokens},
+                                       {"prefills", b.prefills},
+                                       {"wall_ms", b.wall_ms},
+                                       {"ops_ms", b.ops_ms},
+                                       {"ops", ops_json(b)}});
+        }
+        // One decode step per backend: context = keys in the cache before it.
+        j["decode_device_ops"] = nlohmann::json::array();
+        for (const auto& b : r.decode_ops) {
+            j["decode_device_ops"].push_back({{"backend", b.backend},
+                                              {"clock", b.clock},
+                                              {"context", b.context},
+                                              {"steps", b.prefills},
+                                              {"wall_ms", b.wall_ms},
+                                              {"ops_ms", b.ops_ms},
+                                              {"ops", ops_json(b)}});
         }
         if (o.bench.load) {
             j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
@@ -402,6 +424,8 @@ void run(BenchCliOptions o) {
             d.backend.c_str(), cpu_threads(), d.sweep_s * 1e3, d.sweep_bound_tokens_per_s,
             100 * d.fraction_of_sweep_bound);
     }
+    // Where a decode step's time goes, the same way as the prefill's above.
+    print_device_ops(r.decode_ops, o.bench.budget_s);
     if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
     std::printf(
         "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "

@@ -372,6 +372,25 @@ public:
 
 }  // namespace
 
+// The ops the backend timed since its last take, summed by name, largest first.
+DeviceOpBreakdown ops_by_name(Backend& backend, double wall_ms) {
+    DeviceOpBreakdown b;
+    b.backend = backend.name();
+    b.clock = dynamic_cast<const HostTimedBackend*>(&backend) != nullptr ? "host" : "device";
+    b.wall_ms = wall_ms;
+    for (const DeviceOpTime& t : backend.take_device_op_times()) {
+        auto it = std::find_if(b.ops.begin(), b.ops.end(),
+                               [&](const DeviceOpRow& row) { return row.op == t.op; });
+        if (it == b.ops.end()) it = b.ops.insert(b.ops.end(), DeviceOpRow{t.op, 0, 0});
+        it->launches += 1;
+        it->ms += t.ms;
+        b.ops_ms += t.ms;
+    }
+    std::stable_sort(b.ops.begin(), b.ops.end(),
+                     [](const DeviceOpRow& a, const DeviceOpRow& z) { return a.ms > z.ms; });
+    return b;
+}
+
 // One more prefill of `n` tokens with every op timed. On the device: one,
 // cold. On the host: after one untimed prefill of the same prompt (the timed
 // rows' condition: a first prefill on a new model also pays page faults),
@@ -392,21 +411,8 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
         backend.set_device_op_timing(true);
         const PrefillResult r = s.prefill(tokens, parse_chunk_plan(o.chunks, n));
         backend.set_device_op_timing(false);
-        DeviceOpBreakdown b;
-        b.backend = backend.name();
-        b.clock = host ? "host" : "device";
+        DeviceOpBreakdown b = ops_by_name(backend, r.prefill_us * 1e-3);
         b.tokens = n;
-        b.wall_ms = r.prefill_us * 1e-3;
-        for (const DeviceOpTime& t : backend.take_device_op_times()) {
-            auto it = std::find_if(b.ops.begin(), b.ops.end(),
-                                   [&](const DeviceOpRow& row) { return row.op == t.op; });
-            if (it == b.ops.end()) it = b.ops.insert(b.ops.end(), DeviceOpRow{t.op, 0, 0});
-            it->launches += 1;
-            it->ms += t.ms;
-            b.ops_ms += t.ms;
-        }
-        std::stable_sort(b.ops.begin(), b.ops.end(),
-                         [](const DeviceOpRow& a, const DeviceOpRow& z) { return a.ms > z.ms; });
         return b;
     };
     if (!host) return timed_prefill();
@@ -421,6 +427,41 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
     });
     DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
     kept.prefills = static_cast<int>(runs.size());
+    return kept;
+}
+
+// One decode step with every op timed, after a prefill of the decode rows'
+// prompt and one untimed step. On the device: one step; on the host: the
+// median by wall time of 5 (a step takes milliseconds; one can be descheduled).
+DeviceOpBreakdown decode_op_breakdown(Backend& backend, const DeviceModel& model,
+                                      const BenchOptions& o) {
+    const ModelConfig& c = model.config();
+    const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
+    Session s(model, session_for(prompt, c, o));
+    s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
+    int32_t token = argmax(s.decode_step(prompt.back()));  // untimed
+    const bool host = dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
+    const int steps = host ? 5 : 1;
+    std::vector<DeviceOpBreakdown> runs;
+    for (int i = 0; i < steps; ++i) {
+        backend.synchronize();
+        backend.take_device_op_times();  // drop anything timed before
+        backend.set_device_op_timing(true);
+        const double t0 = now_s();
+        const std::vector<float> logits = s.decode_step(token);
+        backend.synchronize();
+        const double wall_ms = (now_s() - t0) * 1e3;
+        backend.set_device_op_timing(false);
+        runs.push_back(ops_by_name(backend, wall_ms));
+        runs.back().context = o.decode_prompt + 1 + i;  // keys in the cache before the step
+        runs.back().tokens = 1;
+        token = argmax(logits);
+    }
+    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
+        return a.wall_ms < z.wall_ms;
+    });
+    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
+    kept.prefills = steps;
     return kept;
 }
 
@@ -497,6 +538,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         if (backend->times_device_ops()) {
             for (int n : o.lengths)
                 r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
+            if (o.decode_steps > 0)
+                r.decode_ops.push_back(decode_op_breakdown(*backend, *model, o));
         } else {
             // The host backends: the same breakdown on the host clock, through
             // a wrapper that times each op (a model of its own on it: the
@@ -505,6 +548,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             const DeviceModel timed_model(timed, weights);
             for (int n : o.lengths)
                 r.device_ops.push_back(device_op_breakdown(timed, timed_model, n, o));
+            if (o.decode_steps > 0)
+                r.decode_ops.push_back(decode_op_breakdown(timed, timed_model, o));
         }
         r.decode.push_back(decode_row(*backend, *model, o, r.machine, r.device_peak.copy_gb_per_s));
         for (int b : o.batches)

@@ -148,9 +148,11 @@ struct DeviceOpRow {
 };
 struct DeviceOpBreakdown {
     std::string backend;
-    std::string clock;  // "device" (CUDA events) or "host" (a host clock around each op)
-    int tokens = 0;
-    int prefills = 1;              // timed prefills this one is the median of (host: 1-3)
+    std::string clock;             // "device" (CUDA events) or "host" (a host clock around each op)
+    int tokens = 0;                // a prefill's tokens; 1 for a decode step
+    int context = 0;               // a decode step: keys in the cache before it (prefill: 0)
+    int prefills = 1;              // timed runs this one is the median of (host: 1-3 prefills,
+                                   // 5 decode steps)
     double wall_ms = 0;            // this prefill's wall time (with the events recorded)
     double ops_ms = 0;             // sum of every op's device time
     std::vector<DeviceOpRow> ops;  // largest first
@@ -181,8 +183,10 @@ struct BenchReport {
     std::vector<PrefillBenchRow> prefill_load;
     std::vector<DecodeBenchRow> decode_load;
     int load_cpu = -1;  // the CPU the competitor spun on
-    // One row per (GPU backend, length): device time by op.
+    // One row per (backend, length): time by op of a prefill.
     std::vector<DeviceOpBreakdown> device_ops;
+    // One row per backend (with decode_steps): time by op of a decode step.
+    std::vector<DeviceOpBreakdown> decode_ops;
 };
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);

@@ -219,6 +219,31 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(matmuls == 7 * c.n_layers + 1);
     CHECK(sum == Approx(row["ops_ms"].get<double>()).epsilon(1e-9));
     CHECK(row["wall_ms"].get<double>() > 0);
+    // And one decode step per backend, the same way: a step's products are
+    // one-row products of every weight (Q, K, V, W_o, gate, up, down a layer)
+    // and the classifier. gpu-ref launches each as a matmul; the host clock
+    // times the calls, Q/K/V and gate/up one matmul_parts call each.
+    // context = the prompt plus one untimed step.
+    REQUIRE(j["decode_device_ops"].size() == 2);
+    for (const auto& step : j["decode_device_ops"]) {
+        const bool host = step["clock"] == "host";
+        INFO(step["backend"]);
+        CHECK(host == (step["backend"] == "cpu-ref"));
+        CHECK(step["steps"] == (host ? 5 : 1));
+        CHECK(step["context"].get<int>() > 1);
+        double step_sum = 0;
+        int step_matmuls = 0, step_parts = 0;
+        for (const auto& op : step["ops"]) {
+            step_sum += op["ms"].get<double>();
+            if (op["op"] == "matmul") step_matmuls = op["launches"];
+            if (op["op"] == "matmul_parts") step_parts = op["launches"];
+        }
+        CHECK(step_matmuls == (host ? 2 : 7) * c.n_layers + 1);
+        CHECK(step_parts == (host ? 2 * c.n_layers : 0));
+        CHECK(step_sum == Approx(step["ops_ms"].get<double>()).epsilon(1e-9));
+        CHECK(step["ops_ms"].get<double>() > 0);
+        CHECK(step["wall_ms"].get<double>() > 0);
+    }
     // cpu-ref's row names the methods forward.cpp called on it (fused
     // products as matmul_parts: 2 a layer), its ops within its wall time.
     const auto& host = j["device_ops"][1];
