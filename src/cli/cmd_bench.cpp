@@ -306,31 +306,31 @@ void run(BenchCliOptions o) {
                 {"ridge_flops_per_byte", x.ridge_flops_per_byte},
                 {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
         }
-        const auto ops_json = [](const DeviceOpBreakdown& b) {
-            nlohmann::json ops = nlohmann::json::array();
+        // A breakdown's common part; the prefill rows add tokens and
+        // prefills, the decode-step rows context (keys in the cache before
+        // the step) and steps.
+        const auto breakdown_json = [](const DeviceOpBreakdown& b) {
+            nlohmann::json row = {{"backend", b.backend},
+                                  {"clock", b.clock},
+                                  {"wall_ms", b.wall_ms},
+                                  {"ops_ms", b.ops_ms},
+                                  {"ops", nlohmann::json::array()}};
             for (const auto& op : b.ops)
-                ops.push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
-            return ops;
+                row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
+            return row;
         };
         for (const auto& b : r.device_ops) {
-            j["device_ops"].push_back({{"backend", b.backend},
-                                       {"clock", b.clock},
-                                       {"tokens", b.tokens},
-                                       {"prefills", b.prefills},
-                                       {"wall_ms", b.wall_ms},
-                                       {"ops_ms", b.ops_ms},
-                                       {"ops", ops_json(b)}});
+            nlohmann::json row = breakdown_json(b);
+            row["tokens"] = b.tokens;
+            row["prefills"] = b.prefills;
+            j["device_ops"].push_back(row);
         }
-        // One decode step per backend: context = keys in the cache before it.
         j["decode_device_ops"] = nlohmann::json::array();
         for (const auto& b : r.decode_ops) {
-            j["decode_device_ops"].push_back({{"backend", b.backend},
-                                              {"clock", b.clock},
-                                              {"context", b.context},
-                                              {"steps", b.prefills},
-                                              {"wall_ms", b.wall_ms},
-                                              {"ops_ms", b.ops_ms},
-                                              {"ops", ops_json(b)}});
+            nlohmann::json row = breakdown_json(b);
+            row["context"] = b.context;
+            row["steps"] = b.prefills;
+            j["decode_device_ops"].push_back(row);
         }
         if (o.bench.load) {
             j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
