@@ -102,11 +102,11 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_
             const std::string stop =
                 "a row stops repeating after " + std::to_string(static_cast<int>(budget_s)) + " s";
             const std::string of =
-                decode ? "the median of " + std::to_string(b.prefills) + " steps by wall time"
-                : b.prefills == 1 ? "1 prefill: " + stop
-                : b.prefills == 2
+                decode        ? "the median of " + std::to_string(b.runs) + " steps by wall time"
+                : b.runs == 1 ? "1 prefill: " + stop
+                : b.runs == 2
                     ? "the faster of 2 prefills: " + stop
-                    : "the median of " + std::to_string(b.prefills) + " prefills by wall time";
+                    : "the median of " + std::to_string(b.runs) + " prefills by wall time";
             std::printf(
                 "\nTime by op, %s, %s with the host clock read before "
                 "and after every op\n  (a host backend's op has finished when its call "
@@ -322,14 +322,14 @@ void run(BenchCliOptions o) {
         for (const auto& b : r.device_ops) {
             nlohmann::json row = breakdown_json(b);
             row["tokens"] = b.tokens;
-            row["prefills"] = b.prefills;
+            row["prefills"] = b.runs;
             j["device_ops"].push_back(row);
         }
         j["decode_device_ops"] = nlohmann::json::array();
         for (const auto& b : r.decode_ops) {
             nlohmann::json row = breakdown_json(b);
             row["context"] = b.context;
-            row["steps"] = b.prefills;
+            row["steps"] = b.runs;
             j["decode_device_ops"].push_back(row);
         }
         if (o.bench.load) {

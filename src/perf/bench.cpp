@@ -218,16 +218,17 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
     d.median_step_s = median(steps);
     d.tokens_per_s = 1.0 / d.median_step_s;
     d.bytes_per_token = decode_bytes(c, d.context);
-    // A GPU row is bound by its device's copy bandwidth, never the host's (on
-    // the H200 the host's said 1376 tok/s, which says nothing about HBM);
-    // the read bandwidth and the weight sweep are host measurements: CPU rows.
-    if (!held_to_host_limits(d.backend) && device_copy_gb_per_s > 0) {
-        d.bound_tokens_per_s = device_copy_gb_per_s * 1e9 / d.bytes_per_token;
+    // Each row is bound by its own machine's copy bandwidth: a GPU row by its
+    // device's (0 when not measured: no bound), never the host's (on the H200
+    // the host's said 1376 tok/s, which says nothing about HBM). The read
+    // bandwidth and the weight sweep are host measurements: CPU rows only.
+    const bool host = held_to_host_limits(d.backend);
+    const double copy_gb_per_s = host ? machine.copy_gb_per_s : device_copy_gb_per_s;
+    if (copy_gb_per_s > 0) {
+        d.bound_tokens_per_s = copy_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
     }
-    if (held_to_host_limits(d.backend)) {
-        d.bound_tokens_per_s = machine.copy_gb_per_s * 1e9 / d.bytes_per_token;
-        d.fraction_of_bound = d.tokens_per_s / d.bound_tokens_per_s;
+    if (host) {
         d.read_bound_tokens_per_s = machine.read_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
         d.sweep_s = weight_sweep_seconds(d.bytes_per_token);
@@ -370,13 +371,17 @@ public:
     CpuThreadCap& operator=(const CpuThreadCap&) = delete;
 };
 
-}  // namespace
+// Whether the backend's op times are a host clock's (the HostTimedBackend
+// wrapper around a CPU backend) rather than a device's events.
+bool timed_on_host(const Backend& backend) {
+    return dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
+}
 
 // The ops the backend timed since its last take, summed by name, largest first.
 DeviceOpBreakdown ops_by_name(Backend& backend, double wall_ms) {
     DeviceOpBreakdown b;
     b.backend = backend.name();
-    b.clock = dynamic_cast<const HostTimedBackend*>(&backend) != nullptr ? "host" : "device";
+    b.clock = timed_on_host(backend) ? "host" : "device";
     b.wall_ms = wall_ms;
     for (const DeviceOpTime& t : backend.take_device_op_times()) {
         auto it = std::find_if(b.ops.begin(), b.ops.end(),
@@ -391,6 +396,43 @@ DeviceOpBreakdown ops_by_name(Backend& backend, double wall_ms) {
     return b;
 }
 
+// One decode step with every op timed, after a prefill of the decode rows'
+// prompt and one untimed step. On the device: one step; on the host: the
+// median by wall time of 5 (a step takes milliseconds; one can be descheduled).
+DeviceOpBreakdown decode_op_breakdown(Backend& backend, const DeviceModel& model,
+                                      const BenchOptions& o) {
+    const ModelConfig& c = model.config();
+    const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
+    Session s(model, session_for(prompt, c, o));
+    s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
+    int32_t token = argmax(s.decode_step(prompt.back()));  // untimed
+    const bool host = timed_on_host(backend);
+    const int steps = host ? 5 : 1;
+    std::vector<DeviceOpBreakdown> runs;
+    for (int i = 0; i < steps; ++i) {
+        backend.synchronize();
+        backend.take_device_op_times();  // drop anything timed before
+        backend.set_device_op_timing(true);
+        const double t0 = now_s();
+        const std::vector<float> logits = s.decode_step(token);
+        backend.synchronize();
+        const double wall_ms = (now_s() - t0) * 1e3;
+        backend.set_device_op_timing(false);
+        runs.push_back(ops_by_name(backend, wall_ms));
+        runs.back().context = o.decode_prompt + 1 + i;  // keys in the cache before the step
+        runs.back().tokens = 1;
+        token = argmax(logits);
+    }
+    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
+        return a.wall_ms < z.wall_ms;
+    });
+    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
+    kept.runs = steps;
+    return kept;
+}
+
+}  // namespace
+
 // One more prefill of `n` tokens with every op timed. On the device: one,
 // cold. On the host: after one untimed prefill of the same prompt (the timed
 // rows' condition: a first prefill on a new model also pays page faults),
@@ -403,7 +445,7 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
                                       const BenchOptions& o) {
     const ModelConfig& c = model.config();
     const std::vector<int32_t> tokens = bench_tokens(n, c.vocab_size);
-    const bool host = dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
+    const bool host = timed_on_host(backend);
     const auto timed_prefill = [&] {
         Session s(model, session_for(tokens, c, o));
         backend.synchronize();
@@ -426,42 +468,7 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
         return a.wall_ms < z.wall_ms;
     });
     DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
-    kept.prefills = static_cast<int>(runs.size());
-    return kept;
-}
-
-// One decode step with every op timed, after a prefill of the decode rows'
-// prompt and one untimed step. On the device: one step; on the host: the
-// median by wall time of 5 (a step takes milliseconds; one can be descheduled).
-DeviceOpBreakdown decode_op_breakdown(Backend& backend, const DeviceModel& model,
-                                      const BenchOptions& o) {
-    const ModelConfig& c = model.config();
-    const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
-    Session s(model, session_for(prompt, c, o));
-    s.prefill(prompt, ChunkPlan{{o.decode_prompt}});
-    int32_t token = argmax(s.decode_step(prompt.back()));  // untimed
-    const bool host = dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
-    const int steps = host ? 5 : 1;
-    std::vector<DeviceOpBreakdown> runs;
-    for (int i = 0; i < steps; ++i) {
-        backend.synchronize();
-        backend.take_device_op_times();  // drop anything timed before
-        backend.set_device_op_timing(true);
-        const double t0 = now_s();
-        const std::vector<float> logits = s.decode_step(token);
-        backend.synchronize();
-        const double wall_ms = (now_s() - t0) * 1e3;
-        backend.set_device_op_timing(false);
-        runs.push_back(ops_by_name(backend, wall_ms));
-        runs.back().context = o.decode_prompt + 1 + i;  // keys in the cache before the step
-        runs.back().tokens = 1;
-        token = argmax(logits);
-    }
-    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
-        return a.wall_ms < z.wall_ms;
-    });
-    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
-    kept.prefills = steps;
+    kept.runs = static_cast<int>(runs.size());
     return kept;
 }
 

@@ -151,9 +151,9 @@ struct DeviceOpBreakdown {
     std::string clock;             // "device" (CUDA events) or "host" (a host clock around each op)
     int tokens = 0;                // a prefill's tokens; 1 for a decode step
     int context = 0;               // a decode step: keys in the cache before it (prefill: 0)
-    int prefills = 1;              // timed runs this one is the median of (host: 1-3 prefills,
-                                   // 5 decode steps)
-    double wall_ms = 0;            // this prefill's wall time (with the events recorded)
+    int runs = 1;                  // timed runs this one is the median of (host: 1-3 prefills,
+                                   // 5 decode steps; JSON "prefills" / "steps")
+    double wall_ms = 0;            // this run's wall time (with the events recorded)
     double ops_ms = 0;             // sum of every op's device time
     std::vector<DeviceOpRow> ops;  // largest first
 };
@@ -194,7 +194,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& options);
 // One more prefill of `n` tokens of the bench's prompt on `model`, whose
 // backend times its ops (times_device_ops()): the table run_bench prints
 // after its prefill rows. A host backend's is the median of up to 3 prefills,
-// fewer once options.budget_s has gone by (DeviceOpBreakdown::prefills).
+// fewer once options.budget_s has gone by (DeviceOpBreakdown::runs).
 DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model, int n,
                                       const BenchOptions& options);
 

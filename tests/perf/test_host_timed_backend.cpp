@@ -173,14 +173,14 @@ TEST_CASE("bench time by op on the host: the median of 3 prefills, 1 once the bu
     BenchOptions o;
     o.budget_s = 1e9;
     const DeviceOpBreakdown three = device_op_breakdown(timed, model, 9, o);
-    CHECK(three.prefills == 3);
+    CHECK(three.runs == 3);
     CHECK(three.clock == "host");
     CHECK(three.tokens == 9);
     CHECK(three.ops_ms <= three.wall_ms);
     CHECK(count_by_op(timed.take_device_op_times()).empty());  // each prefill's ops taken
     o.budget_s = 0;
     const DeviceOpBreakdown one = device_op_breakdown(timed, model, 9, o);
-    CHECK(one.prefills == 1);
+    CHECK(one.runs == 1);
     REQUIRE(!one.ops.empty());
     // One prefill's ops, not three prefills' summed: 2 fused products a layer.
     const auto fused = std::find_if(one.ops.begin(), one.ops.end(),
