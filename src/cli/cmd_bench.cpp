@@ -94,8 +94,11 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_
         const bool emulated = b.backend.find("(emulated)") != std::string::npos;
         const bool decode = b.context > 0;  // a decode step (bench.cpp, decode_op_breakdown)
         const std::string what =
-            decode ? "one decode step after " + std::to_string(b.context) + " keys"
-                   : "one prefill of " + std::to_string(b.tokens) + " tokens";
+            !decode ? "one prefill of " + std::to_string(b.tokens) + " tokens"
+            : b.tokens == 1
+                ? "one decode step after " + std::to_string(b.context) + " keys"
+                : "one step of " + std::to_string(b.tokens) + " sequences' decode tokens after " +
+                      std::to_string(b.context) + " keys each (mean)";
         if (host) {
             // How many prefills the table is the median of: fewer than 3 when
             // the row's time budget ran out (bench.cpp, device_op_breakdown).
@@ -332,6 +335,14 @@ void run(BenchCliOptions o) {
             row["steps"] = b.runs;
             j["decode_device_ops"].push_back(row);
         }
+        j["decode_batch_device_ops"] = nlohmann::json::array();
+        for (const auto& b : r.decode_batch_ops) {
+            nlohmann::json row = breakdown_json(b);
+            row["batch"] = b.tokens;
+            row["context"] = b.context;
+            row["steps"] = b.runs;
+            j["decode_batch_device_ops"].push_back(row);
+        }
         if (o.bench.load) {
             j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
             j["prefill_single_thread"] = nlohmann::json::array();
@@ -427,6 +438,8 @@ void run(BenchCliOptions o) {
     // Where a decode step's time goes, the same way as the prefill's above.
     print_device_ops(r.decode_ops, o.bench.budget_s);
     if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
+    // Where the largest batch's step goes: the weights read once, the FLOPs b times.
+    print_device_ops(r.decode_batch_ops, o.bench.budget_s);
     std::printf(
         "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "
         "%.0f MFLOP of an op's work\n",

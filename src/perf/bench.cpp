@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -252,6 +253,10 @@ struct BatchPlan {
     int kv_blocks = 0;
 };
 
+// Steps of a batched row timed op by op after its timed steps (the host
+// clock's table is their median by wall time; a device's takes the first).
+constexpr int kBatchOpSteps = 5;
+
 BatchPlan batch_plan(int b, const BenchOptions& o) {
     BatchPlan p;
     // A step takes decode tokens first, then prompt tokens, up to its budget.
@@ -262,7 +267,7 @@ BatchPlan batch_plan(int b, const BenchOptions& o) {
     // The first request admitted has made at most prefill_steps tokens when
     // the first step of b decode tokens runs; then the warm-up and timed
     // steps, and one to spare.
-    p.new_tokens = p.prefill_steps + o.batch_warmup + o.decode_steps + 1;
+    p.new_tokens = p.prefill_steps + o.batch_warmup + o.decode_steps + kBatchOpSteps + 1;
     p.positions = o.batch_prompt + p.new_tokens - 1;  // the last new token is never fed back
     p.blocks_per_sequence = ceil_div(p.positions, EngineOptions{}.block_size);
     p.kv_blocks = o.kv_blocks > 0 ? o.kv_blocks : b * p.blocks_per_sequence;
@@ -283,7 +288,8 @@ void check_batch(const ModelConfig& c, int b, const BenchOptions& o) {
                "--batch " << b << ": each request needs " << o.batch_prompt << " prompt + "
                           << p.new_tokens << " new tokens (" << p.prefill_steps
                           << " prefill steps, " << o.batch_warmup << " warm-up, " << o.decode_steps
-                          << " timed, 1 spare) but max_seq_len is " << c.max_seq_len
+                          << " timed, " << kBatchOpSteps
+                          << " timed op by op, 1 spare) but max_seq_len is " << c.max_seq_len
                           << "; lower --decode-steps or --batch-prompt");
     PLAB_CHECK(b * p.blocks_per_sequence <= p.kv_blocks,
                "--batch " << b << " needs " << b * p.blocks_per_sequence << " KV blocks ("
@@ -293,13 +299,26 @@ void check_batch(const ModelConfig& c, int b, const BenchOptions& o) {
                           << b * p.blocks_per_sequence << " or more, or a smaller batch");
 }
 
+DeviceOpBreakdown batch_step_op_breakdown(Engine& engine, int b);
+
+// A backend that times its ops: a GPU one with its own events, a host one
+// through the host clock's wrapper. Timing is off until asked for.
+std::unique_ptr<Backend> timing_ops(std::unique_ptr<Backend> backend) {
+    if (backend->times_device_ops()) return backend;
+    return std::make_unique<HostTimedBackend>(std::move(backend));
+}
+
 // b requests of distinct random prompts in one engine, run until `decode_steps`
 // steps holding exactly b decode tokens and no prefill have been timed (after
 // the warm-up ones). Each request's tokens/s is 1 / step time: every request
 // gets one token per step. The step time is the engine's own (StepRecord::us:
 // scheduling, the forward step, sampling b tokens), as a server would see it.
+// With `ops`: then kBatchOpSteps more steps with every op timed (one on a
+// device), and the table of the median one by wall time into *ops. The
+// wrapper's timing is off during the timed steps: one branch an op.
 DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backend, int b,
-                                const BenchOptions& o, const MachineSpeed& machine) {
+                                const BenchOptions& o, const MachineSpeed& machine,
+                                DeviceOpBreakdown* ops = nullptr) {
     const ModelConfig& c = weights.config;
     const BatchPlan plan = batch_plan(b, o);
     EngineOptions eo;
@@ -308,6 +327,7 @@ DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backe
     eo.prefix_cache = false;        // nothing to share between random prompts, no lookups
     eo.max_step_tokens = plan.max_step_tokens;
     eo.max_running = b;
+    if (ops != nullptr) eo.wrap_backend = timing_ops;
     Engine engine(weights, eo);
     for (int i = 0; i < b; ++i) {
         std::vector<int32_t> prompt =
@@ -341,6 +361,7 @@ DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backe
     }
     // batch_plan gives every request tokens enough for the warm-up and timed steps.
     PLAB_ASSERT(out_of_time || static_cast<int>(times.size()) == o.decode_steps);
+    if (ops != nullptr) *ops = batch_step_op_breakdown(engine, b);
     DecodeBatchRow row;
     row.backend = engine.backend().name();
     row.batch = b;
@@ -422,6 +443,38 @@ DeviceOpBreakdown decode_op_breakdown(Backend& backend, const DeviceModel& model
         runs.back().context = o.decode_prompt + 1 + i;  // keys in the cache before the step
         runs.back().tokens = 1;
         token = argmax(logits);
+    }
+    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
+        return a.wall_ms < z.wall_ms;
+    });
+    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
+    kept.runs = steps;
+    return kept;
+}
+
+// Steps of b decode tokens with every op timed, after a batched row's timed
+// steps: kBatchOpSteps on the host clock, whose table is the median by wall
+// time (the step's own, StepRecord::us: so scheduling and sampling b tokens
+// are the host work between ops); one on a device.
+DeviceOpBreakdown batch_step_op_breakdown(Engine& engine, int b) {
+    Backend& backend = engine.backend();
+    const int steps = timed_on_host(backend) ? kBatchOpSteps : 1;
+    std::vector<DeviceOpBreakdown> runs;
+    while (static_cast<int>(runs.size()) < steps) {
+        PLAB_ASSERT(engine.has_unfinished());  // batch_plan's new tokens cover these steps
+        backend.synchronize();
+        backend.take_device_op_times();  // drop anything timed before
+        backend.set_device_op_timing(true);
+        const StepRecord& s = engine.step();
+        backend.synchronize();
+        backend.set_device_op_timing(false);
+        PLAB_ASSERT(s.decode_tokens == b && s.prefill_tokens == 0);
+        double context = 0;  // positions cached before the step, as the timed rows count them
+        for (int id : s.requests)
+            context += static_cast<double>(engine.request(id).tokens.size()) - 2;
+        runs.push_back(ops_by_name(backend, s.us * 1e-3));
+        runs.back().tokens = b;
+        runs.back().context = static_cast<int>(std::lround(context / b));
     }
     std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
         return a.wall_ms < z.wall_ms;
@@ -559,8 +612,18 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                 r.decode_ops.push_back(decode_op_breakdown(timed, timed_model, o));
         }
         r.decode.push_back(decode_row(*backend, *model, o, r.machine, r.device_peak.copy_gb_per_s));
-        for (int b : o.batches)
-            r.decode_batch.push_back(decode_batch_row(weights, name, b, o, r.machine));
+        // The largest batch's row also times one step op by op.
+        const int largest_batch =
+            o.batches.empty() ? 0 : *std::max_element(o.batches.begin(), o.batches.end());
+        bool step_timed = false;  // once, should --batch list the largest twice
+        for (int b : o.batches) {
+            DeviceOpBreakdown step_ops;
+            const bool with_ops = b == largest_batch && !step_timed;
+            r.decode_batch.push_back(
+                decode_batch_row(weights, name, b, o, r.machine, with_ops ? &step_ops : nullptr));
+            if (with_ops) r.decode_batch_ops.push_back(step_ops);
+            step_timed = step_timed || with_ops;
+        }
         if (o.load && (name == "cpu" || name == "cpu-ref")) {
             // The backends whose thread count the engine decides per op
             // (backends/cpu_threads.h).

@@ -187,6 +187,9 @@ struct BenchReport {
     std::vector<DeviceOpBreakdown> device_ops;
     // One row per backend (with decode_steps): time by op of a decode step.
     std::vector<DeviceOpBreakdown> decode_ops;
+    // One row per backend (with batches): time by op of one step of its
+    // largest batch (tokens: the batch; context: its sequences' mean).
+    std::vector<DeviceOpBreakdown> decode_batch_ops;
 };
 
 BenchReport run_bench(const Weights& weights, const BenchOptions& options);

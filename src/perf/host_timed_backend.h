@@ -14,12 +14,13 @@
 //
 // Every Backend method is forwarded to the wrapped backend (its overrides,
 // not Backend's defaults, so the ops run exactly as they would unwrapped);
-// the wrapped backend must outlive this one. Ops are named by the Backend
+// a wrapped backend it does not own must outlive it. Ops are named by the Backend
 // method the forward pass called: "matmul_parts" is the fused Q/K/V (or
 // gate/up) product, "add_rmsnorm" the residual add with the next norm.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ namespace plab {
 class HostTimedBackend final : public Backend {
 public:
     explicit HostTimedBackend(Backend& inner) : inner_(inner) {}
+    // Owns the backend it times (an Engine's, EngineOptions::wrap_backend).
+    explicit HostTimedBackend(std::unique_ptr<Backend> inner)
+        : owned_(std::move(inner)), inner_(*owned_) {}
 
     std::string name() const override { return inner_.name(); }
     bool is_reference() const override { return inner_.is_reference(); }
@@ -85,6 +89,7 @@ private:
     template <class F>
     auto timed(const char* name, const F& f);
 
+    std::unique_ptr<Backend> owned_;  // null when the wrapped backend is the caller's
     Backend& inner_;
     bool on_ = false;
     Clock::time_point first_{};  // start of the first op since the last take

@@ -60,6 +60,8 @@ Engine::Engine(const Weights& weights, EngineOptions options, Trace* trace)
                          << " (or use policy chunked)");
     t0_ = clock_us();
     backend_ = make_backend(options_.backend);
+    if (options_.wrap_backend) backend_ = options_.wrap_backend(std::move(backend_));
+    PLAB_ASSERT(backend_ != nullptr);
     model_ = std::make_unique<DeviceModel>(*backend_, weights);
     salt_ = model_identity(weights);
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -54,6 +55,11 @@ struct EngineOptions {
     // other than chunked prefill whole prompts: their budget must be at least
     // max_seq_len.
     Policy policy = Policy::chunked;
+    // Wraps the backend the engine makes, before the model is uploaded
+    // through it; empty: the backend as made. `plab bench` times every op of
+    // a batched step with it (perf/host_timed_backend.h), which the runtime
+    // layer below it cannot name.
+    std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)> wrap_backend = {};
 };
 
 // What one step ran.

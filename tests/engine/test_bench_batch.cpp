@@ -156,6 +156,38 @@ TEST_CASE("plab bench --batch 1,4 --json: one decode_batch row per size, every f
         REQUIRE(row["bound_tokens_per_s"].get<double>() == Approx(bound).epsilon(1e-9));
         REQUIRE(row["fraction_of_bound"].get<double>() == Approx(tps / bound).epsilon(1e-9));
     }
+    // Time by op of one step of the largest batch (4), after its timed steps:
+    // the median of 5 steps on the host clock, each op called as often as the
+    // forward pass of one step calls it — per layer the fused Q/K/V and
+    // gate/up products, W_o and W_down, one attention over the 4 sequences,
+    // one K/V append; then the classifier and one argmax over the 4 rows.
+    const auto& step_ops = j["decode_batch_device_ops"];
+    REQUIRE(step_ops.size() == 1);
+    const auto& t = step_ops[0];
+    REQUIRE(t["backend"] == "cpu");
+    REQUIRE(t["clock"] == "host");
+    REQUIRE(t["batch"] == 4);
+    REQUIRE(t["steps"] == 5);
+    const int t_ctx = t["context"];
+    REQUIRE(t_ctx >= rows[1]["context"].get<double>());  // after the timed steps
+    REQUIRE(t_ctx < rows[1]["prompt_tokens"].get<int>() + rows[1]["new_tokens"].get<int>());
+    const auto calls = [&](const std::string& op) {
+        for (const auto& row : t["ops"])
+            if (row["op"] == op) return row["launches"].get<int>();
+        return 0;
+    };
+    const int layers = static_cast<int>(L);
+    REQUIRE(calls("matmul_parts") == 2 * layers);
+    REQUIRE(calls("matmul") == 2 * layers + 1);
+    REQUIRE(calls("attention_batch") == layers);
+    REQUIRE(calls("kv_append") == layers);
+    REQUIRE(calls("argmax_rows") == 1);
+    double ops_ms = 0;
+    for (const auto& row : t["ops"]) ops_ms += row["ms"].get<double>();
+    REQUIRE(t["ops_ms"].get<double>() == Approx(ops_ms).epsilon(1e-12));
+    // Timed inside the step the engine timed: the ops cannot outlast it.
+    REQUIRE(t["ops_ms"].get<double>() > 0);
+    REQUIRE(t["ops_ms"].get<double>() <= t["wall_ms"].get<double>());
     // The crossover, recomputed from the JSON's peak and read bandwidth at the
     // context of the largest batch: b·F / peak = (W + b·K) / bandwidth.
     const auto& x = j["decode_crossover"];
@@ -199,8 +231,8 @@ TEST_CASE("plab bench --batch: a bad list or a batch that cannot fit is one line
     test::require_one_line_cli_error(bench({"--batch", std::to_string(kMaxBenchBatch + 1)}),
                                      "is larger than the bench runs");
     // A pool smaller than b sequences: 4 x 3 blocks of 16 for 32 prompt + 4
-    // decode steps (new tokens 1 prefill + 3 warm-up + 4 timed + 1 spare = 9,
-    // 40 positions), so 12 blocks.
+    // decode steps (new tokens 1 prefill + 3 warm-up + 4 timed + 5 timed op
+    // by op + 1 spare = 14, 45 positions), so 12 blocks.
     test::require_one_line_cli_error(
         bench({"--batch", "4", "--decode-steps", "4", "--kv-blocks", "11"}),
         "--batch 4 needs 12 KV blocks");

@@ -158,8 +158,9 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(device_matmuls == chunks * (7 * c.n_layers + 1));
     CHECK(host_device_events > device_matmuls);
 
-    const auto b = run_cli({"bench", "--model", model.dir, "--backends", "gpu-ref,cpu-ref",
-                            "--lengths", "6", "--repeats", "1", "--decode-steps", "1", "--json"});
+    const auto b =
+        run_cli({"bench", "--model", model.dir, "--backends", "gpu-ref,cpu-ref", "--lengths", "6",
+                 "--repeats", "1", "--decode-steps", "1", "--batch", "2", "--json"});
     REQUIRE(b.exit_code == 0);
     const auto j = nlohmann::json::parse(b.out);
     // gpu-ref's ops timed on the device, cpu-ref's on the host clock.
@@ -243,6 +244,29 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
         CHECK(step_sum == Approx(step["ops_ms"].get<double>()).epsilon(1e-9));
         CHECK(step["ops_ms"].get<double>() > 0);
         CHECK(step["wall_ms"].get<double>() > 0);
+    }
+    // One step of the batch of 2 per backend, op by op, the same way: on the
+    // device one step, its products launched as gpu-ref's matmuls; on the
+    // host the median of 5, the fused ones as matmul_parts calls.
+    REQUIRE(j["decode_batch_device_ops"].size() == 2);
+    for (const auto& step : j["decode_batch_device_ops"]) {
+        const bool host = step["clock"] == "host";
+        INFO(step["backend"]);
+        CHECK(host == (step["backend"] == "cpu-ref"));
+        CHECK(step["batch"] == 2);
+        CHECK(step["steps"] == (host ? 5 : 1));
+        std::map<std::string, int> step_calls;
+        for (const auto& op : step["ops"]) step_calls[op["op"]] = op["launches"];
+        CHECK(step_calls["matmul"] == (host ? 2 : 7) * c.n_layers + 1);
+        CHECK(step_calls["matmul_parts"] == (host ? 2 * c.n_layers : 0));
+        // Attention: one host call a layer for both sequences; gpu-ref
+        // launches one kernel a sequence.
+        if (host)
+            CHECK(step_calls["attention_batch"] == c.n_layers);
+        else
+            CHECK(step_calls["attention"] == 2 * c.n_layers);
+        CHECK(step["ops_ms"].get<double>() > 0);
+        CHECK(step["ops_ms"].get<double>() <= step["wall_ms"].get<double>());
     }
     // cpu-ref's row names the methods forward.cpp called on it (fused
     // products as matmul_parts: 2 a layer), its ops within its wall time.
