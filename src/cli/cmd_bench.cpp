@@ -277,6 +277,13 @@ void run(BenchCliOptions o) {
                                   {"sweep_s", or_null(d.sweep_s)},
                                   {"sweep_bound_tokens_per_s", or_null(d.sweep_bound_tokens_per_s)},
                                   {"fraction_of_weight_sweep", or_null(d.fraction_of_sweep_bound)}};
+            if (!d.paired_step_s.empty()) {  // the tuned host backend's rows only
+                row["paired_step_s"] = d.paired_step_s;
+                row["paired_sweep_s"] = d.paired_sweep_s;
+                row["paired_step_ms"] = d.paired_step_ms;
+                row["paired_sweep_ms"] = d.paired_sweep_ms;
+                row["fraction_of_paired_sweep"] = d.fraction_of_paired_sweep;
+            }
             if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
             return row;
         };
@@ -434,6 +441,13 @@ void run(BenchCliOptions o) {
             "%.3f ms): bound %.1f tok/s, reached %.1f%%\n",
             d.backend.c_str(), cpu_threads(), d.sweep_s * 1e3, d.sweep_bound_tokens_per_s,
             100 * d.fraction_of_sweep_bound);
+        if (d.paired_step_s.empty()) continue;
+        std::printf(
+            "  %s paired with the sweep: %zu steps again, each followed by one sweep (each "
+            "evicts the other from the caches);\n    the median pair: step %.3f ms, sweep %.3f "
+            "ms, reached %.1f%%\n",
+            d.backend.c_str(), d.paired_step_s.size(), d.paired_step_ms, d.paired_sweep_ms,
+            100 * d.fraction_of_paired_sweep);
     }
     // Where a decode step's time goes, the same way as the prefill's above.
     print_device_ops(r.decode_ops, o.bench.budget_s);

@@ -177,16 +177,24 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
 
 // The paired runs of a row: each run's ratio to the product right after it;
 // the pair with the median ratio (the lower middle one of an even count).
+// The pair (of n) whose ratio(i) is the median, the lower of the two middle
+// ones for an even n.
+template <class Ratio>
+std::size_t median_pair(std::size_t n, const Ratio& ratio) {
+    PLAB_ASSERT(n > 0);
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t z) { return ratio(a) < ratio(z); });
+    return order[(n - 1) / 2];
+}
+
 void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vector<double>& times,
                      const std::vector<double>& peak_gflops, const BenchOptions& o) {
     PLAB_ASSERT(!times.empty() && times.size() == peak_gflops.size());
     const double flops = prefill_flops(c, row.tokens, o);
-    std::vector<std::size_t> order(times.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto ratio = [&](std::size_t i) { return flops / times[i] / 1e9 / peak_gflops[i]; };
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t z) { return ratio(a) < ratio(z); });
-    const std::size_t mid = order[(order.size() - 1) / 2];
+    const std::size_t mid = median_pair(
+        times.size(), [&](std::size_t i) { return flops / times[i] / 1e9 / peak_gflops[i]; });
     row.paired_prefill_s = times;
     row.paired_peak_run_gflops = peak_gflops;
     row.paired_gflops = flops / times[mid] / 1e9;
@@ -197,8 +205,14 @@ void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vect
 // Prefills a short prompt, then times single-token steps.
 // device_copy_gb_per_s: the device's copy bandwidth (0: not measured), the
 // bound of a GPU row.
-DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
-                          const MachineSpeed& machine, double device_copy_gb_per_s) {
+// The weight sweeps a decode row's limit is the median of (machine.h).
+constexpr int kSweepRepeats = 9;
+
+// With `sweep`, each step is followed by one sweep, whose time goes to
+// *sweeps (DecodeBenchRow::paired_*).
+std::vector<double> time_decode_steps(Backend& backend, const DeviceModel& model,
+                                      const BenchOptions& o, WeightSweep* sweep = nullptr,
+                                      std::vector<double>* sweeps = nullptr) {
     const ModelConfig& c = model.config();
     const std::vector<int32_t> prompt = bench_tokens(o.decode_prompt, c.vocab_size);
     Session s(model, session_for(prompt, c, o));
@@ -210,8 +224,16 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
         const std::vector<float> logits = s.decode_step(token);
         backend.synchronize();
         steps.push_back(now_s() - t0);
+        if (sweep != nullptr) sweeps->push_back(sweep->seconds());
         token = argmax(logits);
     }
+    return steps;
+}
+
+DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
+                          const MachineSpeed& machine, double device_copy_gb_per_s) {
+    const ModelConfig& c = model.config();
+    const std::vector<double> steps = time_decode_steps(backend, model, o);
     DecodeBenchRow d;
     d.backend = backend.name();
     d.context = o.decode_prompt + o.decode_steps / 2;
@@ -232,9 +254,21 @@ DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const Benc
     if (host) {
         d.read_bound_tokens_per_s = machine.read_gb_per_s * 1e9 / d.bytes_per_token;
         d.fraction_of_read_bound = d.tokens_per_s / d.read_bound_tokens_per_s;
-        d.sweep_s = weight_sweep_seconds(d.bytes_per_token);
+        WeightSweep sweep(d.bytes_per_token);
+        std::vector<double> sweeps;
+        for (int r = 0; r < kSweepRepeats; ++r) sweeps.push_back(sweep.seconds());
+        d.sweep_s = median(sweeps);
         d.sweep_bound_tokens_per_s = 1.0 / d.sweep_s;
         d.fraction_of_sweep_bound = d.tokens_per_s / d.sweep_bound_tokens_per_s;
+        if (!backend.is_reference()) {
+            d.paired_step_s = time_decode_steps(backend, model, o, &sweep, &d.paired_sweep_s);
+            const std::size_t mid = median_pair(d.paired_step_s.size(), [&](std::size_t i) {
+                return d.paired_sweep_s[i] / d.paired_step_s[i];
+            });
+            d.paired_step_ms = d.paired_step_s[mid] * 1e3;
+            d.paired_sweep_ms = d.paired_sweep_s[mid] * 1e3;
+            d.fraction_of_paired_sweep = d.paired_sweep_ms / d.paired_step_ms;
+        }
     }
     return d;
 }

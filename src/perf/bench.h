@@ -97,10 +97,21 @@ struct DecodeBenchRow {
     double fraction_of_bound = 0;
     double read_bound_tokens_per_s = 0;  // read bandwidth / bytes per token
     double fraction_of_read_bound = 0;
-    double sweep_s = 0;                   // weight_sweep_seconds(bytes_per_token)
+    double sweep_s = 0;                   // median of 9 WeightSweep(bytes_per_token) sweeps
     double sweep_bound_tokens_per_s = 0;  // 1 / sweep_s
     double fraction_of_sweep_bound = 0;
-    double ratio_to_quiet = 0;  // under load: median_step_s / the quiet row's
+    // The tuned host backend only (as PrefillBenchRow's paired_*): the steps
+    // again from the same prompt, each followed at once by one sweep of its
+    // bytes, so the two are timed on the machine as it is at that moment.
+    // Each evicts the other from the caches: the pair compares two streams
+    // of the same bytes from memory. The pair shown is the one whose
+    // sweep / step is its steps' median.
+    std::vector<double> paired_step_s;   // each paired step's time
+    std::vector<double> paired_sweep_s;  // the sweep timed right after it
+    double paired_step_ms = 0;           // the median pair's
+    double paired_sweep_ms = 0;
+    double fraction_of_paired_sweep = 0;  // paired_sweep_ms / paired_step_ms
+    double ratio_to_quiet = 0;            // under load: median_step_s / the quiet row's
 };
 
 // Decode of `batch` sequences in one engine, one token each per step. The

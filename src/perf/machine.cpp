@@ -171,47 +171,44 @@ MachineSpeed measure_machine(PeakGemms& gemms, int repeats) {
     return m;
 }
 
-double weight_sweep_seconds(double bytes, int repeats) {
+WeightSweep::WeightSweep(double bytes)
+    : floats_(std::max<std::size_t>(std::size_t(bytes / sizeof(float)), 1)),
+      w_(floats_),
+      sums_(static_cast<std::size_t>(cpu_threads() * kTasksPerThread)) {
+    for (std::size_t i = 0; i < floats_; ++i) w_[i] = 1.0f + float(i % 7) * 0x1p-8f;
+    sweep();  // warm-up: page in, and into whatever cache holds it
+}
+
+void WeightSweep::sweep() {
     using namespace Eigen::internal;
     using Packet = packet_traits<float>::type;
     constexpr int kLanes = packet_traits<float>::size;
-    const std::size_t floats = std::max<std::size_t>(std::size_t(bytes / sizeof(float)), 1);
-    // In the memory the engine keeps its weights in (huge pages where the
-    // kernel gives them, backends/host_memory.h): the limit of the same reads.
-    HostVector w(floats);
-    for (std::size_t i = 0; i < floats; ++i) w[i] = 1.0f + float(i % 7) * 0x1p-8f;
     const int threads = cpu_threads();
-    const int tasks = threads * 8;  // dynamic: a late thread delays one piece
-    std::vector<float> sums(static_cast<std::size_t>(tasks));
-    const auto sweep = [&] {
-        run_cpu_tasks(threads, tasks, [&](int t) {
-            const std::size_t lo = floats * std::size_t(t) / tasks;
-            const std::size_t hi = floats * std::size_t(t + 1) / tasks;
-            // Four independent multiply-add chains, as a decode GEMV keeps.
-            const Packet x = pset1<Packet>(0.5f);
-            Packet a0 = pset1<Packet>(0.0f), a1 = a0, a2 = a0, a3 = a0;
-            std::size_t i = lo;
-            for (; i + 4 * kLanes <= hi; i += 4 * kLanes) {
-                a0 = pmadd(ploadu<Packet>(&w[i]), x, a0);
-                a1 = pmadd(ploadu<Packet>(&w[i + kLanes]), x, a1);
-                a2 = pmadd(ploadu<Packet>(&w[i + 2 * kLanes]), x, a2);
-                a3 = pmadd(ploadu<Packet>(&w[i + 3 * kLanes]), x, a3);
-            }
-            float s = predux(padd(padd(a0, a1), padd(a2, a3)));
-            for (; i < hi; ++i) s += w[i] * 0.5f;
-            sums[std::size_t(t)] = s;
-        });
-    };
-    sweep();  // warm-up: page in, and into whatever cache holds it
-    std::vector<double> times;
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        sweep();
-        times.push_back(seconds_since(t0));
-    }
-    PLAB_ASSERT(sums[0] > 0);  // the sweep was really taken
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    const int tasks = static_cast<int>(sums_.size());  // dynamic: a late thread delays one piece
+    run_cpu_tasks(threads, tasks, [&](int t) {
+        const std::size_t lo = floats_ * std::size_t(t) / tasks;
+        const std::size_t hi = floats_ * std::size_t(t + 1) / tasks;
+        // Four independent multiply-add chains, as a decode GEMV keeps.
+        const Packet x = pset1<Packet>(0.5f);
+        Packet a0 = pset1<Packet>(0.0f), a1 = a0, a2 = a0, a3 = a0;
+        std::size_t i = lo;
+        for (; i + 4 * kLanes <= hi; i += 4 * kLanes) {
+            a0 = pmadd(ploadu<Packet>(&w_[i]), x, a0);
+            a1 = pmadd(ploadu<Packet>(&w_[i + kLanes]), x, a1);
+            a2 = pmadd(ploadu<Packet>(&w_[i + 2 * kLanes]), x, a2);
+            a3 = pmadd(ploadu<Packet>(&w_[i + 3 * kLanes]), x, a3);
+        }
+        float s = predux(padd(padd(a0, a1), padd(a2, a3)));
+        for (; i < hi; ++i) s += w_[i] * 0.5f;
+        sums_[std::size_t(t)] = s;
+    });
+    PLAB_ASSERT(sums_[0] > 0);  // the sweep was really taken
+}
+
+double WeightSweep::seconds() {
+    const auto t0 = std::chrono::steady_clock::now();
+    sweep();
+    return seconds_since(t0);
 }
 
 GemmSource peak_gemm_source(const MachineSpeed& m) {

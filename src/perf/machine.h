@@ -13,8 +13,12 @@
 //     is a DRAM figure; the copy's 2 x 256 MiB may still be partly cached.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "backends/host_memory.h"
 
 namespace plab {
 
@@ -87,13 +91,30 @@ private:
 // again after each paired prefill run): the size and OpenBLAS are gemms'.
 MachineSpeed measure_machine(PeakGemms& gemms, int repeats = 5);
 
-// The weight-sweep limit of a decode step (issue 13): the median time, over
-// `repeats` runs after a warm-up, for the engine's threads to stream `bytes`
-// of floats through a multiply-add — exactly the bytes one decode step must
-// read, in a buffer of that size. Whatever the caches give (a model that fits
-// in the last-level cache is swept from there) the sweep gets too, so no
-// decode step on this machine can beat it: a bound that holds on any machine,
-// unlike bytes / DRAM bandwidth.
-double weight_sweep_seconds(double bytes, int repeats = 9);
+// The weight-sweep limit of a decode step (issue 13): the time for the
+// engine's threads to stream `bytes` of floats through a multiply-add —
+// exactly the bytes one decode step must read, in a buffer of that size.
+// Whatever the caches give (a model that fits in the last-level cache is
+// swept from there) the sweep gets too, so no decode step on this machine can
+// beat it: a bound that holds on any machine, unlike bytes / DRAM bandwidth.
+// The buffer is kept, so sweeps can be timed one at a time: `plab bench`
+// takes the median of 9 after its decode steps, then follows each of a
+// second set of steps with one (DecodeBenchRow's paired_*), so that a step
+// and its limit are timed on the machine as it is at that moment. Made in
+// the memory the engine keeps its weights in (huge pages where the kernel
+// gives them, backends/host_memory.h), filled, and swept once untimed.
+class WeightSweep {
+public:
+    explicit WeightSweep(double bytes);
+    double seconds();  // one sweep of the whole buffer on the engine's threads, timed
+
+private:
+    void sweep();
+    // Pieces per thread: dynamic, so a late thread delays only one piece.
+    static constexpr int kTasksPerThread = 8;
+    std::size_t floats_;
+    HostVector w_;
+    std::vector<float> sums_;  // one per piece, so the reads cannot be left out
+};
 
 }  // namespace plab

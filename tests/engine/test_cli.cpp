@@ -166,6 +166,27 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     REQUIRE(d["fraction_of_weight_sweep"].get<double>() ==
             Approx(d["tokens_per_s"].get<double>() / d["sweep_bound_tokens_per_s"].get<double>())
                 .epsilon(1e-12));
+    // Paired with it: the steps again, each followed by one sweep; the pair
+    // shown is the one whose sweep / step is the median (the lower middle of
+    // an even count), recomputed here from the pairs the JSON lists. cpu-ref's
+    // row is not paired (not tuned, as its prefill rows).
+    REQUIRE(bj["decode"].size() == 2);
+    REQUIRE(d["backend"] == "cpu");
+    REQUIRE_FALSE(bj["decode"][1].contains("fraction_of_paired_sweep"));
+    const std::vector<double> steps = d["paired_step_s"], sweeps = d["paired_sweep_s"];
+    REQUIRE(steps.size() == 3);  // --decode-steps
+    REQUIRE(sweeps.size() == steps.size());
+    std::vector<std::pair<double, std::size_t>> pair_ratios;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        REQUIRE(steps[i] > 0);
+        REQUIRE(sweeps[i] > 0);
+        pair_ratios.push_back({sweeps[i] / steps[i], i});
+    }
+    std::sort(pair_ratios.begin(), pair_ratios.end());
+    const auto [pair_ratio, pair] = pair_ratios[(pair_ratios.size() - 1) / 2];
+    REQUIRE(d["fraction_of_paired_sweep"].get<double>() == Approx(pair_ratio).epsilon(1e-9));
+    REQUIRE(d["paired_step_ms"].get<double>() == Approx(steps[pair] * 1e3).epsilon(1e-12));
+    REQUIRE(d["paired_sweep_ms"].get<double>() == Approx(sweeps[pair] * 1e3).epsilon(1e-12));
     // --shape (or --random) names the shape of random weights; not beside --model, not unknown.
     require_one_line_cli_error(run_cli({"bench", "--shape", "stories1b"}),
                                "unknown model shape 'stories1b'; valid shapes: small, stories15m, "
