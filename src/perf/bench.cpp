@@ -600,9 +600,13 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     // One engine per backend: its backend and device model serve the
     // single-sequence rows (a Session each, no pool of the engine's is made);
     // the batched rows get an engine of their own, with a pool for b sequences.
+    // Its backend times its ops when asked (timing_ops: a host backend
+    // through the host clock's wrapper, off until the tables below), so the
+    // tables time the very model the rows ran, not a second copy of it.
     std::vector<std::unique_ptr<Engine>> loaded;  // kept for the load pass
     for (const std::string& name : o.backends) {
-        auto engine = std::make_unique<Engine>(weights, EngineOptions{.backend = name});
+        auto engine = std::make_unique<Engine>(
+            weights, EngineOptions{.backend = name, .wrap_backend = timing_ops});
         Backend* backend = &engine->backend();
         const DeviceModel* model = &engine->model();
         {
@@ -629,22 +633,10 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                 add_paired_runs(row, c, times, beside.gflops, o);
             }
         }
-        if (backend->times_device_ops()) {
-            for (int n : o.lengths)
-                r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
-            if (o.decode_steps > 0)
-                r.decode_ops.push_back(decode_op_breakdown(*backend, *model, o));
-        } else {
-            // The host backends: the same breakdown on the host clock, through
-            // a wrapper that times each op (a model of its own on it: the
-            // weights are uploaded, and packed, once more).
-            HostTimedBackend timed(*backend);
-            const DeviceModel timed_model(timed, weights);
-            for (int n : o.lengths)
-                r.device_ops.push_back(device_op_breakdown(timed, timed_model, n, o));
-            if (o.decode_steps > 0)
-                r.decode_ops.push_back(decode_op_breakdown(timed, timed_model, o));
-        }
+        // Time by op: one more prefill per length, then one decode step.
+        PLAB_ASSERT(backend->times_device_ops());  // timing_ops saw to it
+        for (int n : o.lengths) r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
+        if (o.decode_steps > 0) r.decode_ops.push_back(decode_op_breakdown(*backend, *model, o));
         r.decode.push_back(decode_row(*backend, *model, o, r.machine, r.device_peak.copy_gb_per_s));
         // The largest batch's row also times one step op by op.
         const int largest_batch =
