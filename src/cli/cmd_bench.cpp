@@ -335,19 +335,20 @@ void run(BenchCliOptions o) {
             row["prefills"] = b.runs;
             j["device_ops"].push_back(row);
         }
-        j["decode_device_ops"] = nlohmann::json::array();
-        for (const auto& b : r.decode_ops) {
+        // A decode step's: the context it ran at and the steps it is the
+        // median of; a batched step's also its batch.
+        const auto step_json = [&](const DeviceOpBreakdown& b) {
             nlohmann::json row = breakdown_json(b);
             row["context"] = b.context;
             row["steps"] = b.runs;
-            j["decode_device_ops"].push_back(row);
-        }
+            return row;
+        };
+        j["decode_device_ops"] = nlohmann::json::array();
+        for (const auto& b : r.decode_ops) j["decode_device_ops"].push_back(step_json(b));
         j["decode_batch_device_ops"] = nlohmann::json::array();
         for (const auto& b : r.decode_batch_ops) {
-            nlohmann::json row = breakdown_json(b);
+            nlohmann::json row = step_json(b);
             row["batch"] = b.tokens;
-            row["context"] = b.context;
-            row["steps"] = b.runs;
             j["decode_batch_device_ops"].push_back(row);
         }
         if (o.bench.load) {

@@ -175,8 +175,6 @@ PrefillBenchRow prefill_row(const std::string& backend, const ModelConfig& c, in
     return row;
 }
 
-// The paired runs of a row: each run's ratio to the product right after it;
-// the pair with the median ratio (the lower middle one of an even count).
 // The pair (of n) whose ratio(i) is the median, the lower of the two middle
 // ones for an even n.
 template <class Ratio>
@@ -189,6 +187,8 @@ std::size_t median_pair(std::size_t n, const Ratio& ratio) {
     return order[(n - 1) / 2];
 }
 
+// The paired runs of a row: each run's ratio to the product right after it;
+// the pair with the median ratio (the lower middle one of an even count).
 void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vector<double>& times,
                      const std::vector<double>& peak_gflops, const BenchOptions& o) {
     PLAB_ASSERT(!times.empty() && times.size() == peak_gflops.size());
@@ -202,14 +202,12 @@ void add_paired_runs(PrefillBenchRow& row, const ModelConfig& c, const std::vect
     row.fraction_of_paired_peak = row.paired_gflops / row.paired_peak_gflops;
 }
 
-// Prefills a short prompt, then times single-token steps.
-// device_copy_gb_per_s: the device's copy bandwidth (0: not measured), the
-// bound of a GPU row.
 // The weight sweeps a decode row's limit is the median of (machine.h).
 constexpr int kSweepRepeats = 9;
 
-// With `sweep`, each step is followed by one sweep, whose time goes to
-// *sweeps (DecodeBenchRow::paired_*).
+// Prefills a short prompt, then times single-token steps. With `sweep`, each
+// step is followed by one sweep, whose time goes to *sweeps
+// (DecodeBenchRow::paired_*).
 std::vector<double> time_decode_steps(Backend& backend, const DeviceModel& model,
                                       const BenchOptions& o, WeightSweep* sweep = nullptr,
                                       std::vector<double>* sweeps = nullptr) {
@@ -230,6 +228,8 @@ std::vector<double> time_decode_steps(Backend& backend, const DeviceModel& model
     return steps;
 }
 
+// device_copy_gb_per_s: the device's copy bandwidth (0: not measured), the
+// bound of a GPU row.
 DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
                           const MachineSpeed& machine, double device_copy_gb_per_s) {
     const ModelConfig& c = model.config();
@@ -333,7 +333,70 @@ void check_batch(const ModelConfig& c, int b, const BenchOptions& o) {
                           << b * p.blocks_per_sequence << " or more, or a smaller batch");
 }
 
-DeviceOpBreakdown batch_step_op_breakdown(Engine& engine, int b);
+// Whether the backend's op times are a host clock's (the HostTimedBackend
+// wrapper around a CPU backend) rather than a device's events.
+bool timed_on_host(const Backend& backend) {
+    return dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
+}
+
+// The ops the backend timed since its last take, summed by name, largest first.
+DeviceOpBreakdown ops_by_name(Backend& backend, double wall_ms) {
+    DeviceOpBreakdown b;
+    b.backend = backend.name();
+    b.clock = timed_on_host(backend) ? "host" : "device";
+    b.wall_ms = wall_ms;
+    for (const DeviceOpTime& t : backend.take_device_op_times()) {
+        auto it = std::find_if(b.ops.begin(), b.ops.end(),
+                               [&](const DeviceOpRow& row) { return row.op == t.op; });
+        if (it == b.ops.end()) it = b.ops.insert(b.ops.end(), DeviceOpRow{t.op, 0, 0});
+        it->launches += 1;
+        it->ms += t.ms;
+        b.ops_ms += t.ms;
+    }
+    std::stable_sort(b.ops.begin(), b.ops.end(),
+                     [](const DeviceOpRow& a, const DeviceOpRow& z) { return a.ms > z.ms; });
+    return b;
+}
+
+// The run of median wall time (the lower middle one of an even count), with
+// the number of runs it is the median of: a host's op tables are timed more
+// than once, since one run on a noisy machine can be twice as slow as the next.
+DeviceOpBreakdown median_by_wall_time(std::vector<DeviceOpBreakdown> runs) {
+    PLAB_ASSERT(!runs.empty());
+    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
+        return a.wall_ms < z.wall_ms;
+    });
+    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
+    kept.runs = static_cast<int>(runs.size());
+    return kept;
+}
+
+// Steps of b decode tokens with every op timed, after a batched row's timed
+// steps: kBatchOpSteps on the host clock, whose table is the median by wall
+// time (the step's own, StepRecord::us: so scheduling and sampling b tokens
+// are the host work between ops); one on a device.
+DeviceOpBreakdown batch_step_op_breakdown(Engine& engine, int b) {
+    Backend& backend = engine.backend();
+    const int steps = timed_on_host(backend) ? kBatchOpSteps : 1;
+    std::vector<DeviceOpBreakdown> runs;
+    while (static_cast<int>(runs.size()) < steps) {
+        PLAB_ASSERT(engine.has_unfinished());  // batch_plan's new tokens cover these steps
+        backend.synchronize();
+        backend.take_device_op_times();  // drop anything timed before
+        backend.set_device_op_timing(true);
+        const StepRecord& s = engine.step();
+        backend.synchronize();
+        backend.set_device_op_timing(false);
+        PLAB_ASSERT(s.decode_tokens == b && s.prefill_tokens == 0);
+        double context = 0;  // positions cached before the step, as the timed rows count them
+        for (int id : s.requests)
+            context += static_cast<double>(engine.request(id).tokens.size()) - 2;
+        runs.push_back(ops_by_name(backend, s.us * 1e-3));
+        runs.back().tokens = b;
+        runs.back().context = static_cast<int>(std::lround(context / b));
+    }
+    return median_by_wall_time(std::move(runs));
+}
 
 // A backend that times its ops: a GPU one with its own events, a host one
 // through the host clock's wrapper. Timing is off until asked for.
@@ -426,31 +489,6 @@ public:
     CpuThreadCap& operator=(const CpuThreadCap&) = delete;
 };
 
-// Whether the backend's op times are a host clock's (the HostTimedBackend
-// wrapper around a CPU backend) rather than a device's events.
-bool timed_on_host(const Backend& backend) {
-    return dynamic_cast<const HostTimedBackend*>(&backend) != nullptr;
-}
-
-// The ops the backend timed since its last take, summed by name, largest first.
-DeviceOpBreakdown ops_by_name(Backend& backend, double wall_ms) {
-    DeviceOpBreakdown b;
-    b.backend = backend.name();
-    b.clock = timed_on_host(backend) ? "host" : "device";
-    b.wall_ms = wall_ms;
-    for (const DeviceOpTime& t : backend.take_device_op_times()) {
-        auto it = std::find_if(b.ops.begin(), b.ops.end(),
-                               [&](const DeviceOpRow& row) { return row.op == t.op; });
-        if (it == b.ops.end()) it = b.ops.insert(b.ops.end(), DeviceOpRow{t.op, 0, 0});
-        it->launches += 1;
-        it->ms += t.ms;
-        b.ops_ms += t.ms;
-    }
-    std::stable_sort(b.ops.begin(), b.ops.end(),
-                     [](const DeviceOpRow& a, const DeviceOpRow& z) { return a.ms > z.ms; });
-    return b;
-}
-
 // One decode step with every op timed, after a prefill of the decode rows'
 // prompt and one untimed step. On the device: one step; on the host: the
 // median by wall time of 5 (a step takes milliseconds; one can be descheduled).
@@ -478,44 +516,7 @@ DeviceOpBreakdown decode_op_breakdown(Backend& backend, const DeviceModel& model
         runs.back().tokens = 1;
         token = argmax(logits);
     }
-    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
-        return a.wall_ms < z.wall_ms;
-    });
-    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
-    kept.runs = steps;
-    return kept;
-}
-
-// Steps of b decode tokens with every op timed, after a batched row's timed
-// steps: kBatchOpSteps on the host clock, whose table is the median by wall
-// time (the step's own, StepRecord::us: so scheduling and sampling b tokens
-// are the host work between ops); one on a device.
-DeviceOpBreakdown batch_step_op_breakdown(Engine& engine, int b) {
-    Backend& backend = engine.backend();
-    const int steps = timed_on_host(backend) ? kBatchOpSteps : 1;
-    std::vector<DeviceOpBreakdown> runs;
-    while (static_cast<int>(runs.size()) < steps) {
-        PLAB_ASSERT(engine.has_unfinished());  // batch_plan's new tokens cover these steps
-        backend.synchronize();
-        backend.take_device_op_times();  // drop anything timed before
-        backend.set_device_op_timing(true);
-        const StepRecord& s = engine.step();
-        backend.synchronize();
-        backend.set_device_op_timing(false);
-        PLAB_ASSERT(s.decode_tokens == b && s.prefill_tokens == 0);
-        double context = 0;  // positions cached before the step, as the timed rows count them
-        for (int id : s.requests)
-            context += static_cast<double>(engine.request(id).tokens.size()) - 2;
-        runs.push_back(ops_by_name(backend, s.us * 1e-3));
-        runs.back().tokens = b;
-        runs.back().context = static_cast<int>(std::lround(context / b));
-    }
-    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
-        return a.wall_ms < z.wall_ms;
-    });
-    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
-    kept.runs = steps;
-    return kept;
+    return median_by_wall_time(std::move(runs));
 }
 
 }  // namespace
@@ -551,12 +552,7 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
     do {
         runs.push_back(timed_prefill());
     } while (runs.size() < 3 && now_s() - start <= o.budget_s);
-    std::sort(runs.begin(), runs.end(), [](const DeviceOpBreakdown& a, const DeviceOpBreakdown& z) {
-        return a.wall_ms < z.wall_ms;
-    });
-    DeviceOpBreakdown kept = runs[(runs.size() - 1) / 2];
-    kept.runs = static_cast<int>(runs.size());
-    return kept;
+    return median_by_wall_time(std::move(runs));
 }
 
 // The machine figures (GEMM peak, copy and read bandwidth) are measured on

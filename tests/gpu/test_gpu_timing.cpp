@@ -225,24 +225,30 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     // and the classifier. gpu-ref launches each as a matmul; the host clock
     // times the calls, Q/K/V and gate/up one matmul_parts call each.
     // context = the prompt plus one untimed step.
-    REQUIRE(j["decode_device_ops"].size() == 2);
-    for (const auto& step : j["decode_device_ops"]) {
+    // What both kinds of step table share: the host clock for cpu-ref only,
+    // 5 steps on the host and 1 on the device, the products as above, the
+    // ops' sum. Returns the calls (launches) per op.
+    const auto check_step = [&](const nlohmann::json& step) {
         const bool host = step["clock"] == "host";
-        INFO(step["backend"]);
         CHECK(host == (step["backend"] == "cpu-ref"));
         CHECK(step["steps"] == (host ? 5 : 1));
-        CHECK(step["context"].get<int>() > 1);
         double step_sum = 0;
-        int step_matmuls = 0, step_parts = 0;
+        std::map<std::string, int> step_calls;
         for (const auto& op : step["ops"]) {
             step_sum += op["ms"].get<double>();
-            if (op["op"] == "matmul") step_matmuls = op["launches"];
-            if (op["op"] == "matmul_parts") step_parts = op["launches"];
+            step_calls[op["op"]] = op["launches"];
         }
-        CHECK(step_matmuls == (host ? 2 : 7) * c.n_layers + 1);
-        CHECK(step_parts == (host ? 2 * c.n_layers : 0));
+        CHECK(step_calls["matmul"] == (host ? 2 : 7) * c.n_layers + 1);
+        CHECK(step_calls["matmul_parts"] == (host ? 2 * c.n_layers : 0));
         CHECK(step_sum == Approx(step["ops_ms"].get<double>()).epsilon(1e-9));
         CHECK(step["ops_ms"].get<double>() > 0);
+        return step_calls;
+    };
+    REQUIRE(j["decode_device_ops"].size() == 2);
+    for (const auto& step : j["decode_device_ops"]) {
+        INFO(step["backend"]);
+        check_step(step);
+        CHECK(step["context"].get<int>() > 1);
         CHECK(step["wall_ms"].get<double>() > 0);
     }
     // One step of the batch of 2 per backend, op by op, the same way: on the
@@ -252,13 +258,8 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     for (const auto& step : j["decode_batch_device_ops"]) {
         const bool host = step["clock"] == "host";
         INFO(step["backend"]);
-        CHECK(host == (step["backend"] == "cpu-ref"));
+        std::map<std::string, int> step_calls = check_step(step);
         CHECK(step["batch"] == 2);
-        CHECK(step["steps"] == (host ? 5 : 1));
-        std::map<std::string, int> step_calls;
-        for (const auto& op : step["ops"]) step_calls[op["op"]] = op["launches"];
-        CHECK(step_calls["matmul"] == (host ? 2 : 7) * c.n_layers + 1);
-        CHECK(step_calls["matmul_parts"] == (host ? 2 * c.n_layers : 0));
         // Attention: one host call a layer for both sequences; gpu-ref
         // launches one kernel a sequence.
         if (host)
