@@ -1,7 +1,7 @@
 # Prefill Lab — the two commands of the README's quick start:
 #   make run    install missing Debian packages, build, run the main demo
 #   make test   install missing Debian packages, build, run every test (ctest)
-# Other targets: deps, build, bench, format, format-check, screenshots, clean,
+# Other targets: deps, build, bench, notebooks, format, format-check, screenshots, clean,
 #   test-asan   the suite again under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   fuzz        every parser's libFuzzer harness FUZZ_SECONDS each (preset fuzz, build-fuzz/)
 
@@ -18,9 +18,17 @@ CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON -DPLAB_CUDA_ARCHITECTURES=90,)
 PLAB := $(BUILD_DIR)/plab
 VIEWER := $(BUILD_DIR)/plab-viewer
 
-.PHONY: run test test-asan test-asan-gpu fuzz deps build configure bench format format-check screenshots clean
+.PHONY: run test test-asan test-asan-gpu fuzz deps build build-run configure bench notebooks format format-check screenshots clean
 
-run: build
+# `make run` builds only what the demo and the viewer need (plab, plab-viewer):
+# the tests, the Python module and the fuzz harnesses wait for `make test`. With
+# no GPU present no native CUDA object is compiled (CMakeLists.txt), so a first
+# run on a fresh 2-core machine starts in minutes (tests/README.md has the figure).
+
+build-run: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target plab_cli $$(cmake --build $(BUILD_DIR) --target help | grep -o '^plab-viewer' | head -n 1)
+
+run: build-run
 	@echo "== plab toy: the [2,4,8,10] example, full and chunked"
 	$(PLAB) toy
 	@echo
@@ -104,6 +112,17 @@ bench: build
 	$(PLAB) bench --shape stories110m --backends cpu --lengths 128,512,2048 --repeats 3 \
 	  --decode-steps 32 --batch 1,16,64
 	$(PLAB) bench --backends cpu --lengths 128,512 --repeats 9 --decode-steps 64 --load
+
+# The notebooks of lessons/notebooks in Jupyter (Debian's jupyter-notebook), with
+# the prefill_lab module built and on the path of the kernel (/usr/bin/python3,
+# Debian's python3-ipykernel), whichever python3 comes first on PATH.
+# NOTEBOOK_ARGS passes options, e.g. NOTEBOOK_ARGS=--no-browser.
+# As root (a container, a fresh VM) Jupyter refuses to start without --allow-root.
+NOTEBOOK_ARGS ?=
+NOTEBOOK_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+notebooks: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target prefill_lab_python
+	PYTHONPATH=$(abspath $(BUILD_DIR))/python /usr/bin/jupyter-notebook --notebook-dir=lessons/notebooks $(NOTEBOOK_ROOT) $(NOTEBOOK_ARGS)
 
 # README pictures of every viewer panel, rendered headless (Xvfb) into assets/screenshots/.
 screenshots: build

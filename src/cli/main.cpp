@@ -1,16 +1,20 @@
-// `plab`: the Prefill Lab command line. One subcommand per file (cmd_*.cpp).
+// `plab`: the Prefill Lab command line. One subcommand per file (cmd_*.cpp);
+// how it introduces itself and answers a usage mistake: front_door.h.
 //
-// Errors: bad input prints one line "plab: error: ..." and exits 1; an
-// internal error (a bug) prints its location and exits 3; usage errors are
-// CLI11's own messages (exit 105-109).
+// Exit codes: 0 done (and for `plab`, `plab --help`, `plab --version`);
+// 1 bad input or a usage mistake, one line "plab: error: ..." on stderr;
+// 3 an internal error (a bug), with its location.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
+#include "cli/front_door.h"
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-    CLI::App app{"Prefill Lab: how an LLM processes its prompt before the first new token"};
+    CLI::App app{"how an LLM processes its prompt before the first new token"};
     app.require_subcommand(1);
     plab::cli::add_toy_command(app);
     plab::cli::add_prefill_command(app);
@@ -24,10 +28,29 @@ int main(int argc, char** argv) {
     plab::cli::add_mask_command(app);
     plab::cli::add_rounding_command(app);
     plab::cli::add_serve_command(app);
+    app.add_subcommand("version", "print plab's version and the model files it reads")
+        ->callback([] { std::cout << plab::cli::version_text(); });
+
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    // `plab` alone introduces itself, as `plab --help` does; the version flag
+    // is answered before parsing, so no command is required with it.
+    if (args.empty() || (args.size() == 1 && (args[0] == "--help" || args[0] == "-h"))) {
+        std::cout << plab::cli::overview(app);
+        return 0;
+    }
+    if (args.size() == 1 && args[0] == "--version") {
+        std::cout << plab::cli::version_text();
+        return 0;
+    }
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);  // `plab COMMAND --help`: CLI11's page of the command's options
+    } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "plab: error: " << plab::cli::usage_error(app, e, args) << "\n";
+        return 1;
     } catch (const plab::Error& e) {
         std::cerr << "plab: error: " << e.what() << "\n";
         return 1;

@@ -380,8 +380,67 @@ TEST_CASE("bad input: one clear line, non-zero exit, never a crash", "[cli]") {
     require_one_line_cli_error(run_cli({"info", "--model", broken.string()}), "model.safetensors");
     fs::remove_all(broken);
 
-    // Usage errors come from CLI11: non-zero, no crash.
-    const auto u = run_cli({"prefill", "--no-such-flag"});
-    REQUIRE(u.exit_code != 0);
-    REQUIRE(u.exit_code < 128);
+    // Usage errors the parser (CLI11) finds are one line too (issue 43).
+    require_one_line_cli_error(run_cli({"prefill", "--no-such-flag"}),
+                               "prefill: unknown option --no-such-flag");
+}
+
+// Issue 43: the CLI introduces itself. Six cases: `plab` alone, `plab --help`,
+// `plab --version` (and `plab version`), an unknown command, the parser's own
+// errors as one line, and the nearest known name suggested.
+TEST_CASE("the CLI introduces itself: commands, version, one-line usage errors", "[cli]") {
+    // 1-2. `plab` and `plab --help`: every command with its summary, and lesson 1.
+    const auto bare = run_cli({});
+    const auto help = run_cli({"--help"});
+    for (const auto* r : {&bare, &help}) {
+        INFO("stdout: " << r->out << "stderr: " << r->err);
+        REQUIRE(r->exit_code == 0);
+        REQUIRE(r->err.empty());
+        for (const char* command :
+             {"toy", "prefill", "generate", "bench", "info", "eval", "convert", "random-model",
+              "compare", "mask", "rounding", "serve", "version"}) {
+            INFO(command);
+            REQUIRE(r->out.find("\n  " + std::string(command) + " ") != std::string::npos);
+        }
+        REQUIRE(r->out.find("the [2,4,8,10] attention example") != std::string::npos);
+        REQUIRE(r->out.find("lesson 1, lessons/01-toy-example.md") != std::string::npos);
+        REQUIRE(fs::exists(fs::path(PLAB_LESSONS_DIR) / "01-toy-example.md"));
+    }
+    REQUIRE(bare.out == help.out);
+    // A command's own help is still CLI11's page of its options.
+    const auto prefill_help = run_cli({"prefill", "--help"});
+    REQUIRE(prefill_help.exit_code == 0);
+    REQUIRE(prefill_help.out.find("--chunks") != std::string::npos);
+
+    // 3. The version: "plab <version>" from CMakeLists.txt's project(), then the formats.
+    const auto version = run_cli({"--version"});
+    REQUIRE(version.exit_code == 0);
+    REQUIRE(version.out.rfind("plab " PLAB_TEST_VERSION "\n", 0) == 0);
+    REQUIRE(version.out.find("model files: llama2.c") != std::string::npos);
+    REQUIRE(version.out.find("safetensors") != std::string::npos);
+    REQUIRE(run_cli({"version"}).out == version.out);
+
+    // 4. An unknown command, and a typo of one.
+    require_one_line_cli_error(run_cli({"bogus"}), "unknown command 'bogus' (plab --help");
+    require_one_line_cli_error(run_cli({"prefil"}), "did you mean 'prefill'?");
+
+    // 5. What the parser rejects: one line "plab: error: ...", exit 1, the command named.
+    require_one_line_cli_error(run_cli({"generate", "-n", "abc"}),
+                               "generate: --max-new-tokens expects a value of type");
+    require_one_line_cli_error(run_cli({"convert", "a", "b", "--to", "gguf"}),
+                               "convert: --to: gguf not in {safetensors,llama2c}");
+    require_one_line_cli_error(run_cli({"prefill", "--prompt-file"}),
+                               "prefill: --prompt-file needs a value");
+    require_one_line_cli_error(run_cli({"convert", "a"}),
+                               "(plab convert --help lists its options)");
+
+    // 6. An unknown option close to a known one is named; a far one is not guessed.
+    require_one_line_cli_error(run_cli({"prefill", "--chunk", "4"}),
+                               "prefill: unknown option --chunk; did you mean --chunks?");
+    require_one_line_cli_error(run_cli({"prefill", "--chunk=4"}), "did you mean --chunks?");
+    require_one_line_cli_error(run_cli({"bench", "--lenghts", "64"}), "did you mean --lengths?");
+    require_one_line_cli_error(run_cli({"--verison"}), "did you mean --version?");
+    const auto far = run_cli({"prefill", "--zzzzzz"});
+    REQUIRE(far.err.find("did you mean") == std::string::npos);
+    require_one_line_cli_error(far, "unknown option --zzzzzz");
 }
