@@ -88,29 +88,6 @@ bool is_table_separator(std::string_view t) {
     return starts_with(t, "|") && t.find_first_not_of("|-: ") == std::string_view::npos;
 }
 
-// The runner's markers in a shown line: {{name=value}} -> value, {{name}},
-// [[a..b]] and [[gpu-form]] -> "…" (what the reader sees varies there).
-std::string shown_output(std::string_view line) {
-    std::string out;
-    size_t i = 0;
-    while (i < line.size()) {
-        const bool braces = line.substr(i, 2) == "{{", brackets = line.substr(i, 2) == "[[";
-        const size_t close = braces     ? line.find("}}", i + 2)
-                             : brackets ? line.find("]]", i + 2)
-                                        : std::string_view::npos;
-        if (close == std::string_view::npos) {
-            out += line[i++];
-            continue;
-        }
-        const std::string_view inner = line.substr(i + 2, close - i - 2);
-        const size_t eq = inner.find('=');
-        out += braces && eq != std::string_view::npos ? std::string(inner.substr(eq + 1))
-                                                      : std::string("…");
-        i = close + 2;
-    }
-    return out;
-}
-
 struct Parser {
     std::string where;
     int lesson = 0;
@@ -272,13 +249,13 @@ LessonText parse_lesson(std::string_view markdown, const std::string& where, int
                 std::string_view l = lines[i];
                 l.remove_prefix(std::min<size_t>(indent_of(l), indent));
                 if (i > first) code.text += '\n';
-                code.text += shown_output(l);
+                code.text += l;  // a real run, as the lesson shows it
             }
             PLAB_CHECK(i < lines.size(), where << ":" << n << ": a ``` fence is never closed");
             p.out.blocks.push_back(code);
             continue;
         }
-        if (starts_with(t, "<!--")) {  // a comment (the runner's checks): skipped, not shown
+        if (starts_with(t, "<!--")) {  // a comment (the runner's checks and templates): not shown
             p.flush();
             while (i < lines.size() && lines[i].find("-->") == std::string_view::npos) ++i;
             PLAB_CHECK(i < lines.size(), where << ":" << n << ": an HTML comment is never closed");

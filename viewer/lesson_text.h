@@ -5,9 +5,10 @@
 // the text on screen is the text the lesson runner checks. Left out on purpose:
 // a full Markdown renderer. Headings, paragraphs, bullet and numbered items,
 // fenced code, tables, pictures, rules and <details> sections are recognised;
-// inline emphasis is dropped, links become "text (url)", and the lesson
-// runner's markers in shown output ({{name}}, [[a..b]]) read as the value they
-// pin or "…". HTML comments (the runner's checks) are not shown.
+// inline emphasis is dropped and links become "text (url)". A console block
+// is shown as written: a real run with real numbers (the lesson runner refuses
+// markers there). HTML comments (the runner's checks and the templates it
+// matches output against) are not shown.
 //
 // The "Try:" convention (lessons/README.md): a line or list item
 //     - Try: cut the prompt into chunks of 4 — `plab-viewer --lesson 3 --chunks 4`
@@ -63,7 +64,7 @@ struct LessonText {
 LessonText parse_lesson(std::string_view markdown, const std::string& where, int lesson = 0);
 
 // One line of Markdown as plain text: **bold** and *emphasis* marks dropped,
-// [text](url) -> "text (url)", runner markers -> their pinned value or "…".
+// [text](url) -> "text (url)".
 std::string inline_text(std::string_view line);
 
 // The lessons folder: $PLAB_LESSONS, else the source tree's lessons/ (baked in at

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -74,9 +75,13 @@ lines; 2 * 3 stays, T*T too.
 
 1. Step one [see](02-x.md).
 
+   <!-- expect
+   $ plab toy
+   out {{o2=4.5}} and {{ttft~}} in [[1e-8..1e-5]] ms
+   -->
    ```console
    $ plab toy
-   out {{o2=4.5}} and {{ttft}} in [[1e-8..1e-5]] ms
+   out 4.5 and 0.25 in 3e-06 ms
    ```
 
    After the code.
@@ -120,11 +125,11 @@ TEST_CASE("lesson parser: every Markdown shape the lessons use", "[viewer][lesso
     CHECK(b[2].text == "item one continued");
     CHECK(b[4].marker == "1.");
     CHECK(b[4].text == "Step one see (02-x.md).");
-    // Indented code inside an item: the indent is removed, the runner's markers read
-    // as the value they pin or "…".
+    // Indented code inside an item: the indent is removed, the shown run kept as
+    // written, and the template above it (an HTML comment) not shown at all.
     CHECK(b[5].marker == "console");
     CHECK(b[5].level == 1);
-    CHECK(b[5].text == "$ plab toy\nout 4.5 and … in … ms");
+    CHECK(b[5].text == "$ plab toy\nout 4.5 and 0.25 in 3e-06 ms");
     CHECK(b[6].level == 1);  // the item's paragraph after its code
     CHECK(b[6].text == "After the code.");
     REQUIRE(b[7].cells.size() == 2);                                 // the separator row dropped
@@ -207,6 +212,41 @@ TEST_CASE("every lesson with a panel has Try steps that parse, and each one chan
                 CHECK(s.scene == base.scene);  // the lesson's panel stays
         }
     }
+}
+
+// Issue 43: the lesson pane shows the numbers a real run printed, never the
+// runner's markers ({{name}}, [[a..b]], [[gpu-form]]) nor a "…" standing for a
+// number: the student is asked to check those numbers by hand.
+TEST_CASE("the lesson pane shows every lesson's numbers, no checker markup", "[viewer][lesson]") {
+    const std::regex marker(
+        "\\{\\{[A-Za-z_]|\\[\\[gpu-form\\]\\]|\\[\\[[-+0-9.eE]+\\.\\.[-+0-9.eE]+\\]\\]");
+    const std::string dir = lessons_dir();
+    int lessons = 0, code_blocks = 0;
+    for (int n = 1; n <= 99; ++n) {
+        LessonText t;
+        try {
+            t = load_lesson(dir, n);
+        } catch (const Error&) {
+            break;  // the lessons are numbered 1..N without a gap
+        }
+        ++lessons;
+        for (const LessonBlock& b : t.blocks) {
+            INFO(t.path << ":" << b.line);
+            std::vector<std::string> texts{b.text};
+            for (const auto& row : b.cells) texts.insert(texts.end(), row.begin(), row.end());
+            for (const std::string& text : texts) CHECK(!std::regex_search(text, marker));
+            if (b.kind != BlockKind::kCode) continue;
+            ++code_blocks;
+            std::istringstream lines(b.text);
+            for (std::string l; std::getline(lines, l);) {
+                INFO(l);
+                CHECK((l.find("\xE2\x80\xA6") == std::string::npos ||
+                       l.substr(l.find_first_not_of(' ')) == "\xE2\x80\xA6"));
+            }
+        }
+    }
+    CHECK(lessons >= 15);
+    CHECK(code_blocks >= 50);
 }
 
 TEST_CASE("lessons without a panel open as text alone, naming the command that teaches them",

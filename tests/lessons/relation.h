@@ -1,0 +1,18 @@
+// Relation checks of an executable lesson: "<!-- check: EXPR OP EXPR [within
+// EXPR | within EXPR%] -->", evaluated over the numbers the lesson's commands
+// printed (see lesson_runner.cpp for the whole format).
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace plab::lessons {
+
+// A captured number, by the name its "{{name}}" marker gave it.
+using Captures = std::map<std::string, double>;
+
+// "" when the relation holds, else why not (with the values it used). A
+// malformed relation or a name nobody captured throws std::runtime_error.
+std::string check_relation(const std::string& relation, const Captures& captures);
+
+}  // namespace plab::lessons
