@@ -7,8 +7,10 @@
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
-# One list of Debian package names, shared by humans and CI.
+# One list of Debian package names, shared by humans and CI; `make run` needs
+# only the part above the "---- for `make test`" line.
 PACKAGES := $(shell grep -v '^\s*\#' .ci/debian-packages.txt | grep -v '^\s*$$')
+RUN_PACKAGES := $(shell sed '/^\# ---- for `make test`/,$$d' .ci/debian-packages.txt | grep -v '^\s*\#' | grep -v '^\s*$$')
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # CI (which sets CI=true) treats warnings as errors, and compiles the native
 # CUDA kernels for sm_90 only: CI has no GPU, so the native build there proves
@@ -18,14 +20,14 @@ CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON -DPLAB_CUDA_ARCHITECTURES=90,)
 PLAB := $(BUILD_DIR)/plab
 VIEWER := $(BUILD_DIR)/plab-viewer
 
-.PHONY: run test test-asan test-asan-gpu fuzz deps build build-run configure bench notebooks format format-check screenshots clean
+.PHONY: run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean
 
 # `make run` builds only what the demo and the viewer need (plab, plab-viewer):
 # the tests, the Python module and the fuzz harnesses wait for `make test`. With
 # no GPU present no native CUDA object is compiled (CMakeLists.txt), so a first
 # run on a fresh 2-core machine starts in minutes (tests/README.md has the figure).
 
-build-run: configure
+build-run: configure-run
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target plab_cli $$(cmake --build $(BUILD_DIR) --target help | grep -o '^plab-viewer' | head -n 1)
 
 run: build-run
@@ -40,7 +42,7 @@ run: build-run
 	@if [ -n "$$DISPLAY" ] && [ -x $(VIEWER) ]; then \
 	  echo "== opening the viewer (plab-viewer)"; $(VIEWER); \
 	else \
-	  echo "(no display: run $(VIEWER) on a desktop, or see the screenshots in README.md)"; \
+	  echo "(no display: run $(VIEWER) on a desktop, or see the screenshots in viewer/README.md)"; \
 	fi
 
 test: build
@@ -88,7 +90,13 @@ fuzz: deps
 	PLAB_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --preset fuzz -j$(JOBS) --timeout $$(( $(FUZZ_SECONDS) + 300 ))
 
 deps:
-	@missing=""; for p in $(PACKAGES); do \
+	@$(MAKE) -s install-packages WANT="$(PACKAGES)"
+
+deps-run:
+	@$(MAKE) -s install-packages WANT="$(RUN_PACKAGES)"
+
+install-packages:
+	@missing=""; for p in $(WANT); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -99,10 +107,13 @@ deps:
 configure: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
+configure-run: deps-run
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-# The README's performance section comes from one run of this: both shapes the
+# assets/bench/README.md (performance) comes from one run of this: both shapes the
 # issue names, prefill at three lengths, decode alone and batched, the roofline.
 # Run it on a quiet machine; it prints what the machine is.
 bench: build
