@@ -5,7 +5,7 @@
 // Its visible keys j = lo..hi (the mask's key range for p; causal: 0..p) are
 // cut into blockDim contiguous pieces, piece t for thread t, in j order.
 //   1. Each thread scores its piece, s_j = attention_score(...) (-inf where
-//      masked, core/attention_spec.h), into shared memory, and takes the max
+//      masked, core/attention_math.h), into shared memory, and takes the max
 //      of its piece with attention_max_step, in j order.
 //   2. The pieces' maxima meet left to right (a warp-shuffle butterfly that
 //      keeps lane order, then the warps in order): the very value of the

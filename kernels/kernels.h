@@ -17,7 +17,7 @@
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
-//                       max in parallel, j-order sums (core/attention_spec.h)
+//                       max in parallel, j-order sums (core/attention_math.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
 //                       2018; FlashAttention, Dao et al. 2022); 4 rows x 8 keys a thread
 //                       in registers, two warp groups on alternate key tiles; Dh a
@@ -36,7 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/attention_spec.h"
+#include "core/attention_math.h"
 #include "simt/simt.h"
 
 namespace plab::PLAB_SIMT_NS {

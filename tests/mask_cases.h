@@ -17,7 +17,7 @@
 
 #include "core/backend.h"
 #include "runtime/equivalence.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab::test {
 

@@ -5,7 +5,7 @@ GPT-2) starts from the 256 byte values, so *any* byte string is encodable and
 decodes back exactly, then repeatedly merges the most frequent adjacent pair
 into a new token. A merge list is the whole tokenizer.
 
-Pre-tokenization (shared with src/model/tokenizer_bpe.cpp, keep them equal):
+Pre-tokenization (shared with src/model/tokenizers/tokenizer_bpe.cpp, keep them equal):
 the text is cut into pieces and merges never cross a piece boundary.
 A byte is a *letter* if it is A-Z, a-z or >= 0x80 (so UTF-8 words stay
 together), a *digit* if 0-9. A piece is

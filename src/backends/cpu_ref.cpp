@@ -151,7 +151,7 @@ void CpuRefBackend::kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
 
 // One (query, head) row at a time: scores over the query's key range (masked
 // cells -inf), their softmax statistics, then each output component — all
-// through core/attention_spec.h. Threads split the rows, never a row: each
+// through core/attention_math.h. Threads split the rows, never a row: each
 // row is computed whole, in the spec's order, by one task.
 void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool,
                               std::span<const int32_t> block_table, const AttentionShape& s) {

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/cpu_fast.h"
+#include "backends/cpu_fast/cpu_fast.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "model/shapes.h"
 #include "perf/bench.h"
-#include "perf/flops.h"
 #include "perf/roofline_plot.h"
+#include "runtime/cost_model.h"
 
 namespace plab::cli {
 namespace {

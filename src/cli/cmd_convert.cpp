@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "model/llama2c.h"
 #include "model/model_io.h"
-#include "model/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_bpe.h"
 
 namespace plab::cli {
 namespace {

@@ -2,7 +2,7 @@
 //
 // Prints next-token accuracy and loss, templated-completion accuracy (the
 // answer is a name mentioned earlier), and every head's induction and
-// previous-token scores (definitions in src/runtime/eval.h). `--json` for tests.
+// previous-token scores (definitions in src/serving/eval.h). `--json` for tests.
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +10,7 @@
 
 #include "cli/common.h"
 #include "runtime/engine.h"
-#include "runtime/eval.h"
+#include "serving/eval.h"
 
 namespace plab::cli {
 namespace {

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/cpu_fast.h"
+#include "backends/cpu_fast/cpu_fast.h"
 #include "cli/common.h"
-#include "perf/flops.h"
+#include "runtime/cost_model.h"
 #include "runtime/registry.h"
 
 namespace plab::cli {

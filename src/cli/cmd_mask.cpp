@@ -1,13 +1,13 @@
 // `plab mask`: a mask spec drawn as text — which keys each query sees, the tile
 // map a tiled kernel works from, and the work saved against causal.
-// The grammar is in runtime/mask_spec.h; `plab mask --help` prints it.
+// The grammar is in runtime/mask_grammar.h; `plab mask --help` prints it.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/common.h"
 #include "core/error.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab::cli {
 namespace {

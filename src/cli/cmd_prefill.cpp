@@ -12,10 +12,10 @@
 
 #include "cli/common.h"
 #include "core/error.h"
-#include "perf/flops.h"
+#include "runtime/cost_model.h"
 #include "runtime/engine.h"
 #include "runtime/equivalence.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/request.h"
 #include "runtime/sampler.h"
 #include "trace/trace.h"

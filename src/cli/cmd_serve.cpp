@@ -1,5 +1,5 @@
 // `plab serve`: replay a workload on the engine and report serving metrics
-// (runtime/serve.h says where each clock starts and stops). With
+// (serving/serve.h says where each clock starts and stops). With
 // --compare-policies the same workload runs under every scheduling policy in
 // one run: the chunked-prefill experiment of issue 11.
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
-#include "runtime/serve.h"
+#include "serving/serve.h"
 
 namespace plab::cli {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "toy/toy.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/model_io.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab::cli {
 
@@ -42,7 +42,7 @@ struct PromptOptions {
 
 void add_model_option(CLI::App* cmd, std::string& path);
 
-// --mask SPEC (runtime/mask_spec.h grammar; `plab mask --help`), default causal.
+// --mask SPEC (runtime/mask_grammar.h grammar; `plab mask --help`), default causal.
 void add_mask_option(CLI::App* cmd, std::string& spec);
 // The spec bound to this prompt and model (BOS id for docs:bos, heads for ALiBi).
 BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& tokens,

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "runtime/json_lines.h"
+#include "serving/json_lines.h"
 
 namespace plab::cli {
 namespace {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/attention_spec.h"
+#include "core/attention_math.h"
 
 namespace plab {
 
@@ -106,14 +106,14 @@ public:
     // w holds an (N, K) weight matrix that stays unchanged until it is
     // released, uploaded to or filled again (DeviceModel calls this once per
     // weight after uploading it). A backend may keep a copy in the layout its
-    // matmul streams fastest (cpu: column panels, backends/cpu_gemm.h) —
+    // matmul streams fastest (cpu: column panels, backends/cpu_fast/cpu_gemm.h) —
     // weights repacked once at load time. Results must not depend on it.
     virtual void prepare_weight(Buffer /*w*/, int /*n*/, int /*k*/) {}
     // k_pool is a layer's K pool of the KV cache, in blocks of block_size
     // positions of row_size floats (KvCache calls this once per layer when
     // it makes the pool). A backend may keep a copy of K in the layout its
     // decode attention reads fastest (cpu: transposed block by block,
-    // backends/cpu_key_mirror.h), kept up to date by kv_append, upload and
+    // backends/cpu_fast/cpu_key_mirror.h), kept up to date by kv_append, upload and
     // fill. Results must not depend on it.
     virtual void prepare_kv_pool(Buffer /*k_pool*/, int /*block_size*/, int /*row_size*/) {}
     // Rotates each head of row i by position pos0 + i, in place.

@@ -25,7 +25,7 @@
 // boundaries, a custom 0/1 matrix, ALiBi slopes) keep it in one array of
 // 32-bit words that the Mask points to; a host Mask points to host memory, and
 // a GPU backend uploads the words and hands its kernels a copy of the Mask that
-// points to device memory (runtime/mask_spec.h owns the host words).
+// points to device memory (runtime/mask_grammar.h owns the host words).
 //
 // Composition (FlexAttention's and_masks / or_masks): up to kMaxTerms terms;
 // a term may start a new OR group, and inside a group the terms are ANDed:

@@ -1,5 +1,5 @@
 // llama2.c checkpoints: reading, writing, RoPE row permutation.
-// Format in llama2c.h; its tokenizer.bin is model/tokenizer_llama2c.cpp.
+// Format in llama2c.h; its tokenizer.bin is model/tokenizers/tokenizer_llama2c.cpp.
 // Left out: the Q8_0 "v2" export (rejected by name).
 #include "model/llama2c.h"
 

@@ -23,7 +23,7 @@
 // engine uses the half-split pairing, so wq/wk rows are permuted on load and
 // back on save (model/rope_permute.h); a round trip is bitwise exact.
 //
-// tokenizer.bin, the format's tokenizer, is model/tokenizer_llama2c.h
+// tokenizer.bin, the format's tokenizer, is model/tokenizers/tokenizer_llama2c.h
 // (included here: a reader of one usually wants the other); the model
 // loader that pairs a .bin with the tokenizer beside it is model/model_io.cpp.
 //
@@ -34,7 +34,7 @@
 #include <string>
 
 #include "model/binary_read.h"
-#include "model/tokenizer_llama2c.h"
+#include "model/tokenizers/tokenizer_llama2c.h"
 #include "model/weights.h"
 
 namespace plab {

@@ -9,10 +9,10 @@
 #include "core/error.h"
 #include "model/llama2c.h"
 #include "model/safetensors.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_hf.h"
-#include "model/tokenizer_ids.h"
-#include "model/tokenizer_llama2c.h"
+#include "model/tokenizers/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_hf.h"
+#include "model/tokenizers/tokenizer_ids.h"
+#include "model/tokenizers/tokenizer_llama2c.h"
 
 namespace plab {
 namespace fs = std::filesystem;
@@ -47,8 +47,8 @@ std::vector<float> take(TensorMap& m, const std::string& name, std::vector<std::
 }
 
 // "byte", "ids" (prompts are token ids), or a file beside config.json:
-// *.bpe (plab-bpe, model/tokenizer_bpe.h), *.bin (llama2.c tokenizer.bin) or
-// tokenizer.json (Hugging Face, model/tokenizer_hf.h).
+// *.bpe (plab-bpe, model/tokenizers/tokenizer_bpe.h), *.bin (llama2.c tokenizer.bin) or
+// tokenizer.json (Hugging Face, model/tokenizers/tokenizer_hf.h).
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name, const fs::path& dir,
                                           int vocab_size) {
     if (name == "byte") return std::make_unique<ByteTokenizer>();

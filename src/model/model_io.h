@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
 
 namespace plab {

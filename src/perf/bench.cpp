@@ -13,11 +13,11 @@
 #include <memory>
 #include <thread>
 
-#include "backends/cpu_fast.h"
+#include "backends/cpu_fast/cpu_fast.h"
 #include "core/error.h"
-#include "perf/flops.h"
 #include "perf/host_timed_backend.h"
 #include "runtime/chunk_plan.h"
+#include "runtime/cost_model.h"
 #include "runtime/engine.h"
 #include "runtime/registry.h"
 #include "runtime/sampler.h"

@@ -1,6 +1,6 @@
 // `plab bench`: prefill and decode speed against this machine's measured limits.
 //
-// Prefill rows: tokens/s and achieved GFLOP/s (perf/flops.h) as a fraction of
+// Prefill rows: tokens/s and achieved GFLOP/s (runtime/cost_model.h) as a fraction of
 // the GEMM peak measured in the same run. Decode rows: tokens/s beside the
 // memory-bandwidth bound (bytes read per token / measured copy bandwidth).
 // Medians of several runs, because shared machines are noisy; the worst run
@@ -67,7 +67,7 @@ struct PrefillBenchRow {
     int runs = 0;
     double median_s = 0;
     double tokens_per_s = 0;
-    double gflops = 0;            // achieved: FLOPs of perf/flops.h / median time
+    double gflops = 0;            // achieved: FLOPs of runtime/cost_model.h / median time
     double fraction_of_peak = 0;  // gflops / measured GEMM peak
     double worst_s = 0;           // slowest of the runs
     // Paired runs (the tuned host backend, quiet rows; empty otherwise): the
@@ -115,7 +115,7 @@ struct DecodeBenchRow {
 };
 
 // Decode of `batch` sequences in one engine, one token each per step. The
-// step reads the weights once for all of them (perf/flops.h DecodeStepCost).
+// step reads the weights once for all of them (runtime/cost_model.h DecodeStepCost).
 struct DecodeBatchRow {
     std::string backend;
     int batch = 0;
@@ -126,7 +126,7 @@ struct DecodeBatchRow {
     double median_step_s = 0;
     double tokens_per_s = 0;              // batch / median step: the machine's decode throughput
     double tokens_per_s_per_request = 0;  // 1 / median step: what each request sees
-    double flops_per_step = 0;            // at `context` (perf/flops.h decode_step_cost)
+    double flops_per_step = 0;            // at `context` (runtime/cost_model.h decode_step_cost)
     double bytes_per_step = 0;
     // Roofline, CPU backends only (0 otherwise): batch / max(FLOPs / GEMM
     // peak, bytes / read bandwidth), and the measured speed as a fraction of it.
@@ -135,7 +135,7 @@ struct DecodeBatchRow {
 };
 
 // Where a decode step stops being memory-bound on this machine: the batch b
-// with b·f / peak = (W + b·k) / read bandwidth (perf/flops.h
+// with b·f / peak = (W + b·k) / read bandwidth (runtime/cost_model.h
 // decode_compute_bound_batch), at the context of the largest batch of the first CPU backend.
 struct DecodeCrossover {
     double context = 0;

@@ -9,7 +9,7 @@
 // Both stb headers are single-file libraries: the implementation is compiled
 // here, with internal linkage (STB_IMAGE_WRITE_STATIC; stb_easy_font's
 // functions are static already), so it cannot clash with the viewer's copy
-// (viewer/capture.cpp) or Debian's libstb.
+// (viewer/app/capture.cpp) or Debian's libstb.
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
 #include <stb_easy_font.h>

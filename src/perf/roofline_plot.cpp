@@ -11,8 +11,8 @@
 #include <limits>
 
 #include "core/error.h"
-#include "perf/flops.h"
 #include "runtime/chunk_plan.h"
+#include "runtime/cost_model.h"
 
 namespace plab {
 

@@ -71,7 +71,7 @@ struct RooflinePoint {
     RooflinePointKind kind = RooflinePointKind::prefill;
     std::string backend;
     int size = 0;               // prefill: prompt tokens; decode: context; batch: b
-    double flops_per_byte = 0;  // x: FLOPs / bytes read (perf/flops.h)
+    double flops_per_byte = 0;  // x: FLOPs / bytes read (runtime/cost_model.h)
     double gflops = 0;          // y: achieved
     std::string label;          // "prefill 512", "decode", "decode b=16" (whichever backend)
 };

@@ -18,7 +18,7 @@
 
 #include "model/model_io.h"
 #include "runtime/engine.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab::py {
 

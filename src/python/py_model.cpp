@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "model/shapes.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "python/py_common.h"
 
 namespace plab::py {

@@ -35,7 +35,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
-#include "runtime/step_cost.h"
+#include "serving/step_cost.h"
 #include "trace/trace.h"
 
 namespace plab {
@@ -133,7 +133,7 @@ public:
     double now_us() const;
     // From now on, time is virtual: each step advances it by `cost`'s
     // duration of what it ran, and tokens are stamped at the step's end. Used
-    // by workload replay (runtime/serve.h) to make a run deterministic.
+    // by workload replay (serving/serve.h) to make a run deterministic.
     void use_virtual_clock(const StepCost& cost);
     bool virtual_clock() const { return virtual_; }
     // Virtual clock only: an idle engine waits for the next arrival.

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/attention_spec.h"
+#include "core/attention_math.h"
 #include "core/error.h"
 
 namespace plab {

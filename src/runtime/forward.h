@@ -98,7 +98,7 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
 // offset p), appending its K/V to the cache. Emits per-layer KV append events.
 // `mask` (core/mask.h; causal by default) decides which keys each query sees;
 // the caller has checked that every key it allows is in the cache by the end
-// of this chunk (runtime/mask_spec.h, check_plan_for_mask).
+// of this chunk (runtime/mask_grammar.h, check_plan_for_mask).
 ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
                           std::span<const int32_t> tokens, Workspace& ws,
                           const ForwardProbes& probes, Trace* trace, const Mask& mask = {});

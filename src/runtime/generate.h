@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "runtime/device_model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"

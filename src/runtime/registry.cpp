@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "backends/cpu_fast.h"
+#include "backends/cpu_fast/cpu_fast.h"
 #include "backends/cpu_ref.h"
 #include "core/error.h"
 #include "gpu_backend.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runtime/kv_cache.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/sampler.h"
 
 namespace plab {

@@ -12,14 +12,14 @@
 
 #include "runtime/chunk_plan.h"
 #include "runtime/forward.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab {
 
 struct SessionOptions {
     int block_size = 16;  // B: positions per KV block
     int num_blocks = 0;   // blocks in the pool; 0 = enough for max_seq_len
-    BoundMask mask{};     // the attention mask (runtime/mask_spec.h); causal by default
+    BoundMask mask{};     // the attention mask (runtime/mask_grammar.h); causal by default
 };
 
 // Attention probabilities of one (layer, head) over a prefill. Row i is the

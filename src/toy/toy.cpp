@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/kv_layout.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 namespace plab {
 namespace {

@@ -221,10 +221,10 @@ def check_map(root):
     if not rows or not col["file"] or not col["scene"]:
         return "no map", ["README.md:%d: no table with 'file' and 'scene' columns" % at[0]]
     # The scene names the viewer accepts: kSceneNames, which parse_scene reads.
-    src = read(os.path.join(root, "viewer/controller.cpp"))
+    src = read(os.path.join(root, "viewer/app/controller.cpp"))
     m = re.search(r"kSceneNames\[[^\]]*\]\s*=\s*\{([^}]*)\}", src)
     scenes = set(re.findall(r'"([^"]+)"', m.group(1))) if m else set()
-    options = read(os.path.join(root, "viewer/options.cpp"))
+    options = read(os.path.join(root, "viewer/app/options.cpp"))
     cli = "".join(read(os.path.join(root, f)) for f in tracked(root, "src/cli/*.cpp"))
     texts, problems, names = {}, [], 0
     for n, cells in rows[1:]:
@@ -256,7 +256,7 @@ def check_map(root):
         for opt in re.findall(r"(?<![\w-])--[a-z][\w-]*", scene):
             if '"%s"' % opt not in (cli if by_command else options):
                 problems.append(where + "%s is not an option of %s" % (
-                    opt, "plab (src/cli)" if by_command else "plab-viewer (viewer/options.cpp)"))
+                    opt, "plab (src/cli)" if by_command else "plab-viewer (viewer/app/options.cpp)"))
     return "%d map rows, %d names looked up in %d files, scenes %s" % (
         len(rows) - 1, names, len(texts), "/".join(sorted(scenes))), problems
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perf/bench.h"
-#include "perf/flops.h"
+#include "runtime/cost_model.h"
 #include "test_util.h"
 
 using namespace plab;

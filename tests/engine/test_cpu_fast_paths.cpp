@@ -1,7 +1,7 @@
 // The cpu backend's batched and few-query paths (issue 13) give the bits of
 // its plain ones: fused projections (matmul_parts) equal one matmul per
 // weight; a decode query, whose attention reads K and V straight from the
-// paged pool (backends/cpu_attention_pool.h), equals the same query computed
+// paged pool (backends/cpu_fast/cpu_attention_pool.h), equals the same query computed
 // inside a long chunk (the gathered-panel GEMM path); attention_batch equals
 // one attention call per sequence. Random inputs from fixed seeds, awkward
 // sizes (head_dim not a multiple of the vector width, blocks smaller and
@@ -14,11 +14,11 @@
 #include <numeric>
 #include <random>
 
-#include "backends/cpu_gemm.h"
-#include "core/attention_spec.h"
+#include "backends/cpu_fast/cpu_gemm.h"
+#include "core/attention_math.h"
 #include "core/backend.h"
 #include "core/kv_layout.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 
@@ -109,7 +109,7 @@ std::vector<float> attention(Backend& b, const Cache& c, const std::vector<float
 }
 
 // attention(), but the K pool is one the backend was told about
-// (prepare_kv_pool: cpu keeps a transposed copy of K, backends/cpu_key_mirror.h)
+// (prepare_kv_pool: cpu keeps a transposed copy of K, backends/cpu_fast/cpu_key_mirror.h)
 // and filled the ways a cache is: garbage first (upload), then positions
 // 0..4 and 5..first_run-1 in two kv_appends (whole vectors of slots:
 // register transposes; the rest slot by slot), the rest one position at a

@@ -1,4 +1,4 @@
-// The cpu backend's GEMM against its own contract (backends/cpu_gemm.h):
+// The cpu backend's GEMM against its own contract (backends/cpu_fast/cpu_gemm.h):
 // every output C[i][j] is one chain of fused multiply-adds over k in
 // increasing order, acc = fma(A[i][k], B[k][j], acc) from +0, whatever the
 // rows, the panels a task owns, the micro-tile or the reading ahead of the
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backends/cpu_gemm.h"
+#include "backends/cpu_fast/cpu_gemm.h"
 #include "backends/host_memory.h"
 #include "core/backend.h"
 #include "runtime/registry.h"

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
 #include "runtime/sampler.h"

@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "perf/flops.h"
+#include "runtime/cost_model.h"
 #include "test_util.h"
 
 using namespace plab;

@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
-#include "backends/cpu_fast.h"
+#include "backends/cpu_fast/cpu_fast.h"
 #include "backends/host_buffers.h"
 #include "backends/host_memory.h"
 #include "model/weights.h"

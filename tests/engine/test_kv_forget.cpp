@@ -13,7 +13,7 @@
 
 #include "core/kv_layout.h"
 #include "mask_cases.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-// Masks as data (core/mask.h, runtime/mask_spec.h) on the reference CPU backend.
+// Masks as data (core/mask.h, runtime/mask_grammar.h) on the reference CPU backend.
 //
 // What it shows: every mask kind, composition and score modifier
 //   1. agrees with an independent dense reference (the whole T x T mask

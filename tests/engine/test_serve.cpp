@@ -1,4 +1,4 @@
-// Workload replay (issue 11): `plab serve` and runtime/serve.h. The virtual
+// Workload replay (issue 11): `plab serve` and serving/serve.h. The virtual
 // clock makes a replay deterministic, so latency relations between policies
 // can be asserted without flakiness; outputs are the engine's, so they must be
 // those of each request alone on the reference backend.
@@ -11,7 +11,7 @@
 #include "model/model_io.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
-#include "runtime/serve.h"
+#include "serving/serve.h"
 #include "test_util.h"
 
 namespace plab::test {

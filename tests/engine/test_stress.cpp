@@ -18,10 +18,10 @@
 #include <random>
 
 #include "core/kv_layout.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 

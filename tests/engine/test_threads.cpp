@@ -13,8 +13,8 @@
 #include <random>
 #include <thread>
 
-#include "backends/cpu_fast.h"
-#include "core/attention_spec.h"
+#include "backends/cpu_fast/cpu_fast.h"
+#include "core/attention_math.h"
 #include "core/thread_pool.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"

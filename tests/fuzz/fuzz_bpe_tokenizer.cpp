@@ -1,11 +1,11 @@
 // Fuzz harness: a "plab-bpe 1" tokenizer file through BpeTokenizer::parse
-// (model/tokenizer_bpe.h). An accepted tokenizer must give any bytes back
+// (model/tokenizers/tokenizer_bpe.h). An accepted tokenizer must give any bytes back
 // exactly: decode(encode(x)) == x, for a fixed text and for the file's own
 // bytes. Seeds: assets/model/tokenizer.bpe and small variants.
 #include <string>
 
 #include "fuzz_util.h"
-#include "model/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_bpe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string file(plab::fuzz::as_text(data, size));

@@ -1,5 +1,5 @@
 // Fuzz harness: a Hugging Face tokenizer.json through HfTokenizer::parse
-// (model/tokenizer_hf.h). Input: the tokenizer.json text, optionally followed
+// (model/tokenizers/tokenizer_hf.h). Input: the tokenizer.json text, optionally followed
 // by a NUL byte and a tokenizer_config.json text (JSON never holds a raw NUL).
 // An accepted tokenizer must give ids inside its vocabulary for any bytes
 // (multilingual text, ill-formed UTF-8, the file itself), BOS first when it
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "model/tokenizer_hf.h"
+#include "model/tokenizers/tokenizer_hf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input(plab::fuzz::as_text(data, size));

@@ -1,5 +1,5 @@
-// Fuzz harness: JSON Lines files (runtime/json_lines.h) as their two readers
-// take them — `plab serve --workload` (runtime/workload.h parse_workload) and
+// Fuzz harness: JSON Lines files (serving/json_lines.h) as their two readers
+// take them — `plab serve --workload` (serving/workload.h parse_workload) and
 // `plab generate --prompts` (cli/prompts_file.h parse_prompts).
 //
 // Input: byte 0 even -> a workload, odd -> a prompts file; the rest is the
@@ -12,7 +12,7 @@
 
 #include "cli/prompts_file.h"
 #include "fuzz_util.h"
-#include "runtime/workload.h"
+#include "serving/workload.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;

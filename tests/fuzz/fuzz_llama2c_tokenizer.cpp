@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "model/tokenizer_llama2c.h"
+#include "model/tokenizers/tokenizer_llama2c.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 2) return 0;

@@ -1,4 +1,4 @@
-// Fuzz harness: mask specs (runtime/mask_spec.h) and custom mask files.
+// Fuzz harness: mask specs (runtime/mask_grammar.h) and custom mask files.
 //
 // Input: byte 0 chooses the prompt length T (1..64), byte 1 the number of heads
 // (1..16); then the spec's text, and after the first newline the text of a
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 2) return 0;

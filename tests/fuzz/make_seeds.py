@@ -7,7 +7,7 @@ faster and reaches deeper when its inputs are short.
     /usr/bin/python3 tests/fuzz/make_seeds.py     (from the repository root)
 
 Layouts follow the parsers' headers: model/safetensors.h, model/llama2c.h,
-model/tokenizer_llama2c.h, and the harnesses' own prefixes (fuzz_*.cpp).
+model/tokenizers/tokenizer_llama2c.h, and the harnesses' own prefixes (fuzz_*.cpp).
 """
 import json
 import os

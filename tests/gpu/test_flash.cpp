@@ -20,7 +20,7 @@
 
 #include "gpu_test_util.h"
 #include "mask_cases.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 

@@ -3,7 +3,7 @@
 //
 // What it shows: the mask (core/mask.h) and its data words (documents, custom
 // bits, ALiBi slopes) reach the kernels by value plus one uploaded array, and
-// the shared spec (core/attention_spec.h) makes the two reference backends agree
+// the shared spec (core/attention_math.h) makes the two reference backends agree
 // on every output, probability and probe score — on the attention op alone and
 // on whole chunked prefills of random GQA models with odd head_dim. Runs
 // emulated everywhere, natively too where a CUDA device is present.

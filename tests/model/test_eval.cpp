@@ -15,7 +15,7 @@
 #include <random>
 
 #include "model_test_util.h"
-#include "runtime/eval.h"
+#include "serving/eval.h"
 #include "test_util.h"
 
 using namespace plab::test;

@@ -8,7 +8,7 @@
 
 #include "golden_file.h"
 #include "model/model_io.h"
-#include "model/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_bpe.h"
 #include "model_test_util.h"
 #include "runtime/sampler.h"
 #include "test_util.h"

@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "model/llama2c.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_hf_unicode.h"
+#include "model/tokenizers/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_hf_unicode.h"
 #include "model_test_util.h"
 #include "test_util.h"
 
@@ -46,7 +46,7 @@ std::string random_utf8(std::mt19937_64& rng, int n_chars) {
                 cp = std::uniform_int_distribution<std::uint32_t>(0x01, 0x7F)(rng);
                 break;
         }
-        s += hf::utf8_encode(char32_t(cp));  // model/tokenizer_hf_unicode.h
+        s += hf::utf8_encode(char32_t(cp));  // model/tokenizers/tokenizer_hf_unicode.h
     }
     return s;
 }

@@ -18,8 +18,8 @@
 
 #include "core/error.h"
 #include "model/model_io.h"
-#include "model/tokenizer_hf.h"
-#include "model/tokenizer_hf_bpe.h"
+#include "model/tokenizers/tokenizer_hf.h"
+#include "model/tokenizers/tokenizer_hf_bpe.h"
 #include "model/weights.h"
 #include "test_util.h"
 

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "model/shapes.h"
 #include "perf/canvas.h"
-#include "perf/flops.h"
 #include "perf/roofline_plot.h"
+#include "runtime/cost_model.h"
 #include "test_util.h"
 
 // The decoder the check uses is not the encoder under test: stb_image reads
@@ -56,7 +56,7 @@ std::string rgb_text(Rgb c) {
 // A bench report built by hand on the stories15M shape: a machine of 100
 // GFLOP/s and 10 GB/s (ridge 10 FLOP/byte), prefill at 128 and 512 tokens,
 // one decode row, batched decode at b = 4 and 16, each figure derived from
-// perf/flops.h the way run_bench derives it; a second CPU backend (cpu-ref)
+// runtime/cost_model.h the way run_bench derives it; a second CPU backend (cpu-ref)
 // and a GPU backend, whose rows the host's roofline must leave out.
 BenchReport hand_built_report() {
     BenchReport r;

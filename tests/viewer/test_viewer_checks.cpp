@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
-#include "model/tokenizer.h"
+#include "app/controller.h"
+#include "checks/self_check.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/equivalence.h"
 #include "runtime/registry.h"
-#include "self_check.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

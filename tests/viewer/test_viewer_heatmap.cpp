@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
-#include "heatmap_view.h"
-#include "self_check.h"
+#include "app/controller.h"
+#include "app/heatmap_view.h"
+#include "checks/self_check.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

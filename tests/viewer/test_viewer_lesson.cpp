@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "app/controller.h"
+#include "app/lesson_pane.h"
+#include "app/lesson_text.h"
+#include "app/options.h"
 #include "core/error.h"
-#include "lesson_pane.h"
-#include "lesson_text.h"
-#include "options.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/scheduler.h"
 #include "tiny_model.h"

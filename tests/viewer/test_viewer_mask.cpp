@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "app/controller.h"
+#include "checks/self_check.h"
 #include "core/error.h"
 #include "core/kv_layout.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
-#include "runtime/mask_spec.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
-#include "self_check.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

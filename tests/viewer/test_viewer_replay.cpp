@@ -15,13 +15,13 @@
 #include <map>
 #include <string>
 
-#include "controller.h"
+#include "app/controller.h"
+#include "app/serving_replay.h"
+#include "checks/self_check.h"
 #include "core/error.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
-#include "runtime/workload.h"
-#include "self_check.h"
-#include "serving_replay.h"
+#include "serving/workload.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

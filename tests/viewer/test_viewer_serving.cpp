@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "app/controller.h"
+#include "app/serving_scenario.h"
+#include "checks/self_check.h"
 #include "core/kv_layout.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
-#include "self_check.h"
-#include "serving_scenario.h"
 #include "test_util.h"
 
 namespace plab::viewer {

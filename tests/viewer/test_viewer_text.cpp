@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "app/controller.h"
+#include "app/options.h"
+#include "app/text_utf8.h"
+#include "app/view_command.h"
 #include "core/error.h"
 #include "model/model_io.h"
-#include "options.h"
-#include "text_utf8.h"
 #include "tiny_model.h"
-#include "view_command.h"
 
 namespace plab::viewer {
 namespace {

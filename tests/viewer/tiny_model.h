@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model/model_io.h"
-#include "model/tokenizer.h"
+#include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
 #include "test_util.h"
 

@@ -1,0 +1,294 @@
+// HfTokenizer's encoding and decoding: the pipeline of tokenizer_hf.h, one
+// numbered stage at a time. Reading the file is tokenizer_hf_load.cpp.
+#include "model/tokenizers/tokenizer_hf.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "model/tokenizers/tokenizer_hf_unicode.h"
+
+namespace plab {
+namespace {
+
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581 '▁'
+
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+    std::string out;
+    std::size_t i = 0;
+    for (std::size_t at; (at = s.find(from, i)) != std::string_view::npos; i = at + from.size()) {
+        out.append(s.substr(i, at - i));
+        out.append(to);
+    }
+    out.append(s.substr(i));
+    return out;
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
+
+// The byte offset where the character ending at `end` starts (UTF-8 steps back
+// over continuation bytes; an ill-formed byte is a character of its own).
+std::size_t char_before(std::string_view s, std::size_t end) {
+    for (std::size_t k = 1; k <= 4 && k <= end; ++k) {
+        const hf::Utf8Char c = hf::utf8_at(s, end - k);
+        if (c.valid && c.len == k) return end - k;
+    }
+    return end - 1;
+}
+
+}  // namespace
+
+std::string HfTokenizer::kind() const {
+    return family_ == Family::kByteLevel ? "tokenizer.json (byte-level BPE)"
+                                         : "tokenizer.json (SentencePiece BPE, byte fallback)";
+}
+
+const std::string& HfTokenizer::token_string(int32_t id) const {
+    PLAB_CHECK(id >= 0 && id < vocab_size(),
+               "token id " << id << " is outside the vocabulary 0.." << vocab_size() - 1);
+    return tokens_[std::size_t(id)];
+}
+
+std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_bos) const {
+    std::vector<int32_t> ids;
+    if (add_bos && add_bos_token_ && bos_ >= 0) ids.push_back(bos_);
+    added_token_split(
+        text,
+        [&](std::string_view segment, bool at_text_start) {
+            if (segment.empty()) return;
+            for (const Piece& p : pre_tokenize(normalize(segment), at_text_start))
+                model_encode(p.text, ids);
+        },
+        [&](const AddedToken& a) { ids.push_back(a.id); });
+    return ids;
+}
+
+std::vector<std::string> HfTokenizer::pieces(std::string_view text) const {
+    std::vector<std::string> out;
+    added_token_split(
+        text,
+        [&](std::string_view segment, bool at_text_start) {
+            if (segment.empty()) return;
+            for (Piece& p : pre_tokenize(normalize(segment), at_text_start))
+                out.push_back(std::move(p.text));
+        },
+        [&](const AddedToken& a) { out.push_back(a.content); });
+    return out;
+}
+
+// 1. Added tokens ("<|begin_of_text|>", "<s>") are cut out of the raw text
+// first, leftmost match first and the longest one at a position, so that no
+// later stage splits or merges them; lstrip/rstrip take the whitespace beside
+// them along. The text between them is encoded segment by segment.
+void HfTokenizer::added_token_split(std::string_view text,
+                                    const std::function<void(std::string_view, bool)>& segment_fn,
+                                    const std::function<void(const AddedToken&)>& added_fn) const {
+    std::size_t segment = 0;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const AddedToken* hit = nullptr;
+        if (!added_first_byte_[static_cast<unsigned char>(text[pos])]) {
+            ++pos;  // no added token starts with this byte (Llama 3's all start with '<')
+            continue;
+        }
+        for (const AddedToken& a : added_) {
+            if (text.compare(pos, a.content.size(), a.content) == 0) {
+                hit = &a;  // longest first, so the first hit is the longest
+                break;
+            }
+        }
+        if (hit == nullptr) {
+            ++pos;
+            continue;
+        }
+        std::size_t start = pos, end = pos + hit->content.size();
+        if (hit->lstrip) {
+            while (start > segment) {
+                const std::size_t b = char_before(text, start);
+                if (!hf::is_white_space(hf::utf8_at(text, b))) break;
+                start = b;
+            }
+        }
+        if (hit->rstrip) {
+            while (end < text.size() && hf::is_white_space(hf::utf8_at(text, end)))
+                end += hf::utf8_at(text, end).len;
+        }
+        segment_fn(text.substr(segment, start - segment), segment == 0);
+        added_fn(*hit);
+        segment = pos = end;
+    }
+    segment_fn(text.substr(segment), segment == 0);
+}
+
+// 2. The normalizer rewrites the segment: Llama 2 prepends '▁' and turns spaces
+// into '▁'; Qwen 2 asks for NFC, which plab checks rather than computes.
+std::string HfTokenizer::normalize(std::string_view segment) const {
+    std::string s(segment);
+    for (const NormalizerStep& n : normalizer_) {
+        if (n.kind == NormalizerStep::kPrepend) {
+            if (!s.empty()) s = n.to + s;
+        } else if (n.kind == NormalizerStep::kReplace) {
+            s = replace_all(s, n.from, n.to);
+        } else {
+            char32_t cp = 0;
+            const hf::NfcCheck check = hf::nfc_quick_check(s, &cp);
+            char hex[16];
+            std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(cp));
+            PLAB_CHECK(check == hf::NfcCheck::kYes,
+                       "the text has " << hex << ", which this tokenizer's NFC normalizer may "
+                                       << "compose or reorder; plab checks NFC but does not "
+                                       << "compute it: give the text in NFC (precomposed)");
+        }
+    }
+    return s;
+}
+
+// 3. The pre-tokenizer cuts the segment into pieces; each step cuts every
+// piece the previous steps left. No merge crosses a piece boundary.
+std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
+                                                          bool at_text_start) const {
+    std::vector<Piece> pieces{{std::move(segment), at_text_start}};
+    for (const PreTokenizerStep& step : pre_tokenizer_) {
+        std::vector<Piece> next;
+        auto keep = [&](const Piece& from, const std::vector<std::string_view>& cut) {
+            for (std::size_t k = 0; k < cut.size(); ++k)
+                if (!cut[k].empty())
+                    next.push_back({std::string(cut[k]), from.at_text_start && k == 0});
+        };
+        for (Piece& p : pieces) {
+            switch (step.kind) {
+                case PreTokenizerStep::kSplit:
+                    keep(p, hf::split_pieces(p.text, step.pattern));
+                    break;
+                case PreTokenizerStep::kDigits:
+                    keep(p, hf::split_digits(p.text, step.flag));
+                    break;
+                case PreTokenizerStep::kByteLevel:
+                    // Its byte mapping happens in model_encode; here only the
+                    // optional prefix space and GPT-2's split.
+                    if (step.flag && !starts_with(p.text, " ")) p.text.insert(0, " ");
+                    if (step.use_regex) {
+                        keep(p, hf::split_pieces(p.text, hf::SplitPattern::kGpt2));
+                    } else {
+                        next.push_back(p);
+                    }
+                    break;
+                case PreTokenizerStep::kMetaspace: {
+                    std::string s = replace_all(p.text, " ", kMetaspace);
+                    const bool prepend =
+                        step.scheme == PreTokenizerStep::kAlways ||
+                        (step.scheme == PreTokenizerStep::kFirst && p.at_text_start);
+                    if (prepend && !starts_with(s, kMetaspace)) s.insert(0, kMetaspace);
+                    if (!step.split) {
+                        next.push_back({s, p.at_text_start});
+                        break;
+                    }
+                    // split: each '▁' begins a new piece ("MergedWithNext").
+                    std::vector<std::string_view> cut;
+                    const std::string_view v(s);
+                    std::size_t from = 0;
+                    for (std::size_t at = v.find(kMetaspace, 1); at != std::string_view::npos;
+                         at = v.find(kMetaspace, at + kMetaspace.size())) {
+                        cut.push_back(v.substr(from, at - from));
+                        from = at;
+                    }
+                    cut.push_back(v.substr(from));
+                    keep({s, p.at_text_start}, cut);
+                    break;
+                }
+            }
+        }
+        pieces = std::move(next);
+    }
+    return pieces;
+}
+
+// 4. The model turns one piece into ids: its base symbols, then merges by rank.
+void HfTokenizer::model_encode(const std::string& piece, std::vector<int32_t>& ids) const {
+    std::vector<int32_t> word;
+    if (family_ == Family::kByteLevel) {
+        // Byte-level: one base token per byte, through GPT-2's byte characters.
+        if (ignore_merges_) {  // Llama 3: a piece that is a token is taken whole
+            std::string mapped;
+            for (unsigned char b : piece) mapped += byte_char_[b];
+            if (auto it = vocab_.find(mapped); it != vocab_.end()) {
+                ids.push_back(it->second);
+                return;
+            }
+        }
+        for (unsigned char b : piece) word.push_back(byte_token_[b]);
+    } else {
+        if (ignore_merges_) {
+            if (auto it = vocab_.find(piece); it != vocab_.end()) {
+                ids.push_back(it->second);
+                return;
+            }
+        }
+        // SentencePiece-style: one base token per character; a character the
+        // vocabulary lacks falls back to its bytes <0xNN>, else to <unk>.
+        bool last_unk = false;
+        for (std::size_t i = 0; i < piece.size();) {
+            const std::size_t len = hf::utf8_at(piece, i).len;
+            const std::string ch = piece.substr(i, len);
+            i += len;
+            if (auto it = vocab_.find(ch); it != vocab_.end()) {
+                word.push_back(it->second);
+                last_unk = false;
+                continue;
+            }
+            bool all_bytes = byte_fallback_;
+            for (unsigned char b : ch) all_bytes = all_bytes && byte_token_[b] >= 0;
+            if (all_bytes) {
+                for (unsigned char b : ch) word.push_back(byte_token_[b]);
+                last_unk = false;
+            } else if (unk_ >= 0) {
+                if (!(fuse_unk_ && last_unk)) word.push_back(unk_);
+                last_unk = true;
+            }  // no <unk> either: the character is dropped, as Hugging Face does
+        }
+    }
+    merges_.apply(word);
+    ids.insert(ids.end(), word.begin(), word.end());
+}
+
+// Decoding: each token's bytes (byte-level: mapped back through GPT-2's table;
+// SentencePiece: '▁' -> ' ' and <0xNN> -> the byte), joined; BOS/EOS dropped;
+// then the space the encoder prepended is stripped.
+std::string HfTokenizer::decode(const std::vector<int32_t>& ids) const {
+    std::string s;
+    for (int32_t id : ids) {
+        PLAB_CHECK(id >= 0 && id < vocab_size(),
+                   "token id " << id << " is outside the vocabulary 0.." << vocab_size() - 1);
+        if (id == bos_ || id == eos_) continue;
+        s += bytes_[std::size_t(id)];
+    }
+    int strip = strip_leading_spaces_;
+    std::size_t cut = 0;
+    while (strip-- > 0 && cut < s.size() && s[cut] == ' ') ++cut;
+    return s.substr(cut);
+}
+
+std::string HfTokenizer::token_text(int32_t id) const {
+    token_string(id);  // range check
+    if (is_added_[std::size_t(id)]) return tokens_[std::size_t(id)];
+    const std::string& b = bytes_[std::size_t(id)];
+    std::string out;
+    for (std::size_t i = 0; i < b.size();) {
+        const hf::Utf8Char c = hf::utf8_at(b, i);
+        if (c.valid && c.cp == '\n') {
+            out += "\\n";
+        } else if (c.valid && (c.cp >= 0x20 && c.cp != 0x7F)) {
+            out.append(b, i, c.len);
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "<0x%02X>", static_cast<unsigned char>(b[i]));
+            out += buf;
+            i += 1;
+            continue;
+        }
+        i += c.len;
+    }
+    return out;
+}
+
+}  // namespace plab

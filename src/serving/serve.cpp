@@ -1,0 +1,430 @@
+#include "serving/serve.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "perf/machine.h"
+#include "runtime/cost_model.h"
+
+namespace plab {
+namespace {
+
+Percentiles percentiles_of(const std::vector<double>& v) {
+    return {percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99)};
+}
+
+// The token ids of one workload line: its text encoded, or random ids drawn
+// from the seed and the line's index (so a line's prompt does not depend on
+// the lines before it).
+std::vector<int32_t> prompt_ids(const WorkloadRequest& w, std::size_t index, const Model& model,
+                                std::uint64_t seed) {
+    if (w.prompt_tokens == 0) return model.tokenizer->encode(w.prompt, true);
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + index);
+    std::uniform_int_distribution<int32_t> id(0, model.weights.config.vocab_size - 1);
+    std::vector<int32_t> ids(static_cast<std::size_t>(w.prompt_tokens));
+    for (int32_t& t : ids) t = id(rng);
+    return ids;
+}
+
+// Median wall time of the steps of `e` that `keep` selects.
+template <class Keep>
+double median_step_us(const Engine& e, Keep keep) {
+    std::vector<double> us;
+    for (const StepRecord& s : e.steps())
+        if (keep(s)) us.push_back(s.us);
+    PLAB_CHECK(!us.empty(), "calibration ran no step of the kind it measures");
+    return percentile(us, 0.5);
+}
+
+}  // namespace
+
+StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine) {
+    const ModelConfig& c = model.weights.config;
+    const int ctx = std::min(16, c.max_seq_len / 2);
+    const int new_tokens = std::min(24, c.max_seq_len - ctx);
+    PLAB_CHECK(new_tokens >= 4, "calibration needs a max_seq_len of at least 24");
+    std::mt19937_64 rng(1);
+    std::uniform_int_distribution<int32_t> id(0, c.vocab_size - 1);
+    auto random_prompt = [&](int n) {
+        std::vector<int32_t> t(static_cast<std::size_t>(n));
+        for (int32_t& x : t) x = id(rng);
+        return t;
+    };
+    EngineOptions eo = engine;
+    eo.prefix_cache = false;
+    eo.policy = Policy::chunked;
+    eo.max_step_tokens = std::max(eo.max_step_tokens, 128);
+    // Decode at batch b: b requests, timed once all of them decode.
+    auto decode_us = [&](int b, double* flops) {
+        Engine e(model.weights, eo);
+        RequestOptions ro;
+        ro.max_new_tokens = new_tokens;
+        for (int i = 0; i < b; ++i) e.add_request(random_prompt(ctx), ro);
+        e.run();
+        // A decode step's arithmetic at the middle of the decode.
+        *flops = b * prefill_cost(c, 1, ctx + new_tokens / 2).total();
+        return median_step_us(
+            e, [&](const StepRecord& s) { return s.decode_tokens == b && s.prefill_tokens == 0; });
+    };
+    double f1 = 0, f8 = 0;
+    const double d1 = decode_us(1, &f1), d8 = decode_us(8, &f8);
+    // Prefill: one request alone, its whole prompt in one step, five times.
+    const int n = std::min(128, c.max_seq_len - 1);
+    Engine e(model.weights, eo);
+    RequestOptions ro;
+    ro.max_new_tokens = 1;
+    for (int i = 0; i < 5; ++i) {
+        e.add_request(random_prompt(n), ro);
+        e.run();
+    }
+    const double p = median_step_us(e, [&](const StepRecord& s) { return s.prefill_tokens == n; });
+    const double fp = prefill_cost(c, n, 0).total();
+    // d1 = a + b + f1/G, p = a + b + fp/G, d8 = a + 8b + f8/G.
+    const double us_per_flop = (p - d1) / (fp - f1);
+    StepCost cost;
+    PLAB_CHECK(us_per_flop > 0, "calibration: a " << n << "-token prefill (" << p
+                                                  << " us) was not slower than a decode step ("
+                                                  << d1
+                                                  << " us); the machine is too noisy, run "
+                                                     "again");
+    cost.gflops = 1.0 / (us_per_flop * 1e3);
+    cost.per_sequence_us = std::max(0.0, (d8 - d1 - (f8 - f1) * us_per_flop) / 7);
+    cost.step_us = d1 - cost.per_sequence_us - f1 * us_per_flop;
+    PLAB_CHECK(cost.step_us >= 0, "calibration: the fixed cost per step came out negative ("
+                                      << cost.step_us
+                                      << " us); the machine is too noisy, run "
+                                         "again");
+    return cost;
+}
+
+namespace {
+
+// The prompts of a workload, each checked against the model before anything runs.
+std::vector<std::vector<int32_t>> workload_prompts(const Model& model, const Workload& workload,
+                                                   std::uint64_t seed) {
+    const ModelConfig& c = model.weights.config;
+    std::vector<std::vector<int32_t>> prompts;
+    for (std::size_t i = 0; i < workload.requests.size(); ++i) {
+        const WorkloadRequest& w = workload.requests[i];
+        prompts.push_back(prompt_ids(w, i, model, seed));
+        const std::string at = w.line > 0 ? workload.source + " line " + std::to_string(w.line)
+                                          : "request " + std::to_string(i);
+        PLAB_CHECK(static_cast<int>(prompts.back().size()) <= c.max_seq_len,
+                   at << ": a prompt of " << prompts.back().size()
+                      << " tokens is longer than the model's max_seq_len " << c.max_seq_len);
+    }
+    return prompts;
+}
+
+// One request as served, on one clock whose zero is the replay's start: what
+// the engine it arrived at recorded, and its tokens' times (from two engines
+// when disaggregated).
+struct Timeline {
+    double arrival_us = 0;
+    double first_scheduled_us = 0;
+    std::vector<int32_t> prompt;
+    int cached_tokens = 0;
+    std::vector<double> token_us;
+    std::vector<int32_t> new_tokens;
+    int preemptions = 0;
+    int computed_tokens = 0;
+    double kv_transfer_ms = 0;
+    long long kv_transfer_bytes = 0;
+};
+
+// The part of a timeline one engine's request gives, times shifted by t_start.
+Timeline timeline_of(const Request& r, double t_start) {
+    Timeline t;
+    t.arrival_us = r.arrival_us - t_start;
+    t.first_scheduled_us = r.first_scheduled_us - t_start;
+    t.prompt = r.prompt;
+    t.cached_tokens = r.cached_tokens;
+    for (double x : r.token_us) t.token_us.push_back(x - t_start);
+    t.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
+    t.preemptions = r.preemptions;
+    t.computed_tokens = r.computed_tokens;
+    return t;
+}
+
+// Per-request figures and the run's summary.
+ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) {
+    ServeReport rep;
+    rep.policy = policy_name(o.engine.policy);
+    rep.clock = o.virtual_clock ? "virtual" : "real";
+    rep.network_delay_ms = o.network_delay_ms;
+    std::vector<double> queue, ttft, itl, tpot, e2e;
+    double first_arrival = 1e300, last_token = 0;
+    long long tokens = 0;
+    for (std::size_t id = 0; id < lines.size(); ++id) {
+        const Timeline& t = lines[id];
+        ServedRequest s;
+        s.id = static_cast<int>(id);
+        s.arrival_s = t.arrival_us / 1e6;
+        s.prompt_tokens = static_cast<int>(t.prompt.size());
+        s.prompt_ids = t.prompt;
+        s.cached_tokens = t.cached_tokens;
+        s.new_tokens = t.new_tokens;
+        s.preemptions = t.preemptions;
+        s.computed_tokens = t.computed_tokens;
+        s.kv_transfer_ms = t.kv_transfer_ms;
+        s.kv_transfer_bytes = t.kv_transfer_bytes;
+        s.latency = latency_of(t.arrival_us, t.first_scheduled_us, t.token_us);
+        s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
+        s.e2e_client_ms = s.latency.e2e_ms + o.network_delay_ms;
+        s.first_scheduled_s = t.first_scheduled_us / 1e6;
+        for (double x : t.token_us) s.token_s.push_back(x / 1e6);
+        for (std::size_t k = 1; k < t.token_us.size(); ++k)
+            s.itl_ms.push_back((t.token_us[k] - t.token_us[k - 1]) / 1000);
+        queue.push_back(s.latency.queue_ms);
+        ttft.push_back(s.ttft_client_ms);
+        itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
+        if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
+        e2e.push_back(s.e2e_client_ms);
+        first_arrival = std::min(first_arrival, t.arrival_us);
+        last_token = std::max(last_token, t.token_us.back());
+        tokens += static_cast<long long>(t.new_tokens.size());
+        const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
+                           (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
+        rep.summary.requests_meeting_slo += meets ? 1 : 0;
+        rep.summary.kv_transfer_bytes += s.kv_transfer_bytes;
+        rep.requests.push_back(std::move(s));
+    }
+    ServeSummary& sum = rep.summary;
+    sum.queue_ms = percentiles_of(queue);
+    sum.ttft_ms = percentiles_of(ttft);
+    sum.itl_ms = percentiles_of(itl);
+    sum.tpot_ms = percentiles_of(tpot);
+    sum.e2e_ms = percentiles_of(e2e);
+    sum.duration_s = (last_token - first_arrival) / 1e6;
+    sum.output_tokens_per_s = sum.duration_s > 0 ? static_cast<double>(tokens) / sum.duration_s : 0;
+    sum.goodput = sum.duration_s > 0 ? sum.requests_meeting_slo / sum.duration_s : 0;
+    return rep;
+}
+
+void check_serve_options(const ServeOptions& o) {
+    PLAB_CHECK(o.ttft_slo_ms > 0 && o.itl_slo_ms > 0, "the TTFT and ITL objectives must be > 0 ms");
+    PLAB_CHECK(o.network_delay_ms >= 0, "the network delay must be >= 0 ms");
+    PLAB_CHECK(o.link_gb_per_s >= 0, "the link bandwidth must be > 0 GB/s (0: measure it)");
+}
+
+// Colocated: one engine does both phases.
+ServeReport serve_colocated(const Model& model, const Workload& workload, const ServeOptions& o,
+                            const std::vector<std::vector<int32_t>>& prompts) {
+    Engine engine(model.weights, o.engine);
+    if (o.virtual_clock) engine.use_virtual_clock(o.cost);
+    const double t_start = engine.now_us();
+    std::size_t next = 0;
+    const std::size_t n = workload.requests.size();
+    auto arrival_us = [&](std::size_t i) { return t_start + workload.requests[i].arrival_s * 1e6; };
+    while (next < n || engine.has_unfinished()) {
+        if (!engine.has_unfinished() && next < n && arrival_us(next) > engine.now_us()) {
+            // Idle until the next arrival.
+            if (o.virtual_clock) {
+                engine.advance_clock_to(arrival_us(next));
+            } else {
+                std::this_thread::sleep_for(std::chrono::microseconds(
+                    static_cast<long long>(arrival_us(next) - engine.now_us())));
+            }
+        }
+        while (next < n && arrival_us(next) <= engine.now_us()) {
+            RequestOptions ro;
+            ro.max_new_tokens = workload.requests[next].max_new_tokens;
+            engine.add_request(prompts[next], ro, arrival_us(next));
+            ++next;
+        }
+        if (engine.has_unfinished()) engine.step();
+    }
+    PLAB_ASSERT(t_start == 0 || !o.virtual_clock);
+    std::vector<Timeline> lines;
+    for (int id = 0; id < engine.num_requests(); ++id)
+        lines.push_back(timeline_of(engine.request(id), t_start));
+    ServeReport rep = assemble(lines, o);
+    rep.summary.steps = static_cast<int>(engine.steps().size());
+    rep.summary.preemptions = engine.pool_stats().preemptions;
+    rep.steps = engine.steps();
+    for (StepRecord& st : rep.steps) st.start_us -= t_start;
+    return rep;
+}
+
+// Disaggregated: a prefill engine and a decode engine, each its own device
+// with its own virtual clock; a request's KV blocks cross the link between
+// them. The engine whose clock is behind runs next, so events happen in the
+// order of one shared timeline.
+ServeReport serve_disaggregated(const Model& model, const Workload& workload, const ServeOptions& o,
+                                const std::vector<std::vector<int32_t>>& prompts) {
+    PLAB_CHECK(o.virtual_clock,
+               "--disaggregate runs both engines on this one machine: only the "
+               "virtual clock times them as two devices; use --clock virtual");
+    const double link = o.link_gb_per_s > 0
+                            ? o.link_gb_per_s
+                            : measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s;
+    Engine prefill(model.weights, o.engine), decode(model.weights, o.engine);
+    prefill.use_virtual_clock(o.cost);
+    decode.use_virtual_clock(o.cost);
+    const std::size_t n = workload.requests.size();
+    auto arrival_us = [&](std::size_t i) { return workload.requests[i].arrival_s * 1e6; };
+    struct Handover {
+        double at_us;  // when the last byte reaches the decode engine
+        int prefill_id;
+    };
+    std::vector<Handover> in_flight;  // in order of arrival time (stable)
+    std::vector<int> decode_id_of(n, -1);
+    std::vector<double> transfer_ms(n, 0);
+    std::vector<long long> transfer_bytes(n, 0);
+    long long blocks = 0;
+    std::size_t next = 0, handed = 0;
+    while (next < n || prefill.has_unfinished() || handed < in_flight.size() ||
+           decode.has_unfinished()) {
+        // Arrivals and handovers due by each engine's own clock.
+        while (next < n && arrival_us(next) <= prefill.now_us()) {
+            RequestOptions ro;
+            ro.max_new_tokens = 1;  // the prefill engine makes the first token only
+            ro.hand_over_kv = workload.requests[next].max_new_tokens > 1;
+            prefill.add_request(prompts[next], ro, arrival_us(next));
+            ++next;
+        }
+        while (handed < in_flight.size() && in_flight[handed].at_us <= decode.now_us()) {
+            const int pid = in_flight[handed].prefill_id;
+            const Request& r = prefill.request(pid);
+            RequestOptions ro;
+            ro.max_new_tokens = workload.requests[static_cast<std::size_t>(pid)].max_new_tokens;
+            decode_id_of[static_cast<std::size_t>(pid)] =
+                decode.add_prefilled(r.prompt, r.tokens.back(), prefill.take_handed_over_kv(pid),
+                                     ro, in_flight[handed].at_us, r.token_us.front());
+            ++handed;
+        }
+        const bool p_work = prefill.has_unfinished(), d_work = decode.has_unfinished();
+        if (p_work && (!d_work || prefill.now_us() <= decode.now_us())) {
+            const StepRecord& s = prefill.step();
+            for (int id : s.finished) {
+                const Request& r = prefill.request(id);
+                if (!r.options.hand_over_kv) continue;
+                const long long nb =
+                    (r.kv_positions + o.engine.block_size - 1) / o.engine.block_size;
+                // A block of one sequence: B positions of K and V in every layer.
+                const long long bytes = nb * o.engine.block_size *
+                                        static_cast<long long>(prefill.cache().bytes_per_token());
+                blocks += nb;
+                transfer_bytes[static_cast<std::size_t>(id)] = bytes;
+                const double ms = static_cast<double>(bytes) / (link * 1e9) * 1e3;
+                transfer_ms[static_cast<std::size_t>(id)] = ms;
+                in_flight.push_back({r.token_us.front() + ms * 1e3, id});
+            }
+        } else if (d_work) {
+            decode.step();
+        } else {
+            // Both idle: move each clock to its next event.
+            if (next < n) prefill.advance_clock_to(arrival_us(next));
+            if (handed < in_flight.size()) decode.advance_clock_to(in_flight[handed].at_us);
+        }
+    }
+    std::vector<Timeline> lines;
+    for (std::size_t i = 0; i < n; ++i) {
+        Timeline t = timeline_of(prefill.request(static_cast<int>(i)), 0);
+        if (decode_id_of[i] >= 0) {  // its tokens from the decode engine, the first included
+            const Timeline d = timeline_of(decode.request(decode_id_of[i]), 0);
+            t.token_us = d.token_us;
+            t.new_tokens = d.new_tokens;
+            t.preemptions += d.preemptions;
+            t.computed_tokens += d.computed_tokens;
+            t.kv_transfer_ms = transfer_ms[i];
+            t.kv_transfer_bytes = transfer_bytes[i];
+        }
+        lines.push_back(std::move(t));
+    }
+    ServeReport rep = assemble(lines, o);
+    rep.policy += " (disaggregated)";
+    rep.summary.steps = static_cast<int>(prefill.steps().size() + decode.steps().size());
+    rep.summary.preemptions = prefill.pool_stats().preemptions + decode.pool_stats().preemptions;
+    rep.summary.kv_transfer_blocks = blocks;
+    rep.summary.link_gb_per_s = link;
+    rep.steps = prefill.steps();
+    return rep;
+}
+
+}  // namespace
+
+int policy_step_tokens(Policy p, int token_budget, int max_seq_len) {
+    return p == Policy::chunked ? token_budget : max_seq_len;
+}
+
+ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
+    check_serve_options(o);
+    const std::vector<std::vector<int32_t>> prompts = workload_prompts(model, workload, o.seed);
+    return o.disaggregate ? serve_disaggregated(model, workload, o, prompts)
+                          : serve_colocated(model, workload, o, prompts);
+}
+
+Trace serve_trace(const ServeReport& report) {
+    const double network_delay_ms = report.network_delay_ms;
+    Trace t;
+    for (const StepRecord& s : report.steps) {
+        std::string who;
+        for (std::size_t i = 0; i < s.requests.size(); ++i) {
+            who += (who.empty() ? "" : ",") + std::to_string(s.requests[i]) + ":" +
+                   std::to_string(s.tokens[i]) + (s.decode[i] ? "d" : "p");
+        }
+        t.add_on_track({"step",
+                        "engine",
+                        s.start_us,
+                        s.us,
+                        {{"step", std::to_string(s.index)},
+                         {"requests (id:tokens, p prefill d decode)", who},
+                         {"prefill_tokens", std::to_string(s.prefill_tokens)},
+                         {"decode_tokens", std::to_string(s.decode_tokens)},
+                         {"blocks_in_use", std::to_string(s.blocks_in_use)}}},
+                       "engine steps");
+        for (std::size_t i = 0; i < s.requests.size(); ++i) {
+            t.add_on_track(
+                {s.decode[i] ? "decode" : "prefill chunk",
+                 "request",
+                 s.start_us,
+                 s.us,
+                 {{"tokens", std::to_string(s.tokens[i])}, {"step", std::to_string(s.index)}}},
+                "request " + std::to_string(s.requests[i]));
+        }
+    }
+    for (const ServedRequest& r : report.requests) {
+        const std::string track = "request " + std::to_string(r.id);
+        t.add_on_track({"queued",
+                        "request",
+                        r.arrival_s * 1e6,
+                        (r.first_scheduled_s - r.arrival_s) * 1e6,
+                        {{"prompt_tokens", std::to_string(r.prompt_tokens)}}},
+                       track);
+        if (!r.token_s.empty()) {
+            t.add_on_track({"first token",
+                            "request",
+                            r.token_s.front() * 1e6,
+                            0,
+                            {{"ttft_ms", std::to_string(r.latency.ttft_ms)}}},
+                           track);
+            t.add_on_track({"finish",
+                            "request",
+                            r.token_s.back() * 1e6,
+                            0,
+                            {{"new_tokens", std::to_string(r.new_tokens.size())}}},
+                           track);
+        }
+        // Item 5 of issue 11: delivery is a stage of its own that overlaps the
+        // engine's next step (the engine samples the next token while this one
+        // is still on the wire), so it gets a track of its own.
+        if (network_delay_ms > 0) {
+            for (std::size_t k = 0; k < r.token_s.size(); ++k) {
+                t.add_on_track({k == 0 ? "first token delivered" : "token delivered",
+                                "network",
+                                r.token_s[k] * 1e6,
+                                network_delay_ms * 1e3,
+                                {{"token", std::to_string(k)},
+                                 {"network_delay_ms", std::to_string(network_delay_ms)}}},
+                               track + " delivery");
+            }
+        }
+    }
+    return t;
+}
+
+}  // namespace plab

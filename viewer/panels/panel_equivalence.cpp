@@ -1,0 +1,143 @@
+// Panel 4, equivalence: does the prefill depend on the chunk plan or the backend?
+//
+// What it teaches (lessons/04-bitwise-equivalence.md): every backend runs every
+// chunk plan and is compared with cpu-ref running the whole prompt in one
+// chunk, on the last position's logits and on every cached K and V. Reference
+// backends compute each sum in one fixed order with no FMA contraction, so they
+// match bit for bit; fast backends reorder sums (GEMM blocking, tiles, online
+// softmax), and floating-point addition is not associative, so they differ in
+// the last bits — by how much is shown. Numbers from compare_snapshots().
+#include <imgui.h>
+
+#include <cstdio>
+#include <string>
+
+#include "panels/panels.h"
+#include "panels/ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+std::string plan_title(const std::string& plan, int n_tokens) {
+    if (plan == std::to_string(n_tokens)) return "full (" + plan + ")";
+    if (plan.size() > 14) return plan.substr(0, 12) + "...";
+    return plan;
+}
+
+void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
+    const size_t i = row * eq.plans.size() + col;
+    if (!eq.errors[i].empty()) {
+        badge("error", colour::kBad, eq.errors[i]);
+        return;
+    }
+    const Difference& d = eq.cells[i];
+    if (d.bitwise()) {
+        badge("bitwise", colour::kGood,
+              "Logits and every K/V value have exactly the same bits as cpu-ref with the whole "
+              "prompt in one chunk.");
+        return;
+    }
+    const bool ref = eq.reference[row];
+    // The fast promise: logits within 1e-5 of cpu-ref's max |logit| (see self_check.cpp).
+    const double rel = eq.logit_scale > 0 ? d.logits_max_abs / eq.logit_scale : 0;
+    const bool kept = rel <= 1e-5 && d.same_argmax;
+    badge(ref ? "DIFFERS" : (kept ? "close" : (d.same_argmax ? "> 1e-5" : "argmax!")),
+          ref ? colour::kBad : (kept ? colour::kClose : colour::kBad),
+          ref    ? "A reference backend must match bit for bit: this is a bug."
+          : kept ? "Not bitwise, but within the fast promise (1e-5 of max |logit|) and the "
+                   "same most likely next token: the fast path summed in a different order."
+          : d.same_argmax ? "More than 1e-5 of max |logit|: more than rounding."
+                          : "The most likely next token differs: more than rounding.");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "logits %.2e", d.logits_max_abs);
+    text_with_tip(buf, "Largest |difference| over the last position's logits (V values).");
+    if (!ref) {
+        std::snprintf(buf, sizeof buf, "= %.1e of max |logit|", rel);
+        text_with_tip(buf, "Relative to cpu-ref's largest |logit|; fast backends promise 1e-5.");
+    }
+    std::snprintf(buf, sizeof buf, "K/V %.2e", d.kv_max_abs);
+    text_with_tip(buf,
+                  "Largest |difference| over every cached K and V value: all layers, "
+                  "positions, heads and components.");
+}
+
+}  // namespace
+
+void draw_equivalence(const Snapshot& snap, ViewerState& state) {
+    const EquivalenceSnapshot& eq = snap.equivalence;
+    ImGui::TextUnformatted(
+        "Equivalence: every backend x chunk plan vs cpu-ref with the whole "
+        "prompt in one chunk");
+    help_marker(
+        "Lesson 4 - bitwise equivalence (lessons/04-bitwise-equivalence.md).\n\nChunked "
+        "prefill must equal full prefill. Reference backends (cpu-ref, gpu-ref) add in "
+        "one fixed order with no fused multiply-add, so every cell of their rows is "
+        "bitwise. Fast backends (cpu with a vectorised GEMM, gpu with tiled kernels) "
+        "reorder sums; float addition is not associative, so they differ from cpu-ref in "
+        "the last bits. Their kernels are chunk-invariant (tiles and vector lanes "
+        "aligned to position 0), so the difference is the same in every chunk plan: "
+        "lesson 15.");
+    ImGui::TextDisabled("%s",
+                        "Try: move chunk size. The fast rows keep the same tiny difference; the "
+                        "reference rows stay bitwise.");
+    if (state.dirty.equivalence) {
+        ImGui::TextColored(ImColor(colour::kClose),
+                           "Computing: every backend runs every chunk plan (emulated GPU "
+                           "backends take a few seconds on a CPU)...");
+        item_tooltip("Results are kept: moving the chunk-size slider re-runs one column only.");
+    }
+    if (!eq.error.empty()) {
+        ImGui::TextColored(ImColor(colour::kBad), "%s", eq.error.c_str());
+        return;
+    }
+    if (!eq.ready) return;
+    text_with_tip("prompt: " + std::to_string(eq.n_tokens) + " tokens",
+                  "Prompt length T. Columns are chunk plans: 'full' (one chunk), '1' (token by "
+                  "token, like decoding), the chunk-size slider, and an uneven plan 3,1,4,1,5,...");
+    if (ImGui::BeginTable(
+            "equivalence", static_cast<int>(eq.plans.size()) + 1,
+            ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame | ImGuiTableFlags_RowBg)) {
+        ImGui::TableSetupColumn("backend \\ chunk plan");
+        for (const std::string& p : eq.plans)
+            ImGui::TableSetupColumn(plan_title(p, eq.n_tokens).c_str());
+        ImGui::TableHeadersRow();
+        for (size_t r = 0; r < eq.backends.size(); ++r) {
+            ImGui::PushID(static_cast<int>(r));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(eq.backends[r].c_str());
+            item_tooltip(eq.reference[r]
+                             ? "Reference backend: promises bitwise equality with cpu-ref."
+                             : "Fast backend: promises a stated tolerance, not bitwise equality.");
+            ImGui::TextDisabled(eq.reference[r] ? "reference" : "fast");
+            for (size_t c = 0; c < eq.plans.size(); ++c) {
+                ImGui::TableNextColumn();
+                ImGui::PushID(static_cast<int>(c));
+                draw_cell(eq, r, c);
+                ImGui::PopID();
+            }
+            ImGui::PopID();
+        }
+        ImGui::EndTable();
+    }
+    ImGui::Spacing();
+    ImGui::TextWrapped(
+        "Why fast paths differ a little: (a + b) + c and a + (b + c) round differently in float. "
+        "A fast GEMM or attention kernel sums in blocks whose shape depends on the chunk length, "
+        "so chunk 8 and chunk 16 add the same numbers in different orders. The reference paths "
+        "use one order everywhere - the math is chunk-independent, so their bits are too.");
+    ImGui::Spacing();
+    badge("bitwise", colour::kGood, "Same bits.");
+    ImGui::SameLine();
+    ImGui::TextUnformatted("same bits");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    badge("close", colour::kClose, "Rounding differences only.");
+    ImGui::SameLine();
+    ImGui::TextUnformatted("rounding only, same next token");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    badge("DIFFERS", colour::kBad, "A reference backend that is not bitwise: a bug.");
+    ImGui::SameLine();
+    ImGui::TextUnformatted("a reference path that differs (a bug)");
+}
+
+}  // namespace plab::viewer

@@ -1,0 +1,368 @@
+// Panel 3, KV cache growth: blocks filling chunk by chunk, then one slot per decode step.
+//
+// What it teaches (lessons/02-prefill-and-the-kv-cache.md): the paged KV cache (PagedAttention,
+// Kwon et al. 2023) keeps every position's K and V so that nothing is computed
+// twice. Each layer has its own pool of fixed-size blocks; the sequence's block
+// table maps logical block i (positions i·B..i·B+B-1) to a physical block.
+// Prefill fills a whole chunk of slots per layer at once; each decode step adds
+// exactly one slot per layer. Everything drawn is what the engine reported: the
+// block table and byte counts after each call, and its "kv append" trace events.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/kv_layout.h"
+#include "panels/panels.h"
+#include "panels/ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+// Positions of one layer that are in the cache at the cursor.
+int filled_length(const KvSnapshot& kv, const StepView& step, int layer) {
+    if (!step.complete() && layer < step.layers_done) return kv.stages[step.stages_done].length;
+    return step.stages_done > 0 ? kv.stages[step.stages_done - 1].length : 0;
+}
+
+// The engine call (stage) that wrote each position.
+std::vector<int> stage_of_position(const KvSnapshot& kv) {
+    std::vector<int> out;
+    for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s)
+        out.insert(out.end(), kv.stages[s].n_pos, s);
+    return out;
+}
+
+std::string stage_name(const KvSnapshot& kv, int s) {
+    const KvStage& st = kv.stages[s];
+    if (st.decode) {
+        int n_prefill = 0;
+        for (const KvStage& x : kv.stages) n_prefill += x.decode ? 0 : 1;
+        return "decode step " + std::to_string(s - n_prefill + 1);
+    }
+    return "prefill chunk " + std::to_string(s);
+}
+
+ImU32 stage_colour(const KvSnapshot& kv, int s, int current) {
+    if (s == current) return kv.stages[s].decode ? colour::kDecode : colour::kChunk;
+    if (kv.stages[s].decode) return IM_COL32(70, 140, 80, 255);
+    return s % 2 ? IM_COL32(60, 120, 190, 255) : IM_COL32(45, 95, 160, 255);
+}
+
+}  // namespace
+
+void draw_kv(const Snapshot& snap, ViewerState& state) {
+    draw_serving_toggle(state);
+    if (state.serving_view) {
+        draw_kv_pool(snap, state);
+        return;
+    }
+    const KvSnapshot& kv = snap.kv;
+    ImGui::TextUnformatted("KV cache growth: blocks per layer, filled chunk by chunk");
+    help_marker(
+        "Lesson 2 - prefill and the KV cache (lessons/02-prefill-and-the-kv-cache.md).\n\nEvery "
+        "layer keeps the K "
+        "and V of every position in a pool of blocks of B positions (PagedAttention, Kwon "
+        "et al. 2023). Prefill writes a whole chunk per layer; each decode step then adds "
+        "one position, reusing the cache instead of recomputing the prompt. Right arrow: "
+        "one engine call; down arrow: one layer. Hover a slot or a block.\n\nUnder a "
+        "window-type mask (--mask window:8, window:8+sink:2, chunked:16, docs:...) the blocks "
+        "no later query can see are given back to the pool (drawn as freed): memory stays flat "
+        "as the prompt grows.");
+    ImGui::TextDisabled("%s",
+                        "Try: press Home, then the right arrow for one engine call or the down "
+                        "arrow for one layer; watch the blocks fill.");
+
+    // 1. Inputs of this panel.
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    if (ImGui::BeginCombo("block size B", std::to_string(state.block_size).c_str())) {
+        for (int b : {1, 2, 4, 8, 16, 32})
+            if (ImGui::Selectable(std::to_string(b).c_str(), b == state.block_size)) {
+                state.block_size = b;
+                state.dirty.kv = true;
+            }
+        ImGui::EndCombo();
+    }
+    item_tooltip(
+        "Positions per cache block. Small blocks waste less memory at the end of a "
+        "sequence; large ones need shorter block tables.");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderInt("decode steps", &state.decode_steps, 0, 16)) state.dirty.kv = true;
+    item_tooltip("Greedy decode steps after the prefill; each appends one position.");
+    if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
+        ImGui::SameLine();
+        ImGui::TextColored(
+            ImColor(colour::kClose),
+            "(%d skipped: at most %d positions - the model's max_seq_len or a custom mask's rows)",
+            kv.decode_skipped, kv.stages.back().length);
+        item_tooltip(
+            "max_seq_len: the longest sequence the model (and its RoPE table and "
+            "cache) accepts. A custom mask (file:) has a row for its own positions only: "
+            "decoding stops at its last row.");
+    }
+    if (!kv.error.empty()) {
+        ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());
+        return;
+    }
+    if (!kv.ready || kv.stages.empty()) return;
+
+    const StepView step = step_view(snap, state);
+    const int current = step.layers_done > 0 ? step.stages_done : step.stages_done - 1;
+    const KvStage* shown = current >= 0 ? &kv.stages[current] : nullptr;
+
+    // 2. Totals at the cursor.
+    const int length = shown ? shown->length : 0;
+    ImGui::Text("after: %s", shown ? stage_name(kv, current).c_str() : "nothing yet");
+    item_tooltip(
+        "The engine call the picture is at. Prefill chunks come first, then decode "
+        "steps.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("positions cached: " + std::to_string(length),
+                  "Positions whose K and V are in the cache (in every layer).");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("blocks: " + std::to_string(shown ? shown->blocks_in_use : 0) + " of " +
+                      std::to_string(kv.num_blocks),
+                  "Physical blocks in use (one block id is used in every layer's pool) out of "
+                  "the pool's size.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("memory: " + format_bytes(shown ? static_cast<double>(shown->bytes_in_use) : 0),
+                  "Bytes of the blocks in use, K and V, all layers. A half-full block costs a "
+                  "whole block.");
+    if (!kv.mask.is_causal()) {
+        ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+        text_with_tip("mask " + kv.mask.spec() + ": " +
+                          std::to_string(shown ? shown->freed_blocks : 0) + " blocks freed",
+                      "Blocks this mask lets no present or future query see, given back to the "
+                      "pool (KvCache::free_forgotten): their table entries read 'freed'.");
+    }
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
+                  "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
+    if (!kv.refusal.empty()) {
+        ImGui::PushTextWrapPos(0.0f);  // the refusal is one long line: wrap it at the edge
+        ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)", kv.refusal.c_str(),
+                           kv.plan.to_string().c_str());
+        ImGui::PopTextWrapPos();
+    }
+
+    // 3. One row of blocks per layer.
+    const std::vector<int> stage_of = stage_of_position(kv);
+    const std::vector<int32_t>& table = kv.stages.back().block_table;
+    const int n_blocks = static_cast<int>(table.size());
+    const float font = ImGui::GetFontSize();
+    const float avail = ImGui::GetContentRegionAvail().x - font * 5;
+    const float gap = px(4);
+    const float slot = std::clamp((avail - n_blocks * gap) / std::max(1, n_blocks * kv.block_size),
+                                  px(3.0f), px(28.0f));
+    const float row_h = std::clamp(slot * 1.6f, font * 1.4f, font * 2.2f);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 start(ImGui::GetCursorScreenPos().x, ImGui::GetCursorScreenPos().y + font * 1.2f);
+    for (int layer = 0; layer < kv.n_layers; ++layer) {
+        ImGui::PushID(layer);
+        const int filled = filled_length(kv, step, layer);
+        const ImVec2 o(start.x + font * 4.5f, start.y + layer * (row_h + px(6)));
+        ImGui::SetCursorScreenPos(ImVec2(start.x, o.y + (row_h - font) * 0.5f));
+        text_with_tip("layer " + std::to_string(layer),
+                      "Layer " + std::to_string(layer) + "'s pools (one for K, one for V). " +
+                          std::to_string(filled) + " positions filled.");
+        const int table_len = shown ? static_cast<int>(shown->block_table.size()) : 0;
+        for (int blk = 0; blk < n_blocks; ++blk) {
+            const float x0 = o.x + blk * (kv.block_size * slot + gap);
+            const bool allocated = blk < table_len;
+            const bool shared = allocated && shown->ref_counts[blk] > 1;
+            const bool freed = allocated && shown->block_table[blk] == kFreedBlock;
+            for (int s = 0; s < kv.block_size; ++s) {
+                const int pos = blk * kv.block_size + s;
+                const ImVec2 a(x0 + s * slot, o.y), b(a.x + slot - 1, o.y + row_h);
+                ImU32 fill = allocated ? IM_COL32(55, 55, 62, 255) : IM_COL32(32, 32, 36, 255);
+                if (pos < filled) fill = stage_colour(kv, stage_of[pos], current);
+                if (freed) fill = colour::kFreed;
+                dl->AddRectFilled(a, b, fill);
+                ImGui::SetCursorScreenPos(a);
+                ImGui::PushID(pos);
+                ImGui::InvisibleButton("slot", ImVec2(slot, row_h));
+                if (ImGui::IsItemHovered()) {
+                    std::string tip =
+                        "layer " + std::to_string(layer) + ", position " + std::to_string(pos);
+                    if (pos < static_cast<int>(kv.token_text.size()))
+                        tip += " '" + token_label(kv.token_text[pos]) + "'";
+                    if (freed) {
+                        tip += "\nwritten by " + stage_name(kv, stage_of[pos]) +
+                               ", then freed: mask " + kv.mask.spec() +
+                               " lets no later query see logical block " + std::to_string(blk) +
+                               ", so its physical block went back to the pool";
+                    } else if (pos < filled) {
+                        tip += "\nwritten by " + stage_name(kv, stage_of[pos]);
+                        tip += "\nlogical block " + std::to_string(blk) + " -> physical block " +
+                               std::to_string(table[blk]) + ", slot " +
+                               std::to_string(table[blk] * kv.block_size + s) + " = " +
+                               std::to_string(table[blk]) + " x B + " + std::to_string(s);
+                    } else if (allocated) {
+                        tip +=
+                            "\nreserved but empty: the block is allocated, the position "
+                            "not written yet";
+                    } else {
+                        tip += "\nno block allocated yet";
+                    }
+                    ImGui::SetTooltip("%s", tip.c_str());
+                }
+                ImGui::PopID();
+            }
+            const ImVec2 a(x0, o.y), b(x0 + kv.block_size * slot - 1, o.y + row_h);
+            dl->AddRect(
+                a, b,
+                shared ? colour::kShared
+                       : (allocated ? IM_COL32(160, 160, 170, 255) : IM_COL32(70, 70, 76, 255)),
+                0, 0, px(shared ? 3.0f : 1.0f));
+            if (layer == 0 && allocated && !freed && kv.block_size * slot > font * 1.8f) {
+                const std::string id = "#" + std::to_string(shown->block_table[blk]);
+                dl->AddText(ImVec2(a.x + 2, o.y - font * 1.05f), IM_COL32(170, 170, 180, 255),
+                            id.c_str());
+            }
+        }
+        ImGui::PopID();
+    }
+    ImGui::SetCursorScreenPos(ImVec2(start.x, start.y + kv.n_layers * (row_h + px(6)) + 4));
+    ImGui::Dummy(ImVec2(1, 4));
+
+    // 4. Legend.
+    auto swatch = [&](ImU32 c, const char* text, const char* tip, bool border) {
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        if (border)
+            dl->AddRect(p, ImVec2(p.x + font, p.y + font), c, 0, 0, px(3.0f));
+        else
+            dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), c);
+        ImGui::Dummy(ImVec2(font, font));
+        ImGui::SameLine();
+        text_with_tip(text, tip);
+        ImGui::SameLine(0, font * 1.5f);
+    };
+    swatch(colour::kChunk, "this prefill chunk", "Slots written by the engine call in view.",
+           false);
+    swatch(IM_COL32(60, 120, 190, 255), "earlier chunks",
+           "Slots written by earlier prefill chunks.", false);
+    swatch(colour::kDecode, "decode step", "One slot per layer per decode step.", false);
+    swatch(IM_COL32(55, 55, 62, 255), "reserved, empty", "Allocated block, slot not written yet.",
+           false);
+    swatch(colour::kShared, "shared prefix block",
+           "A block used by more than one sequence (prefix-cache hit, reference count > 1). None "
+           "here: this session has a single sequence; see 'four requests, one engine' above.",
+           true);
+    swatch(colour::kFreed, "freed by the mask",
+           "A block the mask lets no present or future query see (a key that slid out of the "
+           "window, a chunk or document that ended): given back to the pool, its table entry "
+           "marked freed. Causal frees nothing.",
+           false);
+    ImGui::NewLine();
+
+    // 5. Memory after every engine call: whole blocks, so it grows in steps of a block.
+    ImGui::Separator();
+    {
+        int most = 0, peak = 0;
+        for (const KvStage& st : kv.stages) {
+            most = std::max(most, st.blocks_in_use);
+            peak = std::max(peak, st.peak_blocks);
+        }
+        ImGui::Text(
+            "cache memory after each engine call: at most %d blocks held after a call, "
+            "%d during one",
+            most, peak);
+    }
+    item_tooltip(
+        "KvCache::bytes_in_use() after each prefill chunk and decode step. It grows by "
+        "whole blocks: a block is allocated when the first position lands in it. Under a "
+        "window-type mask it stays flat: each call gives back the blocks that slid out. The "
+        "white tick is the most the call held before giving them back.");
+    {
+        const float bar_w = std::clamp(
+            (ImGui::GetContentRegionAvail().x - font) / std::max<size_t>(1, kv.stages.size()), 4.0f,
+            font * 2.5f);
+        const float h = font * 4;
+        double max_bytes = 1.0;  // the most held, during a call included
+        for (const KvStage& st : kv.stages)
+            max_bytes = std::max(
+                max_bytes, double(st.peak_blocks) * kv.block_size * double(kv.bytes_per_token));
+        const ImVec2 p0 = ImGui::GetCursorScreenPos();
+        for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s) {
+            const KvStage& st = kv.stages[s];
+            const float bh = static_cast<float>(st.bytes_in_use / max_bytes) * h;
+            const ImVec2 a(p0.x + s * bar_w, p0.y + h - bh), b(a.x + bar_w - 2, p0.y + h);
+            const bool done = s < step.stages_done;
+            dl->AddRectFilled(a, b,
+                              done ? stage_colour(kv, s, current) : IM_COL32(50, 50, 56, 255));
+            if (st.peak_blocks > st.blocks_in_use && st.blocks_in_use > 0) {
+                const float py =
+                    p0.y + h - bh * static_cast<float>(st.peak_blocks) / st.blocks_in_use;
+                dl->AddLine(ImVec2(a.x, py), ImVec2(b.x, py), IM_COL32(230, 230, 230, 255),
+                            px(2.0f));
+            }
+            ImGui::SetCursorScreenPos(ImVec2(a.x, p0.y));
+            ImGui::PushID(1000 + s);
+            ImGui::InvisibleButton("bar", ImVec2(bar_w - 2, h));
+            item_tooltip(stage_name(kv, s) + ": " + std::to_string(st.length) + " positions in " +
+                         std::to_string(st.blocks_in_use) +
+                         " blocks = " + format_bytes(static_cast<double>(st.bytes_in_use)) +
+                         (st.freed_blocks > 0
+                              ? "; " + std::to_string(st.peak_blocks) + " held during the call, " +
+                                    std::to_string(st.freed_blocks) + " freed so far"
+                              : std::string()));
+            ImGui::PopID();
+        }
+        ImGui::SetCursorScreenPos(ImVec2(p0.x, p0.y + h + 4));
+        ImGui::Dummy(ImVec2(1, 1));
+    }
+
+    // 6. The engine's own report of this call: its "kv append" trace events.
+    ImGui::Separator();
+    if (shown == nullptr) {
+        ImGui::TextDisabled("before prefill: the cache is empty (press the right arrow)");
+        return;
+    }
+    ImGui::Text("trace of %s: positions %d..%d", stage_name(kv, current).c_str(), shown->first_pos,
+                shown->first_pos + shown->n_pos - 1);
+    item_tooltip(
+        "The positions this engine call wrote, and below its 'kv append' trace events "
+        "(one per layer) exactly as the engine recorded them.");
+    if (ImGui::BeginTable("appends", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+        ImGui::TableSetupColumn("event");
+        ImGui::TableSetupColumn("layer");
+        ImGui::TableSetupColumn("positions");
+        ImGui::TableSetupColumn("blocks");
+        ImGui::TableSetupColumn("slots");
+        ImGui::TableHeadersRow();
+        for (size_t i = 0; i < shown->appends.size(); ++i) {
+            const TraceEvent& e = shown->appends[i];
+            auto arg = [&](const char* k) {
+                auto it = e.args.find(k);
+                return it == e.args.end() ? std::string("-") : it->second;
+            };
+            ImGui::PushID(static_cast<int>(i));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            const bool done = step.layers_done == 0 || static_cast<int>(i) < step.layers_done;
+            if (done)
+                text_with_tip(e.name, "Trace event at " + format_us(e.start_us) + ", lasting " +
+                                          format_us(e.dur_us) + ".");
+            else
+                ImGui::TextDisabled("%s (next)", e.name.c_str());
+            ImGui::TableNextColumn();
+            text_with_tip(arg("layer"), "Layer whose pool was written.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("positions"), "Positions appended by this call.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("blocks"), "Physical blocks the positions went into.");
+            ImGui::TableNextColumn();
+            text_with_tip(arg("slots"),
+                          "Slots written, as runs first-last: slot = physical block x B + "
+                          "offset in the block. A chunk that starts inside a block continues "
+                          "that block's run.");
+            ImGui::PopID();
+        }
+        ImGui::EndTable();
+    }
+}
+
+}  // namespace plab::viewer

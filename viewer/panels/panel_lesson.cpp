@@ -1,0 +1,237 @@
+// The lesson pane: lesson_text.h's blocks drawn with ImGui 1.86 (see lesson_pane.h).
+//
+// Headings in a bold, larger font; paragraphs and list items wrapped to the pane;
+// code in a monospace box that scrolls sideways rather than wrap console output;
+// tables as ImGui tables; the exercises' answers in a collapsed tree node, as
+// <details> folds them on GitHub; each "Try:" step a button beside its words.
+#include <imgui.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "app/lesson_pane.h"
+#include "panels/ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+ImFont* font_at(int index) {
+    const ImGuiIO& io = ImGui::GetIO();
+    return index >= 0 && index < io.Fonts->Fonts.Size ? io.Fonts->Fonts[index] : nullptr;
+}
+
+void wrapped(const std::string& text) {
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
+    ImGui::PopTextWrapPos();
+}
+
+// A fenced block: a box with the code background, sized to its lines, with a
+// horizontal scrollbar when a line is wider than the pane.
+void draw_code(const LessonBlock& b, int id, ImFont* mono) {
+    if (mono != nullptr) ImGui::PushFont(mono);
+    const ImVec2 size = ImGui::CalcTextSize(b.text.c_str(), b.text.c_str() + b.text.size());
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const bool scrolls = size.x + 2 * style.WindowPadding.x > avail;
+    const float height = size.y + 2 * style.WindowPadding.y + (scrolls ? style.ScrollbarSize : 0);
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, colour::kCodeBox);
+    ImGui::PushID(id);
+    ImGui::BeginChild("code", ImVec2(0, height), false, ImGuiWindowFlags_HorizontalScrollbar);
+    ImGui::TextUnformatted(b.text.c_str(), b.text.c_str() + b.text.size());
+    ImGui::EndChild();
+    ImGui::PopID();
+    ImGui::PopStyleColor();
+    if (mono != nullptr) ImGui::PopFont();
+}
+
+void draw_table(const LessonBlock& b, int id) {
+    size_t n_cols = 1;
+    for (const auto& row : b.cells) n_cols = std::max(n_cols, row.size());
+    ImGui::PushID(id);
+    if (ImGui::BeginTable(
+            "table", static_cast<int>(n_cols),
+            ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
+        for (size_t r = 0; r < b.cells.size(); ++r) {
+            ImGui::TableNextRow(r == 0 ? ImGuiTableRowFlags_Headers : 0);
+            for (size_t c = 0; c < b.cells[r].size(); ++c) {
+                ImGui::TableSetColumnIndex(static_cast<int>(c));
+                wrapped(b.cells[r][c]);
+            }
+        }
+        ImGui::EndTable();
+    }
+    ImGui::PopID();
+}
+
+// A Try step: the button, its words beside it, and what pressing it changed.
+void draw_try(const LessonBlock& b, int k, const Snapshot& snap, ViewerState& state,
+              LessonPane& pane) {
+    ImGui::PushID(1000000 + k);
+    ImGui::PushStyleColor(ImGuiCol_Button, colour::kTryButton);
+    const std::string label = "Try " + std::to_string(k + 1);
+    const bool pressed = ImGui::Button(label.c_str());
+    ImGui::PopStyleColor();
+    item_tooltip("Sets the panel as this command would:\n" + b.command);
+    if (pane.jump_to_try && k == 0) {
+        ImGui::SetScrollHereY(0.2f);
+        pane.jump_to_try = false;
+    }
+    if (k == pane.click_index && !pane.click_rect_ready) {
+        // Headless tests: scroll the button into view, then report where it is once it has
+        // stayed put for two frames (a table above settles its row heights over a frame
+        // or two, moving everything under it).
+        const ImVec2 a = ImGui::GetItemRectMin(), z = ImGui::GetItemRectMax();
+        const ImVec2 wa = ImGui::GetWindowPos();
+        const ImVec2 wz(wa.x + ImGui::GetWindowSize().x, wa.y + ImGui::GetWindowSize().y);
+        if (a.y >= wa.y && z.y <= wz.y && a.x >= wa.x && z.x <= wz.x) {
+            const float r[4] = {a.x, a.y, z.x, z.y};
+            const bool same = std::equal(r, r + 4, pane.click_rect);
+            pane.click_stable_frames = same ? pane.click_stable_frames + 1 : 0;
+            std::copy(r, r + 4, pane.click_rect);
+            pane.click_rect_ready = pane.click_stable_frames >= 2;
+        } else {
+            pane.click_stable_frames = 0;
+            ImGui::SetScrollHereY(0.5f);
+        }
+    }
+    ImGui::SameLine();
+    wrapped(b.text);
+    if (pane.pressed == k) {
+        const bool bad = !pane.error.empty();
+        ImGui::PushStyleColor(ImGuiCol_Text, bad ? colour::kBad : colour::kGood);
+        wrapped(bad                    ? "refused: " + pane.error
+                : pane.changed.empty() ? std::string("already set: nothing changed")
+                                       : "set: " + pane.changed);
+        ImGui::PopStyleColor();
+    }
+    ImGui::PopID();
+    if (pressed) press_try(pane, k, snap, state);
+}
+
+}  // namespace
+
+void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
+    LessonLayout& layout = pane.layout;
+    layout.blocks_drawn = layout.blocks_hidden = layout.try_buttons = 0;
+    ImFont* mono = font_at(pane.mono_font);
+    ImFont* heading = font_at(pane.heading_font);
+    const int n_try = pane.text.count(BlockKind::kTry);
+
+    // 1. A fixed header: which file, and a way to the Try steps.
+    const std::string file = std::filesystem::path(pane.text.path).filename().string();
+    ImGui::TextDisabled("Lesson %d: lessons/%s", pane.lesson, file.c_str());
+    help_marker(
+        "Lesson mode (plab-viewer --lesson N): the lesson's text beside its panel, read from "
+        "lessons/ at start. Each Try step is a button that sets the panel as its command "
+        "would; the flags you started the viewer with stay underneath.");
+    if (n_try > 0) {
+        const std::string jump =
+            "Go to the " + std::to_string(n_try) + " Try step" + (n_try > 1 ? "s" : "");
+        if (ImGui::SmallButton(jump.c_str())) pane.jump_to_try = true;
+    }
+    ImGui::Separator();
+
+    // 2. The text, scrolled on its own.
+    ImGui::BeginChild("lesson_text", ImVec2(0, 0), false);
+    std::vector<bool> open;  // the <details> sections entered, innermost last
+    int closed_depth = 0;    // > 0: inside a closed section (its blocks are hidden)
+    int k = 0;               // Try steps so far
+    const float indent = ImGui::GetFontSize() * 1.2f;
+    // Blocks far outside the visible part are stood in for by their height from an
+    // earlier frame: a long lesson costs what its visible screenful costs. Heights
+    // are measured again whenever the pane's width changes.
+    const float width = ImGui::GetContentRegionAvail().x;
+    if (pane.block_heights.size() != pane.text.blocks.size() || pane.heights_width != width) {
+        pane.block_heights.assign(pane.text.blocks.size(), -1.0f);
+        pane.heights_width = width;
+    }
+    const float view_top = ImGui::GetScrollY() - ImGui::GetWindowHeight();
+    const float view_bottom = ImGui::GetScrollY() + 2 * ImGui::GetWindowHeight();
+    for (size_t i = 0; i < pane.text.blocks.size(); ++i) {
+        const LessonBlock& b = pane.text.blocks[i];
+        if (closed_depth > 0) {
+            closed_depth += b.kind == BlockKind::kDetailsBegin ? 1
+                            : b.kind == BlockKind::kDetailsEnd ? -1
+                                                               : 0;
+            if (closed_depth == 0) open.pop_back();  // the closed section ends here
+            ++layout.blocks_hidden;
+            if (b.kind == BlockKind::kTry) ++k, ++layout.try_buttons;
+            continue;
+        }
+        ++layout.blocks_drawn;
+        const float y0 = ImGui::GetCursorPosY();
+        const float h = pane.block_heights[i];
+        const bool skippable = b.kind != BlockKind::kTry && b.kind != BlockKind::kDetailsBegin &&
+                               b.kind != BlockKind::kDetailsEnd;
+        if (skippable && h > 0 && (y0 + h < view_top || y0 > view_bottom)) {
+            ImGui::Dummy(ImVec2(1.0f, h - ImGui::GetStyle().ItemSpacing.y));
+            continue;
+        }
+        const bool indented = b.level > 0 && b.kind != BlockKind::kHeading;
+        if (indented) ImGui::Indent(indent);
+        switch (b.kind) {
+            case BlockKind::kHeading:
+                ImGui::Spacing();
+                if (heading != nullptr && b.level <= 2) ImGui::PushFont(heading);
+                ImGui::PushStyleColor(ImGuiCol_Text, colour::kHeading);
+                wrapped(b.text);
+                ImGui::PopStyleColor();
+                if (heading != nullptr && b.level <= 2) ImGui::PopFont();
+                break;
+            case BlockKind::kParagraph:
+                wrapped(b.text);
+                ImGui::Spacing();
+                break;
+            case BlockKind::kBullet:
+                ImGui::Bullet();
+                ImGui::SameLine();
+                wrapped(b.text);
+                break;
+            case BlockKind::kNumbered:
+                ImGui::TextUnformatted(b.marker.c_str());
+                ImGui::SameLine();
+                wrapped(b.text);
+                break;
+            case BlockKind::kCode:
+                draw_code(b, static_cast<int>(i), mono);
+                break;
+            case BlockKind::kTable:
+                draw_table(b, static_cast<int>(i));
+                break;
+            case BlockKind::kPicture:
+                ImGui::TextDisabled("[picture: %s, %s]", b.text.c_str(), b.marker.c_str());
+                break;
+            case BlockKind::kRule:
+                ImGui::Separator();
+                break;
+            case BlockKind::kTry:
+                ++layout.try_buttons;
+                draw_try(b, k++, snap, state, pane);
+                break;
+            case BlockKind::kDetailsBegin: {
+                ImGui::PushID(static_cast<int>(i));
+                const bool is_open = ImGui::TreeNode("details", "%s", b.text.c_str());
+                ImGui::PopID();
+                open.push_back(is_open);
+                if (!is_open) closed_depth = 1;
+                break;
+            }
+            case BlockKind::kDetailsEnd:
+                if (!open.empty() && open.back()) ImGui::TreePop();
+                if (!open.empty()) open.pop_back();
+                break;
+        }
+        if (indented) ImGui::Unindent(indent);
+        pane.block_heights[i] = ImGui::GetCursorPosY() - y0;
+    }
+    while (!open.empty()) {
+        if (open.back()) ImGui::TreePop();
+        open.pop_back();
+    }
+    layout.text_height = ImGui::GetCursorPosY();
+    ImGui::EndChild();
+}
+
+}  // namespace plab::viewer

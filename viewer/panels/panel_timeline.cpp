@@ -1,0 +1,187 @@
+// Panel 5, timeline: one request from arrival to its last token.
+//
+// What it teaches (lessons/05-ttft-is-not-prefill.md): time to first token
+// (TTFT) runs from the request's arrival to the delivery of its first token —
+// tokenization, copies, every prefill chunk, sampling, delivery. Prefill is
+// only one part of it, and decode steps come after. The spans are the engine's
+// Trace of generate(); TTFT and prefill time are its GenerateResult numbers.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "panels/panels.h"
+#include "panels/ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+// Lanes in the order a request passes through them; unknown names go last.
+std::vector<std::string> lanes_of(const std::vector<TraceEvent>& events) {
+    std::vector<std::string> lanes = {
+        "request", "queue",         "tokenize",   "allocate KV cache",
+        "prefill", "prefill chunk", "kv append",  "copy logits to host",
+        "sample",  "deliver",       "decode step"};
+    std::vector<std::string> used;
+    for (const std::string& l : lanes)
+        if (std::any_of(events.begin(), events.end(),
+                        [&](const TraceEvent& e) { return e.name == l; }))
+            used.push_back(l);
+    for (const TraceEvent& e : events)
+        if (std::find(used.begin(), used.end(), e.name) == used.end()) used.push_back(e.name);
+    return used;
+}
+
+ImU32 lane_colour(const std::string& name) {
+    if (name == "prefill" || name == "prefill chunk") return colour::kChunk;
+    if (name == "kv append") return colour::kCached;
+    if (name == "decode step") return colour::kDecode;
+    if (name == "request") return IM_COL32(130, 130, 150, 255);
+    return IM_COL32(200, 120, 200, 255);
+}
+
+std::string event_tip(const TraceEvent& e) {
+    std::string tip = e.name + " (" + e.category + ")\nstart " + format_us(e.start_us) +
+                      ", duration " + format_us(e.dur_us);
+    for (const auto& [k, v] : e.args) tip += "\n" + k + ": " + v;
+    return tip;
+}
+
+}  // namespace
+
+void draw_timeline(const Snapshot& snap, ViewerState& state) {
+    draw_serving_toggle(state);
+    if (state.serving_view) {
+        draw_timeline_requests(snap, state);
+        return;
+    }
+    const TimelineSnapshot& tl = snap.timeline;
+    ImGui::TextUnformatted("Timeline of one request: TTFT is not prefill time");
+    help_marker(
+        "Lesson 5 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md).\n\nTime to "
+        "first token runs from the request's arrival until its first token is delivered: "
+        "tokenizing, copying in, every prefill chunk, sampling, delivery. Prefill is one "
+        "span inside it. Decode steps (one token each) come after. Hover a span for its "
+        "times and arguments; the same trace opens in Perfetto (plab generate --trace).");
+    ImGui::TextDisabled("%s",
+                        "Try: set chunk size 1 (one token per chunk) and watch prefill grow inside "
+                        "TTFT; zoom to the first token.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::SliderInt("new tokens", &state.new_tokens, 1, 32)) state.dirty.timeline = true;
+    item_tooltip(
+        "Tokens the request generates: the first from the prefill, the rest by decode "
+        "steps.");
+    ImGui::SameLine();
+    ImGui::Checkbox("zoom to first token", &state.timeline_to_first_token);
+    item_tooltip("Show only the request's start up to the first token's delivery.");
+    if (!tl.error.empty()) {
+        ImGui::TextColored(ImColor(colour::kBad), "%s", tl.error.c_str());
+        return;
+    }
+    if (!tl.ready || tl.events.empty()) return;
+    if (tl.mask != "causal") {
+        text_with_tip("mask " + tl.mask,
+                      "The request ran under this attention mask (--mask, or the Mask panel).");
+        if (!tl.refusal.empty()) {
+            ImGui::SameLine();
+            ImGui::PushTextWrapPos(0.0f);  // one long line: wrap it at the window's edge
+            ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)",
+                               tl.refusal.c_str(), tl.plan.c_str());
+            ImGui::PopTextWrapPos();
+        }
+    }
+
+    // 1. The two numbers, and what lies between them.
+    text_with_tip("TTFT " + format_us(tl.ttft_us),
+                  "Time to first token: request arrival -> first token delivered (engine's "
+                  "GenerateResult::ttft_us).");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("prefill " + format_us(tl.prefill_us),
+                  "Wall time of the prefill chunks only (GenerateResult::prefill_us).");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip("TTFT - prefill = " + format_us(tl.ttft_us - tl.prefill_us),
+                  "Everything in the first token's way that is not prefill: tokenizing, copies, "
+                  "sampling, delivery.");
+    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    text_with_tip(std::to_string(tl.n_prompt) + " prompt tokens, plan " + tl.plan,
+                  "Prompt length in tokens and the chunk plan of its prefill.");
+    ImGui::TextDisabled("output: %s", token_label(tl.output_text).c_str());
+    item_tooltip("The generated text (greedy), on backend " + tl.backend + ".");
+
+    // 2. Time axis.
+    double t_end = 0;
+    for (const TraceEvent& e : tl.events) t_end = std::max(t_end, e.start_us + e.dur_us);
+    double t_begin = 0;
+    if (const auto it = std::find_if(tl.events.begin(), tl.events.end(),
+                                     [](const TraceEvent& e) { return e.name == "request"; });
+        it != tl.events.end())
+        t_begin = it->start_us;
+    if (state.timeline_to_first_token) t_end = t_begin + tl.ttft_us * 1.08;
+    const double span = std::max(1.0, t_end - t_begin);
+    const float font = ImGui::GetFontSize();
+    const float label_w = font * 8;
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float width = ImGui::GetContentRegionAvail().x - label_w - font;
+    auto x_of = [&](double us) {
+        return o.x + label_w + static_cast<float>((us - t_begin) / span) * width;
+    };
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float axis_y = o.y + font * 0.2f;
+    draw_time_axis(dl, o.x + label_w, width, axis_y, t_begin, span);
+
+    // 3. One lane per kind of span.
+    const std::vector<std::string> lanes = lanes_of(tl.events);
+    const float lane_h = font * 1.6f;
+    const float top = axis_y + font * 2.0f;
+    dl->PushClipRect(ImVec2(o.x, top - 2),
+                     ImVec2(o.x + label_w + width + 2, top + lanes.size() * lane_h + 2), true);
+    for (size_t l = 0; l < lanes.size(); ++l) {
+        const float y = top + l * lane_h;
+        dl->AddText(ImVec2(o.x, y + font * 0.25f), IM_COL32_WHITE, lanes[l].c_str());
+        dl->AddLine(ImVec2(o.x + label_w, y + lane_h - 1),
+                    ImVec2(o.x + label_w + width, y + lane_h - 1), IM_COL32(60, 60, 66, 255));
+    }
+    int hovered = -1;
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    for (size_t i = 0; i < tl.events.size(); ++i) {
+        const TraceEvent& e = tl.events[i];
+        const size_t l = std::find(lanes.begin(), lanes.end(), e.name) - lanes.begin();
+        const float y = top + l * lane_h;
+        const float x0 = x_of(e.start_us);
+        const float x1 = std::max(x0 + 2.0f, x_of(e.start_us + e.dur_us));
+        dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(x1, y + lane_h - 4), lane_colour(e.name));
+        dl->AddRect(ImVec2(x0, y + 3), ImVec2(x1, y + lane_h - 4), IM_COL32(20, 20, 20, 160));
+        if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
+            hovered = static_cast<int>(i);
+    }
+    dl->PopClipRect();
+
+    // 4. TTFT and prefill brackets under the lanes, as two different spans.
+    float y = top + lanes.size() * lane_h + font * 0.6f;
+    auto bracket = [&](double from, double to, ImU32 c, const std::string& text) {
+        const float x0 = x_of(from), x1 = std::min(x_of(to), o.x + label_w + width);
+        dl->AddLine(ImVec2(x0, y), ImVec2(x1, y), c, px(3.0f));
+        dl->AddLine(ImVec2(x0, y - px(6)), ImVec2(x0, y + px(6)), c, px(3.0f));
+        dl->AddLine(ImVec2(x1, y - px(6)), ImVec2(x1, y + px(6)), c, px(3.0f));
+        dl->AddText(ImVec2(o.x, y - font * 0.5f), c, text.c_str());
+        y += font * 1.5f;
+    };
+    bracket(t_begin, t_begin + tl.ttft_us, IM_COL32(255, 110, 110, 255), "TTFT");
+    if (const auto p = std::find_if(tl.events.begin(), tl.events.end(),
+                                    [](const TraceEvent& e) { return e.name == "prefill"; });
+        p != tl.events.end())
+        bracket(p->start_us, p->start_us + p->dur_us, colour::kChunk, "prefill");
+    ImGui::SetCursorScreenPos(ImVec2(o.x, y));
+    ImGui::Dummy(ImVec2(1, 1));
+    if (hovered >= 0 && ImGui::IsWindowHovered())
+        ImGui::SetTooltip("%s", event_tip(tl.events[hovered]).c_str());
+    ImGui::TextWrapped(
+        "Hover a span for its start, duration and arguments (kv append: layer, "
+        "positions, blocks). The TTFT bar starts at the request's arrival; the "
+        "prefill bar covers only the chunks.");
+}
+
+}  // namespace plab::viewer

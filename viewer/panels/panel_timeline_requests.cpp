@@ -1,0 +1,221 @@
+// Panel 5, requests view: several requests through one engine, on one time axis.
+//
+// What it teaches (lessons/05-ttft-is-not-prefill.md, for a serving engine):
+// with several requests, a request's time to first token also holds the time
+// it waited — for a place in a step's token budget, or for blocks in the pool
+// — and its prefill chunks share steps with other requests' decode tokens
+// (one forward pass per step, the weights read once for all of them). A
+// preempted request computes its tokens again, which its TTFT or its later
+// tokens pay for. Spans are the engine's steps (StepRecord times) and what
+// each request computed in them ("kv append" trace events); TTFT and finish
+// are the Request's own times (serving_scenario.h).
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "panels/panels.h"
+#include "panels/ui_common.h"
+
+namespace plab::viewer {
+namespace {
+
+std::string span_kind(const ServingSpan& s) {
+    return s.decode ? "decode token" : s.recompute ? "recompute chunk" : "prefill chunk";
+}
+
+ImU32 span_colour(const ServingSpan& s) {
+    return s.decode ? colour::kDecode : s.recompute ? colour::kRecompute : colour::kChunk;
+}
+
+std::string others_in_step(const ServingStage& st, int request) {
+    std::string s;
+    for (int id : st.record.requests)
+        if (id != request) s += (s.empty() ? "" : ", ") + std::to_string(id);
+    return s.empty() ? "alone in its step" : "in one forward pass with request(s) " + s;
+}
+
+// 1. One row of numbers per request.
+void draw_table(const ServingSnapshot& sv) {
+    if (!ImGui::BeginTable("requests", 8, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
+        return;
+    const char* heads[] = {"request", "prompt",   "prefix hit", "computed",
+                           "TTFT",    "ITL mean", "end to end", "preempted"};
+    for (const char* h : heads) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    for (std::size_t id = 0; id < sv.requests.size(); ++id) {
+        const ServingRequestInfo& r = sv.requests[id];
+        ImGui::PushID(static_cast<int>(id));
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextColored(ImColor(request_colour(static_cast<int>(id))), "%zu", id);
+        item_tooltip(r.label + ". Output: " + token_label(r.output_text));
+        ImGui::TableNextColumn();
+        text_with_tip(std::to_string(r.n_prompt) + " tokens",
+                      "Prompt length; " + std::to_string(r.shared_prefix) +
+                          " tokens in common with another request's prompt.");
+        ImGui::TableNextColumn();
+        text_with_tip(std::to_string(r.cached_tokens) + " tokens",
+                      "Prompt tokens found in the prefix cache at its first admission (" +
+                          std::to_string(r.hit_blocks) + " full blocks hit, " +
+                          std::to_string(r.miss_blocks) +
+                          " missed): their K/V were not computed again.");
+        ImGui::TableNextColumn();
+        text_with_tip(std::to_string(r.computed_tokens) + " tokens",
+                      "Tokens run through the model for it, recomputation after a preemption "
+                      "included (Request::computed_tokens).");
+        ImGui::TableNextColumn();
+        text_with_tip(format_us(r.latency.ttft_ms * 1000),
+                      "Time to first token: arrival -> first new token, waiting for a place in "
+                      "a step included.");
+        ImGui::TableNextColumn();
+        text_with_tip(format_us(r.latency.itl_mean_ms * 1000),
+                      "Mean gap between consecutive new tokens (inter-token latency).");
+        ImGui::TableNextColumn();
+        text_with_tip(format_us(r.latency.e2e_ms * 1000), "Arrival -> last new token.");
+        ImGui::TableNextColumn();
+        text_with_tip(std::to_string(r.preemptions) + "x",
+                      "Times the pool ran out and this request gave its blocks back, to be "
+                      "computed again from its tokens.");
+        ImGui::PopID();
+    }
+    ImGui::EndTable();
+}
+
+}  // namespace
+
+void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
+    const ServingSnapshot& sv = snap.serving;
+    ImGui::TextUnformatted("Timeline of four requests through one engine");
+    help_marker(
+        "Lesson 5 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md), for several "
+        "requests.\n\nEach lane is one request, on the engine's clock. Boxes are the engine "
+        "steps it took part in: orange a prefill chunk, green a decode token, red a chunk "
+        "computed again after a preemption. A step runs all its requests in one forward pass. "
+        "The diamond is its first token (TTFT from its arrival), the bar its finish. The same "
+        "scenario as the KV panel's shared pool.");
+    ImGui::TextDisabled("%s",
+                        "Try: turn the prefix cache off in the KV panel's shared pool, then "
+                        "compare the TTFT of the requests that share the prompt.");
+    if (!sv.error.empty()) {
+        ImGui::TextColored(ImColor(colour::kBad), "%s", sv.error.c_str());
+        return;
+    }
+    if (!sv.ready || sv.stages.size() < 2) return;
+    draw_table(sv);
+
+    // 2. Time axis: the engine's clock, first arrival to last finish.
+    double t_begin = sv.requests.front().arrival_us, t_end = 0;
+    for (const ServingRequestInfo& r : sv.requests) {
+        t_begin = std::min(t_begin, r.arrival_us);
+        t_end = std::max(t_end, r.finish_us);
+    }
+    const double span = std::max(1.0, t_end - t_begin);
+    const float font = ImGui::GetFontSize();
+    const float label_w = font * 6;
+    const ImVec2 o = ImGui::GetCursorScreenPos();
+    const float width = ImGui::GetContentRegionAvail().x - label_w - font;
+    auto x_of = [&](double us) {
+        return o.x + label_w + static_cast<float>((us - t_begin) / span) * width;
+    };
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float axis_y = o.y + font * 0.4f;
+    draw_time_axis(dl, o.x + label_w, width, axis_y, t_begin, span);
+
+    // 3. One lane per request: waiting line, step boxes, first token, finish.
+    const StepView step = step_view(snap, state);
+    const float lane_h = font * 2.0f;
+    const float top = axis_y + font * 2.0f;
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    std::string hovered;
+    for (std::size_t id = 0; id < sv.requests.size(); ++id) {
+        const ServingRequestInfo& r = sv.requests[id];
+        const int rid = static_cast<int>(id);
+        const float y = top + id * lane_h;
+        const float mid = y + lane_h * 0.5f;
+        dl->AddText(ImVec2(o.x, y + font * 0.3f), request_colour(rid),
+                    ("request " + std::to_string(id)).c_str());
+        dl->AddLine(ImVec2(x_of(r.arrival_us), mid), ImVec2(x_of(r.finish_us), mid),
+                    IM_COL32(110, 110, 120, 255), px(1.0f));
+        for (std::size_t k = 1; k < sv.stages.size(); ++k) {
+            const ServingStage& st = sv.stages[k];
+            const float x0 = x_of(st.record.start_us);
+            const float x1 = std::max(x0 + 2.0f, x_of(st.record.start_us + st.record.us));
+            for (const ServingSpan& s : st.spans) {
+                if (s.request != rid) continue;
+                const ImVec2 a(x0, y + 4), b(x1, y + lane_h - 5);
+                dl->AddRectFilled(a, b, span_colour(s));
+                if (x1 - x0 >= 6) dl->AddRect(a, b, IM_COL32(20, 20, 20, 200));  // box per step
+                if (static_cast<int>(k) > step.stages_done)
+                    dl->AddRectFilled(a, b, IM_COL32(15, 15, 18, 150));  // after the cursor
+                if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
+                    hovered = "request " + std::to_string(id) + ", step " +
+                              std::to_string(st.record.index) + ": " + span_kind(s) +
+                              ", positions " + std::to_string(s.first_pos) + ".." +
+                              std::to_string(s.first_pos + s.n_pos - 1) + " (" +
+                              std::to_string(s.n_pos) + " tokens), " + others_in_step(st, rid) +
+                              "\nstep from " + format_us(st.record.start_us - t_begin) +
+                              ", lasting " + format_us(st.record.us) + "; the step ran " +
+                              std::to_string(st.record.prefill_tokens) + " prefill and " +
+                              std::to_string(st.record.decode_tokens) + " decode tokens";
+            }
+            for (int p : st.record.preempted) {
+                if (p != rid) continue;
+                const float x = x_of(st.record.start_us);
+                dl->AddLine(ImVec2(x - px(5), y + 3), ImVec2(x + px(5), y + lane_h - 3),
+                            colour::kBad, px(3));
+                dl->AddLine(ImVec2(x + px(5), y + 3), ImVec2(x - px(5), y + lane_h - 3),
+                            colour::kBad, px(3));
+                if (std::abs(mouse.x - x) < 6 && mouse.y >= y && mouse.y < y + lane_h)
+                    hovered = "request " + std::to_string(id) + " preempted in step " +
+                              std::to_string(st.record.index) +
+                              ": the pool had no block for a running request, so the newest "
+                              "running one gave all its blocks back; it waits and computes its "
+                              "tokens again (red boxes).";
+            }
+        }
+        if (!r.token_us.empty()) {
+            const float x = x_of(r.token_us.front());
+            dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
+                        ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
+            if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
+                hovered = "request " + std::to_string(id) + "'s first token at " +
+                          format_us(r.token_us.front() - t_begin) + ": TTFT " +
+                          format_us(r.latency.ttft_ms * 1000) +
+                          " = waiting for a place in a step + its prefill chunks (fewer with a "
+                          "prefix hit) + sampling.";
+        }
+        const float xf = x_of(r.finish_us);
+        dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, px(3.0f));
+        if (std::abs(mouse.x - xf) < 5 && mouse.y >= y && mouse.y < y + lane_h)
+            hovered = "request " + std::to_string(id) + " finished at " +
+                      format_us(r.finish_us - t_begin) + " after " +
+                      std::to_string(r.token_us.size()) +
+                      " new tokens; its blocks went back "
+                      "to the pool (named ones stay cached).";
+    }
+    // 4. The step cursor: the end of the step in view.
+    const float bottom = top + sv.requests.size() * lane_h;
+    if (step.stages_done > 0 && step.stages_done <= sv.n_steps()) {
+        const StepRecord& rec = sv.stages[static_cast<std::size_t>(step.stages_done)].record;
+        const float x = x_of(rec.start_us + rec.us);
+        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), IM_COL32(255, 255, 255, 140), px(1.5f));
+    }
+    ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 6));
+    ImGui::Dummy(ImVec2(1, 1));
+    if (!hovered.empty() && ImGui::IsWindowHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(font * 36.0f);
+        ImGui::TextUnformatted(hovered.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
+    ImGui::TextWrapped(
+        "Hover a box, a diamond (first token), a bar (finish) or a red cross (preemption). "
+        "Right arrow: one engine step (the line marks the step in view; later steps are dimmed).");
+}
+
+}  // namespace plab::viewer
