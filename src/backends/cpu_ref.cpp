@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu_threads.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "core/rope.h"
 

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/cpu_fast/cpu_fast.h"
 #include "cli/common.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "model/shapes.h"
 #include "perf/bench.h"

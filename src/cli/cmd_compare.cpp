@@ -148,11 +148,10 @@ void run(const CompareOptions& o) {
     // 2. Every backend and plan against cpu-ref's full prefill.
     std::vector<Row> rows;
     Tally reference_tally, fast_tally;
-    // Every backend and device model comes from an Engine (runtime/engine.h);
-    // the sessions below keep KV pools of their own, so the engines' shared
-    // pools are never made.
-    const Engine ref_engine(model.weights, EngineOptions{.backend = "cpu-ref"});
-    const DeviceModel& ref_model = ref_engine.model();
+    // Every backend gets the model loaded once (runtime/loaded_model.h); the
+    // sessions below keep KV caches of their own.
+    const LoadedModel ref_loaded(model.weights, "cpu-ref");
+    const DeviceModel& ref_model = ref_loaded.device();
     for (const auto& tokens : prompts) {
         const int t = static_cast<int>(tokens.size());
         MaskContext mc;  // a random model has no tokenizer, hence no BOS for docs:bos
@@ -164,9 +163,9 @@ void run(const CompareOptions& o) {
         double scale = 0;
         for (float x : ref.last_logits) scale = std::max(scale, double(std::fabs(x)));
         for (const std::string& name : names) {
-            const Engine engine(model.weights, EngineOptions{.backend = name});
-            const Backend* backend = &engine.backend();
-            const DeviceModel& dm = engine.model();
+            const LoadedModel loaded(model.weights, name);
+            const Backend* backend = &loaded.backend();
+            const DeviceModel& dm = loaded.device();
             // This backend's whole prefill, which every plan's row must equal bit for
             // bit; it is also the first (warm-up) run of a "full" row.
             double own_full_us = 0;

@@ -10,6 +10,7 @@
 
 #include "cli/common.h"
 #include "runtime/engine.h"
+#include "runtime/loaded_model.h"
 #include "serving/eval.h"
 
 namespace plab::cli {
@@ -45,9 +46,9 @@ void run(const EvalCliOptions& o) {
     eo.induction_trials = o.trials;
     eo.induction_len = o.induction_len;
     eo.mask = o.mask;
-    const Engine engine(m.weights, EngineOptions{.backend = o.backend});
-    const Backend* backend = &engine.backend();
-    const EvalReport r = evaluate(engine.model(), *m.tokenizer, eo);
+    const LoadedModel loaded(m.weights, o.backend);
+    const Backend* backend = &loaded.backend();
+    const EvalReport r = evaluate(loaded.device(), *m.tokenizer, eo);
 
     if (o.json) {
         nlohmann::json j;

@@ -76,24 +76,24 @@ void run_one(GenerateCliOptions o) {
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     o.gen.stop_at_eos = !o.no_stop;
     o.gen.session.mask = resolve_mask(o.mask, tokens, model);
-    // The engine owns the backend and the device model; its KV pool is made
-    // only by a first add_request, so the session below pays for none.
+    // The model loaded once on the backend (runtime/loaded_model.h); every run
+    // below is a session on it with a KV cache of its own.
     PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
-    const Engine engine(model.weights, EngineOptions{.backend = o.backend});
+    const LoadedModel loaded(model.weights, o.backend);
     // The first run is cold (caches, allocator and thread pool not yet warm);
     // the times reported are the medians of the warm runs after it, and the
     // cold one is printed apart: two measurement conditions, never averaged.
     // Every run is the same request on a fresh KV cache, with the same tokens.
     Trace cold_trace;
     const GenerateResult cold =
-        generate(engine.model(), *model.tokenizer, "", tokens, o.gen, cold_trace);
+        generate(loaded.device(), *model.tokenizer, "", tokens, o.gen, cold_trace);
     std::vector<double> ttft_us, prefill_us, decode_tps;
     Trace trace;  // the last warm run's, for --trace
     GenerateResult r;
     for (int i = 0; i < o.repeats; ++i) {
         trace = Trace();
-        r = generate(engine.model(), *model.tokenizer, "", tokens, o.gen, trace);
+        r = generate(loaded.device(), *model.tokenizer, "", tokens, o.gen, trace);
         PLAB_ASSERT(r.new_tokens == cold.new_tokens);  // same request, same seed
         double decode_total = 0;
         for (double s : r.decode_step_us) decode_total += s;
@@ -107,7 +107,7 @@ void run_one(GenerateCliOptions o) {
     const double ttft_ms = percentile(ttft_us, 50) / 1000;
     const double prefill_ms = percentile(prefill_us, 50) / 1000;
     const double decode_tps_median = percentile(decode_tps, 50);
-    const std::string backend = engine.backend().name();
+    const std::string backend = loaded.backend().name();
     if (o.json) {
         nlohmann::json j;
         j["backend"] = backend;

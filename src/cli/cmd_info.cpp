@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "backends/cpu_fast/cpu_fast.h"
 #include "cli/common.h"
+#include "core/cpu_threads.h"
 #include "runtime/cost_model.h"
 #include "runtime/registry.h"
 
@@ -87,7 +87,7 @@ void run(const InfoOptions& o) {
     std::printf(
         "Threads of the cpu backend: up to %d (the CPUs this process may run on); each op "
         "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
-        "costs more\n  than it saves (measured; see src/backends/cpu_threads.h). A product "
+        "costs more\n  than it saves (measured; see src/core/cpu_threads.h). A product "
         "of few rows\n  (decode) counts the bytes of its weight instead when they take "
         "longer to read.\n  Right after an op on every thread, the next product, norm, "
         "SwiGLU or RoPE takes them all:\n  the threads are still awake, no wake-up to pay.\n",

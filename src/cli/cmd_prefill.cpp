@@ -89,12 +89,11 @@ void run(const PrefillOptions& o) {
     PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
 
-    // The engine owns the backend and the device model (its shared KV pool is
-    // made only by a first request: the session below keeps a pool of its own,
-    // whose block numbers the chunk lines print).
-    const Engine engine(model.weights, EngineOptions{.backend = o.backend});
-    const Backend* backend = &engine.backend();
-    const DeviceModel& dm = engine.model();
+    // The model loaded once on the backend (runtime/loaded_model.h); each session
+    // below keeps a KV cache of its own, whose block numbers the chunk lines print.
+    const LoadedModel loaded(model.weights, o.backend);
+    const Backend* backend = &loaded.backend();
+    const DeviceModel& dm = loaded.device();
     Trace trace;
     // A trace file also gets the GPU backends' device time of every op, on its
     // own track (CUDA events; a little slower, so only when a trace is asked for).

@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "perf/machine.h"
 #include "serving/serve.h"
 
 namespace plab::cli {
@@ -163,7 +164,11 @@ void run(const ServeCliOptions& o) {
     so.itl_slo_ms = o.itl_slo_ms;
     so.network_delay_ms = o.network_delay_ms;
     so.disaggregate = o.disaggregate;
-    so.link_gb_per_s = o.link_gb_per_s;
+    // The KV link: the given bandwidth, else this machine's copy bandwidth
+    // (serving measures nothing itself; perf/machine.h does).
+    so.link_gb_per_s = o.disaggregate && o.link_gb_per_s <= 0
+                           ? measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s
+                           : o.link_gb_per_s;
     const int max_seq = model.weights.config.max_seq_len;
     // --token-budget is the chunked policy's (policy_step_tokens).
     auto options_for = [&](Policy p) {

@@ -42,7 +42,7 @@
 //     126 ms for that prefill; active (spin forever) keeps a core busy while
 //     the engine is idle, e.g. under the viewer's renderer.
 // Whether an op is worth a region at all is the caller's decision (see
-// backends/cpu_threads.h: a FLOP threshold per thread).
+// core/cpu_threads.h: a FLOP threshold per thread).
 //
 // Left out: nested parallelism (a task that calls run() runs its tasks
 // inline), thread pinning, NUMA awareness.

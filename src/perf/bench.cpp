@@ -18,6 +18,7 @@
 #include "perf/host_timed_backend.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/cost_model.h"
+#include "runtime/device_peak.h"
 #include "runtime/engine.h"
 #include "runtime/registry.h"
 #include "runtime/sampler.h"
@@ -424,8 +425,11 @@ DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backe
     eo.prefix_cache = false;        // nothing to share between random prompts, no lookups
     eo.max_step_tokens = plan.max_step_tokens;
     eo.max_running = b;
-    if (ops != nullptr) eo.wrap_backend = timing_ops;
-    Engine engine(weights, eo);
+    // With `ops`, the model is loaded over a backend that times its ops: the
+    // engine runs on it and never knows (timing wraps from outside).
+    const LoadedModel model(
+        weights, ops != nullptr ? timing_ops(make_backend(backend)) : make_backend(backend));
+    Engine engine(model, eo);
     for (int i = 0; i < b; ++i) {
         std::vector<int32_t> prompt =
             bench_tokens(o.batch_prompt, c.vocab_size, static_cast<std::uint64_t>(i) + 1);
@@ -593,18 +597,16 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     // host's FMAs): measured only when a GPU backend is benched.
     if (benches_a_gpu(o))
         r.device_peak = measure_device_gemm_peak(kDevicePeakSize, kDevicePeakRepeats);
-    // One engine per backend: its backend and device model serve the
-    // single-sequence rows (a Session each, no pool of the engine's is made);
-    // the batched rows get an engine of their own, with a pool for b sequences.
-    // Its backend times its ops when asked (timing_ops: a host backend
-    // through the host clock's wrapper, off until the tables below), so the
-    // tables time the very model the rows ran, not a second copy of it.
-    std::vector<std::unique_ptr<Engine>> loaded;  // kept for the load pass
+    // The model loaded once per backend: the single-sequence rows are a Session
+    // each on it; the batched rows get an engine of their own, with a pool for
+    // b sequences. Its backend times its ops when asked (timing_ops: a host
+    // backend through the host clock's wrapper, off until the tables below), so
+    // the tables time the very model the rows ran, not a second copy of it.
+    std::vector<std::unique_ptr<LoadedModel>> loaded;  // kept for the load pass
     for (const std::string& name : o.backends) {
-        auto engine = std::make_unique<Engine>(
-            weights, EngineOptions{.backend = name, .wrap_backend = timing_ops});
+        auto engine = std::make_unique<LoadedModel>(weights, timing_ops(make_backend(name)));
         Backend* backend = &engine->backend();
-        const DeviceModel* model = &engine->model();
+        const DeviceModel* model = &engine->device();
         {
             // Warm-up, untimed: starts the thread pool and touches every weight once.
             const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
@@ -648,7 +650,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         }
         if (o.load && (name == "cpu" || name == "cpu-ref")) {
             // The backends whose thread count the engine decides per op
-            // (backends/cpu_threads.h).
+            // (core/cpu_threads.h).
             CpuThreadCap cap(1);
             for (int n : o.lengths) {
                 PrefillBenchRow row = prefill_row(
@@ -686,7 +688,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         const std::string name = l->backend().name();
         for (int n : o.lengths) {
             PrefillBenchRow row =
-                prefill_row(name, c, n, time_prefills(l->model(), n, o), r.machine.gemm_gflops, o);
+                prefill_row(name, c, n, time_prefills(l->device(), n, o), r.machine.gemm_gflops, o);
             for (const auto& q : r.prefill) {
                 if (q.backend == name && q.tokens == n)
                     row.ratio_to_quiet = row.median_s / q.median_s;
@@ -698,7 +700,7 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
             r.prefill_load.push_back(row);
         }
         DecodeBenchRow d =
-            decode_row(l->backend(), l->model(), o, r.machine, r.device_peak.copy_gb_per_s);
+            decode_row(l->backend(), l->device(), o, r.machine, r.device_peak.copy_gb_per_s);
         for (const auto& q : r.decode) {
             if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
         }

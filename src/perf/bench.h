@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_backend.h"
+#include "core/device_peak.h"
 #include "model/weights.h"
 #include "perf/machine.h"
 

@@ -31,7 +31,7 @@ namespace plab {
 class HostTimedBackend final : public Backend {
 public:
     explicit HostTimedBackend(Backend& inner) : inner_(inner) {}
-    // Owns the backend it times (an Engine's, EngineOptions::wrap_backend).
+    // Owns the backend it times (a LoadedModel built over it, perf/bench.cpp).
     explicit HostTimedBackend(std::unique_ptr<Backend> inner)
         : owned_(std::move(inner)), inner_(*owned_) {}
 

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu_threads.h"
 #include "backends/host_memory.h"
 #include "core/backend.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "perf/blas_gemm.h"
 #include "runtime/registry.h"

@@ -18,6 +18,7 @@
 
 #include "model/model_io.h"
 #include "runtime/engine.h"
+#include "runtime/loaded_model.h"
 #include "runtime/mask_grammar.h"
 
 namespace plab::py {
@@ -29,13 +30,14 @@ struct PyModel {
     Model model;
 };
 
-// An engine on one backend: the backend and the weights uploaded to it.
-// Holds its model, so a session outliving the Python names still has them.
+// Python's Engine: the model loaded on one backend (runtime/loaded_model.h),
+// the one sessions run on. Holds its model, so a session outliving the Python
+// names still has them.
 struct PyEngine {
     PyEngine(std::shared_ptr<PyModel> m, const std::string& backend)
-        : model(std::move(m)), engine(model->model.weights, EngineOptions{.backend = backend}) {}
+        : model(std::move(m)), loaded(model->model.weights, backend) {}
     std::shared_ptr<PyModel> model;
-    Engine engine;
+    LoadedModel loaded;
 };
 
 // `n` floats moved into a numpy array of `shape` (C order), without a copy:

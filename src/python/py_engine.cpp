@@ -68,7 +68,7 @@ std::shared_ptr<PySession> prefill(const std::shared_ptr<PyEngine>& e, const pyb
     auto s = std::make_shared<PySession>();
     s->engine = e;
     s->trace = std::make_unique<Trace>();
-    s->session = std::make_unique<Session>(e->engine.model(), so, s->trace.get());
+    s->session = std::make_unique<Session>(e->loaded.device(), so, s->trace.get());
     prefill_into(*s, tokens, chunks, probes);
     return s;
 }
@@ -81,7 +81,7 @@ std::shared_ptr<PySnapshot> snapshot(const PyEngine& e, const pyb::object& promp
     const ChunkPlan plan = parse_chunk_plan(chunks, static_cast<int>(tokens.size()));
     const SessionOptions so = session_options(model, tokens, mask, block_size, 0);
     auto s = std::make_shared<PySnapshot>();
-    s->snap = run_prefill_snapshot(e.engine.model(), tokens, plan, so, &s->prefill_us);
+    s->snap = run_prefill_snapshot(e.loaded.device(), tokens, plan, so, &s->prefill_us);
     s->n_kv_heads = model.weights.config.n_kv_heads;
     s->head_dim = model.weights.config.head_dim;
     return s;
@@ -108,11 +108,11 @@ pyb::dict equivalence(const PyEngine& e, const pyb::object& prompt, const std::s
                     ? nearest_valid_plan(so.mask.view(), fixed_chunk_plan(t, 1))
                     : ChunkPlan{{t}};
     }
-    const DeviceModel& dm = e.engine.model();
+    const DeviceModel& dm = e.loaded.device();
     const Difference d = compare_snapshots(run_prefill_snapshot(dm, tokens, plan, so),
                                            run_prefill_snapshot(dm, tokens, other, so));
     pyb::dict out = difference_dict(d);
-    out["backend"] = e.engine.backend().name();
+    out["backend"] = e.loaded.backend().name();
     out["plan"] = plan.to_string();
     out["compared_plan"] = other.to_string();
     return out;
@@ -131,7 +131,7 @@ pyb::dict generate_request(const PyEngine& e, const pyb::object& prompt, int max
     o.sampler = SamplerOptions{temperature, top_k, top_p, seed};
     o.session = session_options(model, tokens, mask, block_size, 0);
     Trace trace;
-    const GenerateResult r = generate(e.engine.model(), *model.tokenizer, "", tokens, o, trace);
+    const GenerateResult r = generate(e.loaded.device(), *model.tokenizer, "", tokens, o, trace);
     pyb::dict out;
     out["prompt_tokens"] = r.prompt_tokens;
     out["new_tokens"] = r.new_tokens;
@@ -196,10 +196,10 @@ void bind_engine(pyb::module_& m) {
         .def(pyb::init<std::shared_ptr<PyModel>, const std::string&>(), "model"_a,
              "backend"_a = "cpu-ref")
         .def_property_readonly(
-            "backend", [](const PyEngine& e) { return e.engine.backend().name(); },
+            "backend", [](const PyEngine& e) { return e.loaded.backend().name(); },
             "The backend's name as printed to users, e.g. 'gpu-ref (emulated)'.")
         .def_property_readonly(
-            "is_reference", [](const PyEngine& e) { return e.engine.backend().is_reference(); },
+            "is_reference", [](const PyEngine& e) { return e.loaded.backend().is_reference(); },
             "True for cpu-ref and gpu-ref: results bitwise equal to cpu-ref by construction.")
         .def_property_readonly(
             "model", [](const PyEngine& e) { return e.model; }, "The Model it runs.")
@@ -237,7 +237,7 @@ void bind_engine(pyb::module_& m) {
              "(spans: queue, tokenize, allocate KV cache, prefill chunk, prefill, sample,\n"
              "deliver, time to first token, decode step, request). temperature 0 is greedy.")
         .def("__repr__", [](const PyEngine& e) {
-            return "<prefill_lab.Engine " + e.engine.backend().name() + ": " +
+            return "<prefill_lab.Engine " + e.loaded.backend().name() + ": " +
                    e.model->model.weights.config.summary() + ">";
         });
 }

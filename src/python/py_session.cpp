@@ -78,7 +78,7 @@ pyb::array_t<float> pool_of(const PySession& s, int layer, const std::string& pa
     const KvCache& cache = s.session->cache();
     const Buffer buf = part_of(part) == KvPart::K ? cache.k_pool(layer) : cache.v_pool(layer);
     std::vector<float> host(buf.size);
-    s.engine->engine.backend().download(host.data(), buf, buf.size);
+    s.engine->loaded.backend().download(host.data(), buf, buf.size);
     return to_numpy(std::move(host),
                     {cache.num_blocks(), cache.block_size(), c.n_kv_heads, c.head_dim});
 }
@@ -147,7 +147,7 @@ void bind_session(pyb::module_& m) {
         "and its trace. Made by Engine.prefill(); continue it with extend() (more prompt)\n"
         "or decode_step() (one new token). Arrays are float32 numpy arrays, row-major.")
         .def_property_readonly(
-            "backend", [](const PySession& s) { return s.engine->engine.backend().name(); },
+            "backend", [](const PySession& s) { return s.engine->loaded.backend().name(); },
             "The backend's name, e.g. 'cpu-ref' or 'gpu (emulated)'.")
         .def_property_readonly(
             "mask", [](const PySession& s) { return s.session->mask().spec(); },
@@ -301,7 +301,7 @@ void bind_session(pyb::module_& m) {
             "trace_json", [](const PySession& s) { return s.trace->to_chrome_json(); },
             "The trace as Chrome Trace Event JSON (open in Perfetto).")
         .def("__repr__", [](const PySession& s) {
-            return "<prefill_lab.Session " + s.engine->engine.backend().name() + ", " +
+            return "<prefill_lab.Session " + s.engine->loaded.backend().name() + ", " +
                    std::to_string(s.session->length()) + " positions, " +
                    std::to_string(s.session->cache().blocks_in_use()) + " KV blocks>";
         });

@@ -17,53 +17,37 @@ double clock_us() {
     return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
 }
 
-// The model's identity for the prefix cache: its shape and its token
-// embeddings (every token's first contact with the model). Two models that
-// differ there never share a block name; the pool belongs to one engine and
-// one model anyway, so this is the salt vLLM keeps for pools shared wider.
-std::uint64_t model_identity(const Weights& w) {
-    const ModelConfig& c = w.config;
-    std::vector<int32_t> words = {c.dim,        c.n_layers,    c.n_heads,
-                                  c.n_kv_heads, c.head_dim,    c.hidden_dim,
-                                  c.vocab_size, c.max_seq_len, c.tied_embeddings ? 1 : 0};
-    std::int32_t bits = 0;
-    std::memcpy(&bits, &c.norm_eps, sizeof bits);
-    words.push_back(bits);
-    std::uint64_t h = KvCache::block_hash(0, words, 0);
-    // Hash the embeddings in chunks of 4096 floats, chained like blocks.
-    const std::size_t n = w.tok_embeddings.size();
-    for (std::size_t i = 0; i < n; i += 4096) {
-        const std::size_t m = std::min<std::size_t>(4096, n - i);
-        std::vector<int32_t> chunk(m);
-        std::memcpy(chunk.data(), w.tok_embeddings.data() + i, m * sizeof(float));
-        h = KvCache::block_hash(h, chunk, 0);
-    }
-    return h;
-}
-
 }  // namespace
 
 Engine::Engine(const Weights& weights, EngineOptions options, Trace* trace)
-    : options_(std::move(options)), trace_(trace) {
-    PLAB_CHECK(options_.block_size >= 1 && options_.block_size <= 4096,
-               "KV block size " << options_.block_size << " must be between 1 and 4096 positions");
-    PLAB_CHECK(options_.kv_blocks >= 0, "the KV pool needs at least one block, got "
-                                            << options_.kv_blocks
-                                            << " (0 picks a pool for 4 full-length sequences)");
-    scheduler_options().validate();  // at once, though the scheduler comes with the pool
-    PLAB_CHECK(options_.policy == Policy::chunked ||
-                   options_.max_step_tokens >= weights.config.max_seq_len,
-               "policy " << policy_name(options_.policy)
+    : options_(std::move(options)),
+      trace_(trace),
+      // Checked before loading: a bad option costs no upload.
+      owned_((check_options(options_, weights.config.max_seq_len),
+              std::make_unique<LoadedModel>(weights, options_.backend))),
+      loaded_(owned_.get()) {
+    t0_ = clock_us();
+}
+
+Engine::Engine(const LoadedModel& model, EngineOptions options, Trace* trace)
+    : options_(std::move(options)), trace_(trace), loaded_(&model) {
+    check_options(options_, model.config().max_seq_len);
+    t0_ = clock_us();
+}
+
+void Engine::check_options(const EngineOptions& o, int max_seq_len) {
+    PLAB_CHECK(o.block_size >= 1 && o.block_size <= 4096,
+               "KV block size " << o.block_size << " must be between 1 and 4096 positions");
+    PLAB_CHECK(o.kv_blocks >= 0, "the KV pool needs at least one block, got "
+                                     << o.kv_blocks
+                                     << " (0 picks a pool for 4 full-length sequences)");
+    scheduler_options_of(o).validate();  // at once, though the scheduler comes with the pool
+    PLAB_CHECK(o.policy == Policy::chunked || o.max_step_tokens >= max_seq_len,
+               "policy " << policy_name(o.policy)
                          << " prefills whole prompts, so its token budget must hold the longest, "
                             "max_seq_len "
-                         << weights.config.max_seq_len << "; got " << options_.max_step_tokens
+                         << max_seq_len << "; got " << o.max_step_tokens
                          << " (or use policy chunked)");
-    t0_ = clock_us();
-    backend_ = make_backend(options_.backend);
-    if (options_.wrap_backend) backend_ = options_.wrap_backend(std::move(backend_));
-    PLAB_ASSERT(backend_ != nullptr);
-    model_ = std::make_unique<DeviceModel>(*backend_, weights);
-    salt_ = model_identity(weights);
 }
 
 Engine::~Engine() {
@@ -73,16 +57,20 @@ Engine::~Engine() {
     }
     ws_.reset();
     cache_.reset();
-    model_.reset();
+}
+
+SchedulerOptions Engine::scheduler_options_of(const EngineOptions& o) {
+    SchedulerOptions so;
+    so.policy = o.policy;
+    so.max_step_tokens = o.max_step_tokens;
+    so.max_running = o.max_running;
+    so.prefix_cache = o.prefix_cache;
+    return so;
 }
 
 SchedulerOptions Engine::scheduler_options() const {
-    SchedulerOptions so;
-    so.policy = options_.policy;
-    so.max_step_tokens = options_.max_step_tokens;
-    so.max_running = options_.max_running;
-    so.prefix_cache = options_.prefix_cache;
-    so.salt = salt_;
+    SchedulerOptions so = scheduler_options_of(options_);
+    so.salt = model_salt();
     return so;
 }
 
@@ -90,12 +78,13 @@ double Engine::now_us() const {
     return virtual_ ? virtual_now_ : clock_us() - t0_;
 }
 
-void Engine::use_virtual_clock(const StepCost& cost) {
+void Engine::use_virtual_clock(StepDuration duration) {
     // Starts at 0 whatever the wall clock says, so a replay is the same to the byte.
     PLAB_CHECK(requests_.empty(), "switch to the virtual clock before the first request");
     virtual_now_ = 0;
     virtual_ = true;
-    cost_ = cost;
+    PLAB_ASSERT(duration != nullptr);
+    duration_ = std::move(duration);
 }
 
 void Engine::advance_clock_to(double us) {
@@ -105,13 +94,13 @@ void Engine::advance_clock_to(double us) {
 
 KvCache& Engine::pool() {
     if (!cache_) {
-        const ModelConfig& c = model_->config();
+        const ModelConfig& c = model().config();
         const int per_seq = (c.max_seq_len + options_.block_size - 1) / options_.block_size;
         const int blocks = options_.kv_blocks > 0 ? options_.kv_blocks : 4 * per_seq;
-        cache_ = std::make_unique<KvCache>(*backend_, c, options_.block_size, blocks);
+        cache_ = std::make_unique<KvCache>(backend(), c, options_.block_size, blocks);
         scheduler_ = std::make_unique<Scheduler>(*cache_, scheduler_options());
         // The activations of the largest step, allocated before any step is timed.
-        ws_ = std::make_unique<Workspace>(*backend_);
+        ws_ = std::make_unique<Workspace>(backend());
         ws_->ensure(c, options_.max_step_tokens);
         ws_->ensure_logits(std::min(options_.max_step_tokens, options_.max_running), c.vocab_size);
     }
@@ -140,7 +129,7 @@ PoolStats Engine::pool_stats() const {
 }
 
 int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, double arrival_us) {
-    const ModelConfig& c = model_->config();
+    const ModelConfig& c = model().config();
     const int id = static_cast<int>(requests_.size());
     PLAB_CHECK(!prompt.empty(), "request " << id << ": empty prompt; give at least one token");
     for (std::size_t i = 0; i < prompt.size(); ++i) {
@@ -187,7 +176,7 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, dou
 int Engine::add_prefilled(std::vector<int32_t> prompt, int32_t first_token,
                           std::vector<std::vector<float>> kv, RequestOptions options,
                           double arrival_us, double first_token_us) {
-    const ModelConfig& c = model_->config();
+    const ModelConfig& c = model().config();
     PLAB_CHECK(kv.size() == 2 * static_cast<std::size_t>(c.n_layers),
                "handed-over K/V has " << kv.size() << " arrays; this model needs " << 2 * c.n_layers
                                       << " (K and V per layer)");
@@ -235,7 +224,7 @@ const StepRecord& Engine::step() {
         if (r.first_scheduled_us < 0) r.first_scheduled_us = rec.start_us;
     }
     // The virtual clock jumps to the step's end now, so its tokens carry it.
-    if (virtual_) virtual_now_ += cost_.duration_us(model_->config(), schedule);
+    if (virtual_) virtual_now_ += duration_(model().config(), schedule);
     rec.preempted = schedule.preempted;
     rec.prefill_tokens = schedule.prefill_tokens;
     rec.decode_tokens = schedule.decode_tokens;
@@ -277,16 +266,16 @@ const StepRecord& Engine::step() {
     }
     ForwardProbes probes;
     probes.logits_stay_on_device = on_device;
-    const ChunkOutput out = forward_step(*model_, cache, items, *ws_, probes, trace_);
+    const ChunkOutput out = forward_step(model(), cache, items, *ws_, probes, trace_);
 
     // 3. A request whose known tokens are all computed samples its next one
     //    from its last position's logits; done at EOS or at its limit.
-    const std::size_t V = static_cast<std::size_t>(model_->config().vocab_size);
+    const std::size_t V = static_cast<std::size_t>(model().config().vocab_size);
     // On the device: every row's greedy token in one call (a batched step's
     // rows side by side); a row whose prompt is not done yet is not used.
     std::vector<int32_t> greedy(on_device ? schedule.spans.size() : 0);
     if (on_device)
-        backend_->argmax_rows(ws_->logits.buf(), static_cast<int>(greedy.size()), V, greedy);
+        backend().argmax_rows(ws_->logits.buf(), static_cast<int>(greedy.size()), V, greedy);
     for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
         Request& r = *schedule.spans[i].request;
         if (!r.options.mask.is_causal()) cache.free_forgotten(r.seq, r.options.mask.view());
@@ -309,7 +298,7 @@ const StepRecord& Engine::step() {
             if (r.options.hand_over_kv) {
                 // Positions 0..length-1: the prompt (the new token is not fed back here).
                 r.kv_positions = r.seq.length;
-                for (int l = 0; l < model_->config().n_layers; ++l) {
+                for (int l = 0; l < model().config().n_layers; ++l) {
                     r.kv.push_back(cache.read(r.seq, l, KvPart::K));
                     r.kv.push_back(cache.read(r.seq, l, KvPart::V));
                 }
@@ -319,7 +308,7 @@ const StepRecord& Engine::step() {
             rec.finished.push_back(r.id);
         }
     }
-    backend_->synchronize();
+    backend().synchronize();
     rec.us = now_us() - rec.start_us;
     rec.blocks_in_use = cache.blocks_in_use();
     rec.cached_free_blocks = cache.cached_free_blocks();

@@ -17,8 +17,8 @@
 // computed again from its tokens (vLLM's recompute policy); on a reference
 // backend it then finishes with the very same tokens.
 //
-// Every client — each CLI command, the bench, the viewer — gets its backend
-// and device model from an Engine; none builds them itself.
+// An Engine runs on a LoadedModel (runtime/loaded_model.h), the same a Session
+// runs on; it takes one, or loads its own from weights and a backend name.
 #pragma once
 
 #include <cstdint>
@@ -33,15 +33,20 @@
 #include "runtime/device_model.h"
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
+#include "runtime/loaded_model.h"
 #include "runtime/request.h"
 #include "runtime/scheduler.h"
-#include "serving/step_cost.h"
 #include "trace/trace.h"
 
 namespace plab {
 
+// How long a step that ran `schedule` takes on the virtual clock, in µs. The
+// engine only keeps the clock; what a step costs is a model the caller brings
+// (serving/step_cost.h).
+using StepDuration = std::function<double(const ModelConfig&, const Schedule&)>;
+
 struct EngineOptions {
-    std::string backend = "cpu";  // runtime/registry.h names
+    std::string backend = "cpu";  // runtime/registry.h names; for an engine that loads its model
     int block_size = 16;          // B: positions per KV block
     // Blocks in the shared pool; 0 = enough for 4 sequences of max_seq_len.
     int kv_blocks = 0;
@@ -55,11 +60,6 @@ struct EngineOptions {
     // other than chunked prefill whole prompts: their budget must be at least
     // max_seq_len.
     Policy policy = Policy::chunked;
-    // Wraps the backend the engine makes, before the model is uploaded
-    // through it; empty: the backend as made. `plab bench` times every op of
-    // a batched step with it (perf/host_timed_backend.h), which the runtime
-    // layer below it cannot name.
-    std::function<std::unique_ptr<Backend>(std::unique_ptr<Backend>)> wrap_backend = {};
 };
 
 // What one step ran.
@@ -92,16 +92,19 @@ struct PoolStats {
 
 class Engine {
 public:
+    // On a model loaded elsewhere (it must outlive the engine); options.backend unused.
+    Engine(const LoadedModel& model, EngineOptions options = {}, Trace* trace = nullptr);
+    // Loads its own: `weights` on the backend options.backend names.
     Engine(const Weights& weights, EngineOptions options = {}, Trace* trace = nullptr);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    Backend& backend() const { return *backend_; }
-    const DeviceModel& model() const { return *model_; }
+    Backend& backend() const { return loaded_->backend(); }
+    const DeviceModel& model() const { return loaded_->device(); }
     const EngineOptions& options() const { return options_; }
     // The model's identity, mixed into every block name of the prefix cache.
-    std::uint64_t model_salt() const { return salt_; }
+    std::uint64_t model_salt() const { return loaded_->identity(); }
 
     // Queues a request; returns its id (0, 1, ...). Refuses, with one line,
     // a request the whole pool could never hold.
@@ -131,31 +134,32 @@ public:
     // The pool, made at the first request (clients that run one Session never pay for it).
     const KvCache& cache() const;
     double now_us() const;
-    // From now on, time is virtual: each step advances it by `cost`'s
-    // duration of what it ran, and tokens are stamped at the step's end. Used
-    // by workload replay (serving/serve.h) to make a run deterministic.
-    void use_virtual_clock(const StepCost& cost);
+    // From now on, time is virtual: each step advances it by `duration` of
+    // what it ran, and tokens are stamped at the step's end. Used by workload
+    // replay (serving/serve.h) to make a run deterministic.
+    void use_virtual_clock(StepDuration duration);
     bool virtual_clock() const { return virtual_; }
     // Virtual clock only: an idle engine waits for the next arrival.
     void advance_clock_to(double us);
 
 private:
     KvCache& pool();
-    SchedulerOptions scheduler_options() const;  // the part of options_ the scheduler takes
+    static void check_options(const EngineOptions& o, int max_seq_len);
+    static SchedulerOptions scheduler_options_of(const EngineOptions& o);  // the scheduler's part
+    SchedulerOptions scheduler_options() const;  // ...and the model's identity
 
     EngineOptions options_;
     Trace* trace_;
-    std::unique_ptr<Backend> backend_;
-    std::unique_ptr<DeviceModel> model_;
+    std::unique_ptr<LoadedModel> owned_;  // when the engine loaded its own model
+    const LoadedModel* loaded_;
     std::unique_ptr<KvCache> cache_;
     std::unique_ptr<Workspace> ws_;
-    std::uint64_t salt_ = 0;
     std::vector<std::unique_ptr<Request>> requests_;
     std::unique_ptr<Scheduler> scheduler_;  // made with the pool
     std::vector<StepRecord> steps_;
     double t0_ = 0;
     bool virtual_ = false;
-    StepCost cost_;
+    StepDuration duration_;
     double virtual_now_ = 0;
 };
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "gpu_backend.h"
 
 namespace plab {
 
@@ -23,10 +22,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name);
 // CUDA error (the runtime's own words, e.g. an insufficient driver), or a
 // build without nvcc.
 std::string gpu_form_description();
-// The float32 GEMM peak of the device the GPU backends run on, for `plab
-// bench`'s GPU rows: cuBLAS's SGEMM of size^3, best of `repeats`, when they
-// run natively; otherwise not measured (gflops 0), why_not saying why.
-DeviceGemmPeak measure_device_gemm_peak(int size, int repeats);
 
 // With PLAB_REQUIRE_NATIVE=1 in the environment, throws plab::Error (one line
 // naming why) when the GPU backends would run emulated; otherwise does

@@ -17,6 +17,9 @@ int blocks_for(const ModelConfig& c, const SessionOptions& o) {
 
 }  // namespace
 
+Session::Session(const LoadedModel& model, SessionOptions options, Trace* trace)
+    : Session(model.device(), std::move(options), trace) {}
+
 Session::Session(const DeviceModel& model, SessionOptions options, Trace* trace)
     : model_(model),
       trace_(trace),

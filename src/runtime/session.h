@@ -12,6 +12,7 @@
 
 #include "runtime/chunk_plan.h"
 #include "runtime/forward.h"
+#include "runtime/loaded_model.h"
 #include "runtime/mask_grammar.h"
 
 namespace plab {
@@ -45,6 +46,9 @@ struct PrefillResult {
 
 class Session {
 public:
+    // On a loaded model (runtime/loaded_model.h), which must outlive the session.
+    Session(const LoadedModel& model, SessionOptions options = {}, Trace* trace = nullptr);
+    // On a device model over a backend the caller made (tests that build one by hand).
     Session(const DeviceModel& model, SessionOptions options = {}, Trace* trace = nullptr);
     ~Session();
     Session(const Session&) = delete;

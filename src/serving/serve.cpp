@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "perf/machine.h"
 #include "runtime/cost_model.h"
 
 namespace plab {
@@ -214,7 +213,7 @@ void check_serve_options(const ServeOptions& o) {
 ServeReport serve_colocated(const Model& model, const Workload& workload, const ServeOptions& o,
                             const std::vector<std::vector<int32_t>>& prompts) {
     Engine engine(model.weights, o.engine);
-    if (o.virtual_clock) engine.use_virtual_clock(o.cost);
+    if (o.virtual_clock) engine.use_virtual_clock(o.cost.clock());
     const double t_start = engine.now_us();
     std::size_t next = 0;
     const std::size_t n = workload.requests.size();
@@ -258,12 +257,14 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     PLAB_CHECK(o.virtual_clock,
                "--disaggregate runs both engines on this one machine: only the "
                "virtual clock times them as two devices; use --clock virtual");
-    const double link = o.link_gb_per_s > 0
-                            ? o.link_gb_per_s
-                            : measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s;
+    PLAB_CHECK(o.link_gb_per_s > 0,
+               "the KV link of disaggregated serving needs a bandwidth "
+               "above 0 GB/s, got "
+                   << o.link_gb_per_s);
+    const double link = o.link_gb_per_s;
     Engine prefill(model.weights, o.engine), decode(model.weights, o.engine);
-    prefill.use_virtual_clock(o.cost);
-    decode.use_virtual_clock(o.cost);
+    prefill.use_virtual_clock(o.cost.clock());
+    decode.use_virtual_clock(o.cost.clock());
     const std::size_t n = workload.requests.size();
     auto arrival_us = [&](std::size_t i) { return workload.requests[i].arrival_s * 1e6; };
     struct Handover {

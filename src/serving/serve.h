@@ -24,6 +24,7 @@
 
 #include "model/model_io.h"
 #include "runtime/engine.h"
+#include "serving/step_cost.h"
 #include "serving/workload.h"
 
 namespace plab {
@@ -41,7 +42,10 @@ struct ServeOptions {
     // which decodes the rest. Virtual clock only: the two engines stand for two
     // devices, each with its own clock.
     bool disaggregate = false;
-    double link_gb_per_s = 0;  // KV transfer; 0 = this machine's measured copy bandwidth
+    // KV transfer bandwidth, GB/s, given by the caller (`plab serve` measures
+    // this machine's copy bandwidth when --link-gbps is not given): serving
+    // measures nothing itself.
+    double link_gb_per_s = 0;
 };
 
 struct ServedRequest {

@@ -18,6 +18,11 @@ double StepCost::duration_us(const ModelConfig& c, const Schedule& s) const {
     return step_us + per_sequence_us * static_cast<double>(s.spans.size()) + flops / (gflops * 1e3);
 }
 
+StepDuration StepCost::clock() const {
+    return
+        [cost = *this](const ModelConfig& c, const Schedule& s) { return cost.duration_us(c, s); };
+}
+
 std::string StepCost::to_string() const {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%.6g,%.6g,%.6g", step_us, per_sequence_us, gflops);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "runtime/engine.h"
 #include "runtime/scheduler.h"
 
 namespace plab {
@@ -25,6 +26,8 @@ struct StepCost {
 
     // Virtual duration of a step that ran these spans (their positions already reserved).
     double duration_us(const ModelConfig& c, const Schedule& s) const;
+    // This model as the engine's virtual clock takes it (Engine::use_virtual_clock).
+    StepDuration clock() const;
     // "STEP_US,PER_SEQUENCE_US,GFLOPS", the form `--step-cost` takes.
     std::string to_string() const;
     static StepCost parse(const std::string& text);

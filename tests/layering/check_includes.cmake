@@ -8,6 +8,11 @@
 #      issue 18 removed). Only `#include "..."` counts; <...> are other projects.
 #   2. src/backends/ and kernels/ do not include each other: the registry sits
 #      above both, the Backend interface below both.
+#   3. Folder rules (issue 44). The engine and what it stands on (src/core,
+#      model, backends, runtime, trace; kernels/) include no client (src/perf,
+#      cli, python, serving; viewer/): a client wraps or measures the engine
+#      from outside. And no front end (src/cli, src/python, viewer/) reaches
+#      past the registry into src/backends/ or kernels/.
 # Every quoted include must resolve (beside the file, then src/, the repo root,
 # kernels/: the include paths the CMake targets use), or the check fails: an
 # include it cannot see is an arrow it cannot check.
@@ -31,7 +36,7 @@ set(KNOWN_EXCEPTIONS "")
 file(GLOB_RECURSE _files RELATIVE "${ROOT}"
      "${ROOT}/src/*.h" "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/src/*.cu"
      "${ROOT}/src/*.cuh" "${ROOT}/kernels/*.h" "${ROOT}/kernels/*.hpp" "${ROOT}/kernels/*.cpp"
-     "${ROOT}/kernels/*.cu" "${ROOT}/kernels/*.cuh")
+     "${ROOT}/kernels/*.cu" "${ROOT}/kernels/*.cuh" "${ROOT}/viewer/*.h" "${ROOT}/viewer/*.cpp")
 list(SORT _files)
 list(LENGTH _files _n_files)
 if(_n_files EQUAL 0)
@@ -66,7 +71,7 @@ foreach(_f IN LISTS _files)
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" _name "${_line}")
     math(EXPR _n_includes "${_n_includes} + 1")
     set(_to "")
-    foreach(_base IN ITEMS "${_dir}" "src" "." "kernels")
+    foreach(_base IN ITEMS "${_dir}" "src" "." "kernels" "viewer")
       cmake_path(SET _cand NORMALIZE "${_base}/${_name}")
       if(EXISTS "${ROOT}/${_cand}" AND NOT IS_DIRECTORY "${ROOT}/${_cand}")
         set(_to "${_cand}")
@@ -75,7 +80,7 @@ foreach(_f IN LISTS _files)
     endforeach()
     if(_to STREQUAL "")
       problem("${_f}: #include \"${_name}\" resolves nowhere (looked beside it, in "
-                            "src/, the repository root and kernels/)")
+                            "src/, the repository root, kernels/ and viewer/)")
       continue()
     endif()
     list(APPEND _edges "${_f} -> ${_to}")
@@ -172,6 +177,27 @@ foreach(_e IN LISTS _unused)
                         "KNOWN_EXCEPTIONS in tests/layering/check_includes.cmake")
 endforeach()
 
+# 3. Folder rules, edge by edge.
+set(_ground "^(src/(core|model|backends|runtime|trace)|kernels)/")
+set(_client "^(src/(perf|cli|python|serving)|viewer)/")
+set(_front "^(src/(cli|python)|viewer)/")
+set(_backend "^(src/backends|kernels)/")
+set(_n_folder_edges 0)
+foreach(_e IN LISTS _edges)
+  string(REGEX MATCH "^([^ ]+) -> (.+)$" _m "${_e}")
+  set(_from "${CMAKE_MATCH_1}")
+  set(_to "${CMAKE_MATCH_2}")
+  if(_from MATCHES "${_ground}" AND _to MATCHES "${_client}")
+    problem("${_e}: the engine must not include a client (src/perf, cli, python, serving, "
+            "viewer/): the client calls or wraps the engine from outside")
+  elseif(_from MATCHES "${_front}" AND _to MATCHES "${_backend}")
+    problem("${_e}: a front end (src/cli, src/python, viewer/) must not include a backend or "
+            "kernel: it asks the registry (runtime/registry.h) or a loaded model")
+  else()
+    math(EXPR _n_folder_edges "${_n_folder_edges} + 1")
+  endif()
+endforeach()
+
 if(_problems)
   foreach(_p IN LISTS _problems)
     message(NOTICE "${_p}")  # unwrapped: one line each
@@ -181,4 +207,4 @@ if(_problems)
 endif()
 message(STATUS "layering ok: ${_n_files} files, ${_n_includes} quoted includes, ${_n_rooms} rooms "
                "in src/ with no include loop; src/backends/ <-> kernels/ only the ${_n_known} "
-               "known exception(s)")
+               "known exception(s); ${_n_folder_edges} includes keep the folder rules")

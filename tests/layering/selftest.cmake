@@ -1,7 +1,9 @@
 # The test of the layering check: copies src/ and kernels/ into SCRATCH, adds
 # one include that breaks a rule, runs check_includes.cmake on the copy and
 # requires it to fail naming the break. The real tree is never touched.
-#   cmake -DROOT=<repo> -DSCRATCH=<dir> -DCASE=loop|backends_to_kernels|kernels_to_backends
+#   cmake -DROOT=<repo> -DSCRATCH=<dir>
+#         -DCASE=loop|backends_to_kernels|kernels_to_backends|engine_to_serving|runtime_to_perf|
+#                cli_to_backend|viewer_to_kernels
 #         -P selftest.cmake
 cmake_minimum_required(VERSION 3.20)
 foreach(_v ROOT SCRATCH CASE)
@@ -24,13 +26,31 @@ elseif(CASE STREQUAL "kernels_to_backends")
   set(_file "kernels/add.cu")
   set(_include "backends/cpu_ref.h")
   set(_expect "kernels/add.cu -> src/backends/cpu_ref.h: src/backends/ and kernels/ must not")
+elseif(CASE STREQUAL "engine_to_serving")
+  # The back edge issue 44 removed: the engine naming the serving lab's cost model.
+  set(_file "src/runtime/engine.h")
+  set(_include "serving/step_cost.h")
+  set(_expect "src/runtime/engine.h -> src/serving/step_cost.h: the engine must not include a client")
+elseif(CASE STREQUAL "runtime_to_perf")
+  set(_file "src/runtime/session.cpp")
+  set(_include "perf/machine.h")
+  set(_expect "src/runtime/session.cpp -> src/perf/machine.h: the engine must not include a client")
+elseif(CASE STREQUAL "cli_to_backend")
+  # What cmd_info.cpp did before issue 44: a command naming the fast backend.
+  set(_file "src/cli/cmd_info.cpp")
+  set(_include "backends/cpu_fast/cpu_fast.h")
+  set(_expect "src/cli/cmd_info.cpp -> src/backends/cpu_fast/cpu_fast.h: a front end")
+elseif(CASE STREQUAL "viewer_to_kernels")
+  set(_file "viewer/app/controller.cpp")
+  set(_include "gpu_backend.h")
+  set(_expect "viewer/app/controller.cpp -> kernels/gpu_backend.h: a front end")
 else()
   message(FATAL_ERROR "selftest.cmake: unknown CASE ${CASE}")
 endif()
 
 file(REMOVE_RECURSE "${SCRATCH}")
 file(MAKE_DIRECTORY "${SCRATCH}")
-file(COPY "${ROOT}/src" "${ROOT}/kernels" DESTINATION "${SCRATCH}")
+file(COPY "${ROOT}/src" "${ROOT}/kernels" "${ROOT}/viewer" DESTINATION "${SCRATCH}")
 if(NOT EXISTS "${SCRATCH}/${_file}")
   message(FATAL_ERROR "selftest.cmake: ${_file} is gone; pick another file for CASE ${CASE}")
 endif()

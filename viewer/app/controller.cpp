@@ -153,11 +153,11 @@ void Controller::fill_model_info(Snapshot& snap) const {
     snap.n_heads = c.n_heads;
 }
 
-Engine& Controller::engine(const std::string& backend_name) {
-    auto it = engines_.find(backend_name);
-    if (it != engines_.end()) return *it->second;
-    auto e = std::make_unique<Engine>(model_.weights, EngineOptions{.backend = backend_name});
-    return *engines_.emplace(backend_name, std::move(e)).first->second;
+const LoadedModel& Controller::loaded(const std::string& backend_name) {
+    auto it = loaded_.find(backend_name);
+    if (it != loaded_.end()) return *it->second;
+    auto m = std::make_unique<LoadedModel>(model_.weights, backend_name);
+    return *loaded_.emplace(backend_name, std::move(m)).first->second;
 }
 
 std::vector<int32_t> Controller::encode(const ViewerState& state) const {
@@ -232,7 +232,7 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
     out = ToySnapshot{};
     out.input = state.toy;
     out.input.validate();
-    Backend& backend = engine(state.backend).backend();
+    Backend& backend = loaded(state.backend).backend();
     out.backend = backend.name();
     out.reference = backend.is_reference();
     const int t = out.input.n_tokens();
@@ -251,7 +251,7 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
 // 4. The mask and attention ---------------------------------------------------------------
 void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     out = MaskSnapshot{};
-    Engine& eng = engine(state.backend);
+    const LoadedModel& eng = loaded(state.backend);
     const ModelConfig& c = model_.weights.config;
     out.backend = eng.backend().name();
     out.tokens = encode(state);
@@ -271,7 +271,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
         for (int h = 0; h < c.n_heads; ++h) probes.attention.push_back({l, h});
     SessionOptions options;
     options.mask = out.mask;
-    Session session(eng.model(), options);
+    Session session(eng.device(), options);
     PrefillResult result = session.prefill(out.tokens, out.plan, probes);
     out.maps = std::move(result.attention);
     for (const AttentionMap& m : out.maps)
@@ -291,7 +291,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
 
     // Chunked == full under this mask, asked of cpu-ref (a reference backend,
     // whose promise is bitwise): every position's logits, chunked vs whole.
-    const DeviceModel& ref = engine("cpu-ref").model();
+    const DeviceModel& ref = loaded("cpu-ref").device();
     ForwardProbes logits_only;
     logits_only.all_logits = true;
     Session chunked(ref, options), whole(ref, options);
@@ -305,7 +305,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
 // 5. KV cache growth: one engine call at a time, the block table after each --------------
 void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out = KvSnapshot{};
-    Engine& eng = engine(state.backend);
+    const LoadedModel& eng = loaded(state.backend);
     out.backend = eng.backend().name();
     const std::vector<int32_t> tokens = encode(state);
     const int t = static_cast<int>(tokens.size());
@@ -316,7 +316,7 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     Trace trace;
     // Under a window-type mask the session gives back the blocks no later query
     // can see (KvCache::free_forgotten): their table entries read kFreedBlock.
-    Session session(eng.model(), SessionOptions{state.block_size, 0, out.mask}, &trace);
+    Session session(eng.device(), SessionOptions{state.block_size, 0, out.mask}, &trace);
     out.block_size = session.cache().block_size();
     out.num_blocks = session.cache().num_blocks();
     out.n_layers = model_.weights.config.n_layers;
@@ -414,7 +414,7 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
         bool is_ref = false;
         std::string shown = name;
         try {
-            const Backend& backend = engine(name).backend();
+            const Backend& backend = loaded(name).backend();
             is_ref = backend.is_reference();
             shown = backend.name();
         } catch (const std::exception& e) {
@@ -454,7 +454,7 @@ std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
     if (it != snapshots_.end()) return it->second;
     if (snapshots_.size() >= kMaxSnapshots) snapshots_.clear();
     auto s = std::make_shared<const PrefillSnapshot>(
-        run_prefill_snapshot(engine(backend).model(), tokens, plan));
+        run_prefill_snapshot(loaded(backend).device(), tokens, plan));
     snapshots_.emplace(key, s);
     return s;
 }
@@ -462,7 +462,7 @@ std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
 // 8. Timeline: one whole request under a Trace --------------------------------------------
 void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& out) {
     out = TimelineSnapshot{};
-    Engine& eng = engine(state.backend);
+    const LoadedModel& eng = loaded(state.backend);
     out.backend = eng.backend().name();
     const std::vector<int32_t> tokens = encode(state);
     GenerateOptions options;
@@ -481,7 +481,7 @@ void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& ou
     options.stop_at_eos = false;
     Trace trace;
     GenerateResult r =
-        generate(eng.model(), *model_.tokenizer, state.prompt, tokens, options, trace);
+        generate(eng.device(), *model_.tokenizer, state.prompt, tokens, options, trace);
     out.events = trace.events();
     out.ttft_us = r.ttft_us;
     out.prefill_us = r.prefill_us;

@@ -1,8 +1,8 @@
 // Controller: the viewer's only door into the engine.
 //
 // What it teaches: how a tool drives prefill from outside — load a model,
-// get a backend and the model on it from an Engine (runtime/engine.h: no
-// client builds either itself), run a Session chunk by chunk with probes, read the
+// load it once per backend (runtime/loaded_model.h, the registry makes the
+// backend), run a Session chunk by chunk with probes, read the
 // cache's block table after each call, run a whole request under a Trace. Each
 // refresh_* fills one part of the Snapshot and prints that scene's self-check
 // (a property the engine's answer must have, e.g. "chunked == full bitwise").
@@ -18,6 +18,7 @@
 #include "core/backend.h"
 #include "model/model_io.h"
 #include "runtime/engine.h"
+#include "runtime/loaded_model.h"
 
 namespace plab::viewer {
 
@@ -69,10 +70,9 @@ public:
     std::optional<HeadHint> head_hint() const { return head_hint_; }
 
 private:
-    // One Engine per backend, made on first use: its backend and device model
-    // serve every scene (its KV pool is made only by a request, so an engine
-    // that only lends its model costs no pool).
-    Engine& engine(const std::string& backend_name);
+    // The model loaded on each backend, on first use: every scene's sessions
+    // run on it (each with a KV cache of its own).
+    const LoadedModel& loaded(const std::string& backend_name);
     // The viewer's --mask spec bound to this prompt (docs:bos reads its BOS ids,
     // ALiBi its heads); a bad spec throws plab::Error with the CLI's one line.
     BoundMask mask_for(const ViewerState& state, const std::vector<int32_t>& tokens) const;
@@ -85,7 +85,7 @@ private:
     Model model_;
     bool random_model_ = false;
     std::optional<HeadHint> head_hint_;
-    std::map<std::string, std::unique_ptr<Engine>> engines_;
+    std::map<std::string, std::unique_ptr<LoadedModel>> loaded_;
     // backend|plan|tokens -> result; at most kMaxSnapshots, then emptied.
     std::map<std::string, std::shared_ptr<const PrefillSnapshot>> snapshots_;
 };

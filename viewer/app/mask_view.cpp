@@ -58,7 +58,7 @@ void Controller::refresh_mask_view(const ViewerState& state, MaskSnapshot& mask,
                                                           << ": the prompt has " << t
                                                           << " tokens (rows 0.." << t - 1 << ")");
         // 1. The shown head again, from a Session of its own.
-        out.probe = fresh_probe(engine(state.backend).model(), mask.mask, mask.tokens, mask.plan,
+        out.probe = fresh_probe(loaded(state.backend).device(), mask.mask, mask.tokens, mask.plan,
                                 layer, head);
         // 2. The pinned row's keys, ranked from what the panel draws (the snapshot's map).
         const AttentionMap* map = mask.map(layer, head);
@@ -78,11 +78,11 @@ void Controller::refresh_mask_view(const ViewerState& state, MaskSnapshot& mask,
                                    out.compare_refusal);
             out.compare = state.compare_chunks.empty() ? "backend " + out.compare_backend
                                                        : "plan " + out.compare_plan.to_string();
-            Engine& other = engine(out.compare_backend);
+            const LoadedModel& other = loaded(out.compare_backend);
             out.compare_bitwise_promised =
-                engine(state.backend).backend().is_reference() && other.backend().is_reference();
+                loaded(state.backend).backend().is_reference() && other.backend().is_reference();
             out.compare_probs =
-                fresh_probe(other.model(), mask.mask, mask.tokens, out.compare_plan, layer, head);
+                fresh_probe(other.device(), mask.mask, mask.tokens, out.compare_plan, layer, head);
             // The highlight: the shown map's bits against the other run's, cell by cell.
             out.differs.resize(map->probs.size());
             for (size_t i = 0; i < out.differs.size(); ++i) {

@@ -42,7 +42,7 @@
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
 // region, and no Eigen product runs here (one would start OpenMP threads of
 // its own; only Eigen's packet math is used). The *engine* picks the
-// thread count of each op from its work (backends/cpu_threads.h: one thread
+// thread count of each op from its work (core/cpu_threads.h: one thread
 // per kMinFlopsPerThread FLOPs, at most one per CPU). An op below the
 // threshold runs on the calling thread alone — waking a second thread for it
 // costs more than it saves, and next to a busy core it can cost a whole
@@ -59,7 +59,7 @@
 #include "backends/cpu_fast/cpu_gemm.h"
 #include "backends/cpu_fast/cpu_key_mirror.h"
 #include "backends/cpu_ref.h"
-#include "backends/cpu_threads.h"
+#include "core/cpu_threads.h"
 
 namespace plab {
 

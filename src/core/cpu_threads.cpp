@@ -1,4 +1,4 @@
-#include "backends/cpu_threads.h"
+#include "core/cpu_threads.h"
 
 #include <algorithm>
 #include <atomic>

@@ -88,4 +88,20 @@ void run_cpu_tasks(int threads, int n_tasks, const F& task) {
     ThreadPool::engine().run(n_tasks, task);
 }
 
+// The reference's cost per FLOP, in GEMM-FLOP equivalents (the rule above):
+// its sums run one add after another, in order and without FMA, so each waits
+// for the previous one, where the fast backend's GEMM keeps many vector lanes
+// busy. Measured on the project's machine kind (2-vCPU AMD EPYC VM, one
+// thread, medians of 41 calls, shipped-model and stories15M shapes):
+//   matmul     cpu-ref 4.1-5.6 GFLOP/s against cpu's GEMM at 84-150 GFLOP/s
+//              on 29..128 rows (ratio 19-31): counted as 30;
+//   attention  cpu-ref 0.45-0.85 GFLOP/s on 4·Dh·H FLOPs per (query, key)
+//              pair (a strict_expf per score, each output component a
+//              strided walk over V through the block table), i.e. 150-290
+//              times the ~130 GFLOP/s GEMM: counted as 150.
+// So a reference op gets a second thread from ~110-150 us of one thread's
+// work, like every op of the fast backend.
+constexpr double kRefMatmulFlopCost = 30;
+constexpr double kRefAttentionFlopCost = 150;
+
 }  // namespace plab
