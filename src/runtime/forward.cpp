@@ -58,17 +58,32 @@ static void trace_kv_append(Trace& trace, int layer, const Sequence& seq, int po
     trace.instant("kv append", "kv", args);
 }
 
-ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
-                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
+namespace {
+
+// Where each sequence's rows sit in the stacked step, and what every layer
+// reuses: the cache slots, the RoPE angles, one attention call per sequence.
+struct StepPlan {
+    int rows = 0;                 // of the step: C for a one-sequence chunk
+    std::vector<int> row0, pos0;  // item i: rows row0[i]..row0[i+1]-1, cache offset p = pos0[i]
+    std::vector<int32_t> tokens;  // (rows) every item's tokens, stacked
+    std::vector<int32_t> slots;   // (rows) where each row's K/V go in the paged cache
+    std::vector<int32_t> rope_positions;  // (rows) the angle each row is rotated by
+    std::vector<AttentionCall> calls;     // one per item, the same in every layer
+};
+
+// Checks the step (all or nothing: a step that cannot get its blocks changes
+// no sequence), reserves each new position's slot and lays out the rows.
+StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                   Workspace& ws, const ForwardProbes& probes) {
     const ModelConfig& c = model.config();
-    Backend& be = model.backend();
     PLAB_ASSERT(!items.empty());
     PLAB_CHECK(
         items.size() == 1 || (!probes.all_logits && probes.attention.empty()),
         "probes are for a one-sequence step; this step has " << items.size() << " sequences");
-    // Where each item's rows start in the stacked step, and its offset p.
     const std::size_t n_items = items.size();
-    std::vector<int> row0(n_items + 1, 0), pos0(n_items);
+    StepPlan plan;
+    plan.row0.assign(n_items + 1, 0);
+    plan.pos0.assign(n_items, 0);
     int blocks_needed = 0;
     for (std::size_t i = 0; i < n_items; ++i) {
         const StepItem& it = items[i];
@@ -78,15 +93,14 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
             PLAB_ASSERT(items[j].seq != it.seq);  // one span per sequence per step
         }
         PLAB_ASSERT(it.slots.empty() || static_cast<int>(it.slots.size()) == n);
-        pos0[i] = it.slots.empty() ? it.seq->length : it.seq->length - n;
-        PLAB_CHECK(pos0[i] + n <= c.max_seq_len, "sequence of " << pos0[i] + n
-                                                                << " tokens exceeds the model's "
-                                                                   "max_seq_len of "
-                                                                << c.max_seq_len);
-        row0[i + 1] = row0[i] + n;
+        plan.pos0[i] = it.slots.empty() ? it.seq->length : it.seq->length - n;
+        PLAB_CHECK(plan.pos0[i] + n <= c.max_seq_len,
+                   "sequence of " << plan.pos0[i] + n
+                                  << " tokens exceeds the model's max_seq_len of "
+                                  << c.max_seq_len);
+        plan.row0[i + 1] = plan.row0[i] + n;
         if (it.slots.empty()) blocks_needed += cache.new_blocks_for(*it.seq, n);
     }
-    // All or nothing: a step that cannot get its blocks changes no sequence.
     PLAB_CHECK(blocks_needed <= cache.free_blocks(),
                "KV cache is full: this step needs "
                    << blocks_needed << " new blocks of " << cache.block_size() << " but only "
@@ -97,164 +111,181 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
                                              << ") out of range: layers 0.." << c.n_layers - 1
                                              << ", heads 0.." << c.n_heads - 1);
     }
-    const int n = row0[n_items];  // rows of the step: C for a one-sequence chunk
-    ws.ensure(c, n);
-    const int D = c.dim, F = c.hidden_dim;
-    const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
-    const std::size_t nd = std::size_t(n) * D;
-
-    // 1. Token embeddings: one row of the table per token, every sequence's rows stacked.
-    std::vector<int32_t> tokens;
-    tokens.reserve(std::size_t(n));
-    for (const StepItem& it : items)
-        tokens.insert(tokens.end(), it.tokens.begin(), it.tokens.end());
-    be.embed(ws.x.buf(), tokens, model.tok_embeddings.buf(), D);
-
-    // 2. Room in the KV cache for each sequence's new positions p..p+C-1.
-    std::vector<int32_t> slots;
-    slots.reserve(std::size_t(n));
-    for (const StepItem& it : items) {
-        if (!it.slots.empty()) {
-            slots.insert(slots.end(), it.slots.begin(), it.slots.end());
-            continue;
-        }
-        const std::vector<int32_t> s = cache.reserve(*it.seq, static_cast<int>(it.tokens.size()));
-        slots.insert(slots.end(), s.begin(), s.end());
-    }
-    // The angle RoPE rotates each row by: its cache position, or under packed
-    // documents its position within its document (mask.rope_position).
-    std::vector<int32_t> rope_positions;
-    rope_positions.reserve(std::size_t(n));
-    for (std::size_t i = 0; i < n_items; ++i)
-        for (int r = 0; r < row0[i + 1] - row0[i]; ++r)
-            rope_positions.push_back(items[i].mask.rope_position(pos0[i] + r));
-    // Rows of sequence i in a (rows, width) activation.
-    auto rows_of = [&](Buffer b, std::size_t i, int width) {
-        return b.slice(std::size_t(row0[i]) * width, std::size_t(row0[i + 1] - row0[i]) * width);
-    };
-    // Each sequence's attention call: the same rows, block table and shape in
-    // every layer (only the layer's pools change).
-    std::vector<AttentionCall> calls(n_items);
+    plan.rows = plan.row0[n_items];
+    ws.ensure(c, plan.rows);
+    const int qd = c.n_heads * c.head_dim;
     for (std::size_t i = 0; i < n_items; ++i) {
-        AttentionCall& call = calls[i];
-        call.out = rows_of(ws.att.buf(), i, qd);
-        call.q = rows_of(ws.q.buf(), i, qd);
-        call.block_table = items[i].seq->block_table;
-        AttentionShape& shape = call.shape;
-        shape.n_queries = row0[i + 1] - row0[i];
-        shape.pos0 = pos0[i];
-        shape.n_heads = c.n_heads;
-        shape.n_kv_heads = c.n_kv_heads;
-        shape.head_dim = c.head_dim;
-        shape.block_size = cache.block_size();
-        shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        shape.mask = items[i].mask;
+        const StepItem& it = items[i];
+        const int n = plan.row0[i + 1] - plan.row0[i];
+        plan.tokens.insert(plan.tokens.end(), it.tokens.begin(), it.tokens.end());
+        // Room in the KV cache for the new positions p..p+C-1 (unless the caller reserved it).
+        const std::vector<int32_t> s = it.slots.empty()
+                                           ? cache.reserve(*it.seq, n)
+                                           : std::vector<int32_t>(it.slots.begin(), it.slots.end());
+        plan.slots.insert(plan.slots.end(), s.begin(), s.end());
+        // The angle RoPE rotates each row by: its cache position, or under
+        // packed documents its position within its document (mask.rope_position).
+        for (int r = 0; r < n; ++r)
+            plan.rope_positions.push_back(it.mask.rope_position(plan.pos0[i] + r));
+        // Its attention call: its rows of Q and of the output, its block table.
+        AttentionCall call;
+        call.out = ws.att.buf().slice(std::size_t(plan.row0[i]) * qd, std::size_t(n) * qd);
+        call.q = ws.q.buf().slice(std::size_t(plan.row0[i]) * qd, std::size_t(n) * qd);
+        call.block_table = it.seq->block_table;
+        call.shape.n_queries = n;
+        call.shape.pos0 = plan.pos0[i];
+        call.shape.n_heads = c.n_heads;
+        call.shape.n_kv_heads = c.n_kv_heads;
+        call.shape.head_dim = c.head_dim;
+        call.shape.block_size = cache.block_size();
+        call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        call.shape.mask = it.mask;
+        plan.calls.push_back(call);
     }
+    return plan;
+}
 
-    ChunkOutput out;
-    // The first layer's attention norm; every later norm comes with the
-    // residual add before it (add_rmsnorm: one pass over the rows).
-    be.rmsnorm(ws.xb.buf(), ws.x.buf(), model.layers[0].attn_norm.buf(), n, D, c.norm_eps);
-    for (int l = 0; l < c.n_layers; ++l) {
-        const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
-        // 3. Attention sublayer: (xb holds the normalised rows) project to Q,
-        //    K, V (one product over all rows of the step, the three weights in
-        //    one call), rotate every row by its position (one call for all
-        //    sequences of the step).
-        const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
-                                  {ws.k.buf(), w.wk.buf(), kvd},
-                                  {ws.v.buf(), w.wv.buf(), kvd}};
-        be.matmul_parts(ws.xb.buf(), n, D, qkv);
-        be.rope_rows(ws.q.buf(), n, c.n_heads, c.head_dim, rope_positions, model.rope_cos.buf(),
-                     model.rope_sin.buf());
-        be.rope_rows(ws.k.buf(), n, c.n_kv_heads, c.head_dim, rope_positions, model.rope_cos.buf(),
-                     model.rope_sin.buf());
-        // 4. Keep K and V: later chunks and decode steps read them from the cache.
-        be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), slots, kvd);
-        if (trace != nullptr && trace->enabled) {
-            for (std::size_t i = 0; i < n_items; ++i) {
-                const int rows = row0[i + 1] - row0[i];
-                trace_kv_append(*trace, l, *items[i].seq, pos0[i], rows,
-                                std::span<const int32_t>(slots).subspan(std::size_t(row0[i]),
-                                                                        std::size_t(rows)),
-                                cache.block_size(), n_items > 1);
-            }
-        }
-        // 5. Masked attention, per sequence: its queries over its own cache
-        //    positions 0..p+C-1 through its own block table (one call for all
-        //    sequences, so a backend may run them side by side).
-        be.attention_batch(cache.k_pool(l), cache.v_pool(l), calls);
-        for (const AttentionProbe& p : probes.attention) {
-            if (p.layer != l) continue;
-            // Probabilities and scores both come from the backend that computed them.
-            const AttentionShape& shape = calls[0].shape;
-            const std::size_t cells = std::size_t(n) * shape.n_keys();
-            DeviceArray probs(be, cells);
-            DeviceArray scores;
-            if (probes.attention_scores) scores = DeviceArray(be, cells);
-            be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(l),
-                               items[0].seq->block_table, shape, p.head);
-            std::vector<float> host(cells);
-            be.download(host.data(), probs.buf(), cells);
-            out.attention_probs.push_back(std::move(host));
-            if (probes.attention_scores) {
-                std::vector<float> host_scores(cells);
-                be.download(host_scores.data(), scores.buf(), cells);
-                out.attention_scores.push_back(std::move(host_scores));
-            }
-        }
-        // 6. Output projection, residual, and the MLP's norm of the new rows.
-        be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
-        be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
-        // 7. MLP sublayer: SwiGLU, down projection, residual (and the next
-        //    layer's attention norm).
-        const MatmulPart gate_up[] = {{ws.gate.buf(), w.w_gate.buf(), F},
-                                      {ws.up.buf(), w.w_up.buf(), F}};
-        be.matmul_parts(ws.xb.buf(), n, D, gate_up);
-        be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
-        be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
-        if (l + 1 < c.n_layers) {
-            be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(),
-                           model.layers[std::size_t(l) + 1].attn_norm.buf(), n, D, c.norm_eps);
-        } else {
-            be.add(ws.x.buf(), ws.proj.buf(), nd);
-        }
+// The trace's record of every sequence's K/V append in one layer.
+void trace_kv_appends(Trace* trace, int layer, const StepPlan& plan,
+                      std::span<const StepItem> items, int block_size) {
+    if (trace == nullptr || !trace->enabled) return;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const int rows = plan.row0[i + 1] - plan.row0[i];
+        trace_kv_append(*trace, layer, *items[i].seq, plan.pos0[i], rows,
+                        std::span<const int32_t>(plan.slots)
+                            .subspan(std::size_t(plan.row0[i]), std::size_t(rows)),
+                        block_size, items.size() > 1);
     }
-    // Probes were collected layer by layer; put them back in the caller's order.
-    if (probes.attention.size() > 1) {
-        std::vector<std::vector<float>> ordered(probes.attention.size());
-        std::vector<std::vector<float>> ordered_scores(out.attention_scores.size());
-        std::size_t next = 0;
-        for (int l = 0; l < c.n_layers; ++l) {
-            for (std::size_t i = 0; i < probes.attention.size(); ++i) {
-                if (probes.attention[i].layer != l) continue;
-                if (!ordered_scores.empty())
-                    ordered_scores[i] = std::move(out.attention_scores[next]);
-                ordered[i] = std::move(out.attention_probs[next++]);
-            }
-        }
-        out.attention_probs = std::move(ordered);
-        out.attention_scores = std::move(ordered_scores);
-    }
+}
 
-    // 8. Final norm and classifier: only each sequence's last position (all of
-    //    a one-sequence chunk's positions when a probe asks), gathered into
-    //    consecutive rows of xb by the norm itself, then one product.
+// The probed heads of this layer (a one-sequence step): probabilities, and
+// scores when asked, both from the backend that computed the attention.
+void probe_attention(Backend& be, const Workspace& ws, const KvCache& cache, int layer,
+                     const StepPlan& plan, std::span<const StepItem> items,
+                     const ForwardProbes& probes, ChunkOutput& out) {
+    for (const AttentionProbe& p : probes.attention) {
+        if (p.layer != layer) continue;
+        const AttentionShape& shape = plan.calls[0].shape;
+        const std::size_t cells = std::size_t(plan.rows) * shape.n_keys();
+        DeviceArray probs(be, cells);
+        DeviceArray scores;
+        if (probes.attention_scores) scores = DeviceArray(be, cells);
+        be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(layer),
+                           items[0].seq->block_table, shape, p.head);
+        std::vector<float> host(cells);
+        be.download(host.data(), probs.buf(), cells);
+        out.attention_probs.push_back(std::move(host));
+        if (probes.attention_scores) {
+            std::vector<float> host_scores(cells);
+            be.download(host_scores.data(), scores.buf(), cells);
+            out.attention_scores.push_back(std::move(host_scores));
+        }
+    }
+}
+
+// Probes were collected layer by layer; put them back in the caller's order.
+void order_probes(ChunkOutput& out, const ForwardProbes& probes, int n_layers) {
+    if (probes.attention.size() <= 1) return;
+    std::vector<std::vector<float>> ordered(probes.attention.size());
+    std::vector<std::vector<float>> ordered_scores(out.attention_scores.size());
+    std::size_t next = 0;
+    for (int l = 0; l < n_layers; ++l) {
+        for (std::size_t i = 0; i < probes.attention.size(); ++i) {
+            if (probes.attention[i].layer != l) continue;
+            if (!ordered_scores.empty()) ordered_scores[i] = std::move(out.attention_scores[next]);
+            ordered[i] = std::move(out.attention_probs[next++]);
+        }
+    }
+    out.attention_probs = std::move(ordered);
+    out.attention_scores = std::move(ordered_scores);
+}
+
+// The final norm of the rows the classifier reads — each sequence's last
+// position (every position of a one-sequence chunk when a probe asks) —
+// gathered into consecutive rows of xb. Returns how many.
+int final_norm_rows(Backend& be, const DeviceModel& model, Workspace& ws, const StepPlan& plan,
+                    const ForwardProbes& probes) {
+    const ModelConfig& c = model.config();
+    const int D = c.dim;
     int rows = 0;
-    for (std::size_t i = 0; i < n_items; ++i) {
-        const int take = probes.all_logits ? row0[i + 1] - row0[i] : 1;
-        const int first = row0[i + 1] - take;
+    for (std::size_t i = 0; i + 1 < plan.row0.size(); ++i) {
+        const int take = probes.all_logits ? plan.row0[i + 1] - plan.row0[i] : 1;
+        const int first = plan.row0[i + 1] - take;
         be.rmsnorm(ws.xb.buf().slice(std::size_t(rows) * D, std::size_t(take) * D),
                    ws.x.buf().slice(std::size_t(first) * D, std::size_t(take) * D),
                    model.final_norm.buf(), take, D, c.norm_eps);
         rows += take;
     }
+    return rows;
+}
+
+}  // namespace
+
+// The forward pass, narrated. Shapes: n rows (every item's tokens stacked),
+// D model dim, H/Hkv query/KV heads of Dh, F SwiGLU hidden dim, V vocabulary.
+ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
+    const ModelConfig& c = model.config();
+    Backend& be = model.backend();
+    const StepPlan plan = plan_step(model, cache, items, ws, probes);
+    const int n = plan.rows, D = c.dim, F = c.hidden_dim;
+    const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
+    ChunkOutput out;
+
+    // 1. Token embeddings: x (n, D), one row of the table per token.
+    be.embed(ws.x.buf(), plan.tokens, model.tok_embeddings.buf(), D);
+    // The first layer's attention norm into xb (n, D); every later norm comes
+    // with the residual add before it (add_rmsnorm: one pass over the rows).
+    be.rmsnorm(ws.xb.buf(), ws.x.buf(), model.layers[0].attn_norm.buf(), n, D, c.norm_eps);
+    for (int l = 0; l < c.n_layers; ++l) {
+        const DeviceLayer& w = model.layers[static_cast<std::size_t>(l)];
+        // 2. Q (n, H, Dh), K and V (n, Hkv, Dh): one product over all rows of
+        //    the step, the three weights in one call.
+        const MatmulPart qkv[] = {{ws.q.buf(), w.wq.buf(), qd},
+                                  {ws.k.buf(), w.wk.buf(), kvd},
+                                  {ws.v.buf(), w.wv.buf(), kvd}};
+        be.matmul_parts(ws.xb.buf(), n, D, qkv);
+        // 3. RoPE: every row of Q and K rotated by its absolute position.
+        be.rope_rows(ws.q.buf(), n, c.n_heads, c.head_dim, plan.rope_positions,
+                     model.rope_cos.buf(), model.rope_sin.buf());
+        be.rope_rows(ws.k.buf(), n, c.n_kv_heads, c.head_dim, plan.rope_positions,
+                     model.rope_cos.buf(), model.rope_sin.buf());
+        // 4. Keep K and V: later chunks and decode steps read them from the cache.
+        be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), plan.slots, kvd);
+        trace_kv_appends(trace, l, plan, items, cache.block_size());
+        // 5. Masked attention into att (n, H, Dh), per sequence: its queries
+        //    over its own cache positions 0..p+C-1 through its own block table
+        //    (one call for all, so a backend may run them side by side).
+        be.attention_batch(cache.k_pool(l), cache.v_pool(l), plan.calls);
+        probe_attention(be, ws, cache, l, plan, items, probes, out);
+        // 6. Output projection (n, D), residual into x, the MLP's norm into xb.
+        be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
+        be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
+        // 7. SwiGLU MLP: gate and up (n, F) in one call, silu(gate)·up, down (n, D).
+        const MatmulPart gate_up[] = {{ws.gate.buf(), w.w_gate.buf(), F},
+                                      {ws.up.buf(), w.w_up.buf(), F}};
+        be.matmul_parts(ws.xb.buf(), n, D, gate_up);
+        be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
+        be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
+        // 8. Residual into x, and the next layer's attention norm with it.
+        if (l + 1 < c.n_layers) {
+            be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(),
+                           model.layers[std::size_t(l) + 1].attn_norm.buf(), n, D, c.norm_eps);
+        } else {
+            be.add(ws.x.buf(), ws.proj.buf(), std::size_t(n) * D);
+        }
+    }
+    order_probes(out, probes, c.n_layers);
+
+    // 9. Final norm and classifier: logits (rows, V) of each sequence's last
+    //    position only — the first new token comes from its distribution.
+    const int rows = final_norm_rows(be, model, ws, plan, probes);
     const int V = c.vocab_size;
     ws.ensure_logits(rows, V);
     be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
-    // 9. The one copy back per step: rows x V floats of logits to the host,
-    //    where the sampler reads them (a span of its own, so the trace shows
-    //    what a copy costs next to the compute around it).
+    // 10. The one copy back per step: rows x V floats of logits to the host,
+    //     where the sampler reads them (a span of its own, so the trace shows
+    //     what a copy costs next to the compute around it).
     if (probes.logits_stay_on_device) return out;
     out.logits.resize(std::size_t(rows) * V);
     const double t_copy = trace != nullptr ? trace->now_us() : 0;
