@@ -98,7 +98,8 @@ KvCache& Engine::pool() {
         const int per_seq = (c.max_seq_len + options_.block_size - 1) / options_.block_size;
         const int blocks = options_.kv_blocks > 0 ? options_.kv_blocks : 4 * per_seq;
         cache_ = std::make_unique<KvCache>(backend(), c, options_.block_size, blocks);
-        scheduler_ = std::make_unique<Scheduler>(*cache_, scheduler_options());
+        scheduler_ =
+            std::make_unique<Scheduler>(cache_->blocks(), cache_->prefix(), scheduler_options());
         // The activations of the largest step, allocated before any step is timed.
         ws_ = std::make_unique<Workspace>(backend());
         ws_->ensure(c, options_.max_step_tokens);
@@ -219,6 +220,15 @@ const StepRecord& Engine::step() {
 
     // 1. The scheduler picks the spans and reserves their positions.
     Schedule schedule = scheduler_->schedule();
+    // K/V handed over from a prefill engine go into their reserved slots now,
+    // before the step reads them (the scheduler decided; the engine writes).
+    for (Request* r : schedule.handed_over) {
+        for (std::size_t i = 0; i < r->kv.size(); ++i) {
+            cache.write(r->seq, static_cast<int>(i / 2), i % 2 == 0 ? KvPart::K : KvPart::V,
+                        r->kv[i]);
+        }
+        r->kv.clear();  // a later preemption recomputes from the tokens, as for any request
+    }
     for (const ScheduledSpan& span : schedule.spans) {
         Request& r = *span.request;
         if (r.first_scheduled_us < 0) r.first_scheduled_us = rec.start_us;

@@ -37,7 +37,8 @@ void SchedulerOptions::validate() const {
     PLAB_CHECK(max_running >= 1, "max running sequences " << max_running << " must be at least 1");
 }
 
-Scheduler::Scheduler(KvCache& pool, SchedulerOptions options) : pool_(pool), options_(options) {
+Scheduler::Scheduler(BlockManager& blocks, PrefixCache& prefix, SchedulerOptions options)
+    : pool_(blocks), prefix_(prefix), options_(options) {
     options_.validate();
 }
 
@@ -76,7 +77,7 @@ void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget) {
     span.n_tokens = n;
     span.slots = pool_.reserve(r.seq, n);
     span.decode = decode;
-    if (uses_prefix_cache(r)) pool_.name_full_blocks(r.seq, r.tokens, options_.salt);
+    if (uses_prefix_cache(r)) prefix_.name_full_blocks(r.seq, r.tokens, options_.salt);
     (decode ? s.decode_tokens : s.prefill_tokens) += n;
     r.computed_tokens += n;
     budget -= n;
@@ -84,19 +85,17 @@ void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget) {
 }
 
 bool Scheduler::admit_handed_over(Request& r, Schedule& s, int& budget) {
-    // Its prompt's K/V come from the prefill engine: reserve the positions,
-    // copy them in, and take its first decode token at once.
+    // Its prompt's K/V come from the prefill engine: reserve the positions
+    // (the engine copies them in before the step) and take its first decode
+    // token at once.
     const int n = r.kv_positions;
     if (pool_.new_blocks_for(r.seq, n + 1) > pool_.free_blocks()) return false;
     waiting_.pop_front();
     pool_.reserve(r.seq, n);
-    for (std::size_t i = 0; i < r.kv.size(); ++i) {
-        pool_.write(r.seq, static_cast<int>(i / 2), i % 2 == 0 ? KvPart::K : KvPart::V, r.kv[i]);
-    }
-    r.kv.clear();  // a later preemption recomputes from the tokens, as for any request
+    s.handed_over.push_back(&r);
     r.kv_positions = 0;
     r.admitted_once = true;
-    if (uses_prefix_cache(r)) pool_.name_full_blocks(r.seq, r.tokens, options_.salt);
+    if (uses_prefix_cache(r)) prefix_.name_full_blocks(r.seq, r.tokens, options_.salt);
     r.state = RequestState::running;
     running_.push_back(&r);
     take(r, 1, true, s, budget);
@@ -112,8 +111,8 @@ bool Scheduler::admit(Request& r, Schedule& s, int& budget) {
     // prompt of k·B+1 tokens seen before computes exactly one token.
     std::vector<int> hits;
     if (uses_prefix_cache(r)) {
-        hits = pool_.match_prefix(std::span<const int32_t>(r.tokens).first(std::size_t(len - 1)),
-                                  options_.salt);
+        hits = prefix_.match(std::span<const int32_t>(r.tokens).first(std::size_t(len - 1)),
+                             options_.salt);
     }
     const int cached = static_cast<int>(hits.size()) * B;
     const int remaining = len - cached;
@@ -125,7 +124,7 @@ bool Scheduler::admit(Request& r, Schedule& s, int& budget) {
     const int new_blocks = (cached + n + B - 1) / B - static_cast<int>(hits.size());
     if (new_blocks + hits_on_free > pool_.free_blocks()) return false;
     waiting_.pop_front();
-    pool_.share_prefix(r.seq, hits);
+    prefix_.share(r.seq, hits);
     if (!r.admitted_once) {
         r.admitted_once = true;
         r.cached_tokens = cached;

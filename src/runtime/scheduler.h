@@ -28,7 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/kv_cache.h"
+#include "runtime/block_manager.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/request.h"
 
 namespace plab {
@@ -64,14 +65,19 @@ struct ScheduledSpan {
 
 struct Schedule {
     std::vector<ScheduledSpan> spans;  // decode tokens, then prompt chunks, then admissions
-    std::vector<int> preempted;        // request ids, in the order they were preempted
+    // Requests handed over from a prefill engine and admitted in this step:
+    // their positions are reserved, and the engine writes their K/V (r.kv)
+    // into the storage before it runs the step.
+    std::vector<Request*> handed_over;
+    std::vector<int> preempted;  // request ids, in the order they were preempted
     int prefill_tokens = 0;
     int decode_tokens = 0;
 };
 
 class Scheduler {
 public:
-    Scheduler(KvCache& pool, SchedulerOptions options);
+    // Decides with the KV cache's two host parts only: it never touches a device.
+    Scheduler(BlockManager& blocks, PrefixCache& prefix, SchedulerOptions options);
 
     // Appends a request to the waiting queue (its tokens set, nothing computed;
     // or, handed over from a prefill engine, its prompt's K/V in r.kv).
@@ -100,7 +106,8 @@ private:
     bool admit(Request& r, Schedule& s, int& budget);
     bool admit_handed_over(Request& r, Schedule& s, int& budget);
 
-    KvCache& pool_;
+    BlockManager& pool_;
+    PrefixCache& prefix_;
     SchedulerOptions options_;
     std::deque<Request*> waiting_;   // FIFO; a preempted request goes back to the front
     std::vector<Request*> running_;  // admission order: the last is preempted first

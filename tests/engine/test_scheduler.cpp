@@ -8,7 +8,8 @@
 #include <random>
 #include <set>
 
-#include "runtime/registry.h"
+#include "runtime/block_manager.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/scheduler.h"
 #include "test_util.h"
 
@@ -39,7 +40,7 @@ struct Run {
 };
 
 // Drives the scheduler to completion, checking the invariants at every step.
-Run drive(Scheduler& sched, KvCache& pool, RequestSet& w, std::mt19937& rng) {
+Run drive(Scheduler& sched, BlockManager& pool, RequestSet& w, std::mt19937& rng) {
     Run run;
     const SchedulerOptions& o = sched.options();
     for (auto& r : w.requests) sched.add(*r);
@@ -117,8 +118,7 @@ Run drive(Scheduler& sched, KvCache& pool, RequestSet& w, std::mt19937& rng) {
 
 TEST_CASE("scheduler: budget, decode first, FCFS, every block back, under every policy",
           "[scheduler]") {
-    const ModelConfig c = small_config(16, 1, 2, 1, 8, 32, 50, 256);
-    auto be = make_backend("cpu-ref");
+    // Pure bookkeeping: the scheduler and its pool run without a model or backend.
     long long preemptions = 0;
     for (Policy policy :
          {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
@@ -128,7 +128,8 @@ TEST_CASE("scheduler: budget, decode first, FCFS, every block back, under every 
             const int B = std::uniform_int_distribution<int>(1, 8)(rng);
             // Small pools force preemption; the largest request must still fit.
             const int blocks = (90 + B - 1) / B + std::uniform_int_distribution<int>(0, 30)(rng);
-            KvCache pool(*be, c, B, blocks);
+            BlockManager pool(B, blocks);
+            PrefixCache prefix_cache(pool);
             SchedulerOptions o;
             o.policy = policy;
             o.max_step_tokens =
@@ -136,7 +137,7 @@ TEST_CASE("scheduler: budget, decode first, FCFS, every block back, under every 
             o.max_running = std::uniform_int_distribution<int>(1, 8)(rng);
             o.prefix_cache = seed % 2 == 0;
             o.salt = 7;
-            Scheduler sched(pool, o);
+            Scheduler sched(pool, prefix_cache, o);
             RequestSet w;
             const std::vector<int32_t> prefix = random_tokens(12, 50, seed);
             for (int i = 0; i < 12; ++i) {
@@ -158,13 +159,12 @@ TEST_CASE("scheduler: budget, decode first, FCFS, every block back, under every 
 
 TEST_CASE("scheduler: chunked prefill splits a long prompt and keeps others decoding",
           "[scheduler]") {
-    const ModelConfig c = small_config(16, 1, 2, 1, 8, 32, 50, 256);
-    auto be = make_backend("cpu-ref");
-    KvCache pool(*be, c, 4, 64);
+    BlockManager pool(4, 64);
+    PrefixCache prefix(pool);
     SchedulerOptions o;
     o.max_step_tokens = 16;
     o.prefix_cache = false;
-    Scheduler sched(pool, o);
+    Scheduler sched(pool, prefix, o);
     std::mt19937 rng(1);
     RequestSet w;
     w.requests.push_back(make_request(0, 5, 20, rng, {}));
