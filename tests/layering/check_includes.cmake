@@ -13,6 +13,8 @@
 #      cli, python, serving; viewer/): a client wraps or measures the engine
 #      from outside. And no front end (src/cli, src/python, viewer/) reaches
 #      past the registry into src/backends/ or kernels/.
+#   4. Names say what a file holds: no source file ends in _spec or _test
+#      (issue 44 renamed attention_spec.h and mask_spec.*; tests live in tests/).
 # Every quoted include must resolve (beside the file, then src/, the repo root,
 # kernels/: the include paths the CMake targets use), or the check fails: an
 # include it cannot see is an arrow it cannot check.
@@ -175,6 +177,14 @@ endforeach()
 foreach(_e IN LISTS _unused)
   problem("known exception '${_e}' no longer occurs: remove it from "
                         "KNOWN_EXCEPTIONS in tests/layering/check_includes.cmake")
+endforeach()
+
+# 4. Names.
+foreach(_f IN LISTS _files)
+  if(_f MATCHES "_(spec|test)\\.[^./]+$")
+    problem("${_f}: a source file named *_spec or *_test; name it for what it holds "
+            "(attention_math.h, mask_grammar.h), and keep tests in tests/")
+  endif()
 endforeach()
 
 # 3. Folder rules, edge by edge.

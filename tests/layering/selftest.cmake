@@ -3,7 +3,7 @@
 # requires it to fail naming the break. The real tree is never touched.
 #   cmake -DROOT=<repo> -DSCRATCH=<dir>
 #         -DCASE=loop|backends_to_kernels|kernels_to_backends|engine_to_serving|runtime_to_perf|
-#                cli_to_backend|viewer_to_kernels
+#                cli_to_backend|viewer_to_kernels|spec_name
 #         -P selftest.cmake
 cmake_minimum_required(VERSION 3.20)
 foreach(_v ROOT SCRATCH CASE)
@@ -40,6 +40,12 @@ elseif(CASE STREQUAL "cli_to_backend")
   set(_file "src/cli/cmd_info.cpp")
   set(_include "backends/cpu_fast/cpu_fast.h")
   set(_expect "src/cli/cmd_info.cpp -> src/backends/cpu_fast/cpu_fast.h: a front end")
+elseif(CASE STREQUAL "spec_name")
+  # A file named for its role in a test suite, not for what it holds.
+  set(_file "src/runtime/mask_grammar.h")
+  set(_include "core/mask.h")
+  set(_rename "src/runtime/mask_spec.h")
+  set(_expect "src/runtime/mask_spec.h: a source file named \\*_spec or \\*_test")
 elseif(CASE STREQUAL "viewer_to_kernels")
   set(_file "viewer/app/controller.cpp")
   set(_include "gpu_backend.h")
@@ -55,6 +61,9 @@ if(NOT EXISTS "${SCRATCH}/${_file}")
   message(FATAL_ERROR "selftest.cmake: ${_file} is gone; pick another file for CASE ${CASE}")
 endif()
 file(APPEND "${SCRATCH}/${_file}" "\n#include \"${_include}\"\n")
+if(DEFINED _rename)
+  file(RENAME "${SCRATCH}/${_file}" "${SCRATCH}/${_rename}")
+endif()
 
 # First the untouched copy passes (so the failure below is the injected include's).
 execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${ROOT} -P "${CMAKE_CURRENT_LIST_DIR}/check_includes.cmake"
