@@ -233,6 +233,32 @@ TEST_CASE("equivalence self-check holds fast rows to 1e-5 of max |logit| and the
 }
 
 // 4. The snapshot cache (issue 8, item 10) ---------------------------------------------
+// Issue 45, point 16: the panel's "why" follows the table. The fast backends'
+// kernels are chunk-invariant, so each fast row shows one difference in every
+// plan; a planted row whose difference moves with the plan turns the words.
+TEST_CASE("equivalence panel's words follow whether fast rows change with the chunk plan",
+          "[viewer]") {
+    Controller ctrl(tiny_model());
+    EquivalenceSnapshot eq;
+    ctrl.refresh_equivalence(tiny_state(), eq);
+    REQUIRE(eq.plans.size() >= 2);
+    REQUIRE(eq.fast_rows_same_in_every_plan());
+    std::size_t fast_row = eq.backends.size();
+    for (std::size_t r = 0; r < eq.backends.size(); ++r)
+        if (!eq.reference[r]) fast_row = r;
+    REQUIRE(fast_row < eq.backends.size());
+    EquivalenceSnapshot moved = eq;
+    moved.cells[fast_row * eq.plans.size() + 1].logits_max_abs *= 2;
+    moved.cells[fast_row * eq.plans.size() + 1].logits_max_abs += 1e-7;
+    REQUIRE_FALSE(moved.fast_rows_same_in_every_plan());
+    // A reference row is not what the words are about.
+    EquivalenceSnapshot ref_moved = eq;
+    std::size_t ref_row = 0;
+    while (!eq.reference[ref_row]) ++ref_row;
+    ref_moved.cells[ref_row * eq.plans.size() + 1].kv_max_abs += 1;
+    REQUIRE(ref_moved.fast_rows_same_in_every_plan());
+}
+
 TEST_CASE("chunk-size slider through more plans than the snapshot cache keeps", "[viewer]") {
     // The equivalence matrix holds cpu-ref's "full" snapshot while it looks up
     // 16 more; a lookup past the cache's limit empties it. The held snapshot must

@@ -231,6 +231,25 @@ struct EquivalenceSnapshot {
     double logit_scale = 0;     // max |logit|
     double logit_top2_gap = 0;  // largest logit minus the second largest
     std::string error;
+
+    // Whether every fast row shows the same difference from cpu-ref in every
+    // column that ran: what chunk-invariant kernels give (lesson 15). Read from
+    // the table the engine filled, so the panel's words follow the numbers.
+    bool fast_rows_same_in_every_plan() const {
+        const std::size_t cols = plans.size();
+        for (std::size_t r = 0; r < backends.size(); ++r) {
+            if (reference[r]) continue;
+            const Difference* first = nullptr;
+            for (std::size_t c = 0; c < cols; ++c) {
+                if (!errors[r * cols + c].empty()) continue;
+                const Difference& d = cells[r * cols + c];
+                if (first == nullptr) first = &d;
+                if (d.logits_max_abs != first->logits_max_abs || d.kv_max_abs != first->kv_max_abs)
+                    return false;
+            }
+        }
+        return true;
+    }
 };
 
 // Panel 5: the trace of one whole request.
