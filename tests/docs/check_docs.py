@@ -30,8 +30,8 @@ import unicodedata
 import urllib.parse
 
 README_MAX_LINES = 300
-# These two document or test the markup format itself, so they must show it.
-MARKUP_EXEMPT = ("tests/README.md", "tests/lessons/runner_fixtures/")
+# The runner's fixtures test the markup format itself, so they must show it.
+MARKUP_EXEMPT = ("tests/lessons/runner_fixtures/",)
 # The lesson runner's own definition of markup (tests/lessons/lesson_format.cpp).
 MARKUP = re.compile(r"\{\{[A-Za-z_]\w*(~|=[^}]+)?\}\}|\[\[gpu-form\]\]"
                     r"|\[\[[-+0-9.eE]+\.\.[-+0-9.eE]+\]\]")
