@@ -55,13 +55,21 @@ int32_t Sampler::sample(const std::vector<float>& logits) {
     std::vector<int32_t> idx(p.size());
     std::iota(idx.begin(), idx.end(), 0);
     std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return p[a] > p[b]; });
-    // 3. top-k, then top-p: the smallest prefix whose mass reaches p.
+    // 3. top-k, then top-p over the top-k set renormalised (as Hugging Face,
+    //    vLLM and llama.cpp apply them): the smallest prefix whose share of
+    //    the kept mass reaches p. Without a top-k the kept mass is the whole
+    //    distribution, 1.
     std::size_t keep =
         options_.top_k > 0 ? std::min<std::size_t>(options_.top_k, idx.size()) : idx.size();
+    double kept_mass = 1.0;
+    if (keep < idx.size()) {
+        kept_mass = 0;
+        for (std::size_t i = 0; i < keep; ++i) kept_mass += p[idx[i]];
+    }
     double mass = 0;
     for (std::size_t i = 0; i < keep; ++i) {
         mass += p[idx[i]];
-        if (mass >= options_.top_p) {
+        if (mass >= options_.top_p * kept_mass) {
             keep = i + 1;
             break;
         }

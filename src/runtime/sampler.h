@@ -2,9 +2,11 @@
 //
 // What it teaches: the model gives a distribution; *sampling* picks from it.
 // Greedy takes the argmax (temperature 0). Otherwise logits are divided by the
-// temperature, softmaxed, cut to the k most likely (top-k) and to the smallest
-// set whose probability reaches p (top-p, "nucleus", Holtzman et al. 2019),
-// renormalised, and drawn with a seeded generator so runs are repeatable.
+// temperature, softmaxed, cut to the k most likely (top-k), then to the
+// smallest prefix of those whose share of the top-k mass reaches p (top-p,
+// "nucleus", Holtzman et al. 2019; over the top-k set renormalised, as
+// Hugging Face, vLLM and llama.cpp apply the two), renormalised, and drawn
+// with a seeded generator so runs are repeatable.
 #pragma once
 
 #include <cstdint>

@@ -52,6 +52,39 @@ TEST_CASE("top-k restricts to the k most likely", "[sampler]") {
     for (int i = 0; i < 200; ++i) REQUIRE(s.sample(logits) <= 1);
 }
 
+// Issue 45, point 10: top-p is measured over the top-k set renormalised, as
+// Hugging Face, vLLM and llama.cpp apply them. p = 0.5, 0.3, 0.15, 0.05; top-k 2
+// keeps 0.8 of the mass, renormalised 0.625 and 0.375, so top-p 0.6 keeps the
+// first token alone. Measured over the full distribution (0.5 < 0.6) it would
+// keep two, and token 1 would come up about 3 draws in 8.
+TEST_CASE("top-p after top-k is measured over the renormalised top-k set", "[sampler]") {
+    const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.15f),
+                                    std::log(0.05f)};
+    SamplerOptions o;
+    o.temperature = 1.0f;
+    o.top_k = 2;
+    o.top_p = 0.6f;
+    o.seed = 3;
+    Sampler s(o);
+    for (int i = 0; i < 400; ++i) REQUIRE(s.sample(logits) == 0);
+    // Just above the first token's renormalised share, the second comes in.
+    o.top_p = 0.7f;
+    Sampler two(o);
+    std::map<int, int> counts;
+    for (int i = 0; i < 4000; ++i) ++counts[two.sample(logits)];
+    REQUIRE(counts.size() == 2);
+    // 4000 draws of a 0.375 share: std < 0.008; 0.04 is 5 sigma.
+    REQUIRE(counts[1] / 4000.0 == Approx(0.375).margin(0.04));
+    // Without top-k, top-p is over the whole distribution: 0.6 keeps two tokens.
+    o.top_k = 0;
+    o.top_p = 0.6f;
+    Sampler whole(o);
+    std::map<int, int> whole_counts;
+    for (int i = 0; i < 4000; ++i) ++whole_counts[whole.sample(logits)];
+    REQUIRE(whole_counts.size() == 2);
+    REQUIRE(whole_counts[1] / 4000.0 == Approx(0.375).margin(0.04));
+}
+
 TEST_CASE("bad sampler options are rejected", "[sampler]") {
     SamplerOptions o;
     o.temperature = -1;
