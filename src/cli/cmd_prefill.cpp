@@ -121,6 +121,10 @@ void run(const PrefillOptions& o) {
     // FLOPs and attention pairs of this prompt under its mask: a window or
     // a document boundary removes pairs (the causal count stays beside it).
     const PrefillCost causal_cost = prefill_cost(model.weights.config, t);
+    // Each chunk reads every layer's weights again: what small chunks cost
+    // besides the pairs (which any plan adds up to the same).
+    const PrefillWeightReads reads =
+        prefill_weight_reads(model.weights.config, static_cast<int>(plan.lengths.size()));
     const PrefillCost cost = mask.is_causal()
                                  ? causal_cost
                                  : with_visible_pairs(causal_cost, model.weights.config,
@@ -151,6 +155,7 @@ void run(const PrefillOptions& o) {
         j["flops"] = cost.total();
         j["attention_pairs"] = cost.attention_pairs;  // visible under the mask
         j["causal_attention_pairs"] = causal_cost.attention_pairs;
+        j["weight_bytes_read"] = reads.total();  // every chunk reads every layer's weights
         j["kv_blocks"] = session.cache().blocks_in_use();
         j["kv_bytes"] = session.cache().bytes_in_use();
         j["first_token"] = {{"id", first}, {"text", tok.token_text(first)}};
@@ -195,6 +200,11 @@ void run(const PrefillOptions& o) {
     }
     std::printf("  FLOP = projections %.0f + attention %.0f + logits %.0f\n", cost.projection_flops,
                 cost.attention_flops, cost.logits_flops);
+    std::printf(
+        "  weights read: %d chunk%s x %.0f bytes of layers + %.0f bytes of final norm and "
+        "classifier (the last chunk only) = %.0f bytes\n",
+        reads.chunks, reads.chunks == 1 ? "" : "s", reads.layer_bytes, reads.head_bytes,
+        reads.total());
     std::printf(
         "  time: median of %d warm runs, each on a fresh KV cache; the first, cold run "
         "took %.3f ms\n",

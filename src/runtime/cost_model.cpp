@@ -49,6 +49,17 @@ double decode_bytes(const ModelConfig& c, int ctx) {
     return params * sizeof(float) + double(ctx) * c.kv_floats_per_token() * sizeof(float);
 }
 
+PrefillWeightReads prefill_weight_reads(const ModelConfig& c, int chunks) {
+    const double D = c.dim, H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim, F = c.hidden_dim;
+    PrefillWeightReads r;
+    r.chunks = chunks;
+    // Per layer: Q, K, V, O, gate, up, down, and the two RMSNorm weights.
+    r.layer_bytes = c.n_layers * (D * H * Dh + 2 * D * Hkv * Dh + H * Dh * D + 3 * D * F + 2 * D) *
+                    sizeof(float);
+    r.head_bytes = (D + double(c.vocab_size) * D) * sizeof(float);
+    return r;
+}
+
 double prefill_bytes(const ModelConfig& c, int n, int pos0) {
     // decode_bytes counts one embedding row (untied) and `ctx` positions of K/V:
     // a prefill looks up n rows and reads pos0 + n positions.

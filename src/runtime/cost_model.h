@@ -46,6 +46,20 @@ int attention_overtakes_projections_at(const ModelConfig& c);
 // untied token-embedding table only the one row looked up) + K/V of ctx positions.
 double decode_bytes(const ModelConfig& c, int ctx);
 
+// The weight bytes a prefill in `chunks` chunks reads: every chunk runs every
+// layer, so each layer's weights are read once per chunk; the final norm and
+// the classifier only once, for the last chunk's last position (the first new
+// token's logits; runtime/session.cpp skips them for earlier chunks). The
+// embedding rows looked up are left out (a row per token, not the table).
+// What small chunks cost besides their attention pairs (lesson 3).
+struct PrefillWeightReads {
+    int chunks = 0;
+    double layer_bytes = 0;  // all layers' weights, read by every chunk
+    double head_bytes = 0;   // final norm + classifier, read once
+    double total() const { return chunks * layer_bytes + head_bytes; }
+};
+PrefillWeightReads prefill_weight_reads(const ModelConfig& c, int chunks);
+
 // Bytes a prefill of n tokens after pos0 cached ones must read at least (the
 // roofline's x axis, plab bench --plot): every weight once — the step's rows
 // share each weight as a batched decode step's do, and of an untied embedding

@@ -80,6 +80,7 @@ StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const Ste
     PLAB_CHECK(
         items.size() == 1 || (!probes.all_logits && probes.attention.empty()),
         "probes are for a one-sequence step; this step has " << items.size() << " sequences");
+    PLAB_ASSERT(!(probes.skip_logits && probes.all_logits));
     const std::size_t n_items = items.size();
     StepPlan plan;
     plan.row0.assign(n_items + 1, 0);
@@ -276,6 +277,7 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         }
     }
     order_probes(out, probes, c.n_layers);
+    if (probes.skip_logits) return out;  // an earlier chunk: its K/V were the point
 
     // 9. Final norm and classifier: logits (rows, V) of each sequence's last
     //    position only — the first new token comes from its distribution.

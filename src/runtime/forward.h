@@ -46,6 +46,11 @@ struct ForwardProbes {
     // greedy token takes Backend::argmax of each row (4 bytes back instead of
     // V floats). ChunkOutput::logits is then empty.
     bool logits_stay_on_device = false;
+    // A prefill chunk that is not the prompt's last: nobody reads its logits
+    // (the first new token comes from the last position), so the step stops
+    // after the layers — no final norm, no classifier, no copy back.
+    // ChunkOutput::logits is then empty. Not with all_logits.
+    bool skip_logits = false;
 };
 
 struct ChunkOutput {

@@ -106,8 +106,13 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         const int len = plan.lengths[c];
         const double tc = trace_ ? trace_->now_us() : 0;
         const int pos0 = seq_.length;
+        // Only the last chunk's last position gives the first new token: the
+        // chunks before it stop after the layers (no classifier) unless a
+        // probe asks for every position's logits.
+        ForwardProbes chunk_probes = probes;
+        chunk_probes.skip_logits = !probes.all_logits && c + 1 < plan.lengths.size();
         ChunkOutput out = forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_,
-                                        probes, trace_, mask);
+                                        chunk_probes, trace_, mask);
         forget_blocks(mask);
         if (trace_) {
             trace_->span("prefill chunk", "prefill", tc,
