@@ -97,6 +97,15 @@ Lesson parse(const std::string& path) {
                                      "an <!-- expect comment must be followed by its ```console "
                                      "block (only blank lines between)");
         }
+        // A check or template spelled almost right would be skipped as a plain
+        // comment, and the lesson would pass without it: refuse it instead.
+        static const std::regex near_miss("<!--\\s*(check|expect)\\b", std::regex::icase);
+        if (std::regex_search(t, near_miss) && t.find(open) == std::string::npos &&
+            body != "<!-- expect") {
+            throw std::runtime_error(where(n) + "a malformed check or expect comment: \"" + t +
+                                     "\"; write <!-- check: a >= b --> on one line, or "
+                                     "<!-- expect alone on its line");
+        }
         const std::size_t at = t.find(open);
         if (at != std::string::npos) {
             if (t.size() < at + open.size() + close.size() ||
