@@ -22,9 +22,7 @@ double clock_us() {
 Engine::Engine(const Weights& weights, EngineOptions options, Trace* trace)
     : options_(std::move(options)),
       trace_(trace),
-      // Checked before loading: a bad option costs no upload.
-      owned_((check_options(options_, weights.config.max_seq_len),
-              std::make_unique<LoadedModel>(weights, options_.backend))),
+      owned_(load_checked(weights, options_)),
       loaded_(owned_.get()) {
     t0_ = clock_us();
 }
@@ -33,6 +31,11 @@ Engine::Engine(const LoadedModel& model, EngineOptions options, Trace* trace)
     : options_(std::move(options)), trace_(trace), loaded_(&model) {
     check_options(options_, model.config().max_seq_len);
     t0_ = clock_us();
+}
+
+std::unique_ptr<LoadedModel> Engine::load_checked(const Weights& weights, const EngineOptions& o) {
+    check_options(o, weights.config.max_seq_len);  // before loading: a bad option costs no upload
+    return std::make_unique<LoadedModel>(weights, o.backend);
 }
 
 void Engine::check_options(const EngineOptions& o, int max_seq_len) {

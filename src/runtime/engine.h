@@ -145,6 +145,8 @@ public:
 private:
     KvCache& pool();
     static void check_options(const EngineOptions& o, int max_seq_len);
+    static std::unique_ptr<LoadedModel> load_checked(const Weights& weights,
+                                                     const EngineOptions& o);
     static SchedulerOptions scheduler_options_of(const EngineOptions& o);  // the scheduler's part
     SchedulerOptions scheduler_options() const;  // ...and the model's identity
 

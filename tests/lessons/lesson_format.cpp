@@ -12,13 +12,6 @@ namespace plab::lessons {
 
 namespace {
 
-const std::string kEllipsis = "\xE2\x80\xA6";
-
-std::string rstrip(std::string s) {
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
-    return s;
-}
-
 std::size_t indent_of(const std::string& line) {
     return std::min(line.find_first_not_of(' '), line.size());
 }
@@ -42,6 +35,11 @@ std::vector<Step> steps_of(const std::vector<std::string>& lines, int first, int
 }
 
 }  // namespace
+
+std::string rstrip(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+    return s;
+}
 
 Lesson parse(const std::string& path) {
     static const std::string open = "<!-- check:", close = "-->";
@@ -166,15 +164,14 @@ double parse_bound(const std::string& text, const std::string& marker) {
 }
 
 Pattern pattern_of(const std::string& shown) {
-    static const std::string ellipsis = "\xE2\x80\xA6";
     static const std::string gpu_form = "[[gpu-form]]";
     Pattern p;
     std::string re;
     for (std::size_t i = 0; i < shown.size();) {
         const bool at_range =
             shown.compare(i, 2, "[[") == 0 && shown.compare(i, gpu_form.size(), gpu_form) != 0;
-        if (shown.compare(i, ellipsis.size(), ellipsis) == 0) {
-            i += ellipsis.size();
+        if (shown.compare(i, kEllipsis.size(), kEllipsis) == 0) {
+            i += kEllipsis.size();
             // Before a number marker, "…" must not end inside the number (it
             // would otherwise swallow leading digits and let a wrong value pass
             // as its last digit): it is empty or ends in a non-number character.

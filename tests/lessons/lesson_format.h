@@ -11,6 +11,12 @@
 
 namespace plab::lessons {
 
+// "…": in a template, any text; alone on a shown line, output lines left out.
+inline const std::string kEllipsis = "\xE2\x80\xA6";
+
+// `s` without trailing spaces, tabs and carriage returns (how lines are compared).
+std::string rstrip(std::string s);
+
 // One command and its lines: `expected` is the template (markers allowed),
 // `shown` what the reader sees (a real run, no markers).
 struct Step {

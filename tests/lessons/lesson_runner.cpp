@@ -93,8 +93,6 @@ namespace {
 using namespace plab::lessons;
 namespace fs = std::filesystem;
 
-const std::string kEllipsis = "\xE2\x80\xA6";
-
 struct Output {
     int code = 0;
     std::vector<std::string> lines;  // stdout and stderr together, right-trimmed
@@ -112,11 +110,7 @@ Output run(const std::string& command, const fs::path& scratch, const std::strin
     Output o;
     o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::ifstream f(out_path);
-    for (std::string l; std::getline(f, l);) {
-        while (!l.empty() && (l.back() == ' ' || l.back() == '\r' || l.back() == '\t'))
-            l.pop_back();
-        o.lines.push_back(l);
-    }
+    for (std::string l; std::getline(f, l);) o.lines.push_back(rstrip(l));
     return o;
 }
 
