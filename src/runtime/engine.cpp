@@ -259,10 +259,13 @@ const StepRecord& Engine::step() {
     for (const ScheduledSpan& span : schedule.spans) {
         Request& r = *span.request;
         const int first = r.seq.length - span.n_tokens;
+        // Only a span that ends the known tokens (a decode token, or the
+        // prompt's last chunk) samples, so only its row needs the classifier.
+        const bool wants_logits = r.seq.length == static_cast<int>(r.tokens.size());
         items.push_back({&r.seq,
                          std::span<const int32_t>(r.tokens).subspan(std::size_t(first),
                                                                     std::size_t(span.n_tokens)),
-                         r.options.mask.view(), span.slots});
+                         r.options.mask.view(), span.slots, wants_logits});
         rec.requests.push_back(r.id);
         rec.tokens.push_back(span.n_tokens);
         rec.decode.push_back(span.decode);
@@ -286,18 +289,22 @@ const StepRecord& Engine::step() {
     const std::size_t V = static_cast<std::size_t>(model().config().vocab_size);
     // On the device: every row's greedy token in one call (a batched step's
     // rows side by side); a row whose prompt is not done yet is not used.
-    std::vector<int32_t> greedy(on_device ? schedule.spans.size() : 0);
-    if (on_device)
+    std::size_t logit_rows = 0;
+    for (const StepItem& it : items) logit_rows += it.wants_logits ? 1 : 0;
+    std::vector<int32_t> greedy(on_device ? logit_rows : 0);
+    if (on_device && logit_rows > 0)
         backend().argmax_rows(ws_->logits.buf(), static_cast<int>(greedy.size()), V, greedy);
+    std::size_t row_index = 0;  // the logits row of the next item that wants one
     for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
         Request& r = *schedule.spans[i].request;
         if (!r.options.mask.is_causal()) cache.free_forgotten(r.seq, r.options.mask.view());
-        if (r.seq.length < static_cast<int>(r.tokens.size())) continue;  // prompt not done
+        if (!items[i].wants_logits) continue;  // prompt not done
+        const std::size_t row_i = row_index++;
         int32_t token = 0;
         if (on_device) {
-            token = greedy[i];
+            token = greedy[row_i];
         } else {
-            const auto row = out.logits.begin() + static_cast<std::ptrdiff_t>(i * V);
+            const auto row = out.logits.begin() + static_cast<std::ptrdiff_t>(row_i * V);
             const std::vector<float> logits(row, row + static_cast<std::ptrdiff_t>(V));
             token = r.sampler.sample(logits);
             if (r.options.keep_logits) r.logits.push_back(logits);

@@ -201,15 +201,16 @@ void order_probes(ChunkOutput& out, const ForwardProbes& probes, int n_layers) {
     out.attention_scores = std::move(ordered_scores);
 }
 
-// The final norm of the rows the classifier reads — each sequence's last
-// position (every position of a one-sequence chunk when a probe asks) —
-// gathered into consecutive rows of xb. Returns how many.
+// The final norm of the rows the classifier reads — the last position of
+// each sequence that wants logits (every position of a one-sequence chunk
+// when a probe asks) — gathered into consecutive rows of xb. Returns how many.
 int final_norm_rows(Backend& be, const DeviceModel& model, Workspace& ws, const StepPlan& plan,
-                    const ForwardProbes& probes) {
+                    std::span<const StepItem> items, const ForwardProbes& probes) {
     const ModelConfig& c = model.config();
     const int D = c.dim;
     int rows = 0;
     for (std::size_t i = 0; i + 1 < plan.row0.size(); ++i) {
+        if (!items[i].wants_logits && !probes.all_logits) continue;
         const int take = probes.all_logits ? plan.row0[i + 1] - plan.row0[i] : 1;
         const int first = plan.row0[i + 1] - take;
         be.rmsnorm(ws.xb.buf().slice(std::size_t(rows) * D, std::size_t(take) * D),
@@ -277,11 +278,14 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         }
     }
     order_probes(out, probes, c.n_layers);
-    if (probes.skip_logits) return out;  // an earlier chunk: its K/V were the point
+    // An earlier chunk of a prompt: its K/V were the point, nobody reads its logits.
+    if (probes.skip_logits) return out;
 
     // 9. Final norm and classifier: logits (rows, V) of each sequence's last
-    //    position only — the first new token comes from its distribution.
-    const int rows = final_norm_rows(be, model, ws, plan, probes);
+    //    position only — the first new token comes from its distribution —
+    //    and only for sequences whose prompt this step finishes or that decode.
+    const int rows = final_norm_rows(be, model, ws, plan, items, probes);
+    if (rows == 0) return out;
     const int V = c.vocab_size;
     ws.ensure_logits(rows, V);
     be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);

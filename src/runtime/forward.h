@@ -88,11 +88,15 @@ struct StepItem {
     // slots — the engine reserves while it schedules, so that a request
     // admitted later in the same step can find these blocks in the prefix cache.
     std::span<const int32_t> slots{};
+    // Whether anyone reads this item's last-position logits: a prefill chunk
+    // that is not its prompt's last has none worth computing (the first new
+    // token comes from the last position), so the classifier skips its row.
+    bool wants_logits = true;
 };
 
 // Runs one step over `items` (distinct sequences, any order): appends each
-// item's K/V to its sequence and returns the logits of each item's last
-// position, item by item: (items, V). Probes are for a one-item step only.
+// item's K/V to its sequence and returns the logits of the last position of
+// each item that wants them, in item order: (items wanting logits, V). Probes are for a one-item step only.
 // Refuses (plab::Error, nothing changed) a step whose new blocks exceed the
 // pool's free ones. On reference backends an item's logits and K/V are
 // bitwise the same whatever else shares the step, in whatever order.

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "model/model_io.h"
+#include "runtime/cost_model.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
 #include "serving/serve.h"
+#include "serving/step_cost.h"
 #include "test_util.h"
 
 namespace plab::test {
@@ -42,6 +44,24 @@ std::map<std::string, std::vector<nlohmann::json>> events_by_track(const std::st
 }
 
 }  // namespace
+
+TEST_CASE("StepCost charges the classifier only to a span that samples", "[serve]") {
+    // A prompt of 10 tokens in chunks 6, 4: the first chunk's logits are never
+    // read (the engine skips its classifier row), the last chunk's are.
+    const ModelConfig c = load_model(serve_model_dir()).weights.config;
+    Request r{SamplerOptions{}};
+    r.tokens.assign(10, 1);
+    const StepCost cost{0, 0, 1};  // 1 GFLOP/s: microseconds = kFLOP
+    auto charged = [&](int length, int n) {
+        r.seq.length = length;  // positions reserved for this step included
+        Schedule s;
+        s.spans.push_back({&r, n, {}, false});
+        return cost.duration_us(c, s) * 1e3;  // FLOPs
+    };
+    const PrefillCost first = prefill_cost(c, 6, 0), last = prefill_cost(c, 4, 6);
+    REQUIRE(charged(6, 6) == Approx(first.projection_flops + first.attention_flops));
+    REQUIRE(charged(10, 4) == Approx(last.total()));
+}
 
 TEST_CASE("serve: every policy gives each request the tokens it gets alone", "[serve]") {
     const Model model = load_model(serve_model_dir());
