@@ -15,6 +15,7 @@
 #include "cli/common.h"
 #include "cli/prompts_file.h"
 #include "core/error.h"
+#include "runtime/cost_model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/request.h"
@@ -33,6 +34,7 @@ struct GenerateCliOptions {
     std::string prefix_cache = "on";
     int kv_blocks = 0;
     bool no_stop = false;
+    bool no_kv_cache = false;
     int repeats = 3;  // warm runs of a single prompt after the first, cold one
     bool json = false;
     // Given on the command line? (to refuse an option where it does not apply)
@@ -41,6 +43,7 @@ struct GenerateCliOptions {
     CLI::Option* kv_blocks_opt = nullptr;
     CLI::Option* prefix_cache_opt = nullptr;
     CLI::Option* repeats_opt = nullptr;
+    CLI::Option* no_kv_cache_opt = nullptr;
 };
 
 // Generated text on one line of the report: a byte-level model may emit
@@ -81,6 +84,7 @@ void run_one(GenerateCliOptions o) {
     PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
     const LoadedModel loaded(model.weights, o.backend);
+    o.gen.kv_cache = !o.no_kv_cache;
     // The first run is cold (caches, allocator and thread pool not yet warm);
     // the times reported are the medians of the warm runs after it, and the
     // cold one is printed apart: two measurement conditions, never averaged.
@@ -89,6 +93,7 @@ void run_one(GenerateCliOptions o) {
     const GenerateResult cold =
         generate(loaded.device(), *model.tokenizer, "", tokens, o.gen, cold_trace);
     std::vector<double> ttft_us, prefill_us, decode_tps;
+    std::vector<std::vector<double>> step_us(cold.decode_step_us.size());  // per step, per run
     Trace trace;  // the last warm run's, for --trace
     GenerateResult r;
     for (int i = 0; i < o.repeats; ++i) {
@@ -97,6 +102,8 @@ void run_one(GenerateCliOptions o) {
         PLAB_ASSERT(r.new_tokens == cold.new_tokens);  // same request, same seed
         double decode_total = 0;
         for (double s : r.decode_step_us) decode_total += s;
+        for (std::size_t k = 0; k < r.decode_step_us.size(); ++k)
+            step_us[k].push_back(r.decode_step_us[k]);
         ttft_us.push_back(r.ttft_us);
         prefill_us.push_back(r.prefill_us);
         decode_tps.push_back(
@@ -108,6 +115,19 @@ void run_one(GenerateCliOptions o) {
     const double prefill_ms = percentile(prefill_us, 50) / 1000;
     const double decode_tps_median = percentile(decode_tps, 50);
     const std::string backend = loaded.backend().name();
+    // What each decode step computed: one position with the KV cache, the
+    // whole sequence without it (runtime/cost_model.h counts the FLOPs).
+    const ModelConfig& c = model.weights.config;
+    const int prompt_len = static_cast<int>(r.prompt_tokens.size());
+    std::vector<double> step_ms, step_flops;
+    long long positions_computed = 0;
+    for (std::size_t k = 0; k < step_us.size(); ++k) {
+        const int computed = r.decode_step_positions[k];
+        const int before = prompt_len + static_cast<int>(k) + 1 - computed;  // cached positions
+        step_ms.push_back(percentile(step_us[k], 50) / 1000);
+        step_flops.push_back(prefill_cost(c, computed, before).total());
+        positions_computed += computed;
+    }
     if (o.json) {
         nlohmann::json j;
         j["backend"] = backend;
@@ -121,12 +141,17 @@ void run_one(GenerateCliOptions o) {
         j["warm_runs"] = o.repeats;
         j["cold_ttft_ms"] = cold.ttft_us / 1000;  // the first run, apart
         j["cold_prefill_ms"] = cold.prefill_us / 1000;
+        j["kv_cache"] = o.gen.kv_cache;
+        j["decode_step_positions"] = r.decode_step_positions;  // computed by each step
+        j["decode_step_flops"] = step_flops;
+        j["decode_step_ms"] = step_ms;  // medians of the warm runs, step by step
         print_json(j);
         return;
     }
     std::printf("%s%s\n\n", model.tokenizer->decode(r.prompt_tokens).c_str(), r.text.c_str());
-    std::printf("backend %s, %zu prompt tokens, %zu new tokens (chunk plan %s)\n", backend.c_str(),
-                r.prompt_tokens.size(), r.new_tokens.size(), o.gen.chunks.c_str());
+    std::printf("backend %s, %zu prompt tokens, %zu new tokens (chunk plan %s%s)\n",
+                backend.c_str(), r.prompt_tokens.size(), r.new_tokens.size(), o.gen.chunks.c_str(),
+                o.gen.kv_cache ? "" : ", no KV cache");
     std::printf(
         "prefill %.3f ms, time to first token %.3f ms (TTFT also counts tokenize, copies,\n"
         "sampling and delivery), decode %.1f tokens/s\n",
@@ -135,6 +160,23 @@ void run_one(GenerateCliOptions o) {
         "  (medians of %d warm runs, each on a fresh KV cache; the first, cold run: prefill "
         "%.3f ms, TTFT %.3f ms)\n",
         o.repeats, cold.prefill_us / 1000, cold.ttft_us / 1000);
+    if (!o.gen.kv_cache && !step_ms.empty()) {
+        // The cost of forgetting K/V: step k recomputes all prompt_len + k
+        // positions (attention pairs grow with the square of that), where the
+        // cache would compute one.
+        const std::size_t last = step_ms.size() - 1;
+        std::printf(
+            "no KV cache: each decode step recomputed the whole sequence, %d to %d positions "
+            "(%lld in all; with the cache: %zu, one a step)\n",
+            r.decode_step_positions.front(), r.decode_step_positions.back(), positions_computed,
+            step_ms.size());
+        std::printf("  first decode step %.3f ms, %.3f MFLOP; last %.3f ms, %.3f MFLOP\n",
+                    step_ms.front(), step_flops.front() / 1e6, step_ms[last],
+                    step_flops[last] / 1e6);
+        std::printf("  with the cache those steps would be %.3f and %.3f MFLOP\n",
+                    prefill_cost(c, 1, prompt_len).total() / 1e6,
+                    prefill_cost(c, 1, prompt_len + static_cast<int>(last)).total() / 1e6);
+    }
     if (!o.trace.empty())
         std::printf("Trace written to %s (the last warm run; open in Perfetto)\n", o.trace.c_str());
 }
@@ -150,6 +192,10 @@ void run_many(const GenerateCliOptions& o) {
     PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
+    PLAB_CHECK(o.no_kv_cache_opt->count() == 0,
+               "--no-kv-cache recomputes one prompt's sequence at every decode step; the engine "
+               "behind --prompts always keeps K/V in its paged cache (drop --prompts to run one "
+               "prompt without a cache)");
     PLAB_CHECK(o.repeats_opt->count() == 0,
                "--repeats times one prompt's warm runs; with --prompts each request runs once, "
                "timed on the engine's clock");
@@ -339,6 +385,10 @@ void add_generate_command(CLI::App& app) {
         "with --prompts: blocks in the shared KV pool (default: 4 full-length sequences)");
     add_mask_option(cmd, o->mask);
     cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
+    o->no_kv_cache_opt = cmd->add_flag(
+        "--no-kv-cache", o->no_kv_cache,
+        "keep no K/V between steps: every decode step recomputes the whole sequence (same tokens, "
+        "growing cost; lesson 2)");
     o->repeats_opt =
         cmd->add_option("--repeats", o->repeats,
                         "a single prompt: warm runs timed after the first, cold one (medians "

@@ -50,20 +50,35 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
     r.ttft_us = trace.now_us() - t_request;
     trace.add({"time to first token", "request", t_request, r.ttft_us, {}});
 
-    // 6. Decode: one token per step, each reusing the cached K/V of all before it.
+    // 6. Decode: one token per step, each reusing the cached K/V of all before
+    //    it — or, without a KV cache, recomputing every position before it.
     const int room = model.config().max_seq_len - static_cast<int>(r.prompt_tokens.size());
     const int steps = std::min(options.max_new_tokens, room);
+    std::vector<int32_t> sequence = r.prompt_tokens;  // what a cache-free step recomputes
     while (static_cast<int>(r.new_tokens.size()) < steps) {
         if (options.stop_at_eos && token == tokenizer.eos_id()) break;
         t = trace.now_us();
-        const std::vector<float> logits = session.decode_step(token);
+        std::vector<float> logits;
+        int position = 0;  // the fed-back token's
+        if (options.kv_cache) {
+            logits = session.decode_step(token);
+            position = session.length() - 1;
+            r.decode_step_positions.push_back(1);
+        } else {
+            sequence.push_back(token);
+            Session fresh(model, options.session, nullptr);
+            logits =
+                fresh.prefill(sequence, parse_chunk_plan("full", static_cast<int>(sequence.size())))
+                    .last_logits;
+            position = static_cast<int>(sequence.size()) - 1;
+            r.decode_step_positions.push_back(static_cast<int>(sequence.size()));
+        }
         token = sampler.sample(logits);
         r.new_tokens.push_back(token);
-        trace.span(
-            "decode step", "decode", t,
-            // The position this step computed (the fed-back token's), not the
-            // cache length after it.
-            {{"position", std::to_string(session.length() - 1)}, {"token", std::to_string(token)}});
+        trace.span("decode step", "decode", t,
+                   {{"position", std::to_string(position)},
+                    {"positions_computed", std::to_string(r.decode_step_positions.back())},
+                    {"token", std::to_string(token)}});
         r.decode_step_us.push_back(trace.now_us() - t);
     }
     r.text = tokenizer.decode(r.new_tokens);

@@ -32,6 +32,11 @@ struct GenerateOptions {
     bool stop_at_eos = true;
     SamplerOptions sampler;
     SessionOptions session;
+    // Without a KV cache each decode step prefills the whole sequence so far
+    // (prompt + every token made) again, in a fresh session, and keeps only
+    // the last position's logits: the same tokens, at a cost that grows with
+    // the length — what the cache saves (lesson 2).
+    bool kv_cache = true;
 };
 
 struct GenerateResult {
@@ -41,6 +46,7 @@ struct GenerateResult {
     double ttft_us = 0;               // request start -> first token delivered
     double prefill_us = 0;            // prefill chunks only
     std::vector<double> decode_step_us;
+    std::vector<int> decode_step_positions;  // positions each decode step computed
 };
 
 // Runs one request. `prompt_tokens` when non-empty is used instead of encoding `prompt`.

@@ -97,6 +97,24 @@ TEST_CASE("plab generate, info and bench run and report", "[cli]") {
     std::ifstream tf(trace);
     const auto tj = nlohmann::json::parse(tf);
     REQUIRE(tj["traceEvents"].size() > 5);
+    REQUIRE(j["kv_cache"] == true);
+    REQUIRE(j["decode_step_positions"] == std::vector<int>(4, 1));
+
+    // --no-kv-cache: the same tokens; step k recomputes the 4 prompt tokens
+    // (BOS + "abc") plus k, and its FLOPs grow with them.
+    const auto n = nlohmann::json::parse(run_cli({"generate", "--model", model, "-n", "5",
+                                                  "--no-stop", "--no-kv-cache", "--json", "abc"})
+                                             .out);
+    REQUIRE(n["kv_cache"] == false);
+    REQUIRE(n["new_tokens"] == j["new_tokens"]);
+    REQUIRE(n["decode_step_positions"] == std::vector<int>{5, 6, 7, 8});
+    const auto flops = n["decode_step_flops"].get<std::vector<double>>();
+    const auto cached_flops = j["decode_step_flops"].get<std::vector<double>>();
+    for (std::size_t k = 0; k < 4; ++k) REQUIRE(flops[k] > 4 * cached_flops[k]);
+    for (std::size_t k = 1; k < 4; ++k) REQUIRE(flops[k] > flops[k - 1]);
+    require_one_line_cli_error(
+        run_cli({"generate", "--model", model, "--prompts", "x.txt", "--no-kv-cache"}),
+        "--no-kv-cache recomputes one prompt's sequence");
 
     const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
     REQUIRE(info["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 4);

@@ -116,3 +116,37 @@ TEST_CASE("generate stops at max_seq_len instead of overflowing", "[decode]") {
     const GenerateResult r = generate(m, tok, "abcdefghi", {}, o, trace);  // 10 tokens with BOS
     REQUIRE(r.new_tokens.size() == 2);
 }
+
+TEST_CASE("generate --no-kv-cache: the same tokens, every step recomputing the whole sequence",
+          "[decode]") {
+    // `plab generate --no-kv-cache` (lesson 2): each decode step is a fresh
+    // prefill of prompt + tokens so far. Same tokens as with the cache, greedy
+    // and sampled (seeded), on the reference and the fast CPU backend.
+    const ModelConfig c = test::small_config(32, 2, 4, 2, 8, 48, 258, 64);
+    const Weights w = make_random_weights(c, 11);
+    for (const std::string name : {"cpu-ref", "cpu"}) {
+        auto be = make_backend(name);
+        const DeviceModel m(*be, w);
+        ByteTokenizer tok;
+        for (const float temperature : {0.0f, 0.9f}) {
+            GenerateOptions o;
+            o.max_new_tokens = 12;
+            o.stop_at_eos = false;
+            o.sampler.temperature = temperature;
+            o.sampler.seed = 7;
+            Trace t1, t2;
+            const GenerateResult cached = generate(m, tok, "a prompt", {}, o, t1);
+            o.kv_cache = false;
+            const GenerateResult recomputed = generate(m, tok, "a prompt", {}, o, t2);
+            INFO("backend " << name << ", temperature " << temperature);
+            REQUIRE(recomputed.new_tokens == cached.new_tokens);
+            REQUIRE(std::set<int32_t>(cached.new_tokens.begin(), cached.new_tokens.end()).size() >
+                    3);
+            const int prompt = static_cast<int>(cached.prompt_tokens.size());  // 9 with BOS
+            REQUIRE(cached.decode_step_positions == std::vector<int>(11, 1));
+            std::vector<int> growing;  // step k recomputes prompt + k positions
+            for (int k = 1; k <= 11; ++k) growing.push_back(prompt + k);
+            REQUIRE(recomputed.decode_step_positions == growing);
+        }
+    }
+}
