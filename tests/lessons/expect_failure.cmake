@@ -2,8 +2,9 @@
 # rejected and passes only if the runner exits 1 with the expected reason.
 #
 #   cmake -DRUNNER=... -DBIN_DIR=... -DLESSON=file.md -DEXPECT="text"
-#         [-DFROM="old" -DTO="new" -DSCRATCH=dir] -P expect_failure.cmake
+#         [-DFROM="old" -DTO="new" -DSCRATCH=dir] [-DSTRICT=ON] -P expect_failure.cmake
 #
+# STRICT=ON runs the runner with --strict (the rules of lessons/NN-*.md).
 # With FROM/TO, the runner reads a scratch copy of LESSON in which every FROM
 # is replaced by TO (a real lesson with one number changed). FROM must occur
 # in the lesson, so a mutation cannot silently go stale when the lesson moves.
@@ -35,7 +36,11 @@ if(DEFINED FROM)
   file(WRITE "${_lesson}" "${_text}")
 endif()
 
-execute_process(COMMAND "${RUNNER}" "${BIN_DIR}" "${_lesson}"
+set(_strict)
+if(STRICT)
+  set(_strict --strict)
+endif()
+execute_process(COMMAND "${RUNNER}" ${_strict} "${BIN_DIR}" "${_lesson}"
                 RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
 message("${_err}${_out}")
 if(NOT _rc EQUAL 1)

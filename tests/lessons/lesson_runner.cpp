@@ -60,6 +60,18 @@
 // same way: its command runs, and a check ties the printed number to the
 // answer's formula.
 //
+// Strict lessons. `lesson_runner --strict` (every lessons/NN-*.md) adds the
+// rules a lecturer relies on, checked before anything runs: one shape
+// (lesson_shape.h: objectives, prerequisites, time, a "**Predict:**" question
+// before every command, a 5-bullet takeaway, exercises with answers,
+// sources); every number of the text accounted for (prose_numbers.h: shown
+// in a console block of its section, a worked equation the runner
+// recomputes, a number checked with "<!--= EXPR -->", or one quoted with
+// "<!--quoted: SOURCE -->"); no comment the runner does not know; every
+// captured name used by a check; and "<!-- checks: N -->" under the title
+// equal to the lesson's checks (relations and "<!--=" numbers), so a check
+// dropped or added by mistake shows.
+//
 // Refreshing what the reader sees: `lesson_runner --update BIN_DIR FILE.md`
 // runs every command and rewrites each shown block under an expect comment
 // from today's output (a block with markers but no comment gets one, holding
@@ -70,22 +82,27 @@
 // markup left in a shown block or a shown number that today's run no longer
 // prints must be rejected, and so must scratch copies of real lessons with one
 // number or relation changed.
-// Usage: lesson_runner [--update] BIN_DIR FILE.md
+// Usage: lesson_runner [--update] [--strict] BIN_DIR FILE.md
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lesson_format.h"
+#include "lesson_shape.h"
+#include "prose_numbers.h"
 #include "relation.h"
 
 namespace {
@@ -166,22 +183,107 @@ void add(Captures& into, const std::vector<Captured>& got) {
     for (const Captured& c : got) into[c.name] = c.value;
 }
 
+// The rules of a strict lesson (--strict), checked before anything runs:
+// one shape (lesson_shape.h), every number of its text accounted for (prose_numbers.h), every comment
+// known, every captured name used by a check, and the count of checks the
+// lesson declares ("<!-- checks: N -->") equal to the checks it has — so a
+// check dropped or added by mistake shows. The text's "<!--= EXPR -->" number
+// checks join the lesson's checks. Returns how many rules were broken.
+int strict_rules(Lesson& lesson, const std::string& path) {
+    int broken = 0;
+    auto fail = [&](int line, const std::string& why) {
+        ++broken;
+        std::cerr << path << ":" << line << ": " << why << "\n";
+    };
+    for (const auto& [line, why] : shape_problems(lesson)) fail(line, "lesson shape: " + why);
+    const ProseScan scan = scan_prose(lesson);
+    for (const auto& [line, why] : scan.errors) fail(line, why);
+    const bool list_all = std::getenv("PLAB_LESSON_LIST_NUMBERS") != nullptr;
+    for (const ProseNumber& p : scan.numbers) {
+        if (list_all) std::cerr << path << ":" << p.line << ": " << p.text << " " << p.how << "\n";
+        if (!p.how.empty()) continue;
+        fail(p.line, "the number " + p.text +
+                         " in the text is not checked: show it in a console block of this "
+                         "section, follow it with <!--= EXPR --> over captured numbers, or say "
+                         "where it comes from with <!--quoted: SOURCE -->");
+    }
+    lesson.checks.insert(lesson.checks.end(), scan.number_checks.begin(), scan.number_checks.end());
+    std::stable_sort(lesson.checks.begin(), lesson.checks.end(),
+                     [](const Check& a, const Check& b) { return a.line < b.line; });
+    // The declared count.
+    static const std::regex declared("^\\s*<!-- checks: ([0-9]+) -->\\s*$");
+    int declared_at = 0;
+    std::size_t declared_count = 0;
+    for (std::size_t n = 0; n < lesson.lines.size(); ++n) {
+        std::smatch m;
+        if (!std::regex_match(lesson.lines[n], m, declared)) continue;
+        if (declared_at != 0) fail(int(n + 1), "a second <!-- checks: N --> line");
+        declared_at = int(n + 1);
+        declared_count = std::stoul(m[1].str());
+    }
+    if (declared_at == 0) {
+        fail(1, "a strict lesson declares how many checks it has: add <!-- checks: " +
+                    std::to_string(lesson.checks.size()) + " --> under its title");
+    } else if (declared_count != lesson.checks.size()) {
+        fail(declared_at, "the lesson declares " + std::to_string(declared_count) +
+                              " checks but has " + std::to_string(lesson.checks.size()) +
+                              " (<!-- check: --> lines and <!--= --> numbers)");
+    }
+    // Every captured name used.
+    std::set<std::string> used;
+    for (const Check& c : lesson.checks)
+        for (const std::string& name : names_in(c.relation)) used.insert(name);
+    std::set<std::string> reported;
+    for (const Block& b : lesson.blocks) {
+        if (b.comment_open == 0) continue;
+        for (const Step& s : b.steps) {
+            for (const std::string& e : s.expected) {
+                static const std::regex capture("\\{\\{([A-Za-z_][A-Za-z_0-9]*)(~|=[^}]+)?\\}\\}");
+                for (std::sregex_iterator it(e.begin(), e.end(), capture), end; it != end; ++it) {
+                    const std::string name = (*it)[1].str();
+                    if (used.count(name) || !reported.insert(name).second) continue;
+                    fail(b.comment_open, "{{" + name +
+                                             "}} is captured but no check uses it: check it, "
+                                             "or write the number (or …) in the template");
+                }
+            }
+        }
+    }
+    return broken;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    const bool update = argc == 4 && std::string(argv[1]) == "--update";
-    if (argc != 3 && !update) {
-        std::cerr << "usage: lesson_runner [--update] BIN_DIR LESSON.md\n";
+    bool update = false, strict = false;
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--update") {
+            update = true;
+        } else if (a == "--strict") {
+            strict = true;
+        } else {
+            args.push_back(a);
+        }
+    }
+    if (args.size() != 2) {
+        std::cerr << "usage: lesson_runner [--update] [--strict] BIN_DIR LESSON.md\n";
         return 2;
     }
-    const std::string bin_dir = fs::absolute(argv[argc - 2]).string();
-    const std::string path = fs::absolute(argv[argc - 1]).string();
+    const std::string bin_dir = fs::absolute(args[0]).string();
+    const std::string path = fs::absolute(args[1]).string();
     Lesson lesson;
     try {
         lesson = parse(path);
     } catch (const std::exception& ex) {
         std::cerr << ex.what() << "\n";
         return 1;
+    }
+    int strict_failures = 0;
+    if (strict) {
+        strict_failures = strict_rules(lesson, path);
+        if (update) strict_failures = 0;  // --update refreshes output; the rules are for the run
     }
     std::size_t step_count = 0;
     for (const Block& b : lesson.blocks) step_count += b.steps.size();
@@ -307,6 +409,10 @@ int main(int argc, char** argv) {
     }
     std::cout << path << ": " << step_count - failures << " of " << step_count
               << " commands match the lesson, " << lesson.checks.size() - check_failures << " of "
-              << lesson.checks.size() << " relation checks hold\n";
-    return failures == 0 && check_failures == 0 ? 0 : 1;
+              << lesson.checks.size() << " relation checks hold"
+              << (strict ? strict_failures == 0 ? "; every number of the text accounted for"
+                                                : "; strict rules broken"
+                         : "")
+              << "\n";
+    return failures == 0 && check_failures == 0 && strict_failures == 0 ? 0 : 1;
 }

@@ -113,6 +113,25 @@ double evaluate(const std::string& text, const Captures& captures, std::string& 
 
 }  // namespace
 
+double evaluate_expression(const std::string& expr, const Captures& captures) {
+    std::string used;
+    return evaluate(expr, captures, used);
+}
+
+std::vector<std::string> names_in(const std::string& text) {
+    static const std::regex name("[A-Za-z_][A-Za-z_0-9]*");
+    std::vector<std::string> out;
+    for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
+        const std::size_t at = std::size_t(it->position());
+        // A name, not the exponent of a number like 1e-5.
+        if (at > 0 &&
+            (std::isdigit(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '.'))
+            continue;
+        if (it->str() != "within") out.push_back(it->str());
+    }
+    return out;
+}
+
 // Evaluates "EXPR OP EXPR [within EXPR | within EXPR%]"; returns "" when it holds,
 // else why not (with the values it used).
 std::string check_relation(const std::string& relation, const Captures& captures) {
