@@ -172,6 +172,9 @@ TEST_CASE("inline text: emphasis dropped, links and pictures spelled out", "[vie
     // A closer after punctuation (lesson 6 opens so): dropped like any other.
     CHECK(inline_text("**Prefill cost.** For T tokens") == "Prefill cost. For T tokens");
     CHECK(inline_text("see *this*.") == "see this.");
+    // The lesson runner's inline annotations are comments: invisible.
+    CHECK(inline_text("holds 66<!--= pairs + 11 --> pairs") == "holds 66 pairs");
+    CHECK(inline_text("3.35 TB/s <!--quoted: a datasheet --> of HBM3") == "3.35 TB/s  of HBM3");
 }
 
 TEST_CASE("every lesson with a panel has Try steps that parse, and each one changes the panel",
@@ -234,7 +237,10 @@ TEST_CASE("the lesson pane shows every lesson's numbers, no checker markup", "[v
             INFO(t.path << ":" << b.line);
             std::vector<std::string> texts{b.text};
             for (const auto& row : b.cells) texts.insert(texts.end(), row.begin(), row.end());
-            for (const std::string& text : texts) CHECK(!std::regex_search(text, marker));
+            for (const std::string& text : texts) {
+                CHECK(!std::regex_search(text, marker));
+                CHECK(text.find("<!--") == std::string::npos);  // no annotation shown
+            }
             // A console block is a run; "…" alone stands for lines left out. (A
             // diagram may say "chunk, chunk, …".)
             if (b.kind != BlockKind::kCode || b.marker != "console") continue;

@@ -167,6 +167,13 @@ std::string inline_text(std::string_view line) {
     size_t i = 0;
     while (i < line.size()) {
         const char c = line[i];
+        if (line.substr(i, 4) == "<!--") {
+            // An inline comment (the lesson runner's "<!--= EXPR -->" number
+            // check or "<!--quoted: SOURCE -->"): invisible, as when rendered.
+            const size_t close = line.find("-->", i + 4);
+            i = close == std::string_view::npos ? line.size() : close + 3;
+            continue;
+        }
         if (c == '`') {  // a code span: kept as written, backticks included
             const size_t close = line.find('`', i + 1);
             const size_t end = close == std::string_view::npos ? line.size() : close + 1;
