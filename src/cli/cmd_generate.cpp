@@ -111,9 +111,9 @@ void run_one(GenerateCliOptions o) {
     }
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
     // Each run's TTFT contains its prefill, so the medians keep that order too.
-    const double ttft_ms = percentile(ttft_us, 50) / 1000;
-    const double prefill_ms = percentile(prefill_us, 50) / 1000;
-    const double decode_tps_median = percentile(decode_tps, 50);
+    const double ttft_ms = percentile(ttft_us, 0.5) / 1000;
+    const double prefill_ms = percentile(prefill_us, 0.5) / 1000;
+    const double decode_tps_median = percentile(decode_tps, 0.5);
     const std::string backend = loaded.backend().name();
     // What each decode step computed: one position with the KV cache, the
     // whole sequence without it (runtime/cost_model.h counts the FLOPs).
@@ -124,7 +124,7 @@ void run_one(GenerateCliOptions o) {
     for (std::size_t k = 0; k < step_us.size(); ++k) {
         const int computed = r.decode_step_positions[k];
         const int before = prompt_len + static_cast<int>(k) + 1 - computed;  // cached positions
-        step_ms.push_back(percentile(step_us[k], 50) / 1000);
+        step_ms.push_back(percentile(step_us[k], 0.5) / 1000);
         step_flops.push_back(prefill_cost(c, computed, before).total());
         positions_computed += computed;
     }

@@ -112,7 +112,7 @@ void run(const PrefillOptions& o) {
         Session warm(dm, so, nullptr);
         warm_us.push_back(warm.prefill(tokens, plan).prefill_us);
     }
-    const double prefill_us = percentile(warm_us, 50);
+    const double prefill_us = percentile(warm_us, 0.5);
     const PrefillSnapshot mine = snapshot_of(session, r);
     const PrefillSnapshot ref = run_prefill_snapshot(dm, tokens, other, so);
     const Difference d = compare_snapshots(mine, ref);

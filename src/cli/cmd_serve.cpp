@@ -2,13 +2,21 @@
 // (serving/serve.h says where each clock starts and stops). With
 // --compare-policies the same workload runs under every scheduling policy in
 // one run: the chunked-prefill experiment of issue 11.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
 #include "cli/common.h"
 #include "core/error.h"
 #include "perf/machine.h"
+#include "serving/machine_preset.h"
+#include "serving/presets.h"
+#include "serving/roofline.h"
 #include "serving/serve.h"
+#include "serving/validate_cost.h"
 
 namespace plab::cli {
 namespace {
@@ -41,6 +49,18 @@ struct ServeCliOptions {
     double link_gb_per_s = 0;
     std::string trace;
     bool json = false;
+    // The roofline clock (serving/roofline.h): a card, a model shape, a precision.
+    std::string hardware;
+    std::string shape = "model";
+    std::string dtype;  // bf16 on a card, fp32 on this machine
+    double gpu_memory_utilization = 0.9;
+    bool list_hardware = false;
+    bool list_shapes = false;
+    bool validate_cost = false;
+    CLI::Option* shape_opt = nullptr;
+    CLI::Option* dtype_opt = nullptr;
+    CLI::Option* kv_blocks_opt = nullptr;
+    CLI::Option* util_opt = nullptr;
 };
 
 std::pair<int, int> parse_range(const std::string& text, const std::string& what) {
@@ -119,7 +139,178 @@ void run_calibrate(const ServeCliOptions& o) {
     std::printf("replay with it: plab serve --step-cost %s ...\n", cost.to_string().c_str());
 }
 
+void list_hardware() {
+    std::printf("%-12s %8s %8s %8s %8s %9s %7s  %s\n", "hardware", "fp32", "fp16", "bf16", "int8",
+                "GB/s", "GB", "(dense TFLOP/s, TOP/s for int8)");
+    for (const HardwarePreset& h : hardware_presets()) {
+        std::printf("%-12s %8.1f %8.1f %8.1f %8.1f %9.0f %7.0f  %s\n", h.name.c_str(),
+                    h.fp32_tflops, h.fp16_tflops, h.bf16_tflops, h.int8_tops, h.bandwidth_gb_per_s,
+                    h.memory_gb, h.description.c_str());
+    }
+    std::printf(
+        "%-12s measured when used: plab bench's fp32 GEMM peak and read bandwidth, and the "
+        "step overheads of plab serve --calibrate\n",
+        "this-machine");
+    std::printf(
+        "Assumed on every card: %.0f %% of the peak FLOP/s, %.0f %% of the bandwidth, %.0f us "
+        "a step.\nSources:\n",
+        HardwarePreset{}.compute_efficiency * 100, HardwarePreset{}.bandwidth_efficiency * 100,
+        HardwarePreset{}.step_overhead_us);
+    for (const HardwarePreset& h : hardware_presets())
+        std::printf("  %-12s %s\n", h.name.c_str(), h.source.c_str());
+}
+
+void list_shapes() {
+    std::printf("%-12s %6s %4s %4s %4s %4s %6s %7s %6s %9s %9s\n", "shape", "D", "L", "H", "Hkv",
+                "Dh", "F", "V", "ctx", "params", "bf16 GB");
+    for (const ShapePreset& s : shape_presets()) {
+        const ModelConfig& c = s.config;
+        std::printf("%-12s %6d %4d %4d %4d %4d %6d %7d %6d %8.2fB %9.2f\n", s.name.c_str(), c.dim,
+                    c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.hidden_dim, c.vocab_size,
+                    c.max_seq_len, double(c.n_params()) / 1e9, double(c.n_params()) * 2 / 1e9);
+    }
+    std::printf("%-12s the loaded model's own shape (--model)\nSources:\n", "model");
+    for (const ShapePreset& s : shape_presets())
+        std::printf("  %-12s %s\n", s.name.c_str(), s.source.c_str());
+}
+
+// This machine's memory (the KV pool's room with --hardware this-machine).
+double physical_memory_gb() {
+    return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)) / 1e9;
+}
+
+// This machine as a preset: the fp32 GEMM peak plab bench measures, the
+// bandwidth the weights are read at (the memory level they live in: a sweep
+// of a buffer their size; a small model's stay in cache, where DRAM's figure
+// would charge a decode step several times too much), and the rest profiled
+// on the engine (serving/machine_preset.h).
+HardwarePreset this_machine(const Model& model, const EngineOptions& engine) {
+    const MachineSpeed m = measure_machine(1024, 3, /*with_blas=*/false);
+    const double bytes = weights_bytes(model.weights.config, Dtype::fp32);
+    WeightSweep sweep(bytes);
+    double best_s = 1e300;
+    for (int r = 0; r < 20; ++r) best_s = std::min(best_s, sweep.seconds());
+    return profile_this_machine(model, engine, m.gemm_gflops, bytes / best_s / 1e9,
+                                physical_memory_gb());
+}
+
+// The roofline clock the options ask for (none without --hardware).
+std::shared_ptr<const RooflineCost> roofline_of(const ServeCliOptions& o, const Model& model,
+                                                const EngineOptions& engine) {
+    if (o.hardware.empty()) {
+        PLAB_CHECK(
+            o.shape_opt->count() == 0 && o.dtype_opt->count() == 0 && o.util_opt->count() == 0,
+            "--shape, --dtype and --gpu-memory-utilization charge the clock as a model "
+            "on a card: give --hardware too (plab serve --list-hardware)");
+        return nullptr;
+    }
+    PLAB_CHECK(o.step_cost.empty(),
+               "give one clock model: --hardware (the roofline) or --step-cost (three "
+               "coefficients), not both");
+    auto cost = std::make_shared<RooflineCost>();
+    const bool here = o.hardware == "this-machine";
+    cost->hardware = here ? this_machine(model, engine) : hardware_preset(o.hardware);
+    cost->shape_name = o.shape;
+    cost->shape = o.shape == "model" ? model.weights.config : shape_preset(o.shape).config;
+    cost->dtype = parse_dtype(o.dtype.empty() ? (here ? "fp32" : "bf16") : o.dtype);
+    PLAB_CHECK(!here || cost->dtype == Dtype::fp32,
+               "this machine's cpu backend computes in fp32: give --dtype fp32 (or a card, "
+               "--hardware h100-sxm, for bf16)");
+    cost->hardware.peak_tflops(cost->dtype);  // refuses a precision the card lacks
+    return cost;
+}
+
+nlohmann::json cost_model_json(const ServeCliOptions& o, const RooflineCost* cost) {
+    if (cost == nullptr) {
+        StepCost sc;
+        if (!o.step_cost.empty()) sc = StepCost::parse(o.step_cost);
+        return {{"kind", "coefficients"},     {"hardware", nullptr},
+                {"shape", nullptr},           {"dtype", nullptr},
+                {"peak_tflops", nullptr},     {"bandwidth_gb_per_s", nullptr},
+                {"step_cost", sc.to_string()}};
+    }
+    return {{"kind", "roofline"},
+            {"hardware", cost->hardware.name},
+            {"shape", cost->shape_name},
+            {"dtype", dtype_name(cost->dtype)},
+            {"peak_tflops", cost->hardware.peak_tflops(cost->dtype)},
+            {"bandwidth_gb_per_s", cost->hardware.bandwidth_gb_per_s},
+            {"compute_efficiency", cost->hardware.compute_efficiency},
+            {"bandwidth_efficiency", cost->hardware.bandwidth_efficiency},
+            {"step_overhead_us", cost->hardware.step_overhead_us}};
+}
+
+// One line: what the clock charges, and whose tokens run.
+void print_clock_line(const RooflineCost& cost, const Model& model, int kv_blocks, int block_size,
+                      double utilization) {
+    std::printf("clock: %s; tokens: %s\n", cost.describe().c_str(), model.source.c_str());
+    std::printf(
+        "  %.1f TFLOP/s x %.0f %%, %.0f GB/s x %.0f %%, %.1f us a step; weights %.2f GB; KV pool "
+        "%d "
+        "blocks of %d (%.0f %% of %.0f GB less the weights, or what the workload can fill)\n",
+        cost.hardware.peak_tflops(cost.dtype), cost.hardware.compute_efficiency * 100,
+        cost.hardware.bandwidth_gb_per_s, cost.hardware.bandwidth_efficiency * 100,
+        cost.hardware.step_overhead_us, weights_bytes(cost.shape, cost.dtype) / 1e9, kv_blocks,
+        block_size, utilization * 100, cost.hardware.memory_gb);
+}
+
+// --validate-cost: the roofline clock against this machine's real one, as
+// Vidur validates its simulator (serving/validate_cost.h).
+void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workload& workload,
+                       ServeOptions so) {
+    PLAB_CHECK(o.hardware.empty() || o.hardware == "this-machine",
+               "--validate-cost compares the clock with this machine's real one: it uses "
+               "--hardware this-machine (leave --hardware out)");
+    PLAB_CHECK(o.shape == "model",
+               "--validate-cost charges the loaded model's own shape: drop "
+               "--shape");
+    PLAB_CHECK(!o.disaggregate && !o.compare,
+               "--validate-cost replays one colocated policy: drop --disaggregate and "
+               "--compare-policies");
+    if (!so.roofline) {
+        ServeCliOptions here = o;
+        here.hardware = "this-machine";
+        EngineOptions profiled = so.engine;
+        profiled.max_step_tokens = o.token_budget;
+        so.roofline = roofline_of(here, model, profiled);
+    }
+    so.engine.policy = parse_policy(o.policy);
+    so.engine.max_step_tokens =
+        policy_step_tokens(so.engine.policy, o.token_budget, model.weights.config.max_seq_len);
+    const CostValidation v = validate_cost(model, workload, so);
+    if (o.json) {
+        print_json({{"median_step_rel_error", v.median_step_rel_error},
+                    {"p90_step_rel_error", v.p90_step_rel_error},
+                    {"median_ttft_rel_error", v.median_ttft_rel_error},
+                    {"p90_ttft_rel_error", v.p90_ttft_rel_error},
+                    {"median_itl_rel_error", v.median_itl_rel_error},
+                    {"p90_itl_rel_error", v.p90_itl_rel_error},
+                    {"steps", v.steps},
+                    {"requests", v.requests},
+                    {"cost_model", cost_model_json(o, so.roofline.get())}});
+        return;
+    }
+    std::printf("workload: %s, %zu requests, policy %s, backend %s\n", workload.source.c_str(),
+                workload.requests.size(), o.policy.c_str(), o.backend.c_str());
+    std::printf("clock under test: %s\n  (%s)\n", so.roofline->describe().c_str(),
+                so.roofline->hardware.source.c_str());
+    std::printf("%-22s %8s %8s\n", "|predicted - measured|", "median", "p90");
+    std::printf("%-22s %7.1f%% %7.1f%%   (%d steps of the real run, each predicted)\n", "step time",
+                v.median_step_rel_error * 100, v.p90_step_rel_error * 100, v.steps);
+    std::printf("%-22s %7.1f%% %7.1f%%   (%d requests: real clock vs roofline replay)\n", "TTFT",
+                v.median_ttft_rel_error * 100, v.p90_ttft_rel_error * 100, v.requests);
+    std::printf("%-22s %7.1f%% %7.1f%%   (each request's mean ITL)\n", "ITL",
+                v.median_itl_rel_error * 100, v.p90_itl_rel_error * 100);
+    std::printf(
+        "errors are relative to the measured value; Vidur reports < 9 %% for vLLM on GPUs\n");
+}
+
 void run(const ServeCliOptions& o) {
+    if (o.list_hardware || o.list_shapes) {
+        if (o.list_hardware) list_hardware();
+        if (o.list_shapes) list_shapes();
+        return;
+    }
     if (o.calibrate) {
         run_calibrate(o);
         return;
@@ -159,6 +350,16 @@ void run(const ServeCliOptions& o) {
     so.engine.max_running = o.max_running;
     so.virtual_clock = o.clock == "virtual";
     if (!o.step_cost.empty()) so.cost = StepCost::parse(o.step_cost);
+    EngineOptions profiled = so.engine;  // this machine is profiled at the chunk size
+    profiled.max_step_tokens = o.token_budget;
+    so.roofline = roofline_of(o, model, profiled);
+    if (so.roofline && o.kv_blocks_opt->count() == 0)
+        so.engine.kv_blocks =
+            kv_blocks_on_card(*so.roofline, o.gpu_memory_utilization, o.block_size, workload);
+    if (o.validate_cost) {
+        run_validate_cost(o, model, workload, so);
+        return;
+    }
     so.seed = o.seed;
     so.ttft_slo_ms = o.ttft_slo_ms;
     so.itl_slo_ms = o.itl_slo_ms;
@@ -191,7 +392,10 @@ void run(const ServeCliOptions& o) {
             rows.emplace_back(policy_name(p), r.summary);
         }
         if (o.json) {
-            print_json({{"policies", all}, {"clock", o.clock}, {"workload", workload.source}});
+            print_json({{"policies", all},
+                        {"clock", o.clock},
+                        {"workload", workload.source},
+                        {"cost_model", cost_model_json(o, so.roofline.get())}});
             return;
         }
         std::printf("workload: %s, %zu requests, %s clock, backend %s\n", workload.source.c_str(),
@@ -211,6 +415,9 @@ void run(const ServeCliOptions& o) {
             "times in ms from each request's arrival at the engine to a token sampled;\n"
             "goodput = requests/s meeting TTFT <= %g ms and mean ITL <= %g ms\n",
             o.ttft_slo_ms, o.itl_slo_ms);
+        if (so.roofline)
+            print_clock_line(*so.roofline, model, so.engine.kv_blocks, o.block_size,
+                             o.gpu_memory_utilization);
         return;
     }
 
@@ -218,7 +425,22 @@ void run(const ServeCliOptions& o) {
     const ServeReport r = serve(model, workload, options_for(policy));
     if (!o.trace.empty()) serve_trace(r).write_chrome_json(o.trace);
     if (o.json) {
-        print_json(report_json(r));
+        nlohmann::json j = report_json(r);
+        j["cost_model"] = cost_model_json(o, so.roofline.get());
+        j["steps"] = nlohmann::json::array();
+        for (std::size_t i = 0; i < r.steps.size(); ++i) {
+            const StepRecord& st = r.steps[i];
+            j["steps"].push_back(
+                {{"index", st.index},
+                 {"start_ms", st.start_us / 1000},
+                 {"ms", st.us / 1000},
+                 {"predicted_ms", st.predicted_us / 1000},
+                 {"prefill_tokens", st.prefill_tokens},
+                 {"decode_tokens", st.decode_tokens},
+                 {"bound", i < r.step_bounds.size() ? nlohmann::json(r.step_bounds[i])
+                                                    : nlohmann::json(nullptr)}});
+        }
+        print_json(j);
         return;
     }
     std::printf("workload: %s, %zu requests, policy %s, %s clock, backend %s\n",
@@ -248,6 +470,9 @@ void run(const ServeCliOptions& o) {
     }
     std::printf("clocks start at arrival at the engine and stop when a token is sampled%s\n",
                 o.network_delay_ms > 0 ? " (TTFT: delivered, network delay added)" : "");
+    if (so.roofline)
+        print_clock_line(*so.roofline, model, so.engine.kv_blocks, o.block_size,
+                         o.gpu_memory_utilization);
 }
 
 }  // namespace
@@ -283,7 +508,9 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-running", o->max_running, "sequences per step at most")
         ->capture_default_str();
     cmd->add_option("--block-size", o->block_size, "KV block size")->capture_default_str();
-    cmd->add_option("--kv-blocks", o->kv_blocks, "blocks in the pool (default: 4 full sequences)");
+    o->kv_blocks_opt = cmd->add_option(
+        "--kv-blocks", o->kv_blocks,
+        "blocks in the pool (default: 4 full sequences; with --hardware: the card's memory)");
     cmd->add_option("--prefix-cache", o->prefix_cache, "on or off")->capture_default_str();
     cmd->add_option("--step-cost", o->step_cost,
                     "virtual clock: STEP_US,PER_SEQUENCE_US,GFLOPS (default 20,1,30)");
@@ -302,6 +529,26 @@ void add_serve_command(CLI::App& app) {
                     "write a Chrome trace: one track per request, one for the engine's steps");
     cmd->add_flag("--calibrate", o->calibrate,
                   "measure this machine's step cost (for --step-cost) and exit");
+    cmd->add_option(
+        "--hardware", o->hardware,
+        "charge the virtual clock as a roofline on this card: h100-sxm, a100-80gb, h200, "
+        "l4, t4, rtx-4090, or this-machine (measured); see --list-hardware");
+    o->shape_opt = cmd->add_option("--shape", o->shape,
+                                   "with --hardware: the model shape charged (llama3-8b, ...; "
+                                   "model: the loaded one); see --list-shapes")
+                       ->capture_default_str();
+    o->dtype_opt = cmd->add_option("--dtype", o->dtype,
+                                   "with --hardware: bf16, fp16, fp32 or int8 (default bf16; "
+                                   "fp32 on this-machine)");
+    o->util_opt = cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
+                                  "with --hardware: share of the card's memory for weights and "
+                                  "the KV pool (vLLM's default 0.9)")
+                      ->capture_default_str();
+    cmd->add_flag("--list-hardware", o->list_hardware, "print the hardware presets and exit");
+    cmd->add_flag("--list-shapes", o->list_shapes, "print the model-shape presets and exit");
+    cmd->add_flag("--validate-cost", o->validate_cost,
+                  "replay on the real clock and on the roofline clock of this machine; print "
+                  "the clock's errors");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

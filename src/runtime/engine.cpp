@@ -237,7 +237,12 @@ const StepRecord& Engine::step() {
         if (r.first_scheduled_us < 0) r.first_scheduled_us = rec.start_us;
     }
     // The virtual clock jumps to the step's end now, so its tokens carry it.
-    if (virtual_) virtual_now_ += duration_(model().config(), schedule);
+    if (virtual_) {
+        rec.predicted_us = duration_(model().config(), schedule);
+        virtual_now_ += rec.predicted_us;
+    } else if (predictor_) {
+        rec.predicted_us = predictor_(model().config(), schedule);
+    }
     rec.preempted = schedule.preempted;
     rec.prefill_tokens = schedule.prefill_tokens;
     rec.decode_tokens = schedule.decode_tokens;

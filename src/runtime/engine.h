@@ -76,6 +76,9 @@ struct StepRecord {
     std::vector<int> finished;
     int blocks_in_use = 0;  // after the step
     int cached_free_blocks = 0;
+    // What a step-cost model predicted for this step (the virtual clock's
+    // duration, or use_step_predictor's on the real clock); 0 without one.
+    double predicted_us = 0;
 };
 
 struct PoolStats {
@@ -139,6 +142,10 @@ public:
     // replay (serving/serve.h) to make a run deterministic.
     void use_virtual_clock(StepDuration duration);
     bool virtual_clock() const { return virtual_; }
+    // Real clock: each step's time is also predicted by `predict` (recorded
+    // as StepRecord::predicted_us beside the measured us) — how a cost
+    // model's error is measured (plab serve --validate-cost).
+    void use_step_predictor(StepDuration predict) { predictor_ = std::move(predict); }
     // Virtual clock only: an idle engine waits for the next arrival.
     void advance_clock_to(double us);
 
@@ -162,6 +169,7 @@ private:
     double t0_ = 0;
     bool virtual_ = false;
     StepDuration duration_;
+    StepDuration predictor_;
     double virtual_now_ = 0;
 };
 

@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
+
 namespace plab {
 
 double percentile(std::vector<double> v, double p) {
+    // A fraction, not a percent: percentile(v, 50) once returned the maximum
+    // where a median was meant.
+    PLAB_ASSERT(p >= 0 && p <= 1);
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     // Nearest rank: the smallest value with at least p of the values at or below it.

@@ -213,7 +213,12 @@ void check_serve_options(const ServeOptions& o) {
 ServeReport serve_colocated(const Model& model, const Workload& workload, const ServeOptions& o,
                             const std::vector<std::vector<int32_t>>& prompts) {
     Engine engine(model.weights, o.engine);
-    if (o.virtual_clock) engine.use_virtual_clock(o.cost.clock());
+    auto bounds = std::make_shared<std::vector<std::string>>();
+    if (o.virtual_clock) {
+        engine.use_virtual_clock(o.roofline ? o.roofline->clock(bounds) : o.cost.clock());
+    } else if (o.roofline) {
+        engine.use_step_predictor(o.roofline->clock(bounds));
+    }
     const double t_start = engine.now_us();
     std::size_t next = 0;
     const std::size_t n = workload.requests.size();
@@ -245,6 +250,7 @@ ServeReport serve_colocated(const Model& model, const Workload& workload, const 
     rep.summary.preemptions = engine.pool_stats().preemptions;
     rep.steps = engine.steps();
     for (StepRecord& st : rep.steps) st.start_us -= t_start;
+    rep.step_bounds = *bounds;
     return rep;
 }
 
@@ -263,8 +269,10 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
                    << o.link_gb_per_s);
     const double link = o.link_gb_per_s;
     Engine prefill(model.weights, o.engine), decode(model.weights, o.engine);
-    prefill.use_virtual_clock(o.cost.clock());
-    decode.use_virtual_clock(o.cost.clock());
+    // The steps reported are the prefill engine's, and so are the bounds.
+    auto bounds = std::make_shared<std::vector<std::string>>();
+    prefill.use_virtual_clock(o.roofline ? o.roofline->clock(bounds) : o.cost.clock());
+    decode.use_virtual_clock(o.roofline ? o.roofline->clock() : o.cost.clock());
     const std::size_t n = workload.requests.size();
     auto arrival_us = [&](std::size_t i) { return workload.requests[i].arrival_s * 1e6; };
     struct Handover {
@@ -343,6 +351,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     rep.summary.kv_transfer_blocks = blocks;
     rep.summary.link_gb_per_s = link;
     rep.steps = prefill.steps();
+    rep.step_bounds = *bounds;
     return rep;
 }
 
@@ -376,7 +385,10 @@ Trace serve_trace(const ServeReport& report) {
                          {"requests (id:tokens, p prefill d decode)", who},
                          {"prefill_tokens", std::to_string(s.prefill_tokens)},
                          {"decode_tokens", std::to_string(s.decode_tokens)},
-                         {"blocks_in_use", std::to_string(s.blocks_in_use)}}},
+                         {"blocks_in_use", std::to_string(s.blocks_in_use)},
+                         {"bound", s.index < static_cast<int>(report.step_bounds.size())
+                                       ? report.step_bounds[static_cast<std::size_t>(s.index)]
+                                       : std::string("(coefficients: no roofline)")}}},
                        "engine steps");
         for (std::size_t i = 0; i < s.requests.size(); ++i) {
             t.add_on_track(

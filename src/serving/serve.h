@@ -24,6 +24,7 @@
 
 #include "model/model_io.h"
 #include "runtime/engine.h"
+#include "serving/roofline.h"
 #include "serving/step_cost.h"
 #include "serving/workload.h"
 
@@ -32,7 +33,11 @@ namespace plab {
 struct ServeOptions {
     EngineOptions engine;
     bool virtual_clock = true;
-    StepCost cost;
+    StepCost cost;  // the virtual clock's coefficients, unless...
+    // ...a roofline clock is given (serving/roofline.h): each step charged as
+    // its preset shape on its preset card. On the real clock it predicts each
+    // step instead (StepRecord::predicted_us), to measure its error.
+    std::shared_ptr<const RooflineCost> roofline;
     std::uint64_t seed = 1;       // random prompt ids of "prompt_tokens" lines
     double ttft_slo_ms = 1000;    // goodput: TTFT objective
     double itl_slo_ms = 100;      // goodput: mean inter-token latency objective
@@ -95,6 +100,9 @@ struct ServeReport {
     std::vector<ServedRequest> requests;
     ServeSummary summary;
     std::vector<StepRecord> steps;
+    // With a roofline clock: the side that decided each step ("compute" or
+    // "memory"), one per step of `steps`.
+    std::vector<std::string> step_bounds;
 };
 
 // The token budget of a policy's steps: `token_budget` for the chunked
