@@ -239,6 +239,8 @@ ProseScan scan_prose(const Lesson& lesson) {
             continue;
         }
         if (trimmed[0] == '#' || exempt_sections.count(section[std::size_t(n)])) continue;
+        // The shape's "**Time:** about N minutes." is an estimate, not a claim.
+        if (trimmed.rfind("**Time:**", 0) == 0) continue;
         // Inline annotations, then everything that is not prose, blanked.
         std::string line = raw;
         std::vector<Annotation> notes;

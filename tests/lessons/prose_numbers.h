@@ -13,7 +13,7 @@
 //   "quoted"     — covered by "<!--quoted: SOURCE -->" later in its
 //                  paragraph: a figure from a paper, a datasheet or a model
 //                  card, with where it comes from;
-// or exempt: headings, "## Sources", lesson/exercise/step/section references,
+// or exempt: headings, the "**Time:**" estimate, "## Sources", lesson/exercise/step/section references,
 // list numbers, dates and years, version-like a.b.c, numbers inside words or
 // identifiers (fp32, sm_90, stories15M), code spans, links and HTML tags.
 #pragma once
