@@ -49,21 +49,23 @@ test: build
 	ctest --test-dir $(BUILD_DIR) -j$(JOBS) --output-on-failure --timeout 900
 
 # The sanitizer suite (.ci/run runs it after `make test`): the engine, mask,
-# model and stress tests (KV cache paging, chunk plans, masks, every loader, the
-# limits, random schedules through one block pool) and every fuzz replay, built
+# model, stress and serving tests (KV cache paging, chunk plans, masks, every loader, the
+# limits, random schedules through one block pool; batch invariance, the prefix
+# cache, preemption, the scheduler, plab serve) and every fuzz replay, built
 # with ASan + UBSan (preset asan, build-asan/). Left out,
 # for CI time and for what ASan would find there: the viewer (GL driver
 # allocations), lessons and recipe (they rerun CLI commands test_engine runs), the
 # bench --load rows (timing, 3 minutes under ASan), the emulated-gpu bench
+# plab serve --validate-cost (it times this machine: a real-clock replay),
 # and the two evaluations of the shipped model (30, 33 and 45 s of ASan test
 # time: the forward pass, sampler and bench paths they take run under ASan in
 # other tests; their figures are checked in the release run), and test_gpu,
 # which has its own target below (its ASan build and run add ~12 minutes to
 # CI on 2 cores).
 # ASAN_CTEST_ARGS='' runs every test of the subset's binaries; more targets, more tests.
-ASAN_TARGETS ?= plab_cli test_engine test_mask test_model test_stress fuzz_replays
-ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|test_stress|fuzz_replay)$$' \
-  -E 'bench --load|bench holds gpu rows|plab eval --json: the shipped|plab eval --mask on the shipped'
+ASAN_TARGETS ?= plab_cli test_engine test_mask test_model test_stress test_serving fuzz_replays
+ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|test_stress|test_serving|fuzz_replay)$$' \
+  -E 'bench --load|bench holds gpu rows|plab eval --json: the shipped|plab eval --mask on the shipped|--validate-cost'
 # No -Werror here even in CI: GCC 12's flow analysis under -fsanitize reports
 # false -W(maybe-)uninitialized inside libstdc++ and its AVX-512 intrinsics
 # (GCC bug 105593); warnings are the normal build's job.

@@ -347,6 +347,52 @@ TEST_CASE("prefix cache: a prompt of whole blocks recomputes its last block, as 
     REQUIRE(new_tokens_of(e, again) == new_tokens_of(e, 0));
 }
 
+// Planted bugs this test catches (issue 48), each through its own REQUIRE:
+//  - the lookup matching all `len` prompt tokens instead of `len - 1`
+//    (scheduler.cpp, Scheduler::admit): a repeated prompt of exactly k·B
+//    tokens then finds every block and has nothing left to compute — the
+//    REQUIRE_NOTHROW on its run names the length (before this test only an
+//    internal check inside the engine caught it, in 1 of 31 tests);
+//  - a lookup of `len - 2` (one token too few): a k·B + 1 prompt misses its
+//    last full block — hit_blocks below (len - 1) / B;
+//  - warm K/V served from the wrong blocks: the tokens differ from the cold run.
+TEST_CASE("prefix cache: prompts of k·B - 1, k·B and k·B + 1 tokens, each repeated whole",
+          "[engine][prefix]") {
+    const Weights w = make_random_weights(engine_config(), 19);
+    for (const int B : {1, 4, 16}) {
+        for (const int k : {1, 2, 3}) {
+            for (const int delta : {-1, 0, 1}) {
+                const int len = k * B + delta;
+                if (len < 1) continue;
+                INFO("B " << B << ", prompt of " << len << " tokens (" << k << "·B"
+                          << (delta < 0   ? " - 1"
+                              : delta > 0 ? " + 1"
+                                          : "")
+                          << "), repeated whole");
+                EngineOptions eo;
+                eo.backend = "cpu-ref";
+                eo.block_size = B;
+                Engine e(w, eo);
+                const std::vector<int32_t> prompt = prompt_of(len, 30 + len);
+                const int cold = e.add_request(prompt, greedy(3));
+                REQUIRE_NOTHROW(e.run());
+                const int warm = e.add_request(prompt, greedy(3));
+                REQUIRE_NOTHROW(e.run());
+                const Request& r = e.request(warm);
+                // Only the first len - 1 tokens are looked up: the last is always
+                // computed (its logits give the first new token).
+                const int full = (len - 1) / B;
+                REQUIRE(r.hit_blocks == full);
+                REQUIRE(r.cached_tokens == full * B);
+                REQUIRE(r.computed_tokens == len - full * B + 2);  // + 2 decode tokens
+                REQUIRE(r.computed_tokens >= 1 + 2);
+                REQUIRE(new_tokens_of(e, warm) == new_tokens_of(e, cold));
+                require_no_leak(e);
+            }
+        }
+    }
+}
+
 TEST_CASE("prefix cache: a different token before a block boundary misses that block and all after",
           "[engine][prefix]") {
     const Weights w = make_random_weights(engine_config(), 14);

@@ -73,9 +73,19 @@ StressRound random_round(const ModelConfig& c, std::uint32_t seed) {
     int longest = 0;
     for (int i = 0; i < n; ++i) {
         StressRequest r;
-        if (uniform(rng, 0, 2) != 0) r.prompt = prefixes[std::size_t(uniform(rng, 0, 2))];
-        const std::vector<int32_t> own = random_tokens(uniform(rng, 1, 30), c.vocab_size, rng());
-        r.prompt.insert(r.prompt.end(), own.begin(), own.end());
+        if (i > 0 && uniform(rng, 0, 3) == 0) {
+            // An earlier request's whole prompt again, sometimes cut to whole
+            // blocks: the prefix cache's full hits and its k·B edge (a lookup
+            // of len instead of len - 1 tokens fails here, issue 48).
+            r.prompt = round.requests[std::size_t(uniform(rng, 0, i - 1))].prompt;
+            const int whole = int(r.prompt.size()) / o.block_size * o.block_size;
+            if (whole > 0 && uniform(rng, 0, 1) == 0) r.prompt.resize(std::size_t(whole));
+        } else {
+            if (uniform(rng, 0, 2) != 0) r.prompt = prefixes[std::size_t(uniform(rng, 0, 2))];
+            const std::vector<int32_t> own =
+                random_tokens(uniform(rng, 1, 30), c.vocab_size, rng());
+            r.prompt.insert(r.prompt.end(), own.begin(), own.end());
+        }
         r.max_new = uniform(rng, 1, 10);
         if (uniform(rng, 0, 3) == 0) r.mask = "window:" + std::to_string(uniform(rng, 1, 12));
         r.arrive_after_step = uniform(rng, 0, 2) == 0 ? 0 : uniform(rng, 0, 20);
@@ -150,7 +160,7 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
     const Weights w = make_random_weights(c, 23);
     auto oracle_backend = make_backend("cpu-ref");
     const DeviceModel oracle_model(*oracle_backend, w);
-    long long steps = 0, preemptions = 0, hits = 0, freed = 0;
+    long long steps = 0, preemptions = 0, hits = 0, freed = 0, whole_repeats = 0;
     for (std::uint32_t seed = 1; seed <= 40; ++seed) {
         const StressRound round = random_round(c, seed);
         const EngineOptions& o = round.options;
@@ -173,7 +183,9 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
         admit_arrivals();
         while (added < round.requests.size() || e.has_unfinished()) {
             if (e.has_unfinished()) {
-                const StepRecord& s = e.step();
+                const StepRecord* step_record = nullptr;
+                REQUIRE_NOTHROW(step_record = &e.step());
+                const StepRecord& s = *step_record;
                 REQUIRE(s.prefill_tokens + s.decode_tokens <= o.max_step_tokens);
                 REQUIRE(static_cast<int>(s.requests.size()) <= o.max_running);
                 for (int id : s.requests) {
@@ -187,6 +199,13 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
             admit_arrivals();
         }
         steps += step;
+        for (std::size_t i = 1; i < round.requests.size(); ++i) {
+            for (std::size_t j = 0; j < i; ++j) {
+                if (round.requests[i].prompt != round.requests[j].prompt) continue;
+                whole_repeats += round.requests[i].prompt.size() % std::size_t(o.block_size) == 0;
+                break;
+            }
+        }
         preemptions += e.pool_stats().preemptions;
         hits += e.pool_stats().hit_blocks;
         require_pool_consistent(e, "at the end");
@@ -206,6 +225,8 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
                             << ", " << sr.max_new << " new)");
             const Request& r = e.request(ids[i]);
             REQUIRE(r.state == RequestState::finished);
+            // The last prompt token is never served from the cache.
+            REQUIRE(r.cached_tokens <= (int(sr.prompt.size()) - 1) / o.block_size * o.block_size);
             const auto got = r.new_tokens();
             REQUIRE(std::vector<int32_t>(got.begin(), got.end()) == alone(oracle_model, sr, c));
             Engine single(w, roomy);
@@ -222,6 +243,7 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
     REQUIRE(preemptions > 0);
     REQUIRE(hits > 0);
     REQUIRE(freed > 0);
+    REQUIRE(whole_repeats > 0);
 }
 
 }  // namespace plab::test
