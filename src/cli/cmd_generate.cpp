@@ -9,12 +9,15 @@
 // Both paths take the backend and the device model from an Engine; the single
 // prompt then runs runtime/generate.h's generate(), whose trace spans (queue,
 // tokenize, copy in, prefill, sample, deliver) lesson 5 reads.
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "cli/common.h"
 #include "cli/prompts_file.h"
 #include "core/error.h"
+#include "core/sha256.h"
 #include "runtime/cost_model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
@@ -35,6 +38,8 @@ struct GenerateCliOptions {
     int kv_blocks = 0;
     bool no_stop = false;
     bool no_kv_cache = false;
+    bool logits_digest = false;
+    int token_budget = 0;
     int repeats = 3;  // warm runs of a single prompt after the first, cold one
     bool json = false;
     // Given on the command line? (to refuse an option where it does not apply)
@@ -44,7 +49,26 @@ struct GenerateCliOptions {
     CLI::Option* prefix_cache_opt = nullptr;
     CLI::Option* repeats_opt = nullptr;
     CLI::Option* no_kv_cache_opt = nullptr;
+    CLI::Option* logits_digest_opt = nullptr;
+    CLI::Option* token_budget_opt = nullptr;
 };
+
+// A request's logits digest: SHA-256 of every logits row it sampled from, in
+// order, each float as IEEE 754 binary32 little-endian bytes. Equal digests:
+// the same bits in every row (issue 48: same request, same bits).
+std::string logits_sha256(const Request& r) {
+    Sha256 h;
+    for (const std::vector<float>& row : r.logits) {
+        for (float v : row) {
+            std::uint32_t u = 0;
+            std::memcpy(&u, &v, sizeof u);
+            const std::uint8_t b[4] = {std::uint8_t(u), std::uint8_t(u >> 8), std::uint8_t(u >> 16),
+                                       std::uint8_t(u >> 24)};
+            h.update(b, 4);
+        }
+    }
+    return h.hex();
+}
 
 // Generated text on one line of the report: a byte-level model may emit
 // newlines and control bytes, which would break the layout; they are shown
@@ -71,6 +95,9 @@ std::string one_line(const std::string& s) {
 }
 
 void run_one(GenerateCliOptions o) {
+    PLAB_CHECK(o.logits_digest_opt->count() == 0 && o.token_budget_opt->count() == 0,
+               "--logits-digest and --token-budget are for requests served together through the "
+               "engine: give --prompts FILE (a file of one line serves one prompt)");
     PLAB_CHECK(o.kv_blocks_opt->count() == 0 && o.prefix_cache_opt->count() == 0,
                "--kv-blocks and --prefix-cache set up the engine's shared pool for --prompts "
                "FILE; a single prompt runs in a session of its own (put it in a prompts file of "
@@ -201,7 +228,7 @@ void run_many(const GenerateCliOptions& o) {
                "timed on the engine's clock");
     PLAB_CHECK(o.chunks_opt->count() == 0,
                "--chunks is the chunk plan of a single prompt; with --prompts the engine cuts "
-               "prompts into chunks by its step budget ("
+               "prompts into chunks by its step budget (--token-budget, default "
                    << EngineOptions{}.max_step_tokens << " tokens per step)");
     PLAB_CHECK(o.prefix_cache == "on" || o.prefix_cache == "off",
                "--prefix-cache '" << o.prefix_cache << "': give on or off");
@@ -242,6 +269,11 @@ void run_many(const GenerateCliOptions& o) {
     eo.block_size = o.gen.session.block_size;
     eo.kv_blocks = o.kv_blocks;
     eo.prefix_cache = o.prefix_cache == "on";
+    if (o.token_budget_opt->count() > 0) {
+        PLAB_CHECK(o.token_budget >= 1,
+                   "--token-budget " << o.token_budget << " must be at least 1 token a step");
+        eo.max_step_tokens = o.token_budget;
+    }
     Trace trace;
     Engine engine(model.weights, eo, o.trace.empty() ? nullptr : &trace);
     for (std::size_t i = 0; i < prompts.size(); ++i) {
@@ -251,6 +283,7 @@ void run_many(const GenerateCliOptions& o) {
         // The same sampler options, seed included, for every request: each
         // samples what it would alone (so two equal lines answer alike).
         ro.sampler = o.gen.sampler;
+        ro.keep_logits = o.logits_digest;
         try {
             engine.add_request(prompts[i], ro);
         } catch (const Error& e) {
@@ -301,6 +334,7 @@ void run_many(const GenerateCliOptions& o) {
                                        {"p90", ms_or_null(l.itl_p90_ms, gaps)}}},
                                      {"tpot_ms", ms_or_null(l.tpot_ms, gaps)},
                                      {"e2e_ms", l.e2e_ms}});
+            if (o.logits_digest) j["requests"].back()["logits_sha256"] = logits_sha256(r);
         }
         j["pool"] = {
             {"blocks", pool.num_blocks},           {"block_size", pool.block_size},
@@ -337,6 +371,9 @@ void run_many(const GenerateCliOptions& o) {
                         l.ttft_ms, l.e2e_ms);
         }
         std::printf("  output: \"%s\"\n", one_line(tok.decode(made)).c_str());
+        if (o.logits_digest)
+            std::printf("  logits sha256 %s (every row it sampled from)\n",
+                        logits_sha256(r).c_str());
     }
     std::printf(
         "\npool: %d blocks of %d positions, %d in use, %d cached free; prefix cache %lld "
@@ -385,6 +422,12 @@ void add_generate_command(CLI::App& app) {
         "with --prompts: blocks in the shared KV pool (default: 4 full-length sequences)");
     add_mask_option(cmd, o->mask);
     cmd->add_flag("--no-stop", o->no_stop, "do not stop at EOS");
+    o->logits_digest_opt = cmd->add_flag(
+        "--logits-digest", o->logits_digest,
+        "with --prompts: print each request's SHA-256 of every logits row it sampled from");
+    o->token_budget_opt = cmd->add_option(
+        "--token-budget", o->token_budget,
+        "with --prompts: tokens per engine step (prompts are cut into chunks to fit)");
     o->no_kv_cache_opt = cmd->add_flag(
         "--no-kv-cache", o->no_kv_cache,
         "keep no K/V between steps: every decode step recomputes the whole sequence (same tokens, "
