@@ -40,7 +40,15 @@ std::vector<std::pair<int, std::string>> shape_problems(const Lesson& lesson) {
     } else {
         int bullets = 0, n = learn + 1;
         while (n <= count && trimmed(lines[std::size_t(n - 1)]).empty()) ++n;
-        for (; n <= count && trimmed(lines[std::size_t(n - 1)]).rfind("- ", 0) == 0; ++n) ++bullets;
+        // Bullets, each perhaps wrapped over indented lines, up to a blank line.
+        for (; n <= count && !trimmed(lines[std::size_t(n - 1)]).empty(); ++n) {
+            const std::string& l = lines[std::size_t(n - 1)];
+            if (l.rfind("- ", 0) == 0) {
+                ++bullets;
+            } else if (l.rfind(" ", 0) != 0) {
+                break;  // not a bullet nor its continuation: the list ended
+            }
+        }
         if (bullets < 2 || bullets > 4)
             out.push_back({learn, "\"**You will learn**\" lists " + std::to_string(bullets) +
                                       " objectives; give 2 to 4, one \"- \" bullet each"});
