@@ -74,5 +74,6 @@ void add_compare_command(CLI::App& app);   // cmd_compare.cpp: backends x plans 
 void add_mask_command(CLI::App& app);      // cmd_mask.cpp: print a mask, its tile map, its grammar
 void add_rounding_command(CLI::App& app);  // cmd_rounding.cpp: the reduction-order lab
 void add_serve_command(CLI::App& app);     // cmd_serve.cpp: replay a workload, serving metrics
+void add_grade_command(CLI::App& app);     // cmd_grade.cpp: grade a student's assignment file
 
 }  // namespace plab::cli

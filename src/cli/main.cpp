@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     plab::cli::add_mask_command(app);
     plab::cli::add_rounding_command(app);
     plab::cli::add_serve_command(app);
+    plab::cli::add_grade_command(app);
     app.add_subcommand("version", "print plab's version and the model files it reads")
         ->callback([] { std::cout << plab::cli::version_text(); });
 

@@ -45,14 +45,18 @@ std::vector<TokenProb> top_probs(const std::vector<float>& logits, int k) {
     return out;
 }
 
-int32_t Sampler::sample(const std::vector<float>& logits) {
-    if (options_.temperature == 0.0f) return argmax(logits);
+SamplingCandidates sampling_candidates(const std::vector<float>& logits,
+                                       const SamplerOptions& options) {
+    PLAB_ASSERT(options.temperature > 0.0f && !logits.empty());
     // 1. Temperature, then softmax (in double: this is not a bitwise path).
     std::vector<float> scaled(logits.size());
-    for (std::size_t i = 0; i < logits.size(); ++i) scaled[i] = logits[i] / options_.temperature;
-    const std::vector<float> p = softmax(scaled);
+    for (std::size_t i = 0; i < logits.size(); ++i) scaled[i] = logits[i] / options.temperature;
+    SamplingCandidates c;
+    c.probs = softmax(scaled);
+    const std::vector<float>& p = c.probs;
     // 2. Candidates sorted by probability (ties: lower id first).
-    std::vector<int32_t> idx(p.size());
+    std::vector<int32_t>& idx = c.ids;
+    idx.resize(p.size());
     std::iota(idx.begin(), idx.end(), 0);
     std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return p[a] > p[b]; });
     // 3. top-k, then top-p over the top-k set renormalised (as Hugging Face,
@@ -60,7 +64,7 @@ int32_t Sampler::sample(const std::vector<float>& logits) {
     //    the kept mass reaches p. Without a top-k the kept mass is the whole
     //    distribution, 1.
     std::size_t keep =
-        options_.top_k > 0 ? std::min<std::size_t>(options_.top_k, idx.size()) : idx.size();
+        options.top_k > 0 ? std::min<std::size_t>(options.top_k, idx.size()) : idx.size();
     double kept_mass = 1.0;
     if (keep < idx.size()) {
         kept_mass = 0;
@@ -69,21 +73,31 @@ int32_t Sampler::sample(const std::vector<float>& logits) {
     double mass = 0;
     for (std::size_t i = 0; i < keep; ++i) {
         mass += p[idx[i]];
-        if (mass >= options_.top_p * kept_mass) {
+        if (mass >= options.top_p * kept_mass) {
             keep = i + 1;
             break;
         }
     }
-    double total = 0;
-    for (std::size_t i = 0; i < keep; ++i) total += p[idx[i]];
-    // 4. Draw u in [0, total) from 53 random bits: the same on every platform.
-    const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+    c.keep = keep;
+    for (std::size_t i = 0; i < keep; ++i) c.total += p[idx[i]];
+    return c;
+}
+
+int32_t draw_candidate(const SamplingCandidates& c, double u01) {
+    const double u = u01 * c.total;
     double acc = 0;
-    for (std::size_t i = 0; i < keep; ++i) {
-        acc += p[idx[i]];
-        if (u < acc) return idx[i];
+    for (std::size_t i = 0; i < c.keep; ++i) {
+        acc += c.probs[c.ids[i]];
+        if (u < acc) return c.ids[i];
     }
-    return idx[keep - 1];
+    return c.ids[c.keep - 1];
+}
+
+int32_t Sampler::sample(const std::vector<float>& logits) {
+    if (options_.temperature == 0.0f) return argmax(logits);
+    const SamplingCandidates c = sampling_candidates(logits, options_);
+    // 4. Draw u in [0, 1) from 53 random bits: the same on every platform.
+    return draw_candidate(c, double(rng_() >> 11) * (1.0 / 9007199254740992.0));
 }
 
 }  // namespace plab

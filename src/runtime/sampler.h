@@ -35,6 +35,23 @@ private:
     std::mt19937_64 rng_;
 };
 
+// What a draw is made from (temperature > 0): every token's probability after
+// the temperature, the ids sorted by it (ties: lower id first), how many of
+// them top-k and top-p keep, and their mass. The kept tokens' probabilities
+// divided by `total` are the distribution sampled (`plab grade sampler` checks a
+// student's against it).
+struct SamplingCandidates {
+    std::vector<float> probs;  // (V) softmax(logits / temperature)
+    std::vector<int32_t> ids;  // (V) sorted by probs, descending
+    std::size_t keep = 0;      // the first `keep` of ids survive top-k and top-p
+    double total = 0;          // their mass
+};
+SamplingCandidates sampling_candidates(const std::vector<float>& logits,
+                                       const SamplerOptions& options);
+// The kept token where u01 * total falls in the running sum of kept
+// probabilities (u01 in [0, 1)): the inverse-CDF draw of Sampler::sample.
+int32_t draw_candidate(const SamplingCandidates& c, double u01);
+
 // Index of the largest logit, lowest index on ties: the one argmax on the
 // host (greedy sampling, eval's accuracy, the equivalence report's token).
 int32_t argmax(std::span<const float> logits);

@@ -1,0 +1,138 @@
+// `plab grade ASSIGNMENT FILE`: a student's Python file graded against the
+// engine, check by check (lessons/assignments/README.md).
+//
+// The cases are generated here from a seed; the student's functions run in
+// lessons/assignments/harness.py under Debian's /usr/bin/python3 with a time
+// limit; the reference tensors come from the engine's own code (grade_*.cpp).
+// A crash or an exception in the student's code is a failed check with its
+// message; only bad input (an unknown assignment, a missing file, a file that
+// does not import) is a `plab: error:` line. Exit 0 when every check passes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "cli/common.h"
+#include "cli/grade.h"
+#include "core/error.h"
+
+namespace plab::cli {
+namespace grade {
+
+const std::vector<Assignment>& assignments() {
+    static const std::vector<Assignment> all = {
+        {"attention", "one head's causal attention, then any mask as a 0/1 matrix",
+         attention_checks},
+        {"rope", "RoPE at absolute positions, chunk by chunk", rope_checks},
+        {"kv_cache", "a paged KV cache: block table, append, gather", kv_cache_checks},
+        {"sampler", "temperature, top-k, top-p, and draws", sampler_checks},
+    };
+    return all;
+}
+
+}  // namespace grade
+
+namespace {
+
+struct GradeOptions {
+    std::string assignment;
+    std::string file;
+    std::uint64_t seed = 1;
+    int timeout_s = 60;
+    std::string python = "/usr/bin/python3";
+    bool json = false;
+};
+
+const grade::Assignment& find_assignment(const std::string& name) {
+    std::string names;
+    for (const grade::Assignment& a : grade::assignments()) {
+        if (a.name == name) return a;
+        names += (names.empty() ? "" : ", ") + a.name;
+    }
+    throw Error("unknown assignment '" + name + "'; the assignments are " + names +
+                " (lessons/assignments/README.md)");
+}
+
+void run_grade(const GradeOptions& o) {
+    const grade::Assignment& a = find_assignment(o.assignment);
+    PLAB_CHECK(access(o.file.c_str(), R_OK) == 0,
+               o.file << ": no such file (or not readable); give the student's .py file, e.g. "
+                         "lessons/assignments/"
+                      << a.name << "/starter.py");
+    PLAB_CHECK(o.timeout_s >= 1 && o.timeout_s <= 3600,
+               "--timeout " << o.timeout_s << " must be between 1 and 3600 seconds");
+    std::mt19937_64 rng(o.seed);
+    const std::vector<grade::Check> checks = a.make_checks(rng);
+    const nlohmann::json reply = grade::run_harness(o.python, o.file, checks, o.timeout_s);
+    const std::vector<grade::CheckResult> results = grade::grade_checks(checks, reply);
+    int checks_passed = 0, cases = 0, cases_passed = 0;
+    for (const grade::CheckResult& r : results) {
+        checks_passed += r.passed == r.cases ? 1 : 0;
+        cases += r.cases;
+        cases_passed += r.passed;
+    }
+    const bool all = checks_passed == static_cast<int>(results.size());
+    if (o.json) {
+        nlohmann::json j;
+        j["assignment"] = a.name;
+        j["file"] = o.file;
+        j["seed"] = o.seed;
+        j["checks"] = nlohmann::json::array();
+        for (const grade::CheckResult& r : results) {
+            nlohmann::json c = {{"name", r.name},
+                                {"pass", r.passed == r.cases},
+                                {"cases", r.cases},
+                                {"cases_passed", r.passed},
+                                {"score", double(r.passed) / r.cases}};
+            if (r.passed < r.cases)
+                c["first_failure"] = {{"case", r.failure_where},
+                                      {"what", r.failure_what},
+                                      {"detail", r.failure_detail},
+                                      {"hint", r.hint}};
+            j["checks"].push_back(c);
+        }
+        j["checks_passed"] = checks_passed;
+        j["score"] = double(checks_passed) / results.size();
+        j["pass"] = all;
+        print_json(j);
+    } else {
+        std::printf("Grading %s (%s): %s, seed %llu\n\n", a.name.c_str(), a.summary.c_str(),
+                    o.file.c_str(), static_cast<unsigned long long>(o.seed));
+        std::printf("  %-44s %7s  %s\n", "check", "cases", "result");
+        for (const grade::CheckResult& r : results)
+            std::printf("  %-44s %3d/%-3d  %s\n", r.name.c_str(), r.passed, r.cases,
+                        r.passed == r.cases ? "pass" : "FAIL");
+        for (const grade::CheckResult& r : results) {
+            if (r.passed == r.cases) continue;
+            std::printf("\n%s: first failure\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
+                        r.failure_where.c_str(), r.failure_what.c_str(), r.failure_detail.c_str(),
+                        r.hint.c_str());
+        }
+        std::printf("\nScore: %d of %zu checks pass (%d of %d cases)\n", checks_passed,
+                    results.size(), cases_passed, cases);
+    }
+    std::fflush(stdout);
+    if (!all) std::exit(1);
+}
+
+}  // namespace
+
+void add_grade_command(CLI::App& app) {
+    auto o = std::make_shared<GradeOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "grade", "grade a student's assignment file against the engine, check by check");
+    cmd->add_option("assignment", o->assignment,
+                    "attention, rope, kv_cache or sampler (lessons/assignments/)")
+        ->required();
+    cmd->add_option("file", o->file, "the student's Python file")->required();
+    cmd->add_option("--seed", o->seed, "seed of the generated cases")->capture_default_str();
+    cmd->add_option("--timeout", o->timeout_s, "seconds the student's code may run in all")
+        ->capture_default_str();
+    cmd->add_option("--python", o->python, "the Python that runs it (numpy must import)")
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "a score per check, for course autograders");
+    cmd->callback([o] { run_grade(*o); });
+}
+
+}  // namespace plab::cli

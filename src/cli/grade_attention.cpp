@@ -1,0 +1,140 @@
+// `plab grade attention`: one head's attention, causal and under any mask of
+// `plab mask`'s grammar (lessons/assignments/attention/README.md).
+//
+// The reference is the engine's own: core/attention_math.h's score, softmax
+// statistics and output — the functions cpu-ref and gpu-ref call — over a KV
+// cache of one block, with the mask built by runtime/mask_grammar.h. Known
+// mistakes are the same functions with one thing changed (scale 1, scale
+// 1/Dh, every key visible, the causal mask instead of the one given).
+#include <cmath>
+
+#include "cli/grade.h"
+#include "core/attention_math.h"
+#include "runtime/mask_grammar.h"
+
+namespace plab::cli::grade {
+namespace attention_detail {
+
+// out (T, Dh) of one head over keys 0..T-1 under `mask`, scores times `scale`.
+Tensor reference(const std::vector<float>& q, const std::vector<float>& k,
+                 const std::vector<float>& v, int t, int dh, const Mask& mask, float scale) {
+    AttentionShape s;
+    s.n_queries = t;
+    s.pos0 = 0;
+    s.n_heads = 1;
+    s.n_kv_heads = 1;
+    s.head_dim = dh;
+    s.block_size = t;  // one block: slot = position
+    s.scale = scale;
+    s.mask = mask;
+    const int block_table[1] = {0};
+    std::vector<float> scores(static_cast<std::size_t>(t));
+    std::vector<float> out(static_cast<std::size_t>(t) * dh);
+    for (int p = 0; p < t; ++p) {
+        std::fill(scores.begin(), scores.end(), -INFINITY);
+        const KeyRange r = attention_key_range(s, p);
+        for (int j = r.lo; j <= r.hi; ++j)
+            scores[j] = attention_score(&q[std::size_t(p) * dh], k.data(), block_table, s, 0, p, j);
+        const SoftmaxStats st = attention_softmax_stats(scores.data(), s, p);
+        for (int d = 0; d < dh; ++d)
+            out[std::size_t(p) * dh + d] =
+                attention_output(scores.data(), st, v.data(), block_table, s, 0, p, d);
+    }
+    return tensor_f({t, dh}, out);
+}
+
+BoundMask bound(const std::string& spec, int t) {
+    const std::vector<int32_t> tokens(static_cast<std::size_t>(t), 0);
+    MaskContext mc;
+    mc.tokens = tokens;
+    mc.n_heads = 1;
+    return make_mask(spec, mc);
+}
+
+// Float32 against the student's numpy (float64, or float32 with pairwise sums):
+// outputs are weighted means of values in [-1, 1], off by ~1e-6; scores of a
+// few hundred (the large-score check) carry ~3e-5 in float32, so 1e-4.
+constexpr double kTol = 1e-4;
+
+std::string nan_hint(const Tensor& got) {
+    for (double x : got.data)
+        if (!std::isfinite(x))
+            return "your output has inf or NaN: subtract each row's largest score before exp "
+                   "(exp overflows for large scores), and let every query see itself (k <= q)";
+    return "";
+}
+
+Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const std::string& spec,
+               bool pass_mask) {
+    const std::size_t n = std::size_t(t) * dh;
+    const std::vector<float> q = uniform(rng, n, scale_inputs), k = uniform(rng, n, scale_inputs),
+                             v = uniform(rng, n);
+    const BoundMask m = bound(spec, t);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    Case c;
+    nlohmann::json args = {{"q", to_arg(tensor_f({t, dh}, q))},
+                           {"k", to_arg(tensor_f({t, dh}, k))},
+                           {"v", to_arg(tensor_f({t, dh}, v))}};
+    if (pass_mask) {
+        std::vector<double> bits;
+        for (int a = 0; a < t; ++a)
+            for (int b = 0; b < t; ++b) bits.push_back(m.view().visible(a, b) ? 1 : 0);
+        args["mask"] = to_arg(tensor({t, t}, bits), true);
+    }
+    c.calls.push_back(
+        {{"fn", pass_mask ? "masked_attention" : "causal_attention"}, {"args", args}});
+    Expectation e;
+    e.what = "output";
+    e.where = "T=" + std::to_string(t) + " Dh=" + std::to_string(dh) +
+              (pass_mask ? ", mask " + spec : "");
+    e.axes = {"position", "component"};
+    e.expected = reference(q, k, v, t, dh, m.view(), scale);
+    e.atol = e.rtol = kTol;
+    e.mistakes = {
+        {reference(q, k, v, t, dh, m.view(), 1.0f),
+         "your scores are not scaled by 1/sqrt(Dh): s = q.k / sqrt(Dh)"},
+        {reference(q, k, v, t, dh, m.view(), 1.0f / static_cast<float>(dh)),
+         "you scaled by 1/Dh; the scale is 1/sqrt(Dh)"},
+        {reference(q, k, v, t, dh, bound("prefix:" + std::to_string(t), t).view(), scale),
+         "a query sees later keys: set the scores of masked keys (k > q, or mask 0) to -inf "
+         "before the softmax"},
+    };
+    if (pass_mask && spec != "causal")
+        e.mistakes.push_back({reference(q, k, v, t, dh, bound("causal", t).view(), scale),
+                              "you applied the causal mask, not the mask given: mask[q, k] == 0 "
+                              "hides key k from query q"});
+    e.diagnose = nan_hint;
+    c.expect.push_back(std::move(e));
+    return c;
+}
+
+}  // namespace attention_detail
+
+std::vector<Check> attention_checks(std::mt19937_64& rng) {
+    using attention_detail::make_case;
+    std::vector<Check> checks(4);
+    checks[0] = {"causal, small shapes",
+                 "compute s = q.k / sqrt(Dh), hide k > q, softmax over each row, weight v",
+                 {}};
+    for (auto [t, dh] : {std::pair{1, 1}, {2, 4}, {5, 2}, {4, 8}})
+        checks[0].cases.push_back(make_case(rng, t, dh, 1.0f, "causal", false));
+    checks[1] = {"causal, odd sizes (T and Dh 1, 7, 33)",
+                 "shapes: q, k, v are (T, Dh) and the output is (T, Dh)",
+                 {}};
+    for (auto [t, dh] : {std::pair{7, 7}, {33, 3}, {7, 33}, {33, 1}})
+        checks[1].cases.push_back(make_case(rng, t, dh, 1.0f, "causal", false));
+    checks[2] = {"causal, large scores (softmax overflow)",
+                 "subtract each row's largest score before exp",
+                 {}};
+    for (auto [t, dh] : {std::pair{9, 16}, {17, 8}})
+        checks[2].cases.push_back(make_case(rng, t, dh, 60.0f, "causal", false));
+    checks[3] = {"masks of plab mask's grammar",
+                 "mask[q, k] == 1: query q may see key k; 0: its score is -inf",
+                 {}};
+    for (const char* spec : {"causal", "window:3", "window:4+sink:2", "dilated:3,2", "chunked:5",
+                             "prefix:6", "docs:4,7,5", "chunked:4|prefix:3"})
+        checks[3].cases.push_back(make_case(rng, 16, 5, 1.0f, spec, true));
+    return checks;
+}
+
+}  // namespace plab::cli::grade

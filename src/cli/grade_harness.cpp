@@ -1,0 +1,135 @@
+// `plab grade`: running the student's file through lessons/assignments/harness.py
+// with a time limit, and the small helpers every assignment's cases share.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cli/grade.h"
+#include "core/error.h"
+
+namespace plab::cli::grade {
+
+Tensor tensor(std::vector<int> shape, std::vector<double> data) {
+    return Tensor{std::move(shape), std::move(data)};
+}
+
+Tensor tensor_f(std::vector<int> shape, const std::vector<float>& data) {
+    return Tensor{std::move(shape), std::vector<double>(data.begin(), data.end())};
+}
+
+nlohmann::json to_arg(const Tensor& t, bool integer) {
+    nlohmann::json values = nlohmann::json::array();
+    for (double x : t.data) {
+        if (integer)
+            values.push_back(static_cast<long long>(x));
+        else
+            values.push_back(static_cast<float>(x));  // the engine's float32 inputs, exactly
+    }
+    return {{"array", values}, {"shape", t.shape}, {"dtype", integer ? "int64" : "float32"}};
+}
+
+std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale) {
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = u(rng);
+    return v;
+}
+
+int uniform_int(std::mt19937_64& rng, int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
+
+std::vector<int> random_plan(std::mt19937_64& rng, int t, int max_chunk) {
+    std::vector<int> plan;
+    for (int done = 0; done < t;) {
+        const int c = std::min(uniform_int(rng, 1, max_chunk), t - done);
+        plan.push_back(c);
+        done += c;
+    }
+    return plan;
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string last_line(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    const std::size_t nl = s.rfind('\n');
+    return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+// A temporary file that is removed when this object goes.
+struct TempFile {
+    std::string path;
+    TempFile() {
+        char name[] = "/tmp/plab-grade-XXXXXX";
+        const int fd = mkstemp(name);
+        PLAB_CHECK(fd >= 0, "cannot create a temporary file in /tmp");
+        close(fd);
+        path = name;
+    }
+    ~TempFile() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
+nlohmann::json run_harness(const std::string& python, const std::string& student_file,
+                           const std::vector<Check>& checks, int timeout_s) {
+    const std::string harness = std::string(PLAB_LESSONS_DIR) + "/assignments/harness.py";
+    PLAB_CHECK(access(python.c_str(), X_OK) == 0,
+               "no Python at " << python
+                               << "; install Debian's python3 and python3-numpy, or pass "
+                                  "--python PATH (numpy must import there)");
+    PLAB_CHECK(access(harness.c_str(), R_OK) == 0,
+               "the grader's harness " << harness << " is missing");
+    nlohmann::json request;
+    request["cases"] = nlohmann::json::array();
+    for (const Check& c : checks)
+        for (const Case& k : c.cases) request["cases"].push_back({{"calls", k.calls}});
+    TempFile in, err;
+    {
+        std::ofstream f(in.path);
+        f << request.dump();
+    }
+    // timeout(1): TERM after the limit, KILL 2 s later; exit 124 (or 137) when it fired.
+    const std::string command = "timeout -k 2 " + std::to_string(timeout_s) + " " +
+                                shell_quote(python) + " " + shell_quote(harness) + " " +
+                                shell_quote(student_file) + " < " + shell_quote(in.path) + " 2> " +
+                                shell_quote(err.path);
+    std::fflush(stdout);
+    FILE* pipe = popen(command.c_str(), "r");
+    PLAB_CHECK(pipe != nullptr, "cannot start " << python);
+    std::string out;
+    char buffer[65536];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        out.append(buffer, n);
+    const int status = pclose(pipe);
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code == 124 || code == 137) return {{"timeout", timeout_s}};
+    nlohmann::json reply = nlohmann::json::parse(out, nullptr, false);
+    PLAB_CHECK(!reply.is_discarded() && reply.is_object(),
+               "the harness gave no results for " << student_file << " (exit " << code
+                                                  << "): " << last_line(read_all(err.path)));
+    PLAB_CHECK(!reply.contains("import_error"),
+               student_file << ": " << reply["import_error"].get<std::string>());
+    return reply;
+}
+
+}  // namespace plab::cli::grade

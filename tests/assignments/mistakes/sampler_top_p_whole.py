@@ -1,0 +1,37 @@
+"""Planted mistake: top-p as a share of the whole distribution, not of the top-k set."""
+
+import numpy as np
+
+
+def sampling_probs(logits, temperature, top_k, top_p):
+    """The distribution a token is drawn from, as the engine's sampler (src/runtime/sampler.h).
+
+    logits: (V,) float32. temperature 0 = greedy; top_k 0 = no limit; top_p 1 = no limit.
+    Returns (V,) probabilities summing to 1, zero outside the kept tokens.
+    """
+    v = logits.shape[0]
+    if temperature == 0:
+        out = np.zeros(v)
+        out[int(np.argmax(logits))] = 1.0  # np.argmax: the lowest id on ties
+        return out
+    z = logits.astype(np.float64) / temperature
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")  # most likely first, ties: lower id first
+    keep = min(top_k, v) if top_k > 0 else v
+    kept_mass = 1.0  # top-p is a share of the top-k set's mass
+    running = np.cumsum(p[order[:keep]])
+    keep = int(np.searchsorted(running, top_p * kept_mass)) + 1  # first prefix reaching p
+    keep = min(keep, len(running))
+    out = np.zeros(v)
+    out[order[:keep]] = p[order[:keep]] / p[order[:keep]].sum()
+    return out
+
+
+def draw(probs, u):
+    """The token where u (in [0, 1)) falls in the running sum of probs, most likely first."""
+    order = np.argsort(-probs, kind="stable")
+    order = order[probs[order] > 0]
+    running = np.cumsum(probs[order])
+    i = int(np.searchsorted(running, u * running[-1], side="right"))
+    return int(order[min(i, len(order) - 1)])
