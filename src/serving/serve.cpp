@@ -313,9 +313,15 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
                 if (!r.options.hand_over_kv) continue;
                 const long long nb =
                     (r.kv_positions + o.engine.block_size - 1) / o.engine.block_size;
-                // A block of one sequence: B positions of K and V in every layer.
-                const long long bytes = nb * o.engine.block_size *
-                                        static_cast<long long>(prefill.cache().bytes_per_token());
+                // A block of one sequence: B positions of K and V in every layer —
+                // of the model the clock is charged as (the preset shape in its
+                // precision, with a roofline clock), not only of the small model
+                // whose K/V really cross: the link is part of the clock.
+                const double per_position =
+                    o.roofline ? kv_bytes_per_token(o.roofline->shape, o.roofline->dtype)
+                               : double(prefill.cache().bytes_per_token());
+                const long long bytes =
+                    nb * o.engine.block_size * static_cast<long long>(per_position);
                 blocks += nb;
                 transfer_bytes[static_cast<std::size_t>(id)] = bytes;
                 const double ms = static_cast<double>(bytes) / (link * 1e9) * 1e3;

@@ -133,6 +133,15 @@ TEST_CASE("plab serve --hardware: the clock line, the JSON cost_model and each s
     for (const auto& s : j["steps"]) (s["bound"] == "memory" ? memory : compute) += 1;
     CHECK(memory > 0);  // decode steps
     CHECK(memory + compute == j["summary"]["steps"].get<int>());
+    // Disaggregated: the handover is charged as the preset shape's K/V
+    // (16 positions x 2·L·Hkv·Dh x 2 bytes a block), not the small model's.
+    const auto d = nlohmann::json::parse(
+        run_cli({"serve", "--model", model, "--long-prompt", "100", "--disaggregate", "--link-gbps",
+                 "50", "--hardware", "h100-sxm", "--shape", "llama3-8b", "--json"})
+            .out);
+    const long long blocks = d["summary"]["kv_transfer_blocks"].get<long long>();
+    CHECK(blocks > 0);
+    CHECK(d["summary"]["kv_transfer_bytes"].get<long long>() == blocks * 16 * 2 * 32 * 8 * 128 * 2);
     // Without --hardware: the coefficients, said so.
     const auto k = nlohmann::json::parse(
         run_cli({"serve", "--model", model, "--requests", "3", "--json"}).out);
