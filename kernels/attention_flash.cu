@@ -57,6 +57,7 @@
 //   // clang-format on
 //
 // Chunked == whole, bit for bit: key tiles start at key 0, 64, 128, ...
+// (0, kKeys, 2 kKeys, ... for other key tiles)
 // whatever the chunk, key j is folded by group (j / 64) % 2 into the share of
 // thread tx = j % 8 of its row, each score is one chain over d in order, each
 // group's output one chain over its keys in order, the merge one fixed
@@ -75,15 +76,27 @@
 // __syncthreads: the emulator reports that as an error).
 //
 // Shared memory (issue 14): the Q tile, and per group a K tile (later its
-// P) and a V tile, all dynamic (their size depends on Dh): 72704 B at Dh =
-// 48, 84992 B at 64, 166912 B at 128 — over the 48 KiB default, so the
-// launcher opts in (simt::reserve_shared_memory) and the emulator checks it did.
+// P) and a V tile, all dynamic (their size depends on Dh): with 64 x 64
+// tiles 72704 B at Dh = 48, 84992 B at 64, 166912 B at 128 — over the 48 KiB
+// default, so the launcher opts in (simt::reserve_shared_memory, once per
+// instantiation) and the emulator checks it did.
+//
+// Any head size, every architecture (issue 47): Dh, the query tile and the
+// key tile are template parameters. launch_attention_flash picks the
+// compiled Dh at or above the model's (a padded bucket: extra components
+// zero) and the tiles flash_tiles_for (kernels.h) finds for the device's
+// shared memory a block, asked once: 64 KiB on sm_75 does not hold 64 x 64
+// tiles at Dh = 48. It shrinks the query tile first (no bits change: a
+// row's sums are its own), then the key tile (the bits change: tiles of
+// other sizes fold and rescale other runs of keys); chunked == whole holds
+// for every choice. kernels/README.md has the table.
 // Left out: tensor cores (mma), splitting long sequences across blocks
 // (FlashDecoding: the merge of step 7 across blocks, through global memory),
 // double-buffered K/V tiles, fp16.
 #include <cmath>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "kernels.h"
@@ -96,14 +109,20 @@ constexpr int kFlashThreads = kFlashWarps * kLanes;
 // Two groups of 4 warps, each folding every other key tile (v4).
 constexpr int kGroupThreads = 128;
 constexpr int kKeyGroups = kFlashThreads / kGroupThreads;
-constexpr int kKeyGroup = 8;                                // lanes that share a row (tx)
-constexpr int kRowGroups = kGroupThreads / kKeyGroup;       // 16 (ty)
-constexpr int kRowsPerThread = kFlashQueries / kRowGroups;  // 4: rows ty + 16r
-constexpr int kKeysPerThread = kFlashKeys / kKeyGroup;      // 8: keys tx + 8c
+constexpr int kKeyGroup = 8;                           // lanes that share a row (tx)
+constexpr int kRowGroups = kGroupThreads / kKeyGroup;  // 16 (ty)
 static_assert(kFlashThreads % kGroupThreads == 0 && kKeyGroups == 2);
-static_assert(kFlashQueries % kRowGroups == 0 && kFlashKeys % kKeyGroup == 0);
 static_assert(kLanes % kKeyGroup == 0, "a row's 8 lanes sit in one warp (shuffles)");
-static_assert(kFlashKeys % 4 == 0, "P·V reads 4 keys' probabilities as one 16-byte load");
+
+// A thread's share of a tile of kQueries queries x kKeys keys (64 x 64 where
+// shared memory allows; flash_tiles_for in kernels.h chooses).
+template <int kQueries, int kKeys>
+struct FlashThread {
+    static constexpr int kRowsPerThread = kQueries / kRowGroups;  // 4 at 64: rows ty + 16r
+    static constexpr int kKeysPerThread = kKeys / kKeyGroup;      // 8 at 64: keys tx + 8c
+    static_assert(kQueries % kRowGroups == 0 && kKeys % kKeyGroup == 0);
+    static_assert(kKeys % 4 == 0, "P·V reads 4 keys' probabilities as one 16-byte load");
+};
 
 // The output columns of one thread in O = P·V: groups of 4 consecutive
 // columns 32 apart (32g + 4tx .. +3, one 16-byte load each, and the 8 threads
@@ -124,7 +143,7 @@ struct FlashColumns {
 
 // Where each tile sits in dynamic shared memory, in floats. Every offset and
 // row stride is a multiple of 4 floats where 16-byte loads read the tile.
-template <int kDh>
+template <int kDh, int kQueries, int kKeys>
 struct FlashLayout {
     // Q and K rows are read 4 components at a time (d, d+1, d+2, d+3) by
     // threads that hold different rows: a stride of Dh + 4 (Dh a multiple of
@@ -132,22 +151,25 @@ struct FlashLayout {
     // instruction asks for (tx = 0..7) lie in 8 different groups of 4 banks.
     static constexpr bool kVec = FlashColumns<kDh>::kVec;
     static constexpr int kStride = kVec ? kDh + 4 : kDh + 1;
-    static constexpr int kPStride = kFlashKeys + 4;
+    static constexpr int kPStride = kKeys + 4;
     // P overwrites K once the scores are in registers: one region for both.
-    static constexpr int kKFloats = kFlashKeys * kStride, kPFloats = kFlashQueries * kPStride;
+    static constexpr int kKFloats = kKeys * kStride, kPFloats = kQueries * kPStride;
     static constexpr int kKP = kKFloats > kPFloats ? kKFloats : kPFloats;
-    static constexpr int kQ = 0;  // (kFlashQueries, kStride), scaled; both groups read it
-    static constexpr int kGroupFloats = kKP + kFlashKeys * kDh;  // K or P, then V
-    static constexpr int kGroup0 = kQ + kFlashQueries * kStride;
+    static constexpr int kQ = 0;  // (kQueries, kStride), scaled; both groups read it
+    static constexpr int kGroupFloats = kKP + kKeys * kDh;  // K or P, then V
+    static constexpr int kGroup0 = kQ + kQueries * kStride;
     static constexpr int kFloats = kGroup0 + kKeyGroups * kGroupFloats;
     static constexpr std::size_t kBytes = sizeof(float) * kFloats;
-    // A group's region: K (kFlashKeys, kStride) or P (kFlashQueries, kPStride) at 0, V at kKP.
+    static_assert(static_cast<long long>(kBytes) == flash_shared_bytes(kDh, kQueries, kKeys),
+                  "kernels.h's flash_shared_bytes is this layout's size");
+    // A group's region: K (kKeys, kStride) or P (kQueries, kPStride) at 0, V at kKP.
     PLAB_HD static constexpr int group(int g) { return kGroup0 + g * kGroupFloats; }
     // At the end, group 1 hands its running max, sum shares and outputs to
-    // group 0 through its own region: (2 + Dh/8) x 4 values a thread.
-    static constexpr int kHandoff =
-        kGroupThreads * kRowsPerThread * (2 + FlashColumns<kDh>::kCount);
-    static_assert(kHandoff <= kGroupFloats);
+    // group 0 through the whole buffer (nobody reads a tile any more):
+    // (2 + Dh/8) values a row of a thread.
+    static constexpr int kHandoff = kGroupThreads * FlashThread<kQueries, kKeys>::kRowsPerThread *
+                                    (2 + FlashColumns<kDh>::kCount);
+    static_assert(kHandoff <= kFloats);
 };
 
 // Max and sum over the 8 lanes of a row (tx = lane % 8): a butterfly, so
@@ -174,15 +196,38 @@ __device__ __forceinline__ void load_floats(float* dst, const float* src) {
     }
 }
 
+// n components of a row starting at component d of dh: one load_floats, or
+// in a padded bucket (dh < the compiled size) one float at a time, zero past
+// dh (rows are dh apart, so not 16-byte aligned in general).
+template <int n>
+__device__ __forceinline__ void load_row(float* dst, const float* src, int d, int dh, bool padded) {
+    if (!padded) {
+        load_floats<n>(dst, src);
+    } else {
+        PLAB_UNROLL
+        for (int e = 0; e < n; ++e) dst[e] = d + e < dh ? src[e] : 0.0f;
+    }
+}
+
 // Launch bounds: two blocks a multiprocessor (128 registers a thread) where
 // their shared memory lets two fit; Dh >= 96 fits one, so it may use 255.
-template <int kDh>
+// kDh is the compiled size; s.head_dim may be smaller (a padded bucket: its
+// loads read s.head_dim components a row and zero the rest, its output
+// columns past s.head_dim are not written). At s.head_dim == kDh every
+// operation is the one it was before buckets existed: the same bits.
+template <int kDh, int kQueries, int kKeys>
 __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
     attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
                            const int32_t* block_table, AttentionShape s,
                            unsigned long long* tile_counts) {
-    using L = FlashLayout<kDh>;
+    using L = FlashLayout<kDh, kQueries, kKeys>;
     using C = FlashColumns<kDh>;
+    constexpr int kRowsPerThread = FlashThread<kQueries, kKeys>::kRowsPerThread;
+    constexpr int kKeysPerThread = FlashThread<kQueries, kKeys>::kKeysPerThread;
+    constexpr int kFlashQueries = kQueries;
+    constexpr int kFlashKeys = kKeys;
+    const int dh = s.head_dim;  // == kDh, or fewer in a padded bucket
+    const bool padded = dh != kDh;
     constexpr int kVec = L::kVec ? 4 : 1;                             // floats per load along d
     const int group = static_cast<int>(threadIdx.x) / kGroupThreads;  // 0 or 1
     const int t = static_cast<int>(threadIdx.x) % kGroupThreads;      // thread within the group
@@ -221,7 +266,8 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
         const int i = first_query + r;
         float x[kVec] = {};
         if (i < s.n_queries)
-            load_floats<kVec>(x, q + (static_cast<long long>(i) * s.n_heads + h) * kDh + d);
+            load_row<kVec>(x, q + (static_cast<long long>(i) * s.n_heads + h) * dh + d, d, dh,
+                           padded);
         PLAB_UNROLL
         for (int v = 0; v < kVec; ++v) q_tile[r * L::kStride + d + v] = x[v] * s.scale;
     }
@@ -264,10 +310,9 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
                 float kx[kVec] = {}, vx[kVec] = {};
                 if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
                     const long long base =
-                        kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, kDh) +
-                        d;
-                    load_floats<kVec>(kx, k_pool + base);
-                    load_floats<kVec>(vx, v_pool + base);
+                        kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, dh) + d;
+                    load_row<kVec>(kx, k_pool + base, d, dh, padded);
+                    load_row<kVec>(vx, v_pool + base, d, dh, padded);
                 }
                 PLAB_UNROLL
                 for (int v = 0; v < kVec; ++v) {
@@ -384,7 +429,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
     // 7. Group 1 hands its state to group 0 (through its own region, free
     //    now), which merges it: m = max(m0, m1), each part scaled by
     //    exp(m_part - m), group 0's first — one order for every chunking.
-    float* handoff = tiles + L::group(1);
+    float* handoff = tiles;
     constexpr int kValues = 2 + C::kCount;  // m, l, the outputs: per row
     if (group == 1) {
         PLAB_UNROLL
@@ -410,70 +455,108 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
         const float denominator = row_sum(share);  // every lane, before the branch
         const int i = first_query + ty + kRowGroups * r;
         if (i >= s.n_queries) continue;
-        float* o = out + (static_cast<long long>(i) * s.n_heads + h) * kDh;
+        float* o = out + (static_cast<long long>(i) * s.n_heads + h) * dh;
         PLAB_UNROLL
         for (int c = 0; c < C::kCount; ++c) {
             const int col = C::column(tx, c);
             const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
-            if (col < kDh) o[col] = a / denominator;
+            if (col < dh) o[col] = a / denominator;
         }
     }
 }
 
 // The launch of one instantiation: a block per (query tile, head), 8 warps.
-template <int kDh>
+template <int kDh, int kQueries, int kKeys>
 void launch_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                   const int32_t* block_table, const AttentionShape& s,
                   unsigned long long* tile_counts) {
-    static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ">";
-    constexpr std::size_t dynamic_bytes = FlashLayout<kDh>::kBytes;
-    // The tiles against the device's limit; opts in past 48 KiB (Dh >= 48).
-    // On every launch, not once behind a std::call_once: on the H200 the
-    // once-guarded opt-in did not reach the launched kernel (its maximum still
-    // read 45056 B at the failing launch), and the two runtime calls cost
-    // microseconds against a kernel of tens.
-    simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh>, dynamic_bytes);
-    const long long blocks =
-        static_cast<long long>(blocks_for(s.n_queries, kFlashQueries)) * s.n_heads;
+    static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ", " +
+                                    std::to_string(kQueries) + ", " + std::to_string(kKeys) + ">";
+    constexpr std::size_t dynamic_bytes = FlashLayout<kDh, kQueries, kKeys>::kBytes;
+    // The tiles against the device's limit; opts in past 48 KiB. Once per
+    // instantiation (a function-local static; retried if it threw), not on
+    // every launch: the attribute stays set for the process. (An earlier
+    // once-guarded opt-in "did not reach" the kernel on the H200 because the
+    // linker had merged the native and emulated copies of the helper; the
+    // per-build namespace of simt.h has kept them apart since.)
+    static const bool opted_in = [] {
+        simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys>,
+                                    dynamic_bytes);
+        return true;
+    }();
+    (void)opted_in;
+    const long long blocks = static_cast<long long>(blocks_for(s.n_queries, kQueries)) * s.n_heads;
     PLAB_CHECK(blocks <= 0x7fffffffLL, "attention_flash: " << blocks
                                                            << " blocks (query tiles x heads) "
                                                               "exceed the grid's 2^31 - 1");
-    simt::launch(name.c_str(), attention_flash_kernel<kDh>, dim3(static_cast<unsigned>(blocks)),
-                 dim3(kFlashThreads), dynamic_bytes, out, q, k_pool, v_pool, block_table, s,
-                 tile_counts);
+    simt::launch(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys>,
+                 dim3(static_cast<unsigned>(blocks)), dim3(kFlashThreads), dynamic_bytes, out, q,
+                 k_pool, v_pool, block_table, s, tile_counts);
 }
 
-std::string supported_head_dims() {
-    std::string text;
-    for (int dh : kFlashHeadDims) text += (text.empty() ? "" : ", ") + std::to_string(dh);
-    return text;
+// The device's per-block shared-memory limit (with opt-in), asked once, and
+// the largest of kFlashSharedLimits at or under it: the tiles compiled for it.
+long long flash_shared_limit() {
+    static const long long limit = [] {
+        int device = 0, optin = 0;
+        PLAB_CUDA_CHECK(cudaGetDevice(&device));
+        PLAB_CUDA_CHECK(
+            cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+        long long best = 0;
+        for (long long l : kFlashSharedLimits)
+            if (l <= optin && l > best) best = l;
+        PLAB_CHECK(best > 0,
+                   "the gpu backend's flash attention needs 64 KiB of shared memory a "
+                   "block (sm_75 and later); this device gives "
+                       << optin << " B: use gpu-ref");
+        return best;
+    }();
+    return limit;
 }
 
-// Calls f(std::integral_constant<int, Dh>) for the listed Dh equal to head_dim.
+// Calls f(std::integral_constant<int, I>) for the index I of kFlashHeadDims x
+// kFlashSharedLimits (bucket-major) equal to (bucket, limit): one
+// instantiation per bucket and limit, the same tiles compiled once.
+constexpr std::size_t kLimits = std::size(kFlashSharedLimits);
+template <std::size_t I>
+constexpr FlashTiles tiles_of() {
+    return flash_tiles_for(kFlashHeadDims[I / kLimits], kFlashSharedLimits[I % kLimits]);
+}
 template <typename F, std::size_t... I>
-bool dispatch_head_dim(int head_dim, F&& f, std::index_sequence<I...>) {
-    return ((head_dim == kFlashHeadDims[I]
-                 ? (f(std::integral_constant<int, kFlashHeadDims[I]>{}), true)
+bool dispatch_tiles(int bucket, long long limit, F&& f, std::index_sequence<I...>) {
+    return ((bucket == kFlashHeadDims[I / kLimits] && limit == kFlashSharedLimits[I % kLimits]
+                 ? (f(std::integral_constant<std::size_t, I>{}), true)
                  : false) ||
             ...);
-}
-template <typename F>
-bool dispatch_head_dim(int head_dim, F&& f) {
-    return dispatch_head_dim(head_dim, f, std::make_index_sequence<std::size(kFlashHeadDims)>{});
 }
 
 }  // namespace
 
-void launch_attention_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
-                            const int32_t* block_table, const AttentionShape& s,
-                            unsigned long long* tile_counts) {
-    const bool launched = dispatch_head_dim(s.head_dim, [&](auto dh) {
-        launch_flash<decltype(dh)::value>(out, q, k_pool, v_pool, block_table, s, tile_counts);
-    });
-    PLAB_CHECK(launched, "the gpu backend's flash attention is compiled for head_dim "
-                             << supported_head_dims() << "; this model has head_dim " << s.head_dim
-                             << ": use gpu-ref, or add " << s.head_dim
-                             << " to kFlashHeadDims in kernels/kernels.h");
+FlashTiles flash_tiles(int head_dim) {
+    PLAB_CHECK(head_dim >= 1 && head_dim <= kFlashMaxHeadDim,
+               "the gpu backend's flash attention takes head_dim 1 to "
+                   << kFlashMaxHeadDim << "; this model has head_dim " << head_dim
+                   << ": use gpu-ref");
+    const FlashTiles t = flash_tiles_for(flash_bucket(head_dim), flash_shared_limit());
+    PLAB_ASSERT(t.queries > 0);
+    return t;
+}
+
+FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
+                                  const float* v_pool, const int32_t* block_table,
+                                  const AttentionShape& s, unsigned long long* tile_counts) {
+    const FlashTiles tiles = flash_tiles(s.head_dim);
+    const bool launched = dispatch_tiles(
+        tiles.head_dim, flash_shared_limit(),
+        [&](auto index) {
+            constexpr FlashTiles t = tiles_of<decltype(index)::value>();
+            static_assert(t.queries > 0, "every bucket has tiles under every limit");
+            launch_flash<t.head_dim, t.queries, t.keys>(out, q, k_pool, v_pool, block_table, s,
+                                                        tile_counts);
+        },
+        std::make_index_sequence<std::size(kFlashHeadDims) * kLimits>{});
+    PLAB_ASSERT(launched);
+    return tiles;
 }
 
 }  // namespace plab::PLAB_SIMT_NS

@@ -378,7 +378,7 @@ public:
         if (variant_ == GpuVariant::reference) return {};
         unsigned long long c[3] = {0, 0, 0};
         PLAB_CUDA_CHECK(cudaMemcpy(c, tile_counts_, sizeof c, cudaMemcpyDeviceToHost));
-        return {kFlashQueries, kFlashKeys, static_cast<long long>(c[0]),
+        return {flash_tiles_.queries, flash_tiles_.keys, static_cast<long long>(c[0]),
                 static_cast<long long>(c[1]), static_cast<long long>(c[2])};
     }
     bool times_device_ops() const override { return true; }
@@ -442,8 +442,8 @@ private:
             launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
                                  scores_bytes(s));
         } else {
-            launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
-                                   tile_counts_);
+            flash_tiles_ = launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data,
+                                                  d_table, ds, tile_counts_);
         }
     }
 
@@ -479,7 +479,8 @@ private:
     int32_t* results_ = nullptr;                 // argmax: one index per row, on the device
     std::size_t results_capacity_ = 0;           // rows results_ holds
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
-    OpClock clock_;                              // device-side op timing, while clock_.on
+    FlashTiles flash_tiles_;  // the tiles of the last flash launch (they depend on Dh and device)
+    OpClock clock_;           // device-side op timing, while clock_.on
     // Integer arrays on the device, copied again only when they change:
     ResidentArray<int32_t> tokens_;           // the chunk's token ids (embed)
     ResidentArray<int32_t> slots_;            // the chunk's KV slots (kv_append, every layer)

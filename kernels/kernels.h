@@ -20,8 +20,9 @@
 //                       max in parallel, j-order sums (core/attention_math.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
 //                       2018; FlashAttention, Dao et al. 2022); 4 rows x 8 keys a thread
-//                       in registers, two warp groups on alternate key tiles; Dh a
-//                       template parameter, launched by launch_attention_flash below
+//                       in registers, two warp groups on alternate key tiles; Dh and
+//                       the tiles template parameters, chosen per device by
+//                       launch_attention_flash below
 //   swiglu.cu, add.cu, fill.cu   elementwise
 //   argmax.cu           ref: one thread scans | fast: block reduction of (value, index)
 //   // clang-format on
@@ -43,15 +44,63 @@ namespace plab::PLAB_SIMT_NS {
 
 constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
-constexpr int kFlashQueries = 64;      // attention_flash: queries per block (the query tile)
-constexpr int kFlashKeys = 64;         // attention_flash: keys per shared-memory tile
 constexpr int kFlashWarps = 8;         // attention_flash: warps per block (2 groups of 4)
 // The head dims attention_flash is compiled for, one kernel instantiation each
 // (the only list: the dispatch, the error message and the tests read it).
 // 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
 // (assets/), 48 stories15M's, 64..128 common Llama-family sizes; 2..8 the
-// tiny random test models'. Another Dh: add it here (gpu-ref takes any Dh).
+// tiny random test models'.
+// Any other head_dim from 1 to kFlashMaxHeadDim runs on the smallest listed
+// size above it, its extra components zero (issue 47): a padded bucket adds
+// q·0·k = +0 to each score and never writes its extra output columns.
 inline constexpr int kFlashHeadDims[] = {1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128};
+// 160, 192 and 256 buckets compile and fit every profile, but gave wrong
+// outputs under the emulator (issue 47, left open): up to 128 for now.
+constexpr int kFlashMaxHeadDim = 128;
+// The compiled size a head_dim runs on (0 past kFlashMaxHeadDim).
+constexpr int flash_bucket(int head_dim) {
+    for (int dh : kFlashHeadDims)
+        if (dh >= head_dim) return dh;
+    return 0;
+}
+
+// The tiles of one attention_flash launch: queries a block (the query tile),
+// keys a shared-memory tile, and the dynamic shared memory they take.
+struct FlashTiles {
+    int head_dim = 0;  // the compiled size (flash_bucket)
+    int queries = 0, keys = 0;
+    long long shared_bytes = 0;
+};
+// Dynamic shared memory of a block at compiled size dh with q x k tiles, in
+// bytes (attention_flash.cu's FlashLayout, which static_asserts it): the Q
+// tile, and per warp group a K tile (later its P, q x (k + 4)) and a V tile;
+// rows padded to dh + 4 floats (dh + 1 when dh is not a multiple of 4).
+constexpr long long flash_shared_bytes(int dh, int queries, int keys) {
+    const long long stride = dh % 4 == 0 ? dh + 4 : dh + 1;
+    const long long kp =
+        keys * stride > queries * (keys + 4LL) ? keys * stride : queries * (keys + 4LL);
+    return 4 * (queries * stride + 2 * (kp + keys * dh));
+}
+// The per-block shared-memory limits (with opt-in) of the architectures the
+// build targets: sm_75 64 KiB, sm_86/89 99 KiB, sm_80 163 KiB, sm_90 227 KiB.
+// Tiles are compiled for each; a device with another limit takes the tiles of
+// the largest of these at or under its own.
+inline constexpr long long kFlashSharedLimits[] = {64 * 1024, 99 * 1024, 163 * 1024, 227 * 1024};
+// The tiles for compiled size dh under a per-block limit: the largest that
+// fit, shrinking the query tile first (64, 32, 16 rows: a row's sums do not
+// depend on it), then the key tile (64, 32, 16, 8 keys: this changes the
+// order of a row's sums, so the bits; see kernels/README.md). {} when none fits.
+constexpr FlashTiles flash_tiles_for(int dh, long long limit_bytes) {
+    for (int keys = 64; keys >= 8; keys /= 2)
+        for (int queries = 64; queries >= 16; queries /= 2)
+            if (flash_shared_bytes(dh, queries, keys) <= limit_bytes)
+                return {dh, queries, keys, flash_shared_bytes(dh, queries, keys)};
+    return {};
+}
+// The tiles launch_attention_flash uses for head_dim on this device (its
+// shared-memory limit queried once); a plab::Error when head_dim is outside
+// 1..kFlashMaxHeadDim or the device has under 64 KiB a block.
+FlashTiles flash_tiles(int head_dim);
 
 // out (C, D) = table (V, D) rows tokens[0..C)
 __global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,
@@ -128,13 +177,15 @@ void launch_attention_ref(float* out, const float* q, const float* k_pool, const
 void launch_attention_probs(float* probs, float* scores_out, const float* q, const float* k_pool,
                             const int32_t* block_table, const AttentionShape& s, int head,
                             std::size_t scores_bytes);
-// attention_flash_kernel<Dh> with its launch configuration (grid, block, shared
-// memory opt-in, the Dh dispatch); out, q, pools, block_table as attention_ref.
-// tile_counts (3): key tiles skipped (empty), partial, full — added to, never
-// reset here. A head_dim outside kFlashHeadDims is a plab::Error naming them.
-void launch_attention_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
-                            const int32_t* block_table, const AttentionShape& s,
-                            unsigned long long* tile_counts);
+// attention_flash_kernel<Dh, queries, keys> with its launch configuration
+// (grid, block, the tiles of flash_tiles, the shared-memory opt-in once per
+// instantiation, the Dh dispatch); out, q, pools, block_table as
+// attention_ref. tile_counts (3): key tiles skipped (empty), partial, full —
+// added to, never reset here. Returns the tiles it used. A head_dim outside
+// 1..kFlashMaxHeadDim is a plab::Error naming the range.
+FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
+                                  const float* v_pool, const int32_t* block_table,
+                                  const AttentionShape& s, unsigned long long* tile_counts);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

@@ -24,7 +24,9 @@
 //
 // Shared memory limits (issue 14): a block gets its static __shared__ bytes
 // plus the launch's dynamic bytes, and by default the two together may not
-// exceed 48 KiB. More (up to the device's opt-in maximum, 227 KiB on sm_90)
+// exceed 48 KiB. More (up to the device's opt-in maximum: 64 KiB on sm_75,
+// 163 KiB on sm_80, 99 KiB on sm_86/89, 227 KiB on sm_90; the emulator
+// models each, PLAB_SIMT_ARCH chooses, issue 47)
 // needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 // bytes) first. The emulator enforces the same rule with the same numbers, so a
 // kernel that forgets the opt-in fails here, naming itself, and not first on a
@@ -336,15 +338,45 @@ cudaError_t cudaGetLastError();
 const char* cudaGetErrorName(cudaError_t err);
 const char* cudaGetErrorString(cudaError_t err);
 
-// The emulated device's limits: sm_90's (H100/H200).
+// The emulated device's limits, one profile per architecture the native build
+// targets (issue 47), chosen by PLAB_SIMT_ARCH=sm_75|sm_80|sm_86|sm_89|sm_90
+// in the environment (default sm_90): what cudaDeviceGetAttribute answers and
+// what a launch is checked against, so a kernel that asks more shared memory
+// than a T4 gives fails here, on every machine, and not first in a classroom.
+// Numbers: the CUDA C++ Programming Guide's table of compute capabilities
+// (shared memory per block with opt-in, per multiprocessor) and one card of
+// each (SM count): T4, A100, RTX 3090, RTX 4090, H100/H200 SXM.
 constexpr std::size_t kDefaultSharedBytes = 48 * 1024;  // static + dynamic, without opt-in
-constexpr std::size_t kOptinSharedBytes = 227 * 1024;   // sharedMemPerBlockOptin
-constexpr int kMultiprocessors = 132;                   // an H100 / H200 SXM
+struct ArchProfile {
+    const char* name;              // "sm_90"
+    const char* card;              // the card whose SM count it has
+    std::size_t shared_per_block;  // sharedMemPerBlockOptin: static + dynamic, after opt-in
+    std::size_t shared_per_sm;     // sharedMemPerMultiprocessor
+    int multiprocessors;           // multiProcessorCount
+    int warp_size;                 // 32 on every NVIDIA GPU
+};
+// clang-format off
+inline constexpr ArchProfile kArchProfiles[] = {
+    {"sm_75", "T4",        64 * 1024,  64 * 1024,  40, 32},
+    {"sm_80", "A100",     163 * 1024, 164 * 1024, 108, 32},
+    {"sm_86", "RTX 3090",  99 * 1024, 100 * 1024,  82, 32},
+    {"sm_89", "RTX 4090",  99 * 1024, 100 * 1024, 128, 32},
+    {"sm_90", "H100/H200 SXM", 227 * 1024, 228 * 1024, 132, 32},
+};
+// clang-format on
+// The profile in use: PLAB_SIMT_ARCH, read once (an unknown name is a
+// plab::Error listing the valid ones), unless set_arch_profile changed it.
+const ArchProfile& arch_profile();
+// Switches the emulated device (tests); returns the previous profile's name.
+// Kernels opted in before keep their attribute, checked against the new limit.
+const char* set_arch_profile(const char* name);
 
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaDeviceAttr {
     cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrWarpSize = 10,
     cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
     cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 };
 struct cudaFuncAttributes {
@@ -373,7 +405,8 @@ template <typename... Params>
 cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute attr, int value) {
     const auto key = reinterpret_cast<std::uintptr_t>(kernel);
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
-        static_cast<std::size_t>(value) + known_static_shared(key) > kOptinSharedBytes) {
+        static_cast<std::size_t>(value) + known_static_shared(key) >
+            arch_profile().shared_per_block) {
         return cudaErrorInvalidValue;
     }
     set_max_dynamic_shared(key, value);
@@ -383,7 +416,9 @@ cudaError_t cudaFuncSetAttribute(void (*kernel)(Params...), cudaFuncAttribute at
 
 using plab::simt::cudaDevAttrMaxSharedMemoryPerBlock;
 using plab::simt::cudaDevAttrMaxSharedMemoryPerBlockOptin;
+using plab::simt::cudaDevAttrMaxSharedMemoryPerMultiprocessor;
 using plab::simt::cudaDevAttrMultiProcessorCount;
+using plab::simt::cudaDevAttrWarpSize;
 using plab::simt::cudaDeviceAttr;
 using plab::simt::cudaDeviceGetAttribute;
 using plab::simt::cudaDeviceSynchronize;

@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -137,11 +138,13 @@ std::string shared_memory_problem(std::size_t static_bytes, std::size_t dynamic_
                                   long long max_dynamic) {
     std::ostringstream os;
     const std::size_t total = static_bytes + dynamic_bytes;
-    if (total > kOptinSharedBytes) {
+    const ArchProfile& arch = arch_profile();
+    if (total > arch.shared_per_block) {
         os << "needs " << static_bytes << " B static + " << dynamic_bytes
-           << " B dynamic = " << total
-           << " B of shared memory per block; the device allows at most " << kOptinSharedBytes
-           << " B (227 KiB, sm_90) even with cudaFuncSetAttribute";
+           << " B dynamic = " << total << " B of shared memory per block; the emulated "
+           << arch.name << " device (" << arch.card << ", PLAB_SIMT_ARCH) allows at most "
+           << arch.shared_per_block << " B (" << arch.shared_per_block / 1024
+           << " KiB) even with cudaFuncSetAttribute";
     } else if (max_dynamic < 0 && total > kDefaultSharedBytes) {
         os << "needs " << static_bytes << " B static + " << dynamic_bytes
            << " B dynamic = " << total << " B of shared memory per block, over the "
@@ -456,6 +459,39 @@ bool static_shared_known(std::uintptr_t kernel) {
     return limits_of(kernel).static_known;
 }
 
+// ---- the emulated device: one architecture profile ---------------------------
+namespace {
+const ArchProfile* find_profile(const char* name) {
+    for (const ArchProfile& p : kArchProfiles)
+        if (std::strcmp(p.name, name) == 0) return &p;
+    std::string valid;
+    for (const ArchProfile& p : kArchProfiles)
+        valid += (valid.empty() ? "" : "|") + std::string(p.name);
+    PLAB_CHECK(false,
+               "PLAB_SIMT_ARCH=" << name << " is not an emulated architecture; use " << valid);
+    return nullptr;
+}
+std::mutex g_arch_mutex;
+const ArchProfile* g_arch = nullptr;
+}  // namespace
+
+const ArchProfile& arch_profile() {
+    std::lock_guard<std::mutex> lock(g_arch_mutex);
+    if (g_arch == nullptr) {
+        const char* env = std::getenv("PLAB_SIMT_ARCH");
+        g_arch = find_profile(env != nullptr && env[0] != '\0' ? env : "sm_90");
+    }
+    return *g_arch;
+}
+
+const char* set_arch_profile(const char* name) {
+    const char* previous = arch_profile().name;
+    const ArchProfile* next = find_profile(name);
+    std::lock_guard<std::mutex> lock(g_arch_mutex);
+    g_arch = next;
+    return previous;
+}
+
 // ---- device memory: host memory with a little bookkeeping -----------------------
 namespace {
 std::mutex g_alloc_mutex;
@@ -507,10 +543,16 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
             *value = static_cast<int>(kDefaultSharedBytes);
             return cudaSuccess;
         case cudaDevAttrMaxSharedMemoryPerBlockOptin:
-            *value = static_cast<int>(kOptinSharedBytes);
+            *value = static_cast<int>(arch_profile().shared_per_block);
+            return cudaSuccess;
+        case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+            *value = static_cast<int>(arch_profile().shared_per_sm);
             return cudaSuccess;
         case cudaDevAttrMultiProcessorCount:
-            *value = kMultiprocessors;
+            *value = arch_profile().multiprocessors;
+            return cudaSuccess;
+        case cudaDevAttrWarpSize:
+            *value = arch_profile().warp_size;
             return cudaSuccess;
     }
     return g_last_error = cudaErrorInvalidValue;

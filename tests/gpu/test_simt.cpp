@@ -371,3 +371,73 @@ TEST_CASE("simt: a launch that opts in to more shared memory runs, up to the dev
     cudaFree(d_in);
     cudaFree(d_out);
 }
+
+// Issue 47: the emulator models each architecture the native build targets
+// (PLAB_SIMT_ARCH) and answers the device queries with its numbers; a launch
+// that asks more shared memory than the profile gives a block is refused with
+// the profile named — the bug a T4 would show (flash attention's 64x64 tiles
+// took 84,992 B at Dh = 64), planted here on a test kernel.
+TEST_CASE("simt: architecture profiles, and a launch over the profile shared memory is refused",
+          "[gpu][simt][shared_memory][arch]") {
+    namespace simt = plab::simt;
+    struct Restore {
+        const char* name;
+        ~Restore() { simt::set_arch_profile(name); }
+    } restore{simt::set_arch_profile("sm_90")};
+    // 1. Every profile's attributes, as cudaDeviceGetAttribute reports them.
+    for (const simt::ArchProfile& p : simt::kArchProfiles) {
+        simt::set_arch_profile(p.name);
+        INFO(p.name);
+        int v = 0;
+        REQUIRE(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) ==
+                cudaSuccess);
+        REQUIRE(v == static_cast<int>(p.shared_per_block));
+        REQUIRE(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0) ==
+                cudaSuccess);
+        REQUIRE(v == static_cast<int>(p.shared_per_sm));
+        REQUIRE(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+        REQUIRE(v == p.multiprocessors);
+        REQUIRE(cudaDeviceGetAttribute(&v, cudaDevAttrWarpSize, 0) == cudaSuccess);
+        REQUIRE(v == 32);
+        REQUIRE(cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlock, 0) == cudaSuccess);
+        REQUIRE(v == 48 * 1024);
+    }
+    REQUIRE(std::string(simt::set_arch_profile("sm_75")) == "sm_90");  // the last one set
+    REQUIRE(simt::arch_profile().shared_per_block == 64 * 1024);
+
+    // 2. On sm_75 (64 KiB a block): 16 KiB static + 48 KiB dynamic fits, opted in.
+    const int threads = 64;
+    const auto in = plab::test::random_floats(kStaticFloats, 47);
+    float* d_in = to_device(in);
+    float* d_out = to_device(std::vector<float>(threads, NAN));
+    const int fits = 48 * 1024 / 4, over = 56 * 1024 / 4;  // 64 KiB, 72 KiB in all
+    simt::reserve_shared_memory("big_shared_kernel<6>", big_shared_kernel<6>,
+                                std::size_t(fits) * 4);
+    PLAB_LAUNCH(big_shared_kernel<6>, 1, threads, std::size_t(fits) * 4, d_out, d_in, fits);
+    REQUIRE(to_host(d_out, threads) == big_shared_expected(in, fits, threads));
+    // 3. The planted bug: 72 KiB, more than sm_75 gives, launched anyway: refused.
+    REQUIRE_THROWS_WITH(
+        PLAB_LAUNCH(big_shared_kernel<6>, 1, threads, std::size_t(over) * 4, d_out, d_in, over),
+        Contains("big_shared_kernel<6>") && Contains("16384 B static + 57344 B dynamic") &&
+            Contains("the emulated sm_75 device (T4, PLAB_SIMT_ARCH) allows at most 65536 B"));
+    // ... and the opt-in helper refuses it first, in one line.
+    plab::test::require_error(
+        [&] {
+            simt::reserve_shared_memory("big_shared_kernel<6>", big_shared_kernel<6>,
+                                        std::size_t(over) * 4);
+        },
+        "kernel big_shared_kernel<6> needs 16384 B of static and 57344 B of dynamic shared "
+        "memory per block; this (emulated) device allows at most 65536 B in all");
+    // 4. The same launch on sm_86 (99 KiB) runs once opted in.
+    simt::set_arch_profile("sm_86");
+    simt::reserve_shared_memory("big_shared_kernel<6>", big_shared_kernel<6>,
+                                std::size_t(over) * 4);
+    PLAB_LAUNCH(big_shared_kernel<6>, 1, threads, std::size_t(over) * 4, d_out, d_in, over);
+    REQUIRE(to_host(d_out, threads) == big_shared_expected(in, over, threads));
+    // 5. An unknown name is one clear error listing the valid ones.
+    plab::test::require_error([] { simt::set_arch_profile("sm_70"); },
+                              "PLAB_SIMT_ARCH=sm_70 is not an emulated architecture; use "
+                              "sm_75|sm_80|sm_86|sm_89|sm_90");
+    cudaFree(d_in);
+    cudaFree(d_out);
+}
