@@ -69,7 +69,10 @@ std::string describe_changes(const ViewerState& a, const ViewerState& b) {
     change(out, "toy queries", floats(a.toy.queries), floats(b.toy.queries));
     change(out, "toy keys", floats(a.toy.keys), floats(b.toy.keys));
     change(out, "toy chunks", a.toy_chunks, b.toy_chunks);
-    change(out, "step", a.stage, b.stage);
+    auto step = [](int s) {
+        return s == kOpeningStage ? std::string("opening") : std::to_string(s);
+    };
+    change(out, "step", step(a.stage), step(b.stage));
     change(out, "layer", a.attn_layer, b.attn_layer);
     change(out, "head", a.attn_head, b.attn_head);
     return out;

@@ -53,10 +53,16 @@ struct LessonPane {
     int click_stable_frames = 0;  // frames the button has stayed at click_rect
     float click_rect[4] = {0, 0, 0, 0};
     LessonLayout layout;
+    // Headless runs lay out every block each frame (none stood in for by its height), so
+    // the layout self-check reads the whole lesson, not the screenful in view.
+    bool draw_all = false;
     std::vector<float> block_heights;       // each block's height when last drawn (-1: not yet)
     float heights_width = 0;                // the text width they were measured at
     int mono_font = -1, heading_font = -1;  // indices into the font atlas; -1: the default
 };
+
+// A code line wider than the pane goes on under this marker (panel_lesson.cpp): ↪.
+inline constexpr const char* kCodeWrapMarker = "\xe2\x86\xaa";
 
 // Builds the pane for lesson `given.lesson` (reads lessons/NN-*.md; plab::Error when
 // the folder or file is missing or a Try step is malformed).

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -38,9 +39,12 @@
 #include "app/fonts.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
+#include "app/serving_scenario.h"
 #include "app/view_command.h"
+#include "checks/self_check.h"
 #include "core/error.h"
 #include "model/model_io.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -181,6 +185,7 @@ void draw_panel(const Snapshot& snap, ViewerState& state) {
 void draw_panel_side(const Snapshot& snap, ViewerState& state) {
     draw_controls(snap, state);
     ImGui::Separator();
+    const ProbeScope scope(std::string(scene_name(state.scene)) + " panel");
     // A panel wider than the window (a projector's scale on a small screen) scrolls
     // sideways instead of being cut off.
     ImGui::BeginChild("panel", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
@@ -218,10 +223,11 @@ void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane&
 // Lesson mode for a lesson no panel teaches (6, 8, 12): its command named on top,
 // the text filling the window (no tabs: no panel belongs to it).
 void draw_lesson_alone(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
-    ImGui::TextColored(ImColor(colour::kClose),
-                       "Lesson %d has no panel: it is taught by `%s`. Run it in a terminal; "
-                       "the lesson shows what it prints and what to read in it.",
-                       lesson.lesson, lesson.taught_by.c_str());
+    wrapped_text("Lesson " + std::to_string(lesson.lesson) + " has no panel: it is taught by `" +
+                     lesson.taught_by +
+                     "`. Run it in a terminal; the lesson shows what it prints and what to read "
+                     "in it.",
+                 colour::kClose);
     ImGui::Separator();
     ImGui::BeginChild("lesson", ImVec2(0, 0), true);
     const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
@@ -311,12 +317,13 @@ ScaleProbe probe_sizes(const ViewerState& state) {
     return p;
 }
 
-// Every window of the last frame inside the display, and nothing drawn past a window's
-// right or bottom edge where the window cannot scroll to it: asked of ImGui's own
-// windows (their rectangles, and the furthest point their items reached). A child
-// window its parent has scrolled partly out of view is the parent's business (the
-// parent scrolls); `sideways` counts the windows that needed a horizontal scrollbar.
-std::string clipped_items(int& sideways) {
+// Every window of the last frame, for the layout self-check (check_layout): inside the
+// display, and nothing drawn past its right or bottom edge where it cannot scroll to it
+// (asked of ImGui's own windows: their rectangles and the furthest point their items
+// reached), and whether it needed a horizontal scrollbar (a panel or the lesson text
+// scrolled sideways hides part of itself: a failure too). A child window its parent
+// has scrolled partly out of view is the parent's business (the parent scrolls).
+void record_windows(LayoutRecord& record, int& sideways) {
     const ImGuiContext& g = *GImGui;
     sideways = 0;
     const float slack = 1.0f;  // sub-pixel rounding of window positions
@@ -330,18 +337,18 @@ std::string clipped_items(int& sideways) {
         r.Expand(-slack);
         const bool child = (w->Flags & ImGuiWindowFlags_ChildWindow) && w->ParentWindow;
         if (child && !w->ParentWindow->InnerClipRect.Contains(r)) continue;  // scrolled
-        std::ostringstream why;
-        if (!child && !display.Contains(r))
-            why << "window '" << w->Name << "' reaches past the display";
+        LayoutWindow lw;
+        lw.name = w->Name;
+        lw.outside_display = !child && !display.Contains(r);
+        lw.scrolls_sideways = w->ScrollbarX;
+        // A lesson's diagram wider than the pane scrolls in its own box (panel_lesson.cpp).
+        lw.sideways_allowed = std::strstr(w->Name, "/diagram_") != nullptr;
         const float over_x = w->DC.CursorMaxPos.x - w->InnerClipRect.Max.x;
         const float over_y = w->DC.CursorMaxPos.y - w->InnerClipRect.Max.y;
-        if (over_x > slack && !w->ScrollbarX)
-            why << "'" << w->Name << "' is cut off " << over_x << " px at its right edge";
-        if (over_y > slack && !w->ScrollbarY && !w->ScrollbarX)
-            why << "'" << w->Name << "' is cut off " << over_y << " px at its bottom edge";
-        if (!why.str().empty()) return why.str();
+        if (!w->ScrollbarX) lw.cut_right = std::max(0.0f, over_x);
+        if (!w->ScrollbarY && !w->ScrollbarX) lw.cut_bottom = std::max(0.0f, over_y);
+        record.windows.push_back(lw);
     }
-    return "";
 }
 
 // "font 16 -> 32 px (2.00x)": a size at scale 1 and at `scale`, and whether it grew by
@@ -436,6 +443,7 @@ int run(const Options& given) {
     // Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
     // a glyph; the lesson adds a bold font for headings and a monospace one for code.
     FontSet fonts(font_path, opt.font_size, lesson != nullptr);
+    if (lesson) fonts.add_text(kCodeWrapMarker);
     if (lesson)
         for (const LessonBlock& b : lesson->text.blocks) {
             fonts.add_text(b.text);
@@ -471,6 +479,11 @@ int run(const Options& given) {
     ScaleProbe at_one;
     std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
     ImGui_ImplGlfw_InitForOpenGL(window, true);
+    // issue 45: headless runs record what each frame lays out (panels/layout_probe.h);
+    // the last frame's record is checked as a reader would read it (check_layout).
+    LayoutRecord layout;
+    if (state.print_checks) set_layout_record(&layout);
+    if (lesson) lesson->draw_all = headless;  // every block laid out, so every block is checked
     ImGui_ImplOpenGL3_Init("#version 330 core");
 
     const std::vector<int> keys = opt.keys.empty() ? std::vector<int>{} : parse_keys(opt.keys);
@@ -552,6 +565,8 @@ int run(const Options& given) {
             io.KeyCtrl = (key & kCtrlKey) != 0;
         }
         ImGui::NewFrame();
+        layout.clear();
+        layout.char_width = ImGui::CalcTextSize("abcdefghijklmnopqrstuvwxyz").x / 26;
         if (!measure_scale || frame > 3) wanted_scale = scale_keys(scale, launch_scale);
         if (!io.KeyCtrl) handle_keys(snap, state);  // Ctrl 1..6 are not panel keys
         force_tab = force_tab || state.scene != forced;
@@ -611,19 +626,22 @@ int run(const Options& given) {
         const ScaleProbe now = probe_sizes(state);
         bool ok = true;
         const float s = scale;
-        std::string line = "scale: " + std::to_string(s).substr(0, 4) + " (--scale " + opt.scale +
-                           " x monitor " + std::to_string(content_scale).substr(0, 4) +
-                           "): " + ratio_text("font", at_one.font, now.font, s, 0.01f, ok) + ", " +
-                           ratio_text("frame height", at_one.frame_h, now.frame_h, s, 2, ok) +
-                           ", " +
-                           ratio_text("text width", at_one.text_w, now.text_w, s,
-                                      0.01f * s * at_one.text_w + 1, ok) +
-                           ", " +
-                           ratio_text("Reset button width", at_one.button_w, now.button_w, s,
-                                      2 + 0.01f * s * at_one.button_w, ok) +
-                           ", " + ratio_text("height", at_one.button_h, now.button_h, s, 2, ok);
+        std::string line =
+            "scale: " + std::to_string(s).substr(0, 4) + " (--scale " + opt.scale + " x monitor " +
+            std::to_string(content_scale).substr(0, 4) +
+            "): " + ratio_text("font", at_one.font, now.font, s, 0.01f, ok) + ", " +
+            ratio_text("frame height", at_one.frame_h, now.frame_h, s, 2, ok) + ", " +
+            ratio_text("text width", at_one.text_w, now.text_w, s, 0.01f * s * at_one.text_w + 1,
+                       ok) +
+            ", " +
+            (at_one.button_w > 0
+                 ? ratio_text("Reset button width", at_one.button_w, now.button_w, s,
+                              2 + 0.01f * s * at_one.button_w, ok) +
+                       ", " + ratio_text("height", at_one.button_h, now.button_h, s, 2, ok)
+                 : std::string("no Reset button in this view (a lesson alone)"));
         int sideways = 0;
-        const std::string clipped = clipped_items(sideways);
+        record_windows(layout, sideways);
+        const std::string clipped = window_failures(layout);
         ok = ok && clipped.empty();
         line += "; every window inside the " + std::to_string(opt.width) + "x" +
                 std::to_string(opt.height) + " window, nothing cut off at an edge (" +
@@ -633,13 +651,20 @@ int run(const Options& given) {
         state.checks_failed = state.checks_failed || !ok;
     } else if (headless || opt.frames > 0) {
         int sideways = 0;
-        const std::string clipped = clipped_items(sideways);
+        record_windows(layout, sideways);
+        const std::string clipped = window_failures(layout);
         std::printf(
             "layout: every window inside the %dx%d window at scale %.2f, nothing cut off "
             "at an edge (%d scrolled sideways): %s\n",
             opt.width, opt.height, scale, sideways,
             clipped.empty() ? "yes" : ("NO (" + clipped + ")").c_str());
         state.checks_failed = state.checks_failed || !clipped.empty();
+    }
+    if (headless || opt.frames > 0) {
+        // issue 45: every text, control, table and chart of the last frame, as read.
+        const CheckResult readable = check_layout(layout);
+        std::printf("%s\n", readable.line.c_str());
+        state.checks_failed = state.checks_failed || !readable.ok;
     }
     if (opt.print_command) {
         // issue 17: the command for this view, and the numbers it must reproduce.
@@ -648,6 +673,17 @@ int run(const Options& given) {
         std::printf("command: %s\n", words.empty() ? why_not.c_str() : shell_join(words).c_str());
         const std::string numbers = view_numbers(state, snap);
         if (!numbers.empty()) std::printf("viewer computed: %s\n", numbers.c_str());
+    }
+    if (headless && state.scene == Scene::kKv && state.serving_view && snap.serving.ready) {
+        // issue 45: the shared pool opens where blocks are shared (opening_stage).
+        const StepView v = step_view(snap, state);
+        const int most = opening_stage(snap.serving);
+        std::printf(
+            "kv pool: step in view %d of %d: %d blocks shared by several requests (the most, "
+            "%d, first after step %d)\n",
+            v.stages_done, v.n_stages,
+            shared_blocks(snap.serving.stages[static_cast<std::size_t>(v.stages_done)]),
+            shared_blocks(snap.serving.stages[static_cast<std::size_t>(most)]), most);
     }
     if (headless || !keys.empty()) {
         const StepView v = step_view(snap, state);

@@ -287,4 +287,22 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
     return out;
 }
 
+int shared_blocks(const ServingStage& stage) {
+    int n = 0;
+    for (const PoolBlock& b : stage.blocks) n += b.ref_count > 1 ? 1 : 0;
+    return n;
+}
+
+int opening_stage(const ServingSnapshot& sv) {
+    int best = 0, most = 0;
+    for (std::size_t k = 0; k < sv.stages.size(); ++k) {
+        const int n = shared_blocks(sv.stages[k]);
+        if (n > most) {
+            most = n;
+            best = static_cast<int>(k);
+        }
+    }
+    return best;
+}
+
 }  // namespace plab::viewer

@@ -49,6 +49,12 @@ struct HeatmapTexture {
     std::string key;  // what it shows: layer, head, prompt, plan, colour scale
 };
 
+// ViewerState::stage before anyone chose one: the scene's opening step (step_view): its
+// end, or in the KV panel's shared pool the first step that shares the most blocks
+// (serving_scenario.h's opening_stage), so a newcomer sees sharing, not the last step's
+// empty pool.
+inline constexpr int kOpeningStage = -1;
+
 struct ViewerState {
     Scene scene = Scene::kToy;
 
@@ -84,7 +90,7 @@ struct ViewerState {
     bool slow_refresh_announced = false;  // a "computing..." frame was shown before a slow refresh
 
     // ---- the step cursor: `stage` engine calls done, plus `layer` layers of the next
-    int stage = 1 << 20;  // starts at "everything done"; panels clamp it
+    int stage = kOpeningStage;  // panels clamp it
     int layer = 0;
     bool playing = false;
     double play_clock = 0;  // seconds since the last automatic step

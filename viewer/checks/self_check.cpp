@@ -345,7 +345,8 @@ CheckResult check_serving(const ServingSnapshot& sv) {
     long long preempted = 0, evictions = 0;
     for (std::size_t k = 0; k < sv.stages.size() && f.why.empty(); ++k) {
         const ServingStage& st = sv.stages[k];
-        const std::string at = k == 0 ? "before step 0" : "after step " + std::to_string(k - 1);
+        // Steps counted from 1, as the viewer's step counter and pool caption count them.
+        const std::string at = k == 0 ? "before step 1" : "after step " + std::to_string(k);
         if (static_cast<int>(st.blocks.size()) != sv.num_blocks) {
             f.add(at + ": " + std::to_string(st.blocks.size()) + " blocks for a pool of " +
                   std::to_string(sv.num_blocks));

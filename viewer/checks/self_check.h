@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/snapshot.h"
+#include "checks/layout_record.h"
 
 namespace plab::viewer {
 
@@ -64,5 +65,15 @@ CheckResult check_timeline(const TimelineSnapshot& tl);
 // preemptions imply; every step is within the token budget; the drawn
 // distributions' p50/p90/p99 are the report's summary.
 CheckResult check_replay(const ReplaySnapshot& rp);
+// What a frame laid out (issue 45, self_check_layout.cpp), as a reader sees it: every
+// window inside the display, none cut off or scrolled sideways; every text and control
+// inside the part of the screen it is drawn into; wrapped text broken between words,
+// never inside one ("positi/on"); every table column as wide as its widest word; chart
+// labels inside their chart, apart, and crossed by no line; every colour a chart asks a
+// legend for has an entry; every number shown for the step in view the same. The line
+// names the first failures; "...: yes" or "...: NO".
+CheckResult check_layout(const LayoutRecord& record);
+// The window rules alone ("" when they pass): the --scale line's "nothing cut off".
+std::string window_failures(const LayoutRecord& record);
 
 }  // namespace plab::viewer

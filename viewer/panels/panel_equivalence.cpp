@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -20,7 +21,7 @@ namespace {
 
 std::string plan_title(const std::string& plan, int n_tokens) {
     if (plan == std::to_string(n_tokens)) return "full (" + plan + ")";
-    if (plan.size() > 14) return plan.substr(0, 12) + "...";
+    if (plan.size() > 11) return plan.substr(0, 8) + "...";  // one unbreakable word: keep it short
     return plan;
 }
 
@@ -50,15 +51,15 @@ void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
                           : "The most likely next token differs: more than rounding.");
     char buf[64];
     std::snprintf(buf, sizeof buf, "logits %.2e", d.logits_max_abs);
-    text_with_tip(buf, "Largest |difference| over the last position's logits (V values).");
+    wrapped_with_tip(buf, "Largest |difference| over the last position's logits (V values).");
     if (!ref) {
         std::snprintf(buf, sizeof buf, "= %.1e of max |logit|", rel);
-        text_with_tip(buf, "Relative to cpu-ref's largest |logit|; fast backends promise 1e-5.");
+        wrapped_with_tip(buf, "Relative to cpu-ref's largest |logit|; fast backends promise 1e-5.");
     }
     std::snprintf(buf, sizeof buf, "K/V %.2e", d.kv_max_abs);
-    text_with_tip(buf,
-                  "Largest |difference| over every cached K and V value: all layers, "
-                  "positions, heads and components.");
+    wrapped_with_tip(buf,
+                     "Largest |difference| over every cached K and V value: all layers, "
+                     "positions, heads and components.");
 }
 
 // Why the fast rows differ, in words that follow the table: whether each fast
@@ -84,9 +85,9 @@ std::string equivalence_why(const EquivalenceSnapshot& eq) {
 
 void draw_equivalence(const Snapshot& snap, ViewerState& state) {
     const EquivalenceSnapshot& eq = snap.equivalence;
-    ImGui::TextUnformatted(
-        "Equivalence: every backend x chunk plan vs cpu-ref with the whole "
-        "prompt in one chunk");
+    const ProbeScope scope("equivalence panel");
+    wrapped_text(
+        "Equivalence: every backend x chunk plan vs cpu-ref with the whole prompt in one chunk");
     help_marker(
         "Lesson 4 - bitwise equivalence (lessons/04-bitwise-equivalence.md).\n\nChunked "
         "prefill must equal full prefill. Reference backends (cpu-ref, gpu-ref) add in "
@@ -96,17 +97,17 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
         "the last bits. Their kernels are chunk-invariant (tiles and vector lanes "
         "aligned to position 0), so the difference is the same in every chunk plan: "
         "lesson 15.");
-    ImGui::TextDisabled("%s",
-                        "Try: move chunk size. The fast rows keep the same tiny difference; the "
-                        "reference rows stay bitwise.");
-    if (state.dirty.equivalence) {
-        ImGui::TextColored(ImColor(colour::kClose),
-                           "Computing: every backend runs every chunk plan (emulated GPU "
-                           "backends take a few seconds on a CPU)...");
-        item_tooltip("Results are kept: moving the chunk-size slider re-runs one column only.");
-    }
+    hint_text(
+        "Try: move chunk size. The fast rows keep the same tiny difference; the reference rows "
+        "stay bitwise.");
+    if (state.dirty.equivalence)
+        wrapped_with_tip(
+            "Computing: every backend runs every chunk plan (emulated GPU backends take a few "
+            "seconds on a CPU)...",
+            "Results are kept: moving the chunk-size slider re-runs one column only.",
+            colour::kClose);
     if (!eq.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", eq.error.c_str());
+        wrapped_text(eq.error, colour::kBad);
         return;
     }
     if (!eq.ready) return;
@@ -116,19 +117,24 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
     if (ImGui::BeginTable(
             "equivalence", static_cast<int>(eq.plans.size()) + 1,
             ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame | ImGuiTableFlags_RowBg)) {
-        ImGui::TableSetupColumn("backend \\ chunk plan");
-        for (const std::string& p : eq.plans)
-            ImGui::TableSetupColumn(plan_title(p, eq.n_tokens).c_str());
-        ImGui::TableHeadersRow();
+        // Headers drawn as wrapped text (ImGui's own header cuts a long name with "...").
+        ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+        ImGui::TableNextColumn();
+        wrapped_text("backend \\ chunk plan");
+        for (const std::string& p : eq.plans) {
+            ImGui::TableNextColumn();
+            wrapped_with_tip(plan_title(p, eq.n_tokens), "Chunk plan " + p + ".");
+        }
         for (size_t r = 0; r < eq.backends.size(); ++r) {
             ImGui::PushID(static_cast<int>(r));
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(eq.backends[r].c_str());
-            item_tooltip(eq.reference[r]
-                             ? "Reference backend: promises bitwise equality with cpu-ref."
-                             : "Fast backend: promises a stated tolerance, not bitwise equality.");
-            ImGui::TextDisabled(eq.reference[r] ? "reference" : "fast");
+            wrapped_with_tip(eq.backends[r],
+                             eq.reference[r]
+                                 ? "Reference backend: promises bitwise equality with cpu-ref."
+                                 : "Fast backend: promises a stated tolerance, not bitwise "
+                                   "equality.");
+            line_text(eq.reference[r] ? "reference" : "fast", dim_colour());
             for (size_t c = 0; c < eq.plans.size(); ++c) {
                 ImGui::TableNextColumn();
                 ImGui::PushID(static_cast<int>(c));
@@ -137,22 +143,25 @@ void draw_equivalence(const Snapshot& snap, ViewerState& state) {
             }
             ImGui::PopID();
         }
+        probe_table("equivalence matrix");
         ImGui::EndTable();
     }
     ImGui::Spacing();
-    ImGui::TextWrapped("%s", equivalence_why(eq).c_str());
+    wrapped_text(equivalence_why(eq));
     ImGui::Spacing();
-    badge("bitwise", colour::kGood, "Same bits.");
-    ImGui::SameLine();
-    ImGui::TextUnformatted("same bits");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    badge("close", colour::kClose, "Rounding differences only.");
-    ImGui::SameLine();
-    ImGui::TextUnformatted("rounding only, same next token");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    badge("DIFFERS", colour::kBad, "A reference backend that is not bitwise: a bug.");
-    ImGui::SameLine();
-    ImGui::TextUnformatted("a reference path that differs (a bug)");
+    // The badges' legend, flowing: each badge with its meaning on one line.
+    const float font = ImGui::GetFontSize();
+    auto entry = [&](const char* label, ImU32 c, const char* tip, const std::string& text) {
+        flow(button_width(label) + ImGui::GetStyle().ItemSpacing.x + text_width(text), font * 2);
+        badge(label, c, tip);
+        ImGui::SameLine();
+        line_text(text);
+    };
+    ImGui::Dummy(ImVec2(0, 0));
+    entry("bitwise", colour::kGood, "Same bits.", "same bits");
+    entry("close", colour::kClose, "Rounding differences only.", "rounding only, same next token");
+    entry("DIFFERS", colour::kBad, "A reference backend that is not bitwise: a bug.",
+          "a reference path that differs (a bug)");
 }
 
 }  // namespace plab::viewer

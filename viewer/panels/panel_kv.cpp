@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/kv_layout.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -60,7 +61,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
         return;
     }
     const KvSnapshot& kv = snap.kv;
-    ImGui::TextUnformatted("KV cache growth: blocks per layer, filled chunk by chunk");
+    wrapped_text("KV cache growth: blocks per layer, filled chunk by chunk");
     help_marker(
         "Lesson 2 - prefill and the KV cache (lessons/02-prefill-and-the-kv-cache.md).\n\nEvery "
         "layer keeps the K "
@@ -71,11 +72,12 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
         "window-type mask (--mask window:8, window:8+sink:2, chunked:16, docs:...) the blocks "
         "no later query can see are given back to the pool (drawn as freed): memory stays flat "
         "as the prompt grows.");
-    ImGui::TextDisabled("%s",
-                        "Try: press Home, then the right arrow for one engine call or the down "
-                        "arrow for one layer; watch the blocks fill.");
+    hint_text(
+        "Try: press Home, then the right arrow for one engine call or the down arrow for one "
+        "layer; watch the blocks fill.");
 
     // 1. Inputs of this panel.
+    const ProbeScope scope("kv panel");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
     if (ImGui::BeginCombo("block size B", std::to_string(state.block_size).c_str())) {
         for (int b : {1, 2, 4, 8, 16, 32})
@@ -85,26 +87,27 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             }
         ImGui::EndCombo();
     }
+    probe_control("block size B");
     item_tooltip(
         "Positions per cache block. Small blocks waste less memory at the end of a "
         "sequence; large ones need shorter block tables.");
-    ImGui::SameLine();
+    flow(labelled_width(ImGui::GetFontSize() * 8, "decode steps"));
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderInt("decode steps", &state.decode_steps, 0, 16)) state.dirty.kv = true;
+    probe_control("decode steps");
     item_tooltip("Greedy decode steps after the prefill; each appends one position.");
     if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
-        ImGui::SameLine();
-        ImGui::TextColored(
-            ImColor(colour::kClose),
-            "(%d skipped: at most %d positions - the model's max_seq_len or a custom mask's rows)",
-            kv.decode_skipped, kv.stages.back().length);
-        item_tooltip(
+        wrapped_with_tip(
+            "(" + std::to_string(kv.decode_skipped) + " skipped: at most " +
+                std::to_string(kv.stages.back().length) +
+                " positions - the model's max_seq_len or a custom mask's rows)",
             "max_seq_len: the longest sequence the model (and its RoPE table and "
             "cache) accepts. A custom mask (file:) has a row for its own positions only: "
-            "decoding stops at its last row.");
+            "decoding stops at its last row.",
+            colour::kClose);
     }
     if (!kv.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", kv.error.c_str());
+        wrapped_text(kv.error, colour::kBad);
         return;
     }
     if (!kv.ready || kv.stages.empty()) return;
@@ -115,38 +118,32 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
 
     // 2. Totals at the cursor.
     const int length = shown ? shown->length : 0;
-    ImGui::Text("after: %s", shown ? stage_name(kv, current).c_str() : "nothing yet");
-    item_tooltip(
-        "The engine call the picture is at. Prefill chunks come first, then decode "
-        "steps.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip("positions cached: " + std::to_string(length),
-                  "Positions whose K and V are in the cache (in every layer).");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip("blocks: " + std::to_string(shown ? shown->blocks_in_use : 0) + " of " +
-                      std::to_string(kv.num_blocks),
-                  "Physical blocks in use (one block id is used in every layer's pool) out of "
-                  "the pool's size.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip("memory: " + format_bytes(shown ? static_cast<double>(shown->bytes_in_use) : 0),
-                  "Bytes of the blocks in use, K and V, all layers. A half-full block costs a "
-                  "whole block.");
-    if (!kv.mask.is_causal()) {
-        ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-        text_with_tip("mask " + kv.mask.spec() + ": " +
-                          std::to_string(shown ? shown->freed_blocks : 0) + " blocks freed",
-                      "Blocks this mask lets no present or future query see, given back to the "
-                      "pool (KvCache::free_forgotten): their table entries read 'freed'.");
-    }
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
-                  "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
-    if (!kv.refusal.empty()) {
-        ImGui::PushTextWrapPos(0.0f);  // the refusal is one long line: wrap it at the edge
-        ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)", kv.refusal.c_str(),
-                           kv.plan.to_string().c_str());
-        ImGui::PopTextWrapPos();
-    }
+    text_with_tip("after: " + (shown ? stage_name(kv, current) : std::string("nothing yet")),
+                  "The engine call the picture is at. Prefill chunks come first, then decode "
+                  "steps.");
+    // The totals flow like words: as many on a line as fit.
+    auto total = [](const std::string& text, const char* tip) {
+        flow(text_width(text), ImGui::GetFontSize() * 2);
+        text_with_tip(text, tip);
+    };
+    total("positions cached: " + std::to_string(length),
+          "Positions whose K and V are in the cache (in every layer).");
+    total("blocks: " + std::to_string(shown ? shown->blocks_in_use : 0) + " of " +
+              std::to_string(kv.num_blocks),
+          "Physical blocks in use (one block id is used in every layer's pool) out of "
+          "the pool's size.");
+    total("memory: " + format_bytes(shown ? static_cast<double>(shown->bytes_in_use) : 0),
+          "Bytes of the blocks in use, K and V, all layers. A half-full block costs a "
+          "whole block.");
+    if (!kv.mask.is_causal())
+        total("mask " + kv.mask.spec() + ": " + std::to_string(shown ? shown->freed_blocks : 0) +
+                  " blocks freed",
+              "Blocks this mask lets no present or future query see, given back to the "
+              "pool (KvCache::free_forgotten): their table entries read 'freed'.");
+    total(format_bytes(static_cast<double>(kv.bytes_per_token)) + " per token",
+          "K and V of one position across all layers: 2 x L x Hkv x Dh floats x 4 bytes.");
+    if (!kv.refusal.empty())
+        wrapped_text(kv.refusal + " (ran plan " + kv.plan.to_string() + " instead)", colour::kBad);
 
     // 3. One row of blocks per layer.
     const std::vector<int> stage_of = stage_of_position(kv);
@@ -230,15 +227,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
 
     // 4. Legend.
     auto swatch = [&](ImU32 c, const char* text, const char* tip, bool border) {
-        const ImVec2 p = ImGui::GetCursorScreenPos();
-        if (border)
-            dl->AddRect(p, ImVec2(p.x + font, p.y + font), c, 0, 0, px(3.0f));
-        else
-            dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), c);
-        ImGui::Dummy(ImVec2(font, font));
-        ImGui::SameLine();
-        text_with_tip(text, tip);
-        ImGui::SameLine(0, font * 1.5f);
+        legend_entry(border ? 0 : c, border ? c : 0, text, tip);
     };
     swatch(colour::kChunk, "this prefill chunk", "Slots written by the engine call in view.",
            false);
@@ -256,7 +245,6 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
            "window, a chunk or document that ended): given back to the pool, its table entry "
            "marked freed. Causal frees nothing.",
            false);
-    ImGui::NewLine();
 
     // 5. Memory after every engine call: whole blocks, so it grows in steps of a block.
     ImGui::Separator();
@@ -266,16 +254,14 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
             most = std::max(most, st.blocks_in_use);
             peak = std::max(peak, st.peak_blocks);
         }
-        ImGui::Text(
-            "cache memory after each engine call: at most %d blocks held after a call, "
-            "%d during one",
-            most, peak);
+        wrapped_with_tip(
+            "cache memory after each engine call: at most " + std::to_string(most) +
+                " blocks held after a call, " + std::to_string(peak) + " during one",
+            "KvCache::bytes_in_use() after each prefill chunk and decode step. It grows by "
+            "whole blocks: a block is allocated when the first position lands in it. Under a "
+            "window-type mask it stays flat: each call gives back the blocks that slid out. The "
+            "white tick is the most the call held before giving them back.");
     }
-    item_tooltip(
-        "KvCache::bytes_in_use() after each prefill chunk and decode step. It grows by "
-        "whole blocks: a block is allocated when the first position lands in it. Under a "
-        "window-type mask it stays flat: each call gives back the blocks that slid out. The "
-        "white tick is the most the call held before giving them back.");
     {
         const float bar_w = std::clamp(
             (ImGui::GetContentRegionAvail().x - font) / std::max<size_t>(1, kv.stages.size()), 4.0f,
@@ -318,14 +304,14 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     // 6. The engine's own report of this call: its "kv append" trace events.
     ImGui::Separator();
     if (shown == nullptr) {
-        ImGui::TextDisabled("before prefill: the cache is empty (press the right arrow)");
+        wrapped_text("before prefill: the cache is empty (press the right arrow)", dim_colour());
         return;
     }
-    ImGui::Text("trace of %s: positions %d..%d", stage_name(kv, current).c_str(), shown->first_pos,
-                shown->first_pos + shown->n_pos - 1);
-    item_tooltip(
-        "The positions this engine call wrote, and below its 'kv append' trace events "
-        "(one per layer) exactly as the engine recorded them.");
+    wrapped_with_tip("trace of " + stage_name(kv, current) + ": positions " +
+                         std::to_string(shown->first_pos) + ".." +
+                         std::to_string(shown->first_pos + shown->n_pos - 1),
+                     "The positions this engine call wrote, and below its 'kv append' trace "
+                     "events (one per layer) exactly as the engine recorded them.");
     if (ImGui::BeginTable("appends", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("event");
         ImGui::TableSetupColumn("layer");
@@ -347,7 +333,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                 text_with_tip(e.name, "Trace event at " + format_us(e.start_us) + ", lasting " +
                                           format_us(e.dur_us) + ".");
             else
-                ImGui::TextDisabled("%s (next)", e.name.c_str());
+                line_text(e.name + " (next)", dim_colour());
             ImGui::TableNextColumn();
             text_with_tip(arg("layer"), "Layer whose pool was written.");
             ImGui::TableNextColumn();
@@ -361,6 +347,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                           "that block's run.");
             ImGui::PopID();
         }
+        probe_table("kv append events");
         ImGui::EndTable();
     }
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -108,24 +109,27 @@ ImU32 block_fill(const PoolBlock& blk) {
 
 // 1. The scenario's inputs.
 void draw_inputs(const ServingSnapshot& sv, ViewerState& state) {
+    const float font = ImGui::GetFontSize();
     if (ImGui::Checkbox("prefix cache", &state.serving_prefix_cache)) state.dirty.serving = true;
+    probe_control("prefix cache");
     item_tooltip(
         "On: full blocks are named by a hash chain, and a request whose prompt starts like an "
         "earlier one takes those blocks instead of computing them. Off: every request computes "
         "its whole prompt into blocks of its own. The tokens come out the same either way.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    flow(labelled_width(font * 8, "pool blocks"), font * 1.5f);
+    ImGui::SetNextItemWidth(font * 8);
     int blocks = sv.ready ? sv.num_blocks : state.serving_kv_blocks;
     if (ImGui::SliderInt("pool blocks", &blocks, 1, std::max(64, 2 * blocks))) {
         state.serving_kv_blocks = blocks;
         state.dirty.serving = true;
     }
+    probe_control("pool blocks");
     item_tooltip(
         "Blocks in the shared pool. The default is just too small for the four requests: "
         "watch for preemptions and evictions. A pool too small for one request is refused "
         "with a line saying how many blocks it needs.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    flow(labelled_width(font * 5, "B"), font * 1.5f);
+    ImGui::SetNextItemWidth(font * 5);
     if (ImGui::BeginCombo("B##pool", std::to_string(state.serving_block_size).c_str())) {
         for (int b : {2, 4, 8, 16})
             if (ImGui::Selectable(std::to_string(b).c_str(), b == state.serving_block_size)) {
@@ -135,13 +139,15 @@ void draw_inputs(const ServingSnapshot& sv, ViewerState& state) {
             }
         ImGui::EndCombo();
     }
+    probe_control("B");
     item_tooltip(
         "Positions per block. Only full blocks are shared, so a smaller B shares more of a "
         "common prefix; a larger one needs fewer blocks.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    flow(labelled_width(font * 8, "step budget"), font * 1.5f);
+    ImGui::SetNextItemWidth(font * 8);
     if (ImGui::SliderInt("step budget", &state.serving_step_tokens, 1, 64, "%d tokens"))
         state.dirty.serving = true;
+    probe_control("step budget");
     item_tooltip(
         "Tokens one engine step may run (vLLM's max_num_batched_tokens): decode tokens of "
         "running requests first, then prefill chunks of waiting ones.");
@@ -150,8 +156,9 @@ void draw_inputs(const ServingSnapshot& sv, ViewerState& state) {
 // 2. What the step in view did, and the pool's counters after it.
 void draw_step_summary(const ServingStage& st, int k) {
     if (k == 0) {
-        ImGui::TextUnformatted("before step 0: four requests wait, the pool is empty");
-        item_tooltip("Press the right arrow (or move the step slider) to run one engine step.");
+        wrapped_with_tip("before step 1: four requests wait, the pool is empty",
+                         "Press the right arrow (or move the step slider) to run one engine step.");
+        probe_step("step summary", 0, "before step 1");
     } else {
         std::string ran;
         for (const ServingSpan& s : st.spans)
@@ -161,36 +168,42 @@ void draw_step_summary(const ServingStage& st, int k) {
                                   : " prefill") +
                    " " + std::to_string(s.first_pos) +
                    (s.n_pos > 1 ? ".." + std::to_string(s.first_pos + s.n_pos - 1) : "");
-        text_with_tip("step " + std::to_string(k - 1) + " ran: " + ran,
-                      "The requests of this engine step and the positions each computed, all in "
-                      "one forward pass (the weights are read once for all of them). Decode: "
-                      "one new token; prefill: a chunk of known tokens; recompute: tokens a "
-                      "preempted request had computed before.");
+        const std::string head = "step " + std::to_string(k) + " ran: ";
+        wrapped_with_tip(head + ran,
+                         "The requests of this engine step and the positions each computed, all "
+                         "in one forward pass (the weights are read once for all of them). "
+                         "Decode: one new token; prefill: a chunk of known tokens; recompute: "
+                         "tokens a preempted request had computed before.");
+        probe_step("step summary", k, head);
     }
     const PoolStats& p = st.pool;
-    ImGui::Text("in use %d, cached free %d, free %d of %d", p.blocks_in_use, p.cached_free_blocks,
-                p.free_blocks - p.cached_free_blocks, p.num_blocks);
-    item_tooltip(
+    const float font = ImGui::GetFontSize();
+    text_with_tip(
+        "in use " + std::to_string(p.blocks_in_use) + ", cached free " +
+            std::to_string(p.cached_free_blocks) + ", free " +
+            std::to_string(p.free_blocks - p.cached_free_blocks) + " of " +
+            std::to_string(p.num_blocks),
         "In use: held by at least one request. Cached free: held by none, K/V and name kept "
         "for a later prefix hit. Free: nothing anyone can find. Engine::pool_stats() after the "
         "step.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    text_with_tip("prefix hits " + std::to_string(p.hit_blocks) + " blocks, misses " +
-                      std::to_string(p.miss_blocks),
+    const std::string hits = "prefix hits " + std::to_string(p.hit_blocks) + " blocks, misses " +
+                             std::to_string(p.miss_blocks);
+    flow(text_width(hits), font * 1.5f);
+    text_with_tip(hits,
                   "Full prompt blocks found in the prefix cache at admission (hits: not "
                   "computed) and not found (misses), over all requests so far.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::TextColored(ImColor(st.evictions > 0 ? colour::kBad : colour::kHatch),
-                       "evictions %lld (+%lld)", p.evictions, st.evictions);
+    const std::string evictions =
+        "evictions " + std::to_string(p.evictions) + " (+" + std::to_string(st.evictions) + ")";
+    flow(text_width(evictions), font * 1.5f);
+    line_text(evictions, st.evictions > 0 ? colour::kBad : colour::kHatch);
     item_tooltip(
         "Cached free blocks taken for new content, so far (and in this step: the pool "
         "counter's difference). Each costs a possible future prefix hit.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::TextColored(ImColor(!st.record.preempted.empty() ? colour::kBad : colour::kHatch),
-                       "preemptions %lld%s", p.preemptions,
-                       st.record.preempted.empty()
-                           ? ""
-                           : (" (request " + ids_text(st.record.preempted) + " now)").c_str());
+    const std::string preemptions =
+        "preemptions " + std::to_string(p.preemptions) +
+        (st.record.preempted.empty() ? "" : " (request " + ids_text(st.record.preempted) + " now)");
+    flow(text_width(preemptions), font * 1.5f);
+    line_text(preemptions, !st.record.preempted.empty() ? colour::kBad : colour::kHatch);
     item_tooltip(
         "A running request the pool could not grow was preempted: its blocks went back (named "
         "ones stay cached) and it waits to be computed again from its tokens (vLLM's recompute "
@@ -200,6 +213,25 @@ void draw_step_summary(const ServingStage& st, int k) {
 // 3. One row per request: its state and its block table.
 void draw_requests(const ServingSnapshot& sv, const ServingStage& st, float cell) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float font = ImGui::GetFontSize();
+    // Three aligned columns (name, state, block table) when they fit, else each row flows.
+    auto name_of = [&](std::size_t id) {
+        return "request " + std::to_string(id) + " (" + sv.requests[id].label + ")";
+    };
+    auto state_of = [&](const ServingRequestState& r) {
+        return std::string(state_text(r.state)) + ", " + std::to_string(r.length) + "/" +
+               std::to_string(r.n_tokens) + " positions";
+    };
+    float name_w = 0, state_w = 0;
+    for (std::size_t id = 0; id < st.requests.size(); ++id) {
+        name_w = std::max(name_w, text_width(name_of(id)));
+        state_w = std::max(state_w, text_width(state_of(st.requests[id])));
+    }
+    const float x0 = ImGui::GetCursorPosX();
+    const float col1 = cell * 0.8f + ImGui::GetStyle().ItemSpacing.x + name_w + font * 1.5f;
+    const float col2 = col1 + state_w + font * 1.5f;
+    const bool aligned =
+        col2 + text_width("table:") + 6 * (cell * 1.5f + 2) <= ImGui::GetContentRegionAvail().x;
     for (std::size_t id = 0; id < st.requests.size(); ++id) {
         ImGui::PushID(static_cast<int>(id));
         const ServingRequestState& r = st.requests[id];
@@ -209,23 +241,29 @@ void draw_requests(const ServingSnapshot& sv, const ServingStage& st, float cell
                           request_colour(static_cast<int>(id)));
         ImGui::Dummy(ImVec2(cell * 0.8f, cell * 0.8f));
         ImGui::SameLine();
-        text_with_tip("request " + std::to_string(id) + " (" + info.label + ")",
-                      std::to_string(info.n_prompt) + " prompt tokens; " +
-                          std::to_string(info.shared_prefix) +
-                          " of them in common with another request. Output: " +
-                          token_label(info.output_text));
-        ImGui::SameLine(ImGui::GetFontSize() * 16);
-        text_with_tip(std::string(state_text(r.state)) + ", " + std::to_string(r.length) + "/" +
-                          std::to_string(r.n_tokens) + " positions",
+        text_with_tip(name_of(id), std::to_string(info.n_prompt) + " prompt tokens; " +
+                                       std::to_string(info.shared_prefix) +
+                                       " of them in common with another request. Output: " +
+                                       token_label(info.output_text));
+        const std::string state = state_of(r);
+        if (aligned)
+            ImGui::SameLine(x0 + col1);
+        else
+            flow(text_width(state), font);
+        text_with_tip(state,
                       "Its state after this step, and positions in its KV blocks out of the "
                       "tokens it knows (prompt + new tokens so far). Waiting after a preemption: "
                       "0 positions, all to be computed again.");
-        ImGui::SameLine(ImGui::GetFontSize() * 28);
+        if (aligned)
+            ImGui::SameLine(x0 + col2);
+        else
+            flow(text_width("table:"), font);
         text_with_tip("table:",
                       "Its block table: logical block i (positions i*B..i*B+B-1) -> "
                       "physical block. Hover a cell.");
         for (std::size_t lb = 0; lb < r.block_table.size(); ++lb) {
-            ImGui::SameLine(0, 2);
+            // A table longer than the line goes on under its start.
+            if (!flow(cell * 1.5f, 2) && aligned) ImGui::SetCursorPosX(x0 + col2);
             const int b = r.block_table[lb];
             const ImVec2 a = ImGui::GetCursorScreenPos();
             const PoolBlock& blk = st.blocks[static_cast<std::size_t>(b)];
@@ -234,19 +272,21 @@ void draw_requests(const ServingSnapshot& sv, const ServingStage& st, float cell
             dl->AddText(ImVec2(a.x + 2, a.y), IM_COL32(15, 15, 20, 255), label.c_str());
             ImGui::PushID(static_cast<int>(lb));
             ImGui::InvisibleButton("entry", ImVec2(cell * 1.5f, cell * 0.9f));
+            probe_control("block table entry " + label);
             item_tooltip("logical block " + std::to_string(lb) + " -> physical block " +
                          std::to_string(b) + "\n" + block_tip(sv, st, b));
             ImGui::PopID();
         }
         if (r.block_table.empty()) {
-            ImGui::SameLine();
-            ImGui::TextDisabled("(no blocks)");
+            flow(text_width("(no blocks)"));
+            line_text("(no blocks)", dim_colour());
         }
         if (info.cached_tokens > 0) {
-            ImGui::SameLine(0, ImGui::GetFontSize());
-            text_with_tip("hit " + std::to_string(info.cached_tokens),
-                          "At its first admission its first " + std::to_string(info.cached_tokens) +
-                              " prompt tokens were in the prefix cache: not computed.");
+            const std::string hit = "hit " + std::to_string(info.cached_tokens);
+            flow(text_width(hit), font);
+            text_with_tip(hit, "At its first admission its first " +
+                                   std::to_string(info.cached_tokens) +
+                                   " prompt tokens were in the prefix cache: not computed.");
         }
         ImGui::PopID();
     }
@@ -302,37 +342,27 @@ void draw_pool(const ServingSnapshot& sv, const ServingStage& st) {
 }
 
 void draw_legend() {
-    const float font = ImGui::GetFontSize();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    auto swatch = [&](ImU32 fill, ImU32 border, const char* text, const std::string& tip) {
-        const ImVec2 p = ImGui::GetCursorScreenPos();
-        dl->AddRectFilled(p, ImVec2(p.x + font, p.y + font), fill);
-        if (border != 0) dl->AddRect(p, ImVec2(p.x + font, p.y + font), border, 0, 0, px(2.5f));
-        ImGui::Dummy(ImVec2(font, font));
-        ImGui::SameLine();
-        text_with_tip(text, tip);
-        ImGui::SameLine(0, font * 1.2f);
-    };
-    swatch(request_colour(0), 0, "one request's",
-           "Held by one request (its colour, as in the rows above).");
-    swatch(colour::kShared, 0, "shared prefix block",
-           "Reference count > 1: requests whose prompts share this prefix all point at it. "
-           "Computed once, read by each (the strip shows whose).");
-    swatch(colour::kCachedFree, 0, "cached free",
-           "No request holds it; its K/V and name are kept for a later prefix hit, until it is "
-           "evicted (least recently freed first).");
-    swatch(colour::kPending, 0, "free", "No request holds it and no name: nothing to find.");
-    swatch(colour::kPending, colour::kChunk, "written", "K/V appended into it in this step.");
-    swatch(colour::kPending, colour::kBad, "evicted",
-           "A cached block given new content in this step.");
-    swatch(colour::kPending, IM_COL32_WHITE, "hit", "A cached block taken back in this step.");
-    ImGui::NewLine();
+    legend_entry(request_colour(0), 0, "one request's",
+                 "Held by one request (its colour, as in the rows above).");
+    legend_entry(colour::kShared, 0, "shared prefix block",
+                 "Reference count > 1: requests whose prompts share this prefix all point at it. "
+                 "Computed once, read by each (the strip shows whose).");
+    legend_entry(colour::kCachedFree, 0, "cached free",
+                 "No request holds it; its K/V and name are kept for a later prefix hit, until it "
+                 "is evicted (least recently freed first).",
+                 true);
+    legend_entry(colour::kPending, 0, "free", "No request holds it and no name: nothing to find.");
+    legend_entry(colour::kPending, colour::kChunk, "written", "K/V appended into it in this step.");
+    legend_entry(colour::kPending, colour::kBad, "evicted",
+                 "A cached block given new content in this step.");
+    legend_entry(colour::kPending, IM_COL32_WHITE, "hit",
+                 "A cached block taken back in this step.");
 }
 
 // 5. The pool after every step: a stacked bar per step (click one to go there).
 void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
-    ImGui::TextUnformatted("the pool after each step");
-    item_tooltip(
+    wrapped_with_tip(
+        "the pool after each step",
         "Per engine step, from the bottom: shared blocks, blocks held by one request, cached "
         "free blocks, free blocks. A red mark on top: a preemption in that step. Click a bar "
         "to look at that step.");
@@ -374,15 +404,14 @@ void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
             state.layer = 0;
             state.playing = false;
         }
-        item_tooltip(
-            (k == 0 ? std::string("before step 0") : "after step " + std::to_string(k - 1)) + ": " +
-            std::to_string(shared) + " shared, " + std::to_string(single) +
-            " held by one request, " + std::to_string(cached) + " cached free, " +
-            std::to_string(sv.num_blocks - shared - single - cached) + " free; " +
-            std::to_string(st.evictions) + " evicted" +
-            (st.record.preempted.empty()
-                 ? ""
-                 : "; request " + ids_text(st.record.preempted) + " preempted"));
+        item_tooltip((k == 0 ? std::string("before step 1") : "after step " + std::to_string(k)) +
+                     ": " + std::to_string(shared) + " shared, " + std::to_string(single) +
+                     " held by one request, " + std::to_string(cached) + " cached free, " +
+                     std::to_string(sv.num_blocks - shared - single - cached) + " free; " +
+                     std::to_string(st.evictions) + " evicted" +
+                     (st.record.preempted.empty()
+                          ? ""
+                          : "; request " + ids_text(st.record.preempted) + " preempted"));
         ImGui::PopID();
     }
     ImGui::SetCursorScreenPos(ImVec2(p0.x, p0.y + h + 4));
@@ -393,7 +422,7 @@ void draw_history(const ServingSnapshot& sv, int current, ViewerState& state) {
 
 void draw_kv_pool(const Snapshot& snap, ViewerState& state) {
     const ServingSnapshot& sv = snap.serving;
-    ImGui::TextUnformatted("Shared KV pool: four requests, one engine, one pool of blocks");
+    wrapped_text("Shared KV pool: four requests, one engine, one pool of blocks");
     help_marker(
         "Lesson 2 - the KV cache (lessons/02-prefill-and-the-kv-cache.md), served to many "
         "requests, and the lesson 'Reusing a prefix'.\n\nAn Engine takes every request's KV "
@@ -403,12 +432,13 @@ void draw_kv_pool(const Snapshot& snap, ViewerState& state) {
         "count > 1. The pool is small on purpose: watch a preemption (a request gives its "
         "blocks back and is computed again later) and evictions (cached blocks reused). Right "
         "arrow: one engine step. Hover any block or number.");
-    ImGui::TextDisabled("%s",
-                        "Try: press Home, then step with the right arrow; turn the prefix cache "
-                        "off and compare the blocks in use.");
+    hint_text(
+        "Try: press Home, then step with the right arrow; turn the prefix cache off and compare "
+        "the blocks in use.");
+    const ProbeScope scope("kv pool");
     draw_inputs(sv, state);
     if (!sv.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", sv.error.c_str());
+        wrapped_text(sv.error, colour::kBad);
         return;
     }
     if (!sv.ready || sv.stages.empty()) return;
@@ -417,26 +447,33 @@ void draw_kv_pool(const Snapshot& snap, ViewerState& state) {
     const int k = step.stages_done;
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
     int shown = k;
-    const std::string where = k == 0 ? "before step 0" : "after step " + std::to_string(k - 1);
+    // Steps are counted from 1, as the step counter above counts them: "after step 11" is
+    // the picture when the counter says 11 steps are done.
+    const std::string where =
+        k == 0 ? "before step 1"
+               : "after step " + std::to_string(k) + " of " + std::to_string(sv.n_steps());
     if (ImGui::SliderInt("engine step", &shown, 0, sv.n_steps(), where.c_str())) {
         state.stage = shown;
         state.layer = 0;
         state.playing = false;
     }
+    probe_control("engine step");
+    probe_step("engine step slider", k, where);
     item_tooltip(
-        "Steps of the engine: 0 is before the first; each step runs one forward pass "
-        "over the requests it scheduled.");
+        "Steps of the engine, counted from 1: 'after step 3' shows the pool when three steps "
+        "have run (the step counter above says 3); each step runs one forward pass over the "
+        "requests it scheduled.");
     const ServingStage& st = sv.stages[static_cast<std::size_t>(k)];
     draw_step_summary(st, k);
     ImGui::Separator();
     draw_requests(sv, st, ImGui::GetFontSize() * 1.2f);
     ImGui::Separator();
-    text_with_tip("the pool: " + std::to_string(sv.num_blocks) +
-                      " blocks of B=" + std::to_string(sv.block_size) +
-                      " positions (every layer has one such pool; "
-                      "a block id is the same in all)",
-                  "Each cell is one physical block: its id, its reference count when shared "
-                  "(x3), and a colour for who holds it.");
+    wrapped_with_tip("the pool: " + std::to_string(sv.num_blocks) +
+                         " blocks of B=" + std::to_string(sv.block_size) +
+                         " positions (every layer has one such pool; "
+                         "a block id is the same in all)",
+                     "Each cell is one physical block: its id, its reference count when shared "
+                     "(x3), and a colour for who holds it.");
     draw_pool(sv, st);
     draw_legend();
     ImGui::Separator();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "app/lesson_pane.h"
+#include "panels/layout_probe.h"
 #include "panels/ui_common.h"
 
 namespace plab::viewer {
@@ -21,45 +22,138 @@ ImFont* font_at(int index) {
     return index >= 0 && index < io.Fonts->Fonts.Size ? io.Fonts->Fonts[index] : nullptr;
 }
 
-void wrapped(const std::string& text) {
-    ImGui::PushTextWrapPos(0.0f);
-    ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
-    ImGui::PopTextWrapPos();
+// A diagram: a block drawn with box-drawing characters (U+2500..U+259F, "└──┘"), whose
+// columns must stay aligned.
+bool is_diagram(const std::string& text) {
+    for (std::size_t i = 0; i + 1 < text.size(); ++i)
+        if (text[i] == '\xe2' &&
+            (text[i + 1] == '\x94' || text[i + 1] == '\x95' || text[i + 1] == '\x96'))
+            return true;
+    return false;
 }
 
-// A fenced block: a box with the code background, sized to its lines, with a
-// horizontal scrollbar when a line is wider than the pane.
+// A fenced block: a box with the code background, sized to its lines. A line wider
+// than the pane is wrapped between words, its continuation indented behind a dim
+// kCodeWrapMarker, so the pane never scrolls sideways (issue 45: at a classroom's
+// 1280x800 or a projector's scale, console output is read, not scrolled to). A diagram
+// wider than the pane cannot be wrapped without breaking its columns: its box (and only
+// it, a child named "diagram") scrolls sideways.
 void draw_code(const LessonBlock& b, int id, ImFont* mono) {
     if (mono != nullptr) ImGui::PushFont(mono);
-    const ImVec2 size = ImGui::CalcTextSize(b.text.c_str(), b.text.c_str() + b.text.size());
     const ImGuiStyle& style = ImGui::GetStyle();
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const bool scrolls = size.x + 2 * style.WindowPadding.x > avail;
-    const float height = size.y + 2 * style.WindowPadding.y + (scrolls ? style.ScrollbarSize : 0);
+    const float avail = ImGui::GetContentRegionAvail().x - 2 * style.WindowPadding.x;
+    const ImVec2 size = ImGui::CalcTextSize(b.text.c_str(), b.text.c_str() + b.text.size());
+    if (size.x > avail && is_diagram(b.text)) {
+        const float height = size.y + 2 * style.WindowPadding.y + style.ScrollbarSize;
+        ImGui::PushStyleColor(ImGuiCol_ChildBg, colour::kCodeBox);
+        ImGui::PushID(id);
+        ImGui::BeginChild("diagram", ImVec2(0, height), false,
+                          ImGuiWindowFlags_HorizontalScrollbar);
+        ImGui::TextUnformatted(b.text.c_str(), b.text.c_str() + b.text.size());
+        ImGui::EndChild();
+        ImGui::PopID();
+        ImGui::PopStyleColor();
+        if (mono != nullptr) ImGui::PopFont();
+        return;
+    }
+    const float marker = ImGui::CalcTextSize(kCodeWrapMarker).x + ImGui::CalcTextSize(" ").x;
+    // 1. The lines as shown: each source line cut into pieces that fit.
+    struct Piece {
+        std::string text;
+        bool continued;
+    };
+    std::vector<Piece> pieces;
+    std::size_t start = 0;
+    while (start <= b.text.size()) {
+        std::size_t nl = b.text.find('\n', start);
+        if (nl == std::string::npos) nl = b.text.size();
+        std::string line = b.text.substr(start, nl - start);
+        bool continued = false;
+        for (;;) {
+            const float room = std::max(1.0f, avail - (continued ? marker : 0));
+            if (ImGui::CalcTextSize(line.c_str()).x <= room) break;
+            // The last blank (or punctuation) that keeps the piece within the room; none:
+            // a word wider than the pane, cut where it must be, behind the marker.
+            ImFont* font = ImGui::GetFont();
+            const float scale = ImGui::GetFontSize() / font->FontSize;
+            const char* cut =
+                font->CalcWordWrapPositionA(scale, line.c_str(), line.c_str() + line.size(), room);
+            std::size_t at = static_cast<std::size_t>(cut - line.c_str());
+            if (at == 0) at = 1;
+            pieces.push_back({line.substr(0, at), continued});
+            while (at < line.size() && line[at] == ' ') ++at;
+            line = line.substr(at);
+            continued = true;
+        }
+        if (!(line.empty() && nl == b.text.size() && start > 0))
+            pieces.push_back({line, continued});
+        start = nl + 1;
+    }
+    // 2. The box and its pieces.
+    const float line_h = ImGui::GetTextLineHeightWithSpacing();
+    const float height = pieces.size() * line_h + 2 * style.WindowPadding.y;
     ImGui::PushStyleColor(ImGuiCol_ChildBg, colour::kCodeBox);
     ImGui::PushID(id);
-    ImGui::BeginChild("code", ImVec2(0, height), false, ImGuiWindowFlags_HorizontalScrollbar);
-    ImGui::TextUnformatted(b.text.c_str(), b.text.c_str() + b.text.size());
+    ImGui::BeginChild("code", ImVec2(0, height), false, ImGuiWindowFlags_NoScrollbar);
+    for (const Piece& p : pieces) {
+        if (p.continued) {
+            line_text(kCodeWrapMarker, dim_colour());
+            ImGui::SameLine(0, ImGui::CalcTextSize(" ").x);
+        }
+        line_text(p.text.empty() ? " " : p.text);
+    }
     ImGui::EndChild();
     ImGui::PopID();
     ImGui::PopStyleColor();
     if (mono != nullptr) ImGui::PopFont();
 }
 
+// A table: each column at least as wide as its widest word, the room left shared in
+// proportion to what each column would need on one line (ImGui's proportional sizing
+// alone squeezes a short column to a character and breaks its header mid-word).
 void draw_table(const LessonBlock& b, int id) {
     size_t n_cols = 1;
     for (const auto& row : b.cells) n_cols = std::max(n_cols, row.size());
+    const ImGuiStyle& style = ImGui::GetStyle();
+    std::vector<float> need(n_cols, 0), want(n_cols, 0);
+    for (const auto& row : b.cells)
+        for (size_t c = 0; c < row.size(); ++c) {
+            want[c] = std::max(want[c], text_width(row[c]));
+            std::size_t i = 0;
+            const std::string& t = row[c];
+            while (i < t.size()) {
+                std::size_t j = t.find(' ', i);
+                if (j == std::string::npos) j = t.size();
+                need[c] = std::max(need[c], text_width(t.substr(i, j - i)));
+                i = j + 1;
+            }
+        }
+    // Room for the cells' content: the pane less each column's padding and border.
+    const float room =
+        ImGui::GetContentRegionAvail().x - n_cols * (2 * style.CellPadding.x + 1) - 1;
+    float sum_need = 0, sum_want = 0;
+    for (size_t c = 0; c < n_cols; ++c) sum_need += need[c], sum_want += want[c];
+    std::vector<float> width = want;
+    if (sum_want > room)
+        for (size_t c = 0; c < n_cols; ++c)
+            width[c] = need[c] + (sum_want > sum_need
+                                      ? (want[c] - need[c]) * std::max(0.0f, room - sum_need) /
+                                            (sum_want - sum_need)
+                                      : 0);
     ImGui::PushID(id);
     if (ImGui::BeginTable(
             "table", static_cast<int>(n_cols),
-            ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
+            ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+        for (size_t c = 0; c < n_cols; ++c)
+            ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, std::floor(width[c]));
         for (size_t r = 0; r < b.cells.size(); ++r) {
             ImGui::TableNextRow(r == 0 ? ImGuiTableRowFlags_Headers : 0);
             for (size_t c = 0; c < b.cells[r].size(); ++c) {
                 ImGui::TableSetColumnIndex(static_cast<int>(c));
-                wrapped(b.cells[r][c]);
+                wrapped_text(b.cells[r][c]);
             }
         }
+        probe_table("lesson table");
         ImGui::EndTable();
     }
     ImGui::PopID();
@@ -72,6 +166,7 @@ void draw_try(const LessonBlock& b, int k, const Snapshot& snap, ViewerState& st
     ImGui::PushStyleColor(ImGuiCol_Button, colour::kTryButton);
     const std::string label = "Try " + std::to_string(k + 1);
     const bool pressed = ImGui::Button(label.c_str());
+    probe_control(label);
     ImGui::PopStyleColor();
     item_tooltip("Sets the panel as this command would:\n" + b.command);
     if (pane.jump_to_try && k == 0) {
@@ -97,14 +192,13 @@ void draw_try(const LessonBlock& b, int k, const Snapshot& snap, ViewerState& st
         }
     }
     ImGui::SameLine();
-    wrapped(b.text);
+    wrapped_text(b.text);
     if (pane.pressed == k) {
         const bool bad = !pane.error.empty();
-        ImGui::PushStyleColor(ImGuiCol_Text, bad ? colour::kBad : colour::kGood);
-        wrapped(bad                    ? "refused: " + pane.error
-                : pane.changed.empty() ? std::string("already set: nothing changed")
-                                       : "set: " + pane.changed);
-        ImGui::PopStyleColor();
+        wrapped_text(bad                    ? "refused: " + pane.error
+                     : pane.changed.empty() ? std::string("already set: nothing changed")
+                                            : "set: " + pane.changed,
+                     bad ? colour::kBad : colour::kGood);
     }
     ImGui::PopID();
     if (pressed) press_try(pane, k, snap, state);
@@ -120,8 +214,9 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
     const int n_try = pane.text.count(BlockKind::kTry);
 
     // 1. A fixed header: which file, and a way to the Try steps.
+    const ProbeScope scope("lesson " + std::to_string(pane.lesson));
     const std::string file = std::filesystem::path(pane.text.path).filename().string();
-    ImGui::TextDisabled("Lesson %d: lessons/%s", pane.lesson, file.c_str());
+    wrapped_text("Lesson " + std::to_string(pane.lesson) + ": lessons/" + file, dim_colour());
     help_marker(
         "Lesson mode (plab-viewer --lesson N): the lesson's text beside its panel, read from "
         "lessons/ at start. Each Try step is a button that sets the panel as its command "
@@ -130,6 +225,7 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
         const std::string jump =
             "Go to the " + std::to_string(n_try) + " Try step" + (n_try > 1 ? "s" : "");
         if (ImGui::SmallButton(jump.c_str())) pane.jump_to_try = true;
+        probe_control(jump);
     }
     ImGui::Separator();
 
@@ -165,7 +261,7 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
         const float h = pane.block_heights[i];
         const bool skippable = b.kind != BlockKind::kTry && b.kind != BlockKind::kDetailsBegin &&
                                b.kind != BlockKind::kDetailsEnd;
-        if (skippable && h > 0 && (y0 + h < view_top || y0 > view_bottom)) {
+        if (skippable && h > 0 && !pane.draw_all && (y0 + h < view_top || y0 > view_bottom)) {
             ImGui::Dummy(ImVec2(1.0f, h - ImGui::GetStyle().ItemSpacing.y));
             continue;
         }
@@ -175,24 +271,22 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
             case BlockKind::kHeading:
                 ImGui::Spacing();
                 if (heading != nullptr && b.level <= 2) ImGui::PushFont(heading);
-                ImGui::PushStyleColor(ImGuiCol_Text, colour::kHeading);
-                wrapped(b.text);
-                ImGui::PopStyleColor();
+                wrapped_text(b.text, colour::kHeading);
                 if (heading != nullptr && b.level <= 2) ImGui::PopFont();
                 break;
             case BlockKind::kParagraph:
-                wrapped(b.text);
+                wrapped_text(b.text);
                 ImGui::Spacing();
                 break;
             case BlockKind::kBullet:
                 ImGui::Bullet();
                 ImGui::SameLine();
-                wrapped(b.text);
+                wrapped_text(b.text);
                 break;
             case BlockKind::kNumbered:
-                ImGui::TextUnformatted(b.marker.c_str());
+                line_text(b.marker);
                 ImGui::SameLine();
-                wrapped(b.text);
+                wrapped_text(b.text);
                 break;
             case BlockKind::kCode:
                 draw_code(b, static_cast<int>(i), mono);
@@ -201,7 +295,7 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
                 draw_table(b, static_cast<int>(i));
                 break;
             case BlockKind::kPicture:
-                ImGui::TextDisabled("[picture: %s, %s]", b.text.c_str(), b.marker.c_str());
+                wrapped_text("[picture: " + b.text + ", " + b.marker + "]", dim_colour());
                 break;
             case BlockKind::kRule:
                 ImGui::Separator();
@@ -213,6 +307,7 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
             case BlockKind::kDetailsBegin: {
                 ImGui::PushID(static_cast<int>(i));
                 const bool is_open = ImGui::TreeNode("details", "%s", b.text.c_str());
+                probe_control(b.text);
                 ImGui::PopID();
                 open.push_back(is_open);
                 if (!is_open) closed_depth = 1;

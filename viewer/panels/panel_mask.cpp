@@ -20,6 +20,7 @@
 
 #include "app/heatmap_view.h"
 #include "core/mask.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -175,12 +176,13 @@ void cell_tooltip(const MaskSnapshot& mask, const AttentionMap& map, int q, int 
 void draw_pinned(const MaskSnapshot& mask, int q, const std::vector<int>& chunk, float width) {
     const MaskViewSnapshot& v = mask.view;
     const int t = mask.n_tokens();
-    ImGui::Text("query %d '%s' reads most:", q, token_label(mask.token_text[q]).c_str());
-    item_tooltip(
+    wrapped_with_tip(
+        "query " + std::to_string(q) + " '" + token_label(mask.token_text[q]) + "' reads most:",
         "Click the row again to unpin it (or press Esc). Chunk: the prefill chunk "
-        "that computed the key; 'cache' = read from the KV cache by this query.");
+        "that computed the key; 'cache' = read from the KV cache by this query.",
+        0, width);
     if (!v.ready || v.pinned != q) {
-        ImGui::TextDisabled("asking the engine...");
+        line_text("asking the engine...", dim_colour());
         return;
     }
     const AttentionMap* map = mask.map(v.layer, v.head);
@@ -195,18 +197,21 @@ void draw_pinned(const MaskSnapshot& mask, int q, const std::vector<int>& chunk,
         for (int k : v.pinned_keys) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::Text("%d", k);
+            line_text(std::to_string(k));
             ImGui::TableNextColumn();
             std::string text = token_label(mask.token_text[k]);
             if (text.size() > 8) text = text.substr(0, 7) + "~";
-            ImGui::TextUnformatted(text.c_str());
+            line_text(text);
             item_tooltip("'" + token_label(mask.token_text[k]) + "' at position " +
                          std::to_string(k));
             ImGui::TableNextColumn();
-            ImGui::Text("%.4g", map->probs[static_cast<size_t>(q) * t + k]);
+            char p[32];
+            std::snprintf(p, sizeof p, "%.4g", map->probs[static_cast<size_t>(q) * t + k]);
+            line_text(p);
             ImGui::TableNextColumn();
-            ImGui::Text("%d%s", chunk[k], chunk[k] < chunk[q] ? " cache" : "");
+            line_text(std::to_string(chunk[k]) + (chunk[k] < chunk[q] ? " cache" : ""));
         }
+        probe_table("pinned keys");
         ImGui::EndTable();
     }
 }
@@ -215,7 +220,7 @@ void draw_pinned(const MaskSnapshot& mask, int q, const std::vector<int>& chunk,
 
 void draw_mask(const Snapshot& snap, ViewerState& state) {
     const MaskSnapshot& mask = snap.mask;
-    ImGui::TextUnformatted("Mask & attention: rows = queries, columns = keys");
+    wrapped_text("Mask & attention: rows = queries, columns = keys");
     help_marker(
         "Lesson 3 - chunked prefill (lessons/03-chunked-prefill.md); the causal mask is lesson "
         "1.\n\nEach row is one "
@@ -231,12 +236,12 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         "query and list the keys it reads most (click again or Esc: unpin). Down/up arrows: the "
         "next/previous layer. --compare-chunks PLAN or --compare-backend NAME puts a second run "
         "beside the first, the cells whose float bits differ highlighted.");
-    ImGui::TextDisabled("%s",
-                        "Try: press Home, then the right arrow: each chunk adds its rows. Slide "
-                        "chunk size: the colours stay the same.");
+    hint_text(
+        "Try: press Home, then the right arrow: each chunk adds its rows. Slide chunk size: the "
+        "colours stay the same.");
     draw_mask_picker(mask, state);
     if (!mask.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", mask.error.c_str());
+        wrapped_text(mask.error, colour::kBad);
         return;
     }
     if (!mask.ready) return;
@@ -244,12 +249,14 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     // 1. Layer/head selectors and view options.
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("layer", &state.attn_layer, 0, mask.n_layers - 1);
+    probe_control("layer");
     item_tooltip(
         "Which transformer layer's attention to show (0 = closest to the input). "
         "Keys: down arrow the next layer, up arrow the previous one.");
-    ImGui::SameLine();
+    flow(labelled_width(ImGui::GetFontSize() * 8, "head"));
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     ImGui::SliderInt("head", &state.attn_head, 0, mask.n_heads - 1);
+    probe_control("head");
     item_tooltip((snap.head_hint.empty()
                       ? std::string()
                       : "The panel opened on this model's " + snap.head_hint + ".\n") +
@@ -257,14 +264,16 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
                  std::to_string(mask.n_heads / std::max(1, mask.n_kv_heads)) +
                  " at a time share one K/V head (H=" + std::to_string(mask.n_heads) +
                  ", Hkv=" + std::to_string(mask.n_kv_heads) + ").");
-    ImGui::SameLine();
+    flow(checkbox_width("sqrt colours"));
     ImGui::Checkbox("sqrt colours", &state.sqrt_colours);
+    probe_control("sqrt colours");
     item_tooltip(
         "Colour by the square root of the probability, so that small weights stay "
         "visible next to a large one. Off: linear colours.");
-    ImGui::SameLine();
-    ImGui::TextDisabled("%d tokens, plan %s, prefill %s", mask.n_tokens(),
-                        mask.plan.to_string().c_str(), format_us(mask.prefill_us).c_str());
+    const std::string ran = std::to_string(mask.n_tokens()) + " tokens, plan " +
+                            mask.plan.to_string() + ", prefill " + format_us(mask.prefill_us);
+    flow(text_width(ran));
+    line_text(ran, dim_colour());
     item_tooltip(
         "Prompt length T in tokens, the chunk plan the engine ran (chunk lengths) and "
         "the wall time of the prefill chunks on backend " +
@@ -282,30 +291,50 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
                          view.head == state.attn_head;
     if (state.pinned_query >= t) state.pinned_query = -1;  // the prompt became shorter
     const int pinned = state.pinned_query;
-    if (!view.error.empty()) ImGui::TextColored(ImColor(colour::kBad), "%s", view.error.c_str());
+    if (!view.error.empty()) wrapped_text(view.error, colour::kBad);
     if (compare) {
-        ImGui::TextColored(ImColor(kDiffers),
-                           "left: %s plan %s   right: %s plan %s   %lld cells' bits differ, by up "
-                           "to %.2g%s",
-                           mask.backend.c_str(), mask.plan.to_string().c_str(),
-                           view.compare_backend.c_str(), view.compare_plan.to_string().c_str(),
-                           view.n_differs, view.compare_max_abs,
-                           view.compare_bitwise_promised ? " (reference backends: bitwise promised)"
-                                                         : " (highlighted)");
-        item_tooltip(
+        char buf[400];
+        std::snprintf(buf, sizeof buf,
+                      "left: %s plan %s   right: %s plan %s   %lld cells' bits differ, by up "
+                      "to %.2g%s",
+                      mask.backend.c_str(), mask.plan.to_string().c_str(),
+                      view.compare_backend.c_str(), view.compare_plan.to_string().c_str(),
+                      view.n_differs, view.compare_max_abs,
+                      view.compare_bitwise_promised ? " (reference backends: bitwise promised)"
+                                                    : " (highlighted)");
+        wrapped_with_tip(
+            buf,
             "The same prompt and mask run twice. Two chunk plans on a reference backend must "
             "give the same bits (lesson 3); a fast backend sums in another order and rounds "
             "differently, so its probabilities may differ in the last bits (lesson 4). Cells "
-            "whose float bits differ are tinted; hover one for both values.");
+            "whose float bits differ are tinted; hover one for both values.",
+            kDiffers);
     }
+    // Where the legend and the facts go (issue 45: a narrow panel - lesson mode, a
+    // projector's scale - keeps a readable heatmap): beside the heatmap when it stays at
+    // least kMinSide fonts wide, else the facts, then the legend too, move below it.
     const float font = ImGui::GetFontSize();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float margin_left = font * 4.5f, margin_top = font * 1.4f, gap = font;
-    const float legend = font * ((pinned >= 0 ? 35 : 31) + (compare ? 2 : 0));
+    const float legend_w = font * (pinned >= 0 ? 15.5f : 11), facts_w = font * 18;
     const int panes = compare ? 2 : 1;
-    const float side = std::floor(
-        std::max(64.0f, std::min((avail.x - margin_left - legend - gap * (panes - 1)) / panes,
-                                 avail.y - margin_top - font * 2.5f)));
+    auto side_with = [&](float beside) {
+        return (avail.x - margin_left - gap * (panes - 1) - beside) / panes;
+    };
+    constexpr float kMinSide = 16;
+    enum class Place { kBothBeside, kLegendBeside, kBelow };
+    const Place place =
+        side_with(font * 1.5f + legend_w + facts_w) >= font * kMinSide ? Place::kBothBeside
+        : side_with(font * 1.5f + legend_w) >= font * kMinSide         ? Place::kLegendBeside
+                                                                       : Place::kBelow;
+    const float beside = place == Place::kBothBeside     ? font * 1.5f + legend_w + facts_w
+                         : place == Place::kLegendBeside ? font * 1.5f + legend_w
+                                                         : font * 0.5f;
+    // As tall as the panel shows, but never under 12 lines when the width allows (the
+    // panel scrolls down rather than shrink the heatmap to a stamp).
+    const float side = std::floor(std::max(
+        64.0f,
+        std::min(side_with(beside), std::max(avail.y - margin_top - font * 2.5f, font * 12))));
     if (state.heatmap_view_tokens != t) {  // another prompt: sized again
         state.heatmap_view = HeatmapView{};
         state.heatmap_view_tokens = t;
@@ -368,9 +397,9 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         dl->PopClipRect();
     }
     // A label inside the masked triangle says why it is empty (the whole prompt in view).
-    if (side > font * 20 && mask.mask.is_causal() && zoom_of(hv, t) < 1.01f) {
-        const char* why = "masked: a token never attends to later tokens";
-        const ImVec2 sz = ImGui::CalcTextSize(why);
+    const char* why = "masked: a token never attends to later tokens";
+    const ImVec2 sz = ImGui::CalcTextSize(why);
+    if (sz.x + font * 2 < side * 0.9f && mask.mask.is_causal() && zoom_of(hv, t) < 1.01f) {
         const ImVec2 p(b.x - sz.x - font, a.y + side * 0.12f);
         dl->AddRectFilled(ImVec2(p.x - 4, p.y - 2), ImVec2(p.x + sz.x + 4, p.y + sz.y + 2),
                           IM_COL32(30, 30, 36, 230), px(3.0f));
@@ -386,28 +415,45 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     dl->PopClipRect();
 
     // 5. Axis labels of the cells in view: a row's token text when rows are a line tall,
-    //    else every n-th position (1, 2, 5, 10, ...); columns: positions that fit.
+    //    else every n-th position (1, 2, 5, 10, ...); columns: positions that fit whole.
     const CellRange rows_in_view = visible_cells(hv.y0, hv.span, t);
     const int every = label_every(cell, font * 1.2f);
     const int every_col = label_every(cell, ImGui::CalcTextSize("0000").x);
-    dl->PushClipRect(ImVec2(origin.x, a.y - 1), ImVec2(a.x - font * 0.7f, b.y + font), true);
-    for (int i = rows_in_view.first; i < rows_in_view.last; ++i) {
-        if (i % every != 0) continue;
-        std::string row = every == 1 ? token_label(mask.token_text[i]) : std::to_string(i);
-        if (row.size() > 7) row = row.substr(0, 6) + "~";  // long BPE tokens: hover shows all
-        dl->AddText(ImVec2(origin.x, sy(i + 0.5f) - font * 0.5f),
-                    i == pinned ? IM_COL32_WHITE : IM_COL32(220, 220, 220, 255), row.c_str());
+    {
+        const float row_w = a.x - font * 0.7f - origin.x;
+        ChartProbe rows("heatmap rows", ImVec2(origin.x, a.y - 1),
+                        ImVec2(a.x - font * 0.7f, b.y + font), false);
+        dl->PushClipRect(ImVec2(origin.x, a.y - 1), ImVec2(a.x - font * 0.7f, b.y + font), true);
+        float last_y = -1e9f;  // a label the clamp below pushes onto the one above is left out
+        for (int i = rows_in_view.first; i < rows_in_view.last; ++i) {
+            if (i % every != 0) continue;
+            std::string row = every == 1 ? token_label(mask.token_text[i]) : std::to_string(i);
+            // Long BPE tokens shortened to what fits, ending in '~' (hover shows all).
+            while (row.size() > 1 && text_width(row) > row_w) {
+                std::size_t cut = row.size() - (row.back() == '~' ? 2 : 1);
+                while (cut > 0 && (static_cast<unsigned char>(row[cut]) & 0xC0) == 0x80) --cut;
+                row = row.substr(0, cut) + "~";
+            }
+            // Centred on its row, kept inside the heatmap's height (row 0's label).
+            const float y = std::clamp(sy(i + 0.5f) - font * 0.5f, a.y - 1, b.y);
+            if (y < last_y + font) continue;
+            last_y = y;
+            rows.label(dl, ImVec2(origin.x, y),
+                       i == pinned ? IM_COL32_WHITE : IM_COL32(220, 220, 220, 255), row);
+        }
+        dl->PopClipRect();
     }
-    dl->PopClipRect();
     const CellRange cols_in_view = visible_cells(hv.x0, hv.span, t);
     for (int pane = 0; pane < panes; ++pane) {
-        dl->PushClipRect(ImVec2(corner(pane).x, origin.y), ImVec2(corner(pane).x + side, a.y),
-                         true);
-        for (int i = cols_in_view.first; i < cols_in_view.last; ++i)
-            if (i % every_col == 0)
-                dl->AddText(ImVec2(sx(pane, static_cast<float>(i)), origin.y),
-                            IM_COL32(200, 200, 200, 255), std::to_string(i).c_str());
-        dl->PopClipRect();
+        const float x0 = corner(pane).x, x1 = x0 + side;
+        ChartProbe cols("heatmap columns", ImVec2(x0, origin.y), ImVec2(x1, a.y), false);
+        for (int i = cols_in_view.first; i < cols_in_view.last; ++i) {
+            const std::string label = std::to_string(i);
+            const float x = sx(pane, static_cast<float>(i));
+            // Only whole labels: one the square's edge would cut is left out.
+            if (i % every_col == 0 && x >= x0 - 0.5f && x + text_width(label) <= x1)
+                cols.label(dl, ImVec2(x, origin.y), IM_COL32(200, 200, 200, 255), label);
+        }
     }
 
     // 6. Hover: crosshair and tooltip; wheel zooms about the pointer, a drag pans, a click
@@ -451,51 +497,10 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         ImGui::PopID();
     }
 
-    // 7. Legend.
-    const ImVec2 l(b_last.x + font * 1.5f, a.y);
-    dl->AddText(l, IM_COL32_WHITE, "probability");
-    const float bar_h = std::min(side * 0.6f, font * (pinned >= 0 ? 6 : 14));  // room for the list
-    for (int i = 0; i < 64; ++i) {
-        const float p = 1.0f - i / 63.0f;
-        dl->AddRectFilled(ImVec2(l.x, l.y + font * 1.5f + i * bar_h / 64),
-                          ImVec2(l.x + font, l.y + font * 1.5f + (i + 1) * bar_h / 64 + 1),
-                          probability_colour(p, state.sqrt_colours));
-    }
-    for (float p : {1.0f, 0.5f, 0.25f, 0.1f, 0.0f}) {
-        const float tpos = state.sqrt_colours ? std::sqrt(p) : p;
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "%.2g", p);
-        dl->AddText(ImVec2(l.x + font * 1.4f, l.y + font * 1.5f + (1 - tpos) * bar_h - font * 0.5f),
-                    IM_COL32_WHITE, buf);
-    }
-    float y = l.y + font * 2.5f + bar_h;
-    auto swatch = [&](ImU32 fill, ImU32 border, bool hatch, const char* text) {
-        const ImVec2 s0(l.x, y), s1(l.x + font, y + font);
-        dl->AddRectFilled(s0, s1, fill);
-        if (hatch) draw_hatch(dl, s0, s1, colour::kHatch, 5);
-        if (border) dl->AddRect(s0, s1, border, 0, 0, px(2.0f));
-        dl->AddText(ImVec2(l.x + font * 1.4f, y), IM_COL32_WHITE, text);
-        y += font * 1.5f;
-    };
-    swatch(colour::kMasked, 0, true, mask.mask.is_causal() ? "masked: the future" : "masked");
-    swatch(IM_COL32(30, 30, 36, 255), 0, false, "chunk not run yet");
-    swatch(0, colour::kChunk, false, "current chunk's keys");
-    swatch(0, colour::kCached, false, "keys from KV cache");
-    if (compare) swatch(kDiffers, 0, false, "bits differ");
-    // 8. The pinned query's most-read keys, under the legend.
-    if (pinned >= 0) {
-        ImGui::SetCursorScreenPos(ImVec2(l.x, y + font * 0.3f));
-        ImGui::BeginGroup();
-        draw_pinned(mask, pinned, chunk, font * 14.5f);
-        ImGui::EndGroup();
-    }
-    // The explorer's facts in a column right of the legend.
-    ImGui::SetCursorScreenPos(ImVec2(l.x + font * (pinned >= 0 ? 15 : 11), a.y));
-    ImGui::BeginGroup();
-    draw_mask_facts(mask, state, font * 18);
-    ImGui::EndGroup();
+    // 7. The chunk in view, under the heatmap.
+    float bottom = b.y;
     ImGui::SetCursorScreenPos(ImVec2(origin.x, b.y + font * 0.4f));
-    ImGui::PushTextWrapPos(b_last.x - ImGui::GetWindowPos().x);  // clear of the legend column
+    const float under_w = b_last.x - origin.x;
     if (current >= 0) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
@@ -504,11 +509,72 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
                       current, mask.plan.lengths.size(), starts[current], starts[current + 1] - 1,
                       starts[current] - 1, starts[current], starts[current + 1] - 1,
                       mask.mask.is_causal() ? "each only up to itself" : "as the mask allows");
-        ImGui::TextColored(ImColor(colour::kChunk), "%s", buf);
+        wrapped_text(buf, colour::kChunk, under_w);
     } else {
-        ImGui::TextDisabled("before prefill: no chunk has run (press the right arrow)");
+        wrapped_text("before prefill: no chunk has run (press the right arrow)", dim_colour(),
+                     under_w);
     }
-    ImGui::PopTextWrapPos();
+    bottom = std::max(bottom, ImGui::GetItemRectMax().y);
+
+    // 8. The legend: the colour scale and what each mark means (beside the heatmap, or
+    //    below it), the pinned query's most-read keys under it.
+    const ImVec2 l = place == Place::kBelow ? ImVec2(origin.x, bottom + font * 0.6f)
+                                            : ImVec2(b_last.x + font * 1.5f, a.y);
+    {
+        const float right = ImGui::GetWindowDrawList()->GetClipRectMax().x;
+        ChartProbe legend("heatmap legend", l, ImVec2(right, l.y + 1e6f), false);
+        legend.label(dl, l, IM_COL32_WHITE, "probability");
+        const float bar_h = std::clamp(side * 0.6f, font * 6, font * (pinned >= 0 ? 6 : 14));
+        for (int i = 0; i < 64; ++i) {
+            const float p = 1.0f - i / 63.0f;
+            dl->AddRectFilled(ImVec2(l.x, l.y + font * 1.5f + i * bar_h / 64),
+                              ImVec2(l.x + font, l.y + font * 1.5f + (i + 1) * bar_h / 64 + 1),
+                              probability_colour(p, state.sqrt_colours));
+        }
+        float last_label = 1e9f;  // a tick too close to the one below is left out
+        for (float p : {0.0f, 0.1f, 0.25f, 0.5f, 1.0f}) {
+            const float tpos = state.sqrt_colours ? std::sqrt(p) : p;
+            const float ty = l.y + font * 1.5f + (1 - tpos) * bar_h - font * 0.5f;
+            if (ty > last_label - font) continue;
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%.2g", p);
+            legend.label(dl, ImVec2(l.x + font * 1.4f, ty), IM_COL32_WHITE, buf);
+            last_label = ty;
+        }
+        float y = l.y + font * 2.5f + bar_h;
+        auto swatch = [&](ImU32 fill, ImU32 border, bool hatch, const char* text) {
+            const ImVec2 s0(l.x, y), s1(l.x + font, y + font);
+            dl->AddRectFilled(s0, s1, fill);
+            if (hatch) draw_hatch(dl, s0, s1, colour::kHatch, 5);
+            if (border) dl->AddRect(s0, s1, border, 0, 0, px(2.0f));
+            legend.label(dl, ImVec2(l.x + font * 1.4f, y), IM_COL32_WHITE, text);
+            y += font * 1.5f;
+        };
+        swatch(colour::kMasked, 0, true, mask.mask.is_causal() ? "masked: the future" : "masked");
+        swatch(IM_COL32(30, 30, 36, 255), 0, false, "chunk not run yet");
+        swatch(0, colour::kChunk, false, "current chunk's keys");
+        swatch(0, colour::kCached, false, "keys from KV cache");
+        if (compare) swatch(kDiffers, 0, false, "bits differ");
+        ImGui::SetCursorScreenPos(ImVec2(l.x, l.y));
+        ImGui::Dummy(ImVec2(legend_w - font * 0.5f, y - l.y));
+        if (pinned >= 0) {
+            ImGui::SetCursorScreenPos(ImVec2(l.x, y + font * 0.3f));
+            ImGui::BeginGroup();
+            draw_pinned(mask, pinned, chunk, legend_w - font);
+            ImGui::EndGroup();
+        }
+        bottom = std::max(bottom, ImGui::GetItemRectMax().y);
+    }
+    // 9. The explorer's facts: right of the legend, or under everything.
+    const bool facts_beside =
+        place == Place::kBothBeside ||
+        (place == Place::kBelow && l.x + legend_w + facts_w <= origin.x + avail.x);
+    const ImVec2 f =
+        facts_beside ? ImVec2(l.x + legend_w, l.y) : ImVec2(origin.x, bottom + font * 0.6f);
+    ImGui::SetCursorScreenPos(f);
+    ImGui::BeginGroup();
+    draw_mask_facts(mask, state, std::min(facts_w, origin.x + avail.x - f.x));
+    ImGui::EndGroup();
 }
 
 }  // namespace plab::viewer

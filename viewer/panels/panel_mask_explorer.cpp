@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 #include "runtime/mask_grammar.h"
@@ -167,9 +168,11 @@ bool picker_row(MaskExplorer& e, int i, int n_tokens) {
     bool changed = false;
     const float font = ImGui::GetFontSize();
     ImGui::PushID(i);
+    const char* combo = i == 0 ? "mask" : "second mask";
+    if (i > 0) flow(labelled_width(font * 9, combo));
     ImGui::SetNextItemWidth(font * 9);
     const char* shown = e.kind[i] < 0 ? "none" : kKinds[e.kind[i]].label;
-    if (ImGui::BeginCombo(i == 0 ? "mask" : "second mask", shown)) {
+    if (ImGui::BeginCombo(combo, shown)) {
         if (i == 1 && ImGui::Selectable("none", e.kind[i] < 0)) {
             e.kind[i] = -1;
             changed = true;
@@ -183,20 +186,23 @@ bool picker_row(MaskExplorer& e, int i, int n_tokens) {
         }
         ImGui::EndCombo();
     }
+    probe_control(combo);
     item_tooltip(e.kind[i] < 0 ? "No second mask: the first one alone." : kKinds[e.kind[i]].tip);
     if (e.kind[i] >= 0) {
         const KindInfo& k = kKinds[e.kind[i]];
         if (k.a_name != nullptr) {
-            ImGui::SameLine();
+            flow(labelled_width(font * 8, k.a_name));
             ImGui::SetNextItemWidth(font * 8);
             const int hi = k.a_max > 0 ? k.a_max : std::max(k.a_min, n_tokens);
             changed |= ImGui::SliderInt(k.a_name, &e.a[i], k.a_min, hi);
+            probe_control(k.a_name);
             item_tooltip(k.tip);
         }
         if (k.b_name != nullptr) {
-            ImGui::SameLine();
+            flow(labelled_width(font * 7, k.b_name));
             ImGui::SetNextItemWidth(font * 7);
             changed |= ImGui::SliderInt(k.b_name, &e.b[i], k.b_min, k.b_max);
+            probe_control(k.b_name);
             item_tooltip(k.tip);
         }
     }
@@ -211,38 +217,42 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
     MaskExplorer& e = state.explorer;
     if (e.synced != state.mask) sync_picker(e, state.mask);
     const int t = mask.ready ? mask.n_tokens() : 16;
+    const ProbeScope scope("mask picker");
+    const float font = ImGui::GetFontSize();
     bool changed = picker_row(e, 0, t);
-    ImGui::SameLine(0, ImGui::GetFontSize() * 1.5f);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    flow(font * 5, font * 1.5f);
+    ImGui::SetNextItemWidth(font * 5);
     int op = e.use_or ? 1 : 0;
     if (ImGui::Combo("##op", &op, "and\0or\0")) {
         e.use_or = op == 1;
         changed = true;
     }
+    probe_control("and/or");
     item_tooltip(
         "How the two masks combine (FlexAttention's and_masks / or_masks): 'and' - a key is "
         "visible when both masks show it ('+' in the spec); 'or' - when either does ('|').");
-    ImGui::SameLine();
     changed |= picker_row(e, 1, t);
     changed |= ImGui::Checkbox("alibi", &e.alibi);
+    probe_control("alibi");
     item_tooltip(
         "ALiBi (Press et al. 2022): adds -slope_h x |q - k| to every score, a distance penalty "
         "instead of position embeddings. The mask is the same; the probabilities shift toward "
         "near keys. This model was trained with RoPE: an experiment.");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+    flow(labelled_width(font * 7, "softcap"));
+    ImGui::SetNextItemWidth(font * 7);
     changed |= ImGui::SliderInt("softcap", &e.softcap, 0, 50);
+    probe_control("softcap");
     item_tooltip(
         "Soft-capping (Gemma 2): score -> C x tanh(score / C) keeps every score inside (-C, C). "
         "0: off. A small C flattens the attention.");
-    ImGui::SameLine();
+    flow(checkbox_width("paint"));
     ImGui::Checkbox("paint", &e.paint);
+    probe_control("paint");
     item_tooltip(
         "Paint a mask of your own: with this on, a click on a heatmap cell shows or hides that "
         "key for that query. The result is a custom mask (file:PATH, a 0/1 matrix the viewer "
         "writes to the temp folder; plab reads the same file). Every row needs at least one "
         "visible key. A custom mask that shows a later key cannot be cut into chunks there.");
-    ImGui::SameLine();
     if (changed) {
         e.text_error.clear();
         const std::string spec = picker_spec(e, t);
@@ -250,8 +260,16 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         std::snprintf(e.text, sizeof e.text, "%s", spec.c_str());
         set_mask(state, spec);
     }
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22);
-    if (ImGui::InputText("spec", e.text, sizeof e.text, ImGuiInputTextFlags_EnterReturnsTrue)) {
+    // The spec field: 22 characters' room, less when the panel is narrow.
+    const float spec_w = std::clamp(ImGui::GetContentRegionAvail().x - labelled_width(0, "spec") -
+                                        ImGui::GetStyle().ItemSpacing.x,
+                                    font * 8, font * 22);
+    flow(labelled_width(spec_w, "spec"));
+    ImGui::SetNextItemWidth(spec_w);
+    const bool entered =
+        ImGui::InputText("spec", e.text, sizeof e.text, ImGuiInputTextFlags_EnterReturnsTrue);
+    probe_control("spec");
+    if (entered) {
         try {
             parse_mask_spec(e.text);
             e.text_error.clear();
@@ -266,8 +284,8 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
         state.mask +
         " --length N draws it in the terminal. Edit it and press Enter: '+' is and, '|' is or; "
         "'+alibi' and '+softcap:30' modify the scores.");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+    flow(labelled_width(font * 5, "tile"));
+    ImGui::SetNextItemWidth(font * 5);
     if (ImGui::BeginCombo("tile", std::to_string(state.mask_tile).c_str())) {
         for (int size : {4, 8, 16, 32})
             if (ImGui::Selectable(std::to_string(size).c_str(), size == state.mask_tile)) {
@@ -276,12 +294,12 @@ void draw_mask_picker(const MaskSnapshot& mask, ViewerState& state) {
             }
         ImGui::EndCombo();
     }
+    probe_control("tile");
     item_tooltip(
         "Tile size of the tile map, in positions. The fast kernels use tiles of 32 keys (by "
         "48 queries on cpu, 32 on gpu); smaller tiles show where a finer kernel could skip "
         "more.");
-    if (!e.text_error.empty())
-        ImGui::TextColored(ImColor(colour::kBad), "%s", e.text_error.c_str());
+    if (!e.text_error.empty()) wrapped_text(e.text_error, colour::kBad);
 }
 
 // 3. Painting: the mask on screen with one cell toggled, written as a 0/1 file.
@@ -319,25 +337,26 @@ void paint_cell(const MaskSnapshot& mask, ViewerState& state, int q, int k) {
 void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) {
     (void)state;
     const float font = ImGui::GetFontSize();
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
-    ImGui::Text("mask %s", mask.mask.spec().c_str());
-    item_tooltip("The spec the engine ran under (copy it to plab --mask).");
-    text_with_tip("first token: '" + token_label(mask.first_token) + "'",
-                  "The greedy next token after the prompt, under this mask, from backend " +
-                      mask.backend +
-                      ". The model was trained causal: another mask is an experiment, and the "
-                      "token may change.");
+    wrapped_with_tip("mask " + mask.mask.spec(),
+                     "The spec the engine ran under (copy it to plab --mask).", 0, width);
+    wrapped_with_tip("first token: '" + token_label(mask.first_token) + "'",
+                     "The greedy next token after the prompt, under this mask, from backend " +
+                         mask.backend +
+                         ". The model was trained causal: another mask is an experiment, and the "
+                         "token may change.",
+                     0, width);
     const double saved =
         mask.causal_pairs > 0 ? 1.0 - double(mask.visible_pairs) / double(mask.causal_pairs) : 0;
     char buf[160];
     std::snprintf(buf, sizeof buf, "pairs: %lld visible of %lld causal (%.0f%% %s)",
                   mask.visible_pairs, mask.causal_pairs, 100.0 * std::fabs(saved),
                   saved >= 0 ? "saved" : "more than causal");
-    text_with_tip(buf,
-                  "Visible (query, key) pairs under this mask (count_visible_pairs) against "
-                  "causal's T(T+1)/2: the attention work a kernel that skips hidden cells "
-                  "saves. More than causal: the mask also shows later keys (a bidirectional "
-                  "prefix).");
+    wrapped_with_tip(buf,
+                     "Visible (query, key) pairs under this mask (count_visible_pairs) against "
+                     "causal's T(T+1)/2: the attention work a kernel that skips hidden cells "
+                     "saves. More than causal: the mask also shows later keys (a bidirectional "
+                     "prefix).",
+                     0, width);
 
     // The tile map: one square per (query tile, key tile).
     const int n = mask.tile > 0 ? (mask.n_tokens() + mask.tile - 1) / mask.tile : 0;
@@ -345,11 +364,12 @@ void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) 
     for (TileClass c : mask.tiles) ++counts[static_cast<int>(c)];
     std::snprintf(buf, sizeof buf, "tile map, %d x %d positions: %d full, %d partial, %d empty",
                   mask.tile, mask.tile, counts[2], counts[1], counts[0]);
-    text_with_tip(buf,
-                  "How a tiled attention kernel sees this mask (tile_map, the fast kernels' "
-                  "classify_tile): an empty tile holds no visible key and is skipped; a full "
-                  "one needs no per-cell mask test; a partial one is computed and masked cell "
-                  "by cell.");
+    wrapped_with_tip(buf,
+                     "How a tiled attention kernel sees this mask (tile_map, the fast kernels' "
+                     "classify_tile): an empty tile holds no visible key and is skipped; a full "
+                     "one needs no per-cell mask test; a partial one is computed and masked cell "
+                     "by cell.",
+                     0, width);
     if (n > 0) {
         const float cell = std::clamp(std::floor(width / n), 2.0f, font * 1.5f);
         ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -379,23 +399,12 @@ void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) 
         }
     }
     // Its legend.
-    {
-        ImDrawList* dl = ImGui::GetWindowDrawList();
-        auto swatch = [&](ImU32 c, const char* text, const char* tip) {
-            const ImVec2 p = ImGui::GetCursorScreenPos();
-            dl->AddRectFilled(p, ImVec2(p.x + font * 0.8f, p.y + font * 0.8f), c);
-            ImGui::Dummy(ImVec2(font * 0.8f, font * 0.8f));
-            ImGui::SameLine();
-            text_with_tip(text, tip);
-            ImGui::SameLine();
-        };
-        swatch(colour::kTileFull, "full",
-               "Every key visible: computed with no per-cell mask test.");
-        swatch(colour::kTilePartial, "partial",
-               "Some keys visible: computed, then masked per cell.");
-        swatch(colour::kTileEmpty, "empty", "No key visible: the kernel skips the tile.");
-        ImGui::NewLine();
-    }
+    ImGui::Dummy(ImVec2(0, 0));
+    legend_entry(colour::kTileFull, 0, "full",
+                 "Every key visible: computed with no per-cell mask test.");
+    legend_entry(colour::kTilePartial, 0, "partial",
+                 "Some keys visible: computed, then masked per cell.");
+    legend_entry(colour::kTileEmpty, 0, "empty", "No key visible: the kernel skips the tile.");
     // The chunking verdict.
     ImGui::Spacing();
     if (!mask.refusal.empty()) {
@@ -403,21 +412,23 @@ void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) 
         badge(refused.c_str(), colour::kBad,
               "The chunk plan asked for (chunk size slider or --chunks) is not allowed under "
               "this mask: the engine refuses it rather than return another answer.");
-        ImGui::TextColored(ImColor(colour::kBad), "%s", mask.refusal.c_str());
-        ImGui::TextColored(ImColor(colour::kClose), "showing plan %s instead",
-                           mask.plan.to_string().c_str());
+        wrapped_text(mask.refusal, colour::kBad, width);
+        wrapped_text("showing plan " + mask.plan.to_string() + " instead", colour::kClose, width);
         item_tooltip(
             "The engine never silently returns another answer: a plan under which a query "
             "would need a key its chunk has not computed yet is refused (check_plan_for_mask), "
             "and this is the nearest plan it accepts (nearest_valid_plan).");
     }
-    const std::string verdict = "chunked (" + mask.plan.to_string() +
-                                ") == full: " + (mask.chunked_equals_full ? "bitwise" : "DIFFERS");
-    badge(verdict.c_str(), mask.chunked_equals_full ? colour::kGood : colour::kBad,
+    // The plan inside the badge when it fits the column, else under it (a badge is one line).
+    const std::string result = mask.chunked_equals_full ? "bitwise" : "DIFFERS";
+    const std::string verdict = "chunked (" + mask.plan.to_string() + ") == full: " + result;
+    const bool plan_inside = button_width(verdict.c_str()) <= width;
+    badge(plan_inside ? verdict.c_str() : ("chunked == full: " + result).c_str(),
+          mask.chunked_equals_full ? colour::kGood : colour::kBad,
           "Every position's logits of this chunk plan against the whole prompt at once, "
           "under this mask, on cpu-ref (a reference backend: its promise is bitwise). It holds "
           "for every mask whose queries find all their keys in their own chunk or before it.");
-    ImGui::PopTextWrapPos();
+    if (!plan_inside) wrapped_text("plan " + mask.plan.to_string(), dim_colour(), width);
 }
 
 }  // namespace plab::viewer

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -34,12 +35,33 @@ std::vector<std::string> lanes_of(const std::vector<TraceEvent>& events) {
     return used;
 }
 
+constexpr ImU32 kRequestLane = IM_COL32(130, 130, 150, 255);
+constexpr ImU32 kOtherLane = IM_COL32(200, 120, 200, 255);  // tokenize, copies, sample, ...
+constexpr ImU32 kTtftBar = IM_COL32(255, 110, 110, 255);
+
 ImU32 lane_colour(const std::string& name) {
     if (name == "prefill" || name == "prefill chunk") return colour::kChunk;
     if (name == "kv append") return colour::kCached;
     if (name == "decode step") return colour::kDecode;
-    if (name == "request") return IM_COL32(130, 130, 150, 255);
-    return IM_COL32(200, 120, 200, 255);
+    if (name == "request") return kRequestLane;
+    return kOtherLane;
+}
+
+// What each colour of the lanes and the brackets means (recorded: the layout check
+// finds an entry for every colour the chart drew).
+void draw_legend() {
+    legend_entry(kRequestLane, 0, "the whole request",
+                 "From its arrival to its last token (the request span).");
+    legend_entry(colour::kChunk, 0, "prefill (and its chunks)",
+                 "The prefill span and each prefill chunk inside it; also the prefill bracket.");
+    legend_entry(colour::kCached, 0, "kv append",
+                 "K and V of a chunk's positions written into the cache, one event per layer.");
+    legend_entry(colour::kDecode, 0, "decode step", "One new token each, after the first.");
+    legend_entry(kOtherLane, 0, "other stages",
+                 "Queue, tokenize, allocate, copy logits, sample, deliver: in the way of the "
+                 "first token, but not prefill.");
+    legend_entry(kTtftBar, 0, "TTFT bracket",
+                 "Arrival -> first token delivered: longer than the prefill inside it.");
 }
 
 std::string event_tip(const TraceEvent& e) {
@@ -58,58 +80,67 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         return;
     }
     const TimelineSnapshot& tl = snap.timeline;
-    ImGui::TextUnformatted("Timeline of one request: TTFT is not prefill time");
+    const ProbeScope scope("timeline panel");
+    wrapped_text("Timeline of one request: TTFT is not prefill time");
     help_marker(
         "Lesson 5 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md).\n\nTime to "
         "first token runs from the request's arrival until its first token is delivered: "
         "tokenizing, copying in, every prefill chunk, sampling, delivery. Prefill is one "
         "span inside it. Decode steps (one token each) come after. Hover a span for its "
         "times and arguments; the same trace opens in Perfetto (plab generate --trace).");
-    ImGui::TextDisabled("%s",
-                        "Try: set chunk size 1 (one token per chunk) and watch prefill grow inside "
-                        "TTFT; zoom to the first token.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    hint_text(
+        "Try: set chunk size 1 (one token per chunk) and watch prefill grow inside TTFT; zoom to "
+        "the first token.");
+    const float em = ImGui::GetFontSize();
+    ImGui::SetNextItemWidth(em * 8);
     if (ImGui::SliderInt("new tokens", &state.new_tokens, 1, 32)) state.dirty.timeline = true;
+    probe_control("new tokens");
     item_tooltip(
         "Tokens the request generates: the first from the prefill, the rest by decode "
         "steps.");
-    ImGui::SameLine();
+    flow(checkbox_width("zoom to first token"));
     ImGui::Checkbox("zoom to first token", &state.timeline_to_first_token);
+    probe_control("zoom to first token");
     item_tooltip("Show only the request's start up to the first token's delivery.");
     if (!tl.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", tl.error.c_str());
+        wrapped_text(tl.error, colour::kBad);
         return;
     }
     if (!tl.ready || tl.events.empty()) return;
     if (tl.mask != "causal") {
         text_with_tip("mask " + tl.mask,
                       "The request ran under this attention mask (--mask, or the Mask panel).");
-        if (!tl.refusal.empty()) {
-            ImGui::SameLine();
-            ImGui::PushTextWrapPos(0.0f);  // one long line: wrap it at the window's edge
-            ImGui::TextColored(ImColor(colour::kBad), "%s (ran plan %s instead)",
-                               tl.refusal.c_str(), tl.plan.c_str());
-            ImGui::PopTextWrapPos();
-        }
+        if (!tl.refusal.empty())
+            wrapped_text(tl.refusal + " (ran plan " + tl.plan + " instead)", colour::kBad);
     }
 
-    // 1. The two numbers, and what lies between them.
-    text_with_tip("TTFT " + format_us(tl.ttft_us),
-                  "Time to first token: request arrival -> first token delivered (engine's "
-                  "GenerateResult::ttft_us).");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip("prefill " + format_us(tl.prefill_us),
-                  "Wall time of the prefill chunks only (GenerateResult::prefill_us).");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip("TTFT - prefill = " + format_us(tl.ttft_us - tl.prefill_us),
-                  "Everything in the first token's way that is not prefill: tokenizing, copies, "
-                  "sampling, delivery.");
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
-    text_with_tip(std::to_string(tl.n_prompt) + " prompt tokens, plan " + tl.plan,
-                  "Prompt length in tokens and the chunk plan of its prefill.");
-    ImGui::TextDisabled("output: %s", token_label(tl.output_text).c_str());
-    item_tooltip("The generated text (greedy), on backend " + tl.backend + ".");
+    // 1. The two numbers, and what lies between them (flowing: as many on a line as fit).
+    auto number = [&](const std::string& text, const char* tip, bool first = false) {
+        if (!first) flow(text_width(text), em * 2);
+        text_with_tip(text, tip);
+    };
+    number("TTFT " + format_us(tl.ttft_us),
+           "Time to first token: request arrival -> first token delivered (engine's "
+           "GenerateResult::ttft_us).",
+           true);
+    number("prefill " + format_us(tl.prefill_us),
+           "Wall time of the prefill chunks only (GenerateResult::prefill_us).");
+    number("TTFT - prefill = " + format_us(tl.ttft_us - tl.prefill_us),
+           "Everything in the first token's way that is not prefill: tokenizing, copies, "
+           "sampling, delivery.");
+    number(std::to_string(tl.n_prompt) + " prompt tokens, plan " + tl.plan,
+           "Prompt length in tokens and the chunk plan of its prefill.");
+    // The output word by word (each shown as token_label shows it), so it wraps between words.
+    std::string output = "output:";
+    for (std::size_t i = 0; i <= tl.output_text.size();) {
+        std::size_t j = tl.output_text.find(' ', i);
+        if (j == std::string::npos) j = tl.output_text.size();
+        if (j > i) output += " " + token_label(tl.output_text.substr(i, j - i));
+        i = j + 1;
+    }
+    wrapped_with_tip(output, "The generated text (greedy), on backend " + tl.backend + ".",
+                     dim_colour());
+    draw_legend();
 
     // 2. Time axis.
     double t_end = 0;
@@ -122,7 +153,10 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     if (state.timeline_to_first_token) t_end = t_begin + tl.ttft_us * 1.08;
     const double span = std::max(1.0, t_end - t_begin);
     const float font = ImGui::GetFontSize();
-    const float label_w = font * 8;
+    const std::vector<std::string> lanes = lanes_of(tl.events);
+    float label_w = font * 6;  // the longest lane name, and a gap
+    for (const std::string& l : lanes) label_w = std::max(label_w, text_width(l) + font);
+    for (const char* l : {"TTFT", "prefill"}) label_w = std::max(label_w, text_width(l) + font);
     const ImVec2 o = ImGui::GetCursorScreenPos();
     const float width = ImGui::GetContentRegionAvail().x - label_w - font;
     auto x_of = [&](double us) {
@@ -133,14 +167,16 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     draw_time_axis(dl, o.x + label_w, width, axis_y, t_begin, span);
 
     // 3. One lane per kind of span.
-    const std::vector<std::string> lanes = lanes_of(tl.events);
     const float lane_h = font * 1.6f;
     const float top = axis_y + font * 2.0f;
+    ChartProbe chart("timeline lanes", ImVec2(o.x, top - 2),
+                     ImVec2(o.x + label_w + width + 2, top + lanes.size() * lane_h + font * 4),
+                     true);
     dl->PushClipRect(ImVec2(o.x, top - 2),
                      ImVec2(o.x + label_w + width + 2, top + lanes.size() * lane_h + 2), true);
     for (size_t l = 0; l < lanes.size(); ++l) {
         const float y = top + l * lane_h;
-        dl->AddText(ImVec2(o.x, y + font * 0.25f), IM_COL32_WHITE, lanes[l].c_str());
+        chart.label(dl, ImVec2(o.x, y + font * 0.25f), IM_COL32_WHITE, lanes[l]);
         dl->AddLine(ImVec2(o.x + label_w, y + lane_h - 1),
                     ImVec2(o.x + label_w + width, y + lane_h - 1), IM_COL32(60, 60, 66, 255));
     }
@@ -153,6 +189,7 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         const float x0 = x_of(e.start_us);
         const float x1 = std::max(x0 + 2.0f, x_of(e.start_us + e.dur_us));
         dl->AddRectFilled(ImVec2(x0, y + 3), ImVec2(x1, y + lane_h - 4), lane_colour(e.name));
+        chart.mark(lane_colour(e.name));
         dl->AddRect(ImVec2(x0, y + 3), ImVec2(x1, y + lane_h - 4), IM_COL32(20, 20, 20, 160));
         if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
             hovered = static_cast<int>(i);
@@ -166,10 +203,11 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         dl->AddLine(ImVec2(x0, y), ImVec2(x1, y), c, px(3.0f));
         dl->AddLine(ImVec2(x0, y - px(6)), ImVec2(x0, y + px(6)), c, px(3.0f));
         dl->AddLine(ImVec2(x1, y - px(6)), ImVec2(x1, y + px(6)), c, px(3.0f));
-        dl->AddText(ImVec2(o.x, y - font * 0.5f), c, text.c_str());
+        chart.label(dl, ImVec2(o.x, y - font * 0.5f), c, text);
+        chart.mark(c);
         y += font * 1.5f;
     };
-    bracket(t_begin, t_begin + tl.ttft_us, IM_COL32(255, 110, 110, 255), "TTFT");
+    bracket(t_begin, t_begin + tl.ttft_us, kTtftBar, "TTFT");
     if (const auto p = std::find_if(tl.events.begin(), tl.events.end(),
                                     [](const TraceEvent& e) { return e.name == "prefill"; });
         p != tl.events.end())
@@ -178,10 +216,10 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
     ImGui::Dummy(ImVec2(1, 1));
     if (hovered >= 0 && ImGui::IsWindowHovered())
         ImGui::SetTooltip("%s", event_tip(tl.events[hovered]).c_str());
-    ImGui::TextWrapped(
-        "Hover a span for its start, duration and arguments (kv append: layer, "
-        "positions, blocks). The TTFT bar starts at the request's arrival; the "
-        "prefill bar covers only the chunks.");
+    wrapped_text(
+        "Hover a span for its start, duration and arguments (kv append: layer, positions, "
+        "blocks). The TTFT bar starts at the request's arrival; the prefill bar covers only "
+        "the chunks.");
 }
 
 }  // namespace plab::viewer

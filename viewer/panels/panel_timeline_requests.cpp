@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -31,6 +32,32 @@ ImU32 span_colour(const ServingSpan& s) {
     return s.decode ? colour::kDecode : s.recompute ? colour::kRecompute : colour::kChunk;
 }
 
+constexpr ImU32 kWaiting = IM_COL32(110, 110, 120, 255);  // a request's line, arrival -> finish
+constexpr ImU32 kLater = IM_COL32(15, 15, 18, 150);       // veil over steps after the cursor
+constexpr ImU32 kCursor = IM_COL32(255, 255, 255, 140);   // the step in view
+
+// What each mark means (the layout check finds an entry for every colour drawn).
+void draw_legend() {
+    legend_entry(colour::kChunk, 0, "prefill chunk", "Prompt tokens computed in one engine step.");
+    legend_entry(colour::kDecode, 0, "decode token", "One new token in one engine step.");
+    legend_entry(colour::kRecompute, 0, "recomputed chunk",
+                 "Tokens computed again after a preemption gave the request's blocks back.");
+    legend_entry(kWaiting, 0, "in the engine",
+                 "The thin line: from the request's arrival to its last token, waiting or "
+                 "running.");
+    legend_entry(IM_COL32_WHITE, 0, "first token (diamond), finish (bar)",
+                 "White diamond: the first new token (its TTFT ends there). White bar: the last "
+                 "token; its blocks go back to the pool.");
+    legend_entry(colour::kBad, 0, "preempted (cross)",
+                 "The pool had no block for a running request: the newest running one gave its "
+                 "blocks back and waits.");
+    legend_entry(kCursor, 0, "step in view",
+                 "The vertical line: the end of the step the counter shows; steps after it are "
+                 "dimmed.");
+    legend_entry(kLater, 0, "after the step in view (dimmed)",
+                 "Steps the right arrow has not reached yet.", false, colour::kChunk);
+}
+
 std::string others_in_step(const ServingStage& st, int request) {
     std::string s;
     for (int id : st.record.requests)
@@ -40,48 +67,71 @@ std::string others_in_step(const ServingStage& st, int request) {
 
 // 1. One row of numbers per request.
 void draw_table(const ServingSnapshot& sv) {
-    if (!ImGui::BeginTable("requests", 8, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit))
-        return;
+    // Columns as wide as their text when the panel has room; else equal shares, each cell
+    // wrapped between words (a narrow panel: lesson mode, a projector's scale).
     const char* heads[] = {"request", "prompt",   "prefix hit", "computed",
                            "TTFT",    "ITL mean", "end to end", "preempted"};
-    for (const char* h : heads) ImGui::TableSetupColumn(h);
-    ImGui::TableHeadersRow();
+    float natural = 0;
+    for (const char* h : heads)
+        natural += std::max(text_width(h), text_width("99.99 ms")) +
+                   2 * ImGui::GetStyle().CellPadding.x + 1;
+    const bool fits = natural <= ImGui::GetContentRegionAvail().x;
+    if (!ImGui::BeginTable("requests", 8,
+                           ImGuiTableFlags_Borders | (fits ? ImGuiTableFlags_SizingFixedFit
+                                                           : ImGuiTableFlags_SizingStretchSame)))
+        return;
+    if (fits) {
+        for (const char* h : heads) ImGui::TableSetupColumn(h);
+        ImGui::TableHeadersRow();
+    } else {
+        ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+        for (const char* h : heads) {
+            ImGui::TableNextColumn();
+            wrapped_text(h);
+        }
+    }
+    auto cell = [&](const std::string& text, const std::string& tip) {
+        if (fits)
+            text_with_tip(text, tip);
+        else
+            wrapped_with_tip(text, tip);
+    };
     for (std::size_t id = 0; id < sv.requests.size(); ++id) {
         const ServingRequestInfo& r = sv.requests[id];
         ImGui::PushID(static_cast<int>(id));
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::TextColored(ImColor(request_colour(static_cast<int>(id))), "%zu", id);
+        line_text(std::to_string(id), request_colour(static_cast<int>(id)));
         item_tooltip(r.label + ". Output: " + token_label(r.output_text));
         ImGui::TableNextColumn();
-        text_with_tip(std::to_string(r.n_prompt) + " tokens",
-                      "Prompt length; " + std::to_string(r.shared_prefix) +
-                          " tokens in common with another request's prompt.");
+        cell(std::to_string(r.n_prompt) + " tokens",
+             "Prompt length; " + std::to_string(r.shared_prefix) +
+                 " tokens in common with another request's prompt.");
         ImGui::TableNextColumn();
-        text_with_tip(std::to_string(r.cached_tokens) + " tokens",
-                      "Prompt tokens found in the prefix cache at its first admission (" +
-                          std::to_string(r.hit_blocks) + " full blocks hit, " +
-                          std::to_string(r.miss_blocks) +
-                          " missed): their K/V were not computed again.");
+        cell(std::to_string(r.cached_tokens) + " tokens",
+             "Prompt tokens found in the prefix cache at its first admission (" +
+                 std::to_string(r.hit_blocks) + " full blocks hit, " +
+                 std::to_string(r.miss_blocks) + " missed): their K/V were not computed again.");
         ImGui::TableNextColumn();
-        text_with_tip(std::to_string(r.computed_tokens) + " tokens",
-                      "Tokens run through the model for it, recomputation after a preemption "
-                      "included (Request::computed_tokens).");
+        cell(std::to_string(r.computed_tokens) + " tokens",
+             "Tokens run through the model for it, recomputation after a preemption "
+             "included (Request::computed_tokens).");
         ImGui::TableNextColumn();
-        text_with_tip(format_us(r.latency.ttft_ms * 1000),
-                      "Time to first token: arrival -> first new token, waiting for a place in "
-                      "a step included.");
+        cell(format_us(r.latency.ttft_ms * 1000),
+             "Time to first token: arrival -> first new token, waiting for a place in "
+             "a step included.");
         ImGui::TableNextColumn();
-        text_with_tip(format_us(r.latency.itl_mean_ms * 1000),
-                      "Mean gap between consecutive new tokens (inter-token latency).");
+        cell(format_us(r.latency.itl_mean_ms * 1000),
+             "Mean gap between consecutive new tokens (inter-token latency).");
         ImGui::TableNextColumn();
-        text_with_tip(format_us(r.latency.e2e_ms * 1000), "Arrival -> last new token.");
+        cell(format_us(r.latency.e2e_ms * 1000), "Arrival -> last new token.");
         ImGui::TableNextColumn();
-        text_with_tip(std::to_string(r.preemptions) + "x",
-                      "Times the pool ran out and this request gave its blocks back, to be "
-                      "computed again from its tokens.");
+        cell(std::to_string(r.preemptions) + "x",
+             "Times the pool ran out and this request gave its blocks back, to be "
+             "computed again from its tokens.");
         ImGui::PopID();
     }
+    probe_table("requests");
     ImGui::EndTable();
 }
 
@@ -89,7 +139,8 @@ void draw_table(const ServingSnapshot& sv) {
 
 void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     const ServingSnapshot& sv = snap.serving;
-    ImGui::TextUnformatted("Timeline of four requests through one engine");
+    const ProbeScope scope("timeline requests");
+    wrapped_text("Timeline of four requests through one engine");
     help_marker(
         "Lesson 5 - TTFT is not prefill (lessons/05-ttft-is-not-prefill.md), for several "
         "requests.\n\nEach lane is one request, on the engine's clock. Boxes are the engine "
@@ -97,15 +148,16 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
         "computed again after a preemption. A step runs all its requests in one forward pass. "
         "The diamond is its first token (TTFT from its arrival), the bar its finish. The same "
         "scenario as the KV panel's shared pool.");
-    ImGui::TextDisabled("%s",
-                        "Try: turn the prefix cache off in the KV panel's shared pool, then "
-                        "compare the TTFT of the requests that share the prompt.");
+    hint_text(
+        "Try: turn the prefix cache off in the KV panel's shared pool, then compare the TTFT of "
+        "the requests that share the prompt.");
     if (!sv.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", sv.error.c_str());
+        wrapped_text(sv.error, colour::kBad);
         return;
     }
     if (!sv.ready || sv.stages.size() < 2) return;
     draw_table(sv);
+    draw_legend();
 
     // 2. Time axis: the engine's clock, first arrival to last finish.
     double t_begin = sv.requests.front().arrival_us, t_end = 0;
@@ -129,6 +181,9 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     const StepView step = step_view(snap, state);
     const float lane_h = font * 2.0f;
     const float top = axis_y + font * 2.0f;
+    ChartProbe chart("request lanes", ImVec2(o.x, top - 4),
+                     ImVec2(o.x + label_w + width + 8, top + sv.requests.size() * lane_h + 8),
+                     true);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     std::string hovered;
     for (std::size_t id = 0; id < sv.requests.size(); ++id) {
@@ -136,10 +191,11 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
         const int rid = static_cast<int>(id);
         const float y = top + id * lane_h;
         const float mid = y + lane_h * 0.5f;
-        dl->AddText(ImVec2(o.x, y + font * 0.3f), request_colour(rid),
-                    ("request " + std::to_string(id)).c_str());
-        dl->AddLine(ImVec2(x_of(r.arrival_us), mid), ImVec2(x_of(r.finish_us), mid),
-                    IM_COL32(110, 110, 120, 255), px(1.0f));
+        chart.label(dl, ImVec2(o.x, y + font * 0.3f), request_colour(rid),
+                    "request " + std::to_string(id));
+        dl->AddLine(ImVec2(x_of(r.arrival_us), mid), ImVec2(x_of(r.finish_us), mid), kWaiting,
+                    px(1.0f));
+        chart.mark(kWaiting);
         for (std::size_t k = 1; k < sv.stages.size(); ++k) {
             const ServingStage& st = sv.stages[k];
             const float x0 = x_of(st.record.start_us);
@@ -148,14 +204,16 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
                 if (s.request != rid) continue;
                 const ImVec2 a(x0, y + 4), b(x1, y + lane_h - 5);
                 dl->AddRectFilled(a, b, span_colour(s));
+                chart.mark(span_colour(s));
                 if (x1 - x0 >= 6) dl->AddRect(a, b, IM_COL32(20, 20, 20, 200));  // box per step
-                if (static_cast<int>(k) > step.stages_done)
-                    dl->AddRectFilled(a, b, IM_COL32(15, 15, 18, 150));  // after the cursor
+                if (static_cast<int>(k) > step.stages_done) {
+                    dl->AddRectFilled(a, b, kLater);  // after the cursor
+                    chart.mark(kLater);
+                }
                 if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
-                    hovered = "request " + std::to_string(id) + ", step " +
-                              std::to_string(st.record.index) + ": " + span_kind(s) +
-                              ", positions " + std::to_string(s.first_pos) + ".." +
-                              std::to_string(s.first_pos + s.n_pos - 1) + " (" +
+                    hovered = "request " + std::to_string(id) + ", step " + std::to_string(k) +
+                              ": " + span_kind(s) + ", positions " + std::to_string(s.first_pos) +
+                              ".." + std::to_string(s.first_pos + s.n_pos - 1) + " (" +
                               std::to_string(s.n_pos) + " tokens), " + others_in_step(st, rid) +
                               "\nstep from " + format_us(st.record.start_us - t_begin) +
                               ", lasting " + format_us(st.record.us) + "; the step ran " +
@@ -169,9 +227,10 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
                             colour::kBad, px(3));
                 dl->AddLine(ImVec2(x + px(5), y + 3), ImVec2(x - px(5), y + lane_h - 3),
                             colour::kBad, px(3));
+                chart.mark(colour::kBad);
                 if (std::abs(mouse.x - x) < 6 && mouse.y >= y && mouse.y < y + lane_h)
                     hovered = "request " + std::to_string(id) + " preempted in step " +
-                              std::to_string(st.record.index) +
+                              std::to_string(k) +
                               ": the pool had no block for a running request, so the newest "
                               "running one gave all its blocks back; it waits and computes its "
                               "tokens again (red boxes).";
@@ -181,6 +240,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
             const float x = x_of(r.token_us.front());
             dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
                         ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
+            chart.mark(IM_COL32_WHITE);
             if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
                 hovered = "request " + std::to_string(id) + "'s first token at " +
                           format_us(r.token_us.front() - t_begin) + ": TTFT " +
@@ -202,7 +262,8 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     if (step.stages_done > 0 && step.stages_done <= sv.n_steps()) {
         const StepRecord& rec = sv.stages[static_cast<std::size_t>(step.stages_done)].record;
         const float x = x_of(rec.start_us + rec.us);
-        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), IM_COL32(255, 255, 255, 140), px(1.5f));
+        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), kCursor, px(1.5f));
+        chart.mark(kCursor);
     }
     ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 6));
     ImGui::Dummy(ImVec2(1, 1));
@@ -213,7 +274,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
         ImGui::PopTextWrapPos();
         ImGui::EndTooltip();
     }
-    ImGui::TextWrapped(
+    wrapped_text(
         "Hover a box, a diamond (first token), a bar (finish) or a red cross (preemption). "
         "Right arrow: one engine step (the line marks the step in view; later steps are dimmed).");
 }

@@ -9,12 +9,14 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/mask.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 #include "panels/ui_common.h"
 
@@ -45,10 +47,10 @@ void draw_inputs(ViewerState& state) {
     if (ImGui::BeginTable("toy inputs", t + 1, ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::TextDisabled("position");
+        line_text("position", dim_colour());
         for (int p = 0; p < t; ++p) {
             ImGui::TableNextColumn();
-            ImGui::Text("p%d", p);
+            line_text("p" + std::to_string(p));
             item_tooltip("Position " + std::to_string(p) + " of the toy prompt.");
         }
         struct Row {
@@ -64,7 +66,7 @@ void draw_inputs(ViewerState& state) {
         for (const Row& r : rows) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(r.name);
+            line_text(r.name);
             item_tooltip(r.tip);
             for (int p = 0; p < t; ++p) {
                 ImGui::TableNextColumn();
@@ -72,12 +74,14 @@ void draw_inputs(ViewerState& state) {
                 ImGui::PushID(p);
                 ImGui::SetNextItemWidth(ImGui::GetFontSize() * 3.5f);
                 if (ImGui::InputFloat("##v", &(*r.v)[p], 0, 0, "%g")) state.dirty.toy = true;
+                probe_control(r.name);
                 item_tooltip(std::string(r.name) + " at position " + std::to_string(p) +
                              ". Edit it: the engine re-runs at once.");
                 ImGui::PopID();
                 ImGui::PopID();
             }
         }
+        probe_table("toy inputs");
         ImGui::EndTable();
     }
     ImGui::BeginDisabled(t >= kMaxToyPositions);
@@ -87,8 +91,9 @@ void draw_inputs(ViewerState& state) {
         in.keys.push_back(1);
         state.dirty.toy = true;
     }
+    probe_control("+ position");
     ImGui::EndDisabled();
-    ImGui::SameLine();
+    flow(button_width("- position"));
     ImGui::BeginDisabled(t <= 1);
     if (ImGui::Button("- position")) {
         in.values.pop_back();
@@ -96,16 +101,18 @@ void draw_inputs(ViewerState& state) {
         in.keys.pop_back();
         state.dirty.toy = true;
     }
+    probe_control("- position");
     ImGui::EndDisabled();
-    ImGui::SameLine();
+    flow(button_width("defaults"));
     if (ImGui::Button("defaults")) {
         in = ToyInput{};
         state.dirty.toy = true;
     }
+    probe_control("defaults");
     item_tooltip("V = 2,4,8,10 with Q = K = 1: outputs 2, 3, 14/3, 6.");
 
     // Chunking presets plus free text.
-    ImGui::SameLine(0, ImGui::GetFontSize() * 2);
+    flow(labelled_width(ImGui::GetFontSize() * 8, "chunking"), ImGui::GetFontSize() * 2);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::BeginCombo("chunking", state.toy_chunks.c_str())) {
         for (const char* preset : {"full", "1", "2", "3", "1,3", "3,1", "2,1,1", "1,2,1"})
@@ -115,18 +122,20 @@ void draw_inputs(ViewerState& state) {
             }
         ImGui::EndCombo();
     }
+    probe_control("chunking");
     item_tooltip(
         "How the toy prompt is cut into prefill chunks: 'full' (one chunk), a size "
         "('2' = chunks of 2) or lengths ('1,3').");
-    ImGui::SameLine();
+    flow(ImGui::GetFontSize() * 6);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
     ImGui::InputText("##plan", &state.toy_chunks);
+    probe_control("plan");
     if (ImGui::IsItemDeactivatedAfterEdit()) state.dirty.toy = true;
     item_tooltip("Type any plan, e.g. 1,1,2. Lengths must add up to the number of positions.");
 }
 
 // 2. The mask grid: rows are queries, columns keys; the chunk in view is outlined.
-void draw_grid(const ToySnapshot& toy, const StepView& step) {
+void draw_grid(const ToySnapshot& toy, const StepView& step, float text_w) {
     const int t = toy.input.n_tokens();
     const float cell = ImGui::GetFontSize() * 3.2f;
     const float label = ImGui::GetFontSize() * 2.5f;
@@ -197,10 +206,26 @@ void draw_grid(const ToySnapshot& toy, const StepView& step) {
                            "..q" + std::to_string(r1 - 1);
         if (r0 > 0) text += " read cached keys k0..k" + std::to_string(r0 - 1) + " (blue)";
         text += " + their own keys (orange)";
-        ImGui::TextColored(ImColor(colour::kChunk), "%s", text.c_str());
+        wrapped_text(text, colour::kChunk, text_w);
     } else {
-        ImGui::TextDisabled("before prefill: nothing computed, the cache is empty");
+        wrapped_text("before prefill: nothing computed, the cache is empty", dim_colour(), text_w);
     }
+}
+
+// The outputs table's width on one line a cell: its widest text per column, padded.
+float outputs_width(const ToySnapshot& toy) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    float w[5] = {text_width("position"), text_width("full prefill"),
+                  text_width("chunked " + toy.chunked.plan.to_string()), text_width("exact"),
+                  button_width("bitwise")};
+    for (std::size_t p = 0; p < toy.exact.size(); ++p) {
+        w[3] = std::max(w[3], text_width(toy.exact[p]));
+        w[1] = std::max(w[1], text_width("-0.0000000e+00"));
+    }
+    w[2] = std::max(w[2], w[1]);
+    float sum = 0;
+    for (float x : w) sum += x + 2 * style.CellPadding.x + 1;
+    return sum;
 }
 
 // 3. Outputs: full and chunked side by side, bitwise compared.
@@ -248,6 +273,7 @@ void draw_outputs(const ToySnapshot& toy, const StepView& step) {
             }
             ImGui::PopID();
         }
+        probe_table("toy outputs");
         ImGui::EndTable();
     }
 }
@@ -255,7 +281,7 @@ void draw_outputs(const ToySnapshot& toy, const StepView& step) {
 }  // namespace
 
 void draw_toy(const Snapshot& snap, ViewerState& state) {
-    ImGui::TextUnformatted("Toy example: one head, head dimension 1, causal attention by hand");
+    wrapped_text("Toy example: one head, head dimension 1, causal attention by hand");
     help_marker(
         "Lesson 1 - attention you can do by hand (lessons/01-toy-example.md).\n\nEvery query and "
         "key is "
@@ -264,13 +290,13 @@ void draw_toy(const Snapshot& snap, ViewerState& state) {
         "chunk's queries read earlier keys from the KV cache, so the outputs do not "
         "change - not even in the last bit. Edit V, Q or K; pick a chunking; step with "
         "the right arrow.");
-    ImGui::TextDisabled("%s",
-                        "Try: press Home, then the right arrow to run one chunk at a time; pick "
-                        "chunking 1,3; set V to 1,2,3,4.");
+    hint_text(
+        "Try: press Home, then the right arrow to run one chunk at a time; pick chunking 1,3; "
+        "set V to 1,2,3,4.");
     draw_inputs(state);
     const ToySnapshot& toy = snap.toy;
     if (!toy.error.empty()) {
-        ImGui::TextColored(ImColor(colour::kBad), "%s", toy.error.c_str());
+        wrapped_text(toy.error, colour::kBad);
         return;
     }
     if (!toy.ready) return;
@@ -284,19 +310,23 @@ void draw_toy(const Snapshot& snap, ViewerState& state) {
         badge("chunked != full", colour::kBad,
               "Some output differs in its bits. Reference backends must match exactly; fast ones "
               "may differ in the last bits.");
-    ImGui::SameLine();
-    ImGui::TextDisabled("backend %s, plan %s", toy.backend.c_str(),
-                        toy.chunked.plan.to_string().c_str());
+    const std::string ran = "backend " + toy.backend + ", plan " + toy.chunked.plan.to_string();
+    flow(text_width(ran));
+    line_text(ran, dim_colour());
     item_tooltip("The backend that ran the toy and the chunk plan being compared with 'full'.");
     ImGui::Separator();
     const StepView step = step_view(snap, state);
+    // The grid and the outputs side by side when both fit, else the outputs below.
+    const float font = ImGui::GetFontSize();
+    const float grid_w = font * (2.5f + 3.2f * toy.input.n_tokens());
+    const bool beside = grid_w + font * 3 + outputs_width(toy) <= ImGui::GetContentRegionAvail().x;
     ImGui::BeginGroup();
-    ImGui::TextUnformatted("Causal mask: attention probabilities (rows = queries)");
-    draw_grid(toy, step);
+    wrapped_text("Causal mask: attention probabilities (rows = queries)", 0, beside ? grid_w : 0);
+    draw_grid(toy, step, beside ? grid_w : 0);
     ImGui::EndGroup();
-    ImGui::SameLine(0, ImGui::GetFontSize() * 3);
+    if (beside) ImGui::SameLine(0, font * 3);
     ImGui::BeginGroup();
-    ImGui::TextUnformatted("Outputs: full vs chunked");
+    wrapped_text("Outputs: full vs chunked");
     draw_outputs(toy, step);
     ImGui::EndGroup();
 }

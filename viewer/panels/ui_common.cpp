@@ -4,6 +4,7 @@
 
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
+#include <imgui_internal.h>  // FindRenderedTextEnd: a label's shown part
 #include <imgui_stdlib.h>
 
 #include <algorithm>
@@ -12,8 +13,10 @@
 #include <iterator>
 
 #include "app/fonts.h"
+#include "app/serving_scenario.h"
 #include "app/text_utf8.h"
 #include "app/view_command.h"
+#include "panels/layout_probe.h"
 #include "panels/panels.h"
 
 #ifndef GL_CLAMP_TO_EDGE
@@ -42,8 +45,9 @@ ImU32 request_colour(int id) {
 }
 
 void help_marker(const char* text) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(?)");
+    // Beside a one-line title when it fits; under a wrapped one.
+    if (ImGui::GetItemRectSize().y <= ImGui::GetFrameHeightWithSpacing()) flow(text_width("(?)"));
+    line_text("(?)", dim_colour());
     if (ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
@@ -65,8 +69,87 @@ void item_tooltip(const std::string& text) {
 }
 
 void text_with_tip(const std::string& text, const std::string& tip) {
-    ImGui::TextUnformatted(text.c_str());
+    line_text(text);
     item_tooltip(tip);
+}
+
+void wrapped_with_tip(const std::string& text, const std::string& tip, ImU32 colour, float width) {
+    wrapped_text(text, colour, width);
+    item_tooltip(tip);
+}
+
+ImU32 dim_colour() {
+    return ImGui::GetColorU32(ImGuiCol_TextDisabled);
+}
+
+void line_text(const std::string& text, ImU32 colour) {
+    if (colour != 0) ImGui::PushStyleColor(ImGuiCol_Text, colour);
+    ImGui::TextUnformatted(text.c_str(), text.c_str() + text.size());
+    if (colour != 0) ImGui::PopStyleColor();
+    probe_text(text);
+}
+
+void wrapped_text(const std::string& text, ImU32 colour, float width) {
+    // Wrapped here, not by ImGui (which also breaks after '.', ',' and '"': "2./4e-7"), at
+    // the content region's right edge (a table cell's in a table), drawn as one item.
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float wrap = std::max(1.0f, width > 0 ? std::min(width, avail) : avail);
+    const auto lines = wrap_lines(text, wrap);
+    std::string shown;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        shown.append(i ? "\n" : "").append(text, lines[i].first, lines[i].second - lines[i].first);
+    if (colour != 0) ImGui::PushStyleColor(ImGuiCol_Text, colour);
+    ImGui::TextUnformatted(shown.c_str(), shown.c_str() + shown.size());
+    if (colour != 0) ImGui::PopStyleColor();
+    probe_text(text, wrap, lines);
+}
+
+void hint_text(const std::string& text) {
+    wrapped_text(text, dim_colour());
+}
+
+float text_width(const std::string& text) {
+    return ImGui::CalcTextSize(text.c_str(), text.c_str() + text.size()).x;
+}
+
+float labelled_width(float frame_w, const char* label) {
+    const char* end = ImGui::FindRenderedTextEnd(label);
+    const float text = ImGui::CalcTextSize(label, end).x;
+    return frame_w + (text > 0 ? ImGui::GetStyle().ItemInnerSpacing.x + text : 0);
+}
+
+float button_width(const char* label) {
+    return ImGui::CalcTextSize(label, ImGui::FindRenderedTextEnd(label)).x +
+           2 * ImGui::GetStyle().FramePadding.x;
+}
+
+float checkbox_width(const char* label) {
+    return labelled_width(ImGui::GetFrameHeight(), label);
+}
+
+bool flow(float w, float spacing) {
+    const float sp = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + sp + w > right) return false;
+    ImGui::SameLine(0, sp);
+    return true;
+}
+
+void legend_entry(ImU32 fill, ImU32 border, const std::string& text, const std::string& tip,
+                  bool hatch, ImU32 under) {
+    const float font = ImGui::GetFontSize();
+    flow(font + ImGui::GetStyle().ItemInnerSpacing.x + text_width(text), font * 1.2f);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const ImVec2 q(p.x + font, p.y + font);
+    if (under != 0) dl->AddRectFilled(p, q, under);
+    if (fill != 0) dl->AddRectFilled(p, q, fill);
+    if (hatch) draw_hatch(dl, p, q, colour::kHatch, px(5));
+    if (border != 0) dl->AddRect(p, q, border, 0, 0, px(2.5f));
+    ImGui::Dummy(ImVec2(font, font));
+    ImGui::SameLine(0, ImGui::GetStyle().ItemInnerSpacing.x);
+    text_with_tip(text, tip);
+    probe_legend(fill != 0 ? fill : border, text);
 }
 
 void badge(const char* label, ImU32 colour, const std::string& tip) {
@@ -74,6 +157,7 @@ void badge(const char* label, ImU32 colour, const std::string& tip) {
     ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colour);
     ImGui::PushStyleColor(ImGuiCol_ButtonActive, colour);
     ImGui::SmallButton(label);
+    probe_control(label);
     ImGui::PopStyleColor(3);
     item_tooltip(tip);
 }
@@ -134,7 +218,12 @@ StepView step_view(const Snapshot& snap, const ViewerState& state) {
     if (state.serving_view && (state.scene == Scene::kKv || state.scene == Scene::kTimeline)) {
         // Several requests: one stage per engine step, no layer granularity.
         v.n_stages = snap.serving.ready ? std::max(0, snap.serving.n_steps()) : 0;
-        v.stages_done = std::clamp(state.stage, 0, v.n_stages);
+        // The KV panel's pool opens where blocks are shared; the timeline at its end.
+        const int opening = !snap.serving.ready         ? 0
+                            : state.scene == Scene::kKv ? opening_stage(snap.serving)
+                                                        : v.n_stages;
+        v.stages_done =
+            std::clamp(state.stage == kOpeningStage ? opening : state.stage, 0, v.n_stages);
         v.layers_done = 0;
         return v;
     }
@@ -153,7 +242,8 @@ StepView step_view(const Snapshot& snap, const ViewerState& state) {
         default:
             break;
     }
-    v.stages_done = std::clamp(state.stage, 0, v.n_stages);
+    v.stages_done =
+        state.stage == kOpeningStage ? v.n_stages : std::clamp(state.stage, 0, v.n_stages);
     v.layers_done = v.complete() ? 0 : std::clamp(state.layer, 0, v.n_layers - 1);
     return v;
 }
@@ -256,41 +346,32 @@ void handle_keys(const Snapshot& snap, ViewerState& state) {
 void draw_serving_toggle(ViewerState& state) {
     int view = state.serving_view ? 1 : 0;
     bool changed = ImGui::RadioButton("one sequence", &view, 0);
+    probe_control("one sequence");
     item_tooltip("One request through a Session: its prefill chunks and decode steps.");
-    ImGui::SameLine();
+    flow(checkbox_width("four requests, one engine"));
     changed = ImGui::RadioButton("four requests, one engine", &view, 1) || changed;
+    probe_control("four requests, one engine");
     item_tooltip(
         "Four requests through one Engine and one shared pool of KV blocks: shared prefix "
         "blocks, cached free blocks, a preemption and evictions, step by step.");
     if (changed) {
         state.serving_view = view == 1;
-        state.stage = 1 << 20;  // a new scene of steps: open at its end
+        state.stage = kOpeningStage;  // a new scene of steps: open where it teaches most
         state.layer = 0;
         state.playing = false;
     }
 }
 
 // ---- the control bar -------------------------------------------------------------------
-// The control bar flows like text: the next item (w pixels wide, label included) stays
-// on this line if it fits before the window's right edge, else starts the next line. At
-// --scale 2 in a 1280-pixel window the bar takes two or three lines instead of running
-// off the edge.
-void same_line_if_fits(float w, float spacing = -1) {
-    const float sp = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
-    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-    if (ImGui::GetItemRectMax().x + sp + w <= right) ImGui::SameLine(0, sp);
-}
-
-// The width of a labelled widget whose frame is `frame_w` wide.
-float labelled_width(float frame_w, const char* label) {
-    return frame_w + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
-}
+// The control bar flows like text (flow()): at --scale 2 or --font-size 24 in a narrow
+// panel it takes two or three lines instead of running off the edge.
 
 // "The command for this view" (view_command.h): a button that copies the `plab` command
 // reproducing the panel's numbers; its tooltip shows the command before it is copied.
 void draw_command_button(const Snapshot& snap, const ViewerState& state) {
-    same_line_if_fits(ImGui::CalcTextSize("Copy command").x + 2 * ImGui::GetStyle().FramePadding.x);
+    flow(button_width("Copy command"));
     const bool clicked = ImGui::SmallButton("Copy command");
+    probe_control("Copy command");
     if (!clicked && !ImGui::IsItemHovered()) return;
     std::string why_not;
     const std::vector<std::string> words = view_command(state, snap, state.model_dir, why_not);
@@ -303,56 +384,69 @@ void draw_command_button(const Snapshot& snap, const ViewerState& state) {
         line);
 }
 
+std::string step_counter_text(const StepView& v) {
+    std::string text = "step " + std::to_string(v.stages_done) + "/" + std::to_string(v.n_stages);
+    if (v.layers_done > 0)
+        text +=
+            " + " + std::to_string(v.layers_done) + "/" + std::to_string(v.n_layers) + " layers";
+    return text;
+}
+
 void draw_controls(const Snapshot& snap, ViewerState& state) {
+    const ProbeScope scope("controls");
     const StepView v = step_view(snap, state);
     const bool model_scene = state.scene != Scene::kToy && state.scene != Scene::kServing;
+    const float font = ImGui::GetFontSize();
+    const float arrow = ImGui::GetFrameHeight();
 
     // 1. Step controls (only where there is something to step through).
     ImGui::BeginDisabled(v.n_stages == 0);
     if (ImGui::Button("Reset")) apply_step(snap, state, Step::kReset);
+    probe_control("Reset");
     state.reset_button_w = ImGui::GetItemRectSize().x;
     state.reset_button_h = ImGui::GetItemRectSize().y;
     item_tooltip("Back to before the first engine call (key: Home or R).");
-    ImGui::SameLine();
+    flow(arrow);
     if (ImGui::ArrowButton("##back", ImGuiDir_Left)) apply_step(snap, state, Step::kPrevChunk);
+    probe_control("back");
     item_tooltip("One chunk back (key: left arrow).");
-    ImGui::SameLine();
-    if (ImGui::Button(state.playing ? "Pause" : "Play ", ImVec2(ImGui::GetFontSize() * 3.5f, 0))) {
+    flow(font * 3.5f);
+    if (ImGui::Button(state.playing ? "Pause" : "Play ", ImVec2(font * 3.5f, 0))) {
         if (v.complete()) apply_step(snap, state, Step::kReset);
         state.playing = !state.playing;
         state.play_clock = state.seconds_per_step;
     }
+    probe_control("Play");
     item_tooltip("Step through the engine calls automatically (key: space).");
-    ImGui::SameLine();
+    flow(arrow);
     if (ImGui::ArrowButton("##chunk", ImGuiDir_Right)) apply_step(snap, state, Step::kNextChunk);
+    probe_control("forward");
     item_tooltip("One chunk (or decode step) forward (key: right arrow).");
-    ImGui::SameLine();
+    flow(arrow);
     ImGui::BeginDisabled(v.n_layers <= 1);
     if (ImGui::ArrowButton("##layer", ImGuiDir_Down)) apply_step(snap, state, Step::kNextLayer);
+    probe_control("one layer");
     item_tooltip(
         "One layer forward inside the current chunk (key: down arrow). The forward "
         "pass appends a chunk's K/V layer by layer.");
     ImGui::EndDisabled();
-    ImGui::SameLine();
     if (v.n_stages > 0) {
-        std::string text =
-            "step " + std::to_string(v.stages_done) + "/" + std::to_string(v.n_stages);
-        if (v.layers_done > 0)
-            text += " + " + std::to_string(v.layers_done) + "/" + std::to_string(v.n_layers) +
-                    " layers";
+        const std::string text = step_counter_text(v);
+        flow(text_width(text));
         text_with_tip(text,
                       "Engine calls finished so far out of all calls in this scene: one per "
                       "prefill chunk (and one per decode step in the KV panel).");
+        probe_step("step counter", v.stages_done, text);
     } else {
-        ImGui::TextDisabled("no steps in this panel");
+        flow(text_width("no steps in this panel"));
+        line_text("no steps in this panel", dim_colour());
     }
     ImGui::EndDisabled();
 
     // 2. Engine inputs shared by the model scenes.
     if (model_scene) {
-        same_line_if_fits(labelled_width(ImGui::GetFontSize() * 12, "chunk size"),
-                          ImGui::GetFontSize() * 2);
-        ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+        flow(labelled_width(font * 12, "chunk size"), font * 2);
+        ImGui::SetNextItemWidth(font * 12);
         int size = state.chunk_size;
         if (ImGui::SliderInt("chunk size", &size, 0, 64, size == 0 ? "full" : "%d tokens")) {
             state.chunk_size = size;
@@ -360,14 +454,14 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
             state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
                 true;
         }
+        probe_control("chunk size");
         item_tooltip(
             "Tokens per prefill chunk (0 = the whole prompt in one chunk). Moving it "
             "re-runs the prefill at once. Current plan: " +
             state.chunks);
     }
-    same_line_if_fits(labelled_width(ImGui::GetFontSize() * 10, "backend"),
-                      ImGui::GetFontSize() * 2);
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    flow(labelled_width(font * 10, "backend"), font * 2);
+    ImGui::SetNextItemWidth(font * 10);
     // The Serving panel's replay keeps its own backend (its times are the virtual clock's).
     const bool replay = state.scene == Scene::kServing;
     ImGui::BeginDisabled(replay);
@@ -381,6 +475,7 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
             }
         ImGui::EndCombo();
     }
+    probe_control("backend");
     item_tooltip(replay ? "The Serving replay always runs on the fast cpu backend: its times are "
                           "the virtual clock's, so a backend changes no number here, and cpu-ref "
                           "would take seconds per re-run. Every token is still computed."
@@ -390,27 +485,26 @@ void draw_controls(const Snapshot& snap, ViewerState& state) {
     draw_command_button(snap, state);
 
     if (model_scene) {
-        const std::string model =
-            "model: " + snap.model_summary + (snap.random_model ? " (random weights)" : "");
-        // The prompt box keeps at least 16 characters' room: the model line goes below
-        // it when the window is narrow (a projector's scale).
-        const float font = ImGui::GetFontSize();
-        const float beside =
-            ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(model.c_str()).x - font * 5;
-        const bool model_below = beside < font * 16;
-        ImGui::SetNextItemWidth(model_below ? ImGui::GetContentRegionAvail().x - font * 4 : beside);
+        // The prompt box on a line of its own, as wide as the panel less its label; the
+        // model's line below it, wrapped (a projector's scale makes it longer than a line).
+        ImGui::SetNextItemWidth(std::max(font * 8, ImGui::GetContentRegionAvail().x -
+                                                       labelled_width(0, "prompt") -
+                                                       ImGui::GetStyle().ItemSpacing.x));
         ImGui::InputText("prompt", &state.prompt);
+        probe_control("prompt");
         if (ImGui::IsItemDeactivatedAfterEdit())
             state.dirty.mask = state.dirty.kv = state.dirty.equivalence = state.dirty.timeline =
                 state.dirty.serving = true;
         item_tooltip(
             "The prompt that is prefilled (press Enter to re-run). It is tokenized "
             "first; the model sees token ids, shown on the axes below.");
-        if (!model_below) ImGui::SameLine();
-        text_with_tip(model,
-                      "D model width, L layers, H query heads, Hkv key/value heads, Dh head "
-                      "dimension, F MLP width, V vocabulary, T longest sequence.\nLoaded from: " +
-                          snap.model_source);
+        const std::string model =
+            "model: " + snap.model_summary + (snap.random_model ? " (random weights)" : "");
+        wrapped_with_tip(
+            model,
+            "D model width, L layers, H query heads, Hkv key/value heads, Dh head "
+            "dimension, F MLP width, V vocabulary, T longest sequence.\nLoaded from: " +
+                snap.model_source);
     }
 }
 
@@ -445,15 +539,23 @@ void release_texture(HeatmapTexture& tex) {
 void draw_time_axis(ImDrawList* dl, float x0, float width, float axis_y, double t_begin,
                     double span) {
     const float font = ImGui::GetFontSize();
-    for (int i = 0; i <= 5; ++i) {
-        const double us = t_begin + span * i / 5;
+    // As many ticks as leave a gap between labels (at most six). The first and last labels
+    // sit inside the axis, beside their ticks, so neighbours of the widest (the span's own)
+    // need one and a half of its width apart, and a font of room.
+    const float widest = text_width(format_us(span)) * 1.5f + font;
+    const int intervals = std::clamp(static_cast<int>(width / std::max(1.0f, widest)), 1, 5);
+    ChartProbe axis("time axis", ImVec2(x0, axis_y), ImVec2(x0 + width, axis_y + font * 1.6f),
+                    false);
+    for (int i = 0; i <= intervals; ++i) {
+        const double us = t_begin + span * i / intervals;
         const float x = x0 + static_cast<float>((us - t_begin) / span) * width;
         dl->AddLine(ImVec2(x, axis_y + font * 1.2f), ImVec2(x, axis_y + font * 1.6f),
                     IM_COL32(180, 180, 180, 255));
         const std::string txt = format_us(us - t_begin);
-        const float w = ImGui::CalcTextSize(txt.c_str()).x;
-        const float tx = i == 0 ? x : i == 5 ? x - w : x - w * 0.5f;  // keep labels inside
-        dl->AddText(ImVec2(tx, axis_y), IM_COL32(180, 180, 180, 255), txt.c_str());
+        const float w = text_width(txt);
+        // The first label starts at its tick, the last ends at its tick: inside the axis.
+        const float tx = i == 0 ? x : i == intervals ? x - w : x - w * 0.5f;
+        axis.label(dl, ImVec2(tx, axis_y), IM_COL32(180, 180, 180, 255), txt);
     }
 }
 

@@ -58,8 +58,33 @@ ImU32 request_colour(int id);
 void help_marker(const char* text);
 // Tooltip for the last item, shown when it is hovered.
 void item_tooltip(const std::string& text);
-// Text followed by a tooltip explaining it.
+// Text followed by a tooltip explaining it (one line; wrapped: wrapped_with_tip).
 void text_with_tip(const std::string& text, const std::string& tip);
+void wrapped_with_tip(const std::string& text, const std::string& tip, ImU32 colour = 0,
+                      float width = 0);
+
+// Texts recorded for the layout self-check (panels/layout_probe.h). `colour` 0: the
+// style's text colour. line_text: one line, which must fit; wrapped_text: wrapped at the
+// right edge of the window or table cell (between words); hint_text: a wrapped hint in
+// the dim colour ("Try: ..." lines).
+void line_text(const std::string& text, ImU32 colour = 0);
+void wrapped_text(const std::string& text, ImU32 colour = 0, float width = 0);  // 0: to the edge
+void hint_text(const std::string& text);
+ImU32 dim_colour();  // the style's disabled-text colour
+
+// Rows of controls that flow like text (issue 45): flow(w) puts the next item, w pixels
+// wide with its label, on this line when it fits before the right edge, else on the
+// next; `spacing` < 0 is the style's. The widths of the usual widgets, label included:
+bool flow(float w, float spacing = -1);                  // true: on this line
+float labelled_width(float frame_w, const char* label);  // a slider, combo or field
+float button_width(const char* label);
+float checkbox_width(const char* label);
+float text_width(const std::string& text);
+// One legend entry, flowing: a swatch of `fill` (with a `border` if not 0, hatched
+// when asked) and its text, recorded as naming `fill` (or `border` when fill is 0).
+// `under`: a colour drawn beneath a see-through fill (a veil over a mark).
+void legend_entry(ImU32 fill, ImU32 border, const std::string& text, const std::string& tip,
+                  bool hatch = false, ImU32 under = 0);
 // A coloured "bitwise match" / "differs" badge with a tooltip.
 void badge(const char* label, ImU32 colour, const std::string& tip);
 
@@ -77,8 +102,9 @@ std::string token_label(const std::string& text);
 // "12.3 us" / "4.56 ms" / "1.2 KiB"
 std::string format_us(double us);
 std::string format_bytes(double bytes);
-// A time axis of six ticks labelled from 0 at t_begin: x = x0 + (us - t_begin)
-// / span * width, labels at axis_y (the timeline panels' shared ruler).
+// A time axis of up to six ticks labelled from 0 at t_begin, as many as fit without
+// their labels touching: x = x0 + (us - t_begin) / span * width, labels at axis_y (the
+// timeline panels' shared ruler; its labels are recorded for the layout check).
 void draw_time_axis(ImDrawList* dl, float x0, float width, float axis_y, double t_begin,
                     double span);
 
