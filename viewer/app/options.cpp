@@ -290,7 +290,9 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
     app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
     app.add_option("--toy-chunks", opt.toy_chunks, "Toy example chunk plan (default 2)");
-    app.add_option("--step", opt.step, "Engine calls to show as done (default: all)");
+    app.add_option("--step", opt.step,
+                   "Engine calls to show as done (default: all; the KV panel's shared pool: the "
+                   "first step that shares the most blocks)");
     app.add_option("--layer", opt.layer, "Attention panel: layer (default: the last)");
     app.add_option("--head", opt.head, "Attention panel: head (default 0)");
     app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
