@@ -59,7 +59,7 @@ TEST_CASE("batch-1 decode of Llama 3 8B on an H100 is memory-bound, near weights
     CHECK(bound_us == Approx(4480).epsilon(0.01));  // 15.01 GB / 3.35 TB/s
 }
 
-TEST_CASE("decode turns compute-bound only at a batch above 100 in bf16; prefill at once",
+TEST_CASE("decode turns compute-bound only at a batch above 100 in bf16, prefill at once",
           "[serve][roofline]") {
     for (const char* hw : {"h100-sxm", "a100-80gb", "h200"}) {
         const RooflineCost c = cost_of(hw, "llama3-8b", Dtype::bf16);

@@ -229,7 +229,7 @@ TEST_CASE("layout check fails when the step counter and the caption show differe
     checked(r, true);
 }
 
-TEST_CASE("layout check fails on lesson text that scrolls sideways; a wide diagram may",
+TEST_CASE("layout check fails on lesson text that scrolls sideways, but a wide diagram may",
           "[viewer][layout]") {
     LayoutRecord r = record();
     LayoutWindow w;
