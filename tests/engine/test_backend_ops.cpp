@@ -564,9 +564,9 @@ OpRow kv_append_row() {
 // The attention problems of the attention and attention_probs rows: a decode
 // query, chunks with and without cached positions before them (65 queries:
 // gpu's 64-query tile and one more; 129 keys), GQA, block
-// sizes that do not divide the keys, Dh odd (7, 33: gpu's flash kernel is
-// compiled for a list of head dims — 1, 2, 4, 8, 16, 32, 48, 64, 80, 96,
-// 128 — and refuses the others, which the table shows), Dh 32 with blocks of
+// sizes that do not divide the keys, Dh odd (7, 33: gpu's flash kernel runs
+// them on the next compiled head dim, 8 and 48, with the extra components
+// zero — kernels/kernels.h; it refuses only Dh above 128), Dh 32 with blocks of
 // 16 (cpu's decode reads K from its transposed mirror), and masks that look
 // back a window (its unseen blocks freed in the last case), forward in a
 // prefix, and modify scores.
@@ -606,8 +606,8 @@ OpRow attention_row() {
 OpRow attention_batch_row() {
     OpRow row{"attention_batch", {}};
     // A batched step: decode queries, a 3-query chunk and a 7-query prompt,
-    // each over its own blocks of one shared pool, in one call. Dh 16 (gpu
-    // runs it) and Dh 7 (gpu refuses it).
+    // each over its own blocks of one shared pool, in one call. Dh 16 and Dh 7
+    // (gpu runs 7 on its 8 kernel, the extra component zero).
     struct Seq {
         int n_queries, pos0;
     };
