@@ -27,6 +27,8 @@ const std::vector<Assignment>& assignments() {
         {"rope", "RoPE at absolute positions, chunk by chunk", rope_checks},
         {"kv_cache", "a paged KV cache: block table, append, gather", kv_cache_checks},
         {"sampler", "temperature, top-k, top-p, and draws", sampler_checks},
+        {"chunked_prefill", "the whole model's prefill from the weights, chunk by chunk",
+         chunked_prefill_checks},
     };
     return all;
 }

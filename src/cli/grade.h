@@ -49,6 +49,9 @@ struct Expectation {
     std::string where;              // "T=7 Dh=3, chunk 2 (positions 5..8)"
     std::vector<std::string> axes;  // names of the axes, for the first bad index
     Tensor expected;
+    // >= 0: no fixed reference; `expected` is what that call of the same case
+    // returned (chunked prefill against the student's own full prefill).
+    int same_as_call = -1;
     double atol = 0, rtol = 0;      // |got - expected| <= atol + rtol |expected|
     std::vector<Mistake> mistakes;  // tried in order
     // A hint from the answer itself when no mistake matches ("" if none).
@@ -78,6 +81,7 @@ std::vector<Check> attention_checks(std::mt19937_64& rng);
 std::vector<Check> rope_checks(std::mt19937_64& rng);
 std::vector<Check> kv_cache_checks(std::mt19937_64& rng);
 std::vector<Check> sampler_checks(std::mt19937_64& rng);
+std::vector<Check> chunked_prefill_checks(std::mt19937_64& rng);
 
 // Seeded inputs in [-scale, scale], never all zeros.
 std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale = 1.0f);

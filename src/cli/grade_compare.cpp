@@ -134,6 +134,33 @@ nlohmann::json root_cause(const Case& c, const nlohmann::json& calls, int i) {
     return calls[i];
 }
 
+// Grades `e` within its case: a reference that is another call's result is
+// read from the student's answers first (its failure is this one's).
+bool grade_one_in_case(const Expectation& e, const Case& c, const nlohmann::json& calls,
+                       std::string& detail, std::string& hint, const std::string& check_hint) {
+    if (e.same_as_call < 0)
+        return grade_one(e, root_cause(c, calls, e.call), detail, hint, check_hint);
+    const nlohmann::json reference = root_cause(c, calls, e.same_as_call);
+    Expectation own = e;
+    std::string why;
+    if (reference.contains("error") || !parse_tensor(reference["value"], own.expected, why)) {
+        return grade_one(own,
+                         reference.contains("error") ? reference : nlohmann::json{{"error", why}},
+                         detail, hint, check_hint);
+    }
+    // A NaN in an expected tensor means "not checked": a reference of NaNs
+    // would pass anything.
+    for (double x : own.expected.data) {
+        if (std::isnan(x)) {
+            detail = "your reference answer (" + c.calls[e.same_as_call]["fn"].get<std::string>() +
+                     ") has NaN";
+            hint = "your output has inf or NaN: subtract the row's max before exp";
+            return false;
+        }
+    }
+    return grade_one(own, root_cause(c, calls, e.call), detail, hint, check_hint);
+}
+
 }  // namespace compare_detail
 
 std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
@@ -156,8 +183,7 @@ std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
                     hint = "an endless loop, or a Python loop over every element? (--timeout S)";
                 } else {
                     const nlohmann::json& calls = reply["results"][case_index];
-                    ok = compare_detail::grade_one(e, compare_detail::root_cause(c, calls, e.call),
-                                                   detail, hint, check.hint);
+                    ok = compare_detail::grade_one_in_case(e, c, calls, detail, hint, check.hint);
                 }
                 if (ok) continue;
                 if (r.failure_detail.empty()) {
