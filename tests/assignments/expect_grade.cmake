@@ -1,7 +1,20 @@
 # Runs `plab grade ASSIGNMENT FILE` and checks how it ends (tests/assignments/CMakeLists.txt).
 #   -DPLAB=... -DASSIGNMENT=... -DFILE=... -DEXIT=0|1 "-DEXPECT=regex;regex..." [-DREJECT=regex]
+#   [-DMUTATION=file.mutation -DPYTHON=... -DMUTATE=mutate.py -DSCRATCH=dir]
 # Every EXPECT regex must match the output (stdout and stderr together), REJECT must
-# not; the exit code must be EXIT.
+# not; the exit code must be EXIT. With MUTATION, FILE (a reference solution) is
+# graded with the mutation's edits applied (mutate.py): a planted mistake.
+if(DEFINED MUTATION)
+  get_filename_component(_name "${MUTATION}" NAME_WE)
+  file(MAKE_DIRECTORY "${SCRATCH}")
+  set(_planted "${SCRATCH}/${_name}.py")
+  execute_process(COMMAND ${PYTHON} ${MUTATE} ${FILE} ${MUTATION} ${_planted}
+                  RESULT_VARIABLE _mrc ERROR_VARIABLE _merr)
+  if(NOT _mrc EQUAL 0)
+    message(FATAL_ERROR "${MUTATION} does not apply to ${FILE}: ${_merr}")
+  endif()
+  set(FILE "${_planted}")
+endif()
 execute_process(COMMAND ${PLAB} grade ${ASSIGNMENT} ${FILE}
                 OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
 set(_all "${_out}${_err}")
