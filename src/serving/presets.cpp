@@ -54,73 +54,65 @@ const std::vector<HardwarePreset>& hardware_presets() {
     // (assumed: dense GEMMs near 70 % of the tensor peak at serving shapes,
     // streaming reads near 80 % of the memory's peak, 30 us of scheduling and
     // launches a step with CUDA graphs), not measured here.
-    static const std::vector<HardwarePreset> presets = [] {
-        std::vector<HardwarePreset> v;
-        HardwarePreset h;
-        h.name = "h100-sxm";
-        h.description = "NVIDIA H100 SXM5 80GB (Hopper, HBM3)";
-        h.fp32_tflops = 67;
-        h.fp16_tflops = h.bf16_tflops = 989.4;
-        h.int8_tops = 1978.9;
-        h.bandwidth_gb_per_s = 3350;
-        h.memory_gb = 80;
-        h.source =
-            "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM column; sparse figures halved";
-        v.push_back(h);
-        h = {};
-        h.name = "a100-80gb";
-        h.description = "NVIDIA A100 SXM4 80GB (Ampere, HBM2e)";
-        h.fp32_tflops = 19.5;
-        h.fp16_tflops = h.bf16_tflops = 312;
-        h.int8_tops = 624;
-        h.bandwidth_gb_per_s = 2039;
-        h.memory_gb = 80;
-        h.source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM column";
-        v.push_back(h);
-        h = {};
-        h.name = "h200";
-        h.description = "NVIDIA H200 SXM 141GB (Hopper, HBM3e)";
-        h.fp32_tflops = 67;
-        h.fp16_tflops = h.bf16_tflops = 989.4;
-        h.int8_tops = 1978.9;
-        h.bandwidth_gb_per_s = 4800;
-        h.memory_gb = 141;
-        h.source = "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM; sparse figures halved";
-        v.push_back(h);
-        h = {};
-        h.name = "l4";
-        h.description = "NVIDIA L4 24GB (Ada Lovelace, GDDR6)";
-        h.fp32_tflops = 30.3;
-        h.fp16_tflops = h.bf16_tflops = 121;
-        h.int8_tops = 242.5;
-        h.bandwidth_gb_per_s = 300;
-        h.memory_gb = 24;
-        h.source = "NVIDIA L4 Tensor Core GPU datasheet (2023); sparse figures halved";
-        v.push_back(h);
-        h = {};
-        h.name = "t4";
-        h.description = "NVIDIA T4 16GB (Turing, GDDR6; Colab's free GPU)";
-        h.fp32_tflops = 8.1;
-        h.fp16_tflops = 65;  // mixed precision; Turing has no bf16
-        h.int8_tops = 130;
-        h.bandwidth_gb_per_s = 320;
-        h.memory_gb = 16;
-        h.source = "NVIDIA T4 Tensor Core GPU datasheet (2019)";
-        v.push_back(h);
-        h = {};
-        h.name = "rtx-4090";
-        h.description = "NVIDIA GeForce RTX 4090 24GB (Ada Lovelace, GDDR6X)";
-        h.fp32_tflops = 82.6;
-        h.fp16_tflops = h.bf16_tflops = 165.2;  // tensor, fp32 accumulate, dense
-        h.int8_tops = 660.6;
-        h.bandwidth_gb_per_s = 1008;
-        h.memory_gb = 24;
-        h.source =
-            "NVIDIA Ada Lovelace GPU Architecture whitepaper v2.1 (2023), GeForce RTX 4090 "
-            "column (FP16/BF16 tensor with FP32 accumulate, dense)";
-        v.push_back(h);
-        return v;
-    }();
+    static const std::vector<HardwarePreset> presets = {
+        {.name = "h100-sxm",
+         .description = "NVIDIA H100 SXM5 80GB (Hopper, HBM3)",
+         .fp32_tflops = 67,
+         .fp16_tflops = 989.4,
+         .bf16_tflops = 989.4,
+         .int8_tops = 1978.9,
+         .bandwidth_gb_per_s = 3350,
+         .memory_gb = 80,
+         .source =
+             "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM column; sparse figures halved"},
+        {.name = "a100-80gb",
+         .description = "NVIDIA A100 SXM4 80GB (Ampere, HBM2e)",
+         .fp32_tflops = 19.5,
+         .fp16_tflops = 312,
+         .bf16_tflops = 312,
+         .int8_tops = 624,
+         .bandwidth_gb_per_s = 2039,
+         .memory_gb = 80,
+         .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB SXM column"},
+        {.name = "h200",
+         .description = "NVIDIA H200 SXM 141GB (Hopper, HBM3e)",
+         .fp32_tflops = 67,
+         .fp16_tflops = 989.4,
+         .bf16_tflops = 989.4,
+         .int8_tops = 1978.9,
+         .bandwidth_gb_per_s = 4800,
+         .memory_gb = 141,
+         .source = "NVIDIA H200 Tensor Core GPU datasheet (2024), H200 SXM; sparse figures halved"},
+        {.name = "l4",
+         .description = "NVIDIA L4 24GB (Ada Lovelace, GDDR6)",
+         .fp32_tflops = 30.3,
+         .fp16_tflops = 121,
+         .bf16_tflops = 121,
+         .int8_tops = 242.5,
+         .bandwidth_gb_per_s = 300,
+         .memory_gb = 24,
+         .source = "NVIDIA L4 Tensor Core GPU datasheet (2023); sparse figures halved"},
+        // Mixed-precision fp16; Turing has no bf16 (bf16_tflops 0: refused).
+        {.name = "t4",
+         .description = "NVIDIA T4 16GB (Turing, GDDR6; Colab's free GPU)",
+         .fp32_tflops = 8.1,
+         .fp16_tflops = 65,
+         .int8_tops = 130,
+         .bandwidth_gb_per_s = 320,
+         .memory_gb = 16,
+         .source = "NVIDIA T4 Tensor Core GPU datasheet (2019)"},
+        // Tensor fp16/bf16 with fp32 accumulate, dense.
+        {.name = "rtx-4090",
+         .description = "NVIDIA GeForce RTX 4090 24GB (Ada Lovelace, GDDR6X)",
+         .fp32_tflops = 82.6,
+         .fp16_tflops = 165.2,
+         .bf16_tflops = 165.2,
+         .int8_tops = 660.6,
+         .bandwidth_gb_per_s = 1008,
+         .memory_gb = 24,
+         .source = "NVIDIA Ada Lovelace GPU Architecture whitepaper v2.1 (2023), GeForce RTX 4090 "
+                   "column (FP16/BF16 tensor with FP32 accumulate, dense)"},
+    };
     return presets;
 }
 
