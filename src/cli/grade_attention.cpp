@@ -1,11 +1,15 @@
 // `plab grade attention`: one head's attention, causal and under any mask of
-// `plab mask`'s grammar (lessons/assignments/attention/README.md).
+// `plab mask`'s grammar, then H query heads sharing Hkv K/V heads (GQA)
+// (lessons/assignments/attention/README.md).
 //
 // The reference is the engine's own: core/attention_math.h's score, softmax
 // statistics and output — the functions cpu-ref and gpu-ref call — over a KV
-// cache of one block, with the mask built by runtime/mask_grammar.h. Known
-// mistakes are the same functions with one thing changed (scale 1, scale
-// 1/Dh, every key visible, the causal mask instead of the one given).
+// cache of one block, with the mask built by runtime/mask_grammar.h, and for
+// GQA the engine's head mapping (core/kv_layout.h's kv_head_of, inside
+// attention_score). Known mistakes are the same functions with one thing
+// changed (scale 1, scale 1/Dh, every key visible, the causal mask instead of
+// the one given, query head h reading K/V head h % Hkv).
+#include <array>
 #include <cmath>
 
 #include "cli/grade.h"
@@ -41,6 +45,38 @@ Tensor reference(const std::vector<float>& q, const std::vector<float>& k,
                 attention_output(scores.data(), st, v.data(), block_table, s, 0, p, d);
     }
     return tensor_f({t, dh}, out);
+}
+
+// out (T, H, Dh) of H query heads over Hkv K/V heads, causal: q (T, H, Dh), k and v
+// (T, Hkv, Dh), which is the pool of one block of T slots. The engine picks each
+// query head's K/V head (kv_head_of: h / (H / Hkv)).
+Tensor gqa_reference(const std::vector<float>& q, const std::vector<float>& k,
+                     const std::vector<float>& v, int t, int h, int hkv, int dh) {
+    AttentionShape s;
+    s.n_queries = t;
+    s.n_heads = h;
+    s.n_kv_heads = hkv;
+    s.head_dim = dh;
+    s.block_size = t;
+    s.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const int block_table[1] = {0};
+    std::vector<float> scores(static_cast<std::size_t>(t));
+    std::vector<float> out(std::size_t(t) * h * dh);
+    for (int p = 0; p < t; ++p) {
+        for (int head = 0; head < h; ++head) {
+            const float* qrow = &q[(std::size_t(p) * h + head) * dh];
+            std::fill(scores.begin(), scores.end(), -INFINITY);
+            const KeyRange r = attention_key_range(s, p);
+            for (int j = r.lo; j <= r.hi; ++j)
+                scores[j] = attention_score(qrow, k.data(), block_table, s, head, p, j);
+            const SoftmaxStats st = attention_softmax_stats(scores.data(), s, p);
+            const int kv_head = kv_head_of(head, h, hkv);
+            for (int d = 0; d < dh; ++d)
+                out[(std::size_t(p) * h + head) * dh + d] =
+                    attention_output(scores.data(), st, v.data(), block_table, s, kv_head, p, d);
+        }
+    }
+    return tensor_f({t, h, dh}, out);
 }
 
 BoundMask bound(const std::string& spec, int t) {
@@ -108,11 +144,72 @@ Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const st
     return c;
 }
 
+// A known GQA mistake: query head `head` reads K/V head `kv_head(head)`, each head
+// then one head's attention as the engine computes it, times `scale`.
+template <typename KvHead>
+Tensor gqa_mistake(const std::vector<float>& q, const std::vector<float>& k,
+                   const std::vector<float>& v, int t, int h, int hkv, int dh, float scale,
+                   KvHead kv_head) {
+    const BoundMask causal = bound("causal", t);
+    std::vector<double> out(std::size_t(t) * h * dh);
+    std::vector<float> qh(std::size_t(t) * dh), kh(qh.size()), vh(qh.size());
+    for (int head = 0; head < h; ++head) {
+        const int g = kv_head(head);
+        for (int p = 0; p < t; ++p)
+            for (int d = 0; d < dh; ++d) {
+                qh[std::size_t(p) * dh + d] = q[(std::size_t(p) * h + head) * dh + d];
+                kh[std::size_t(p) * dh + d] = k[(std::size_t(p) * hkv + g) * dh + d];
+                vh[std::size_t(p) * dh + d] = v[(std::size_t(p) * hkv + g) * dh + d];
+            }
+        const Tensor one = reference(qh, kh, vh, t, dh, causal.view(), scale);
+        for (int p = 0; p < t; ++p)
+            for (int d = 0; d < dh; ++d)
+                out[(std::size_t(p) * h + head) * dh + d] = one.data[std::size_t(p) * dh + d];
+    }
+    return tensor({t, h, dh}, out);
+}
+
+const char* kGqaModuloHint =
+    "GQA head mapping: query head h reads K/V head h // (H / Hkv) (consecutive query heads "
+    "share one K/V head), not h % Hkv";
+
+Case gqa_case(std::mt19937_64& rng, int t, int h, int hkv, int dh) {
+    const std::vector<float> q = uniform(rng, std::size_t(t) * h * dh),
+                             k = uniform(rng, std::size_t(t) * hkv * dh),
+                             v = uniform(rng, std::size_t(t) * hkv * dh);
+    Case c;
+    c.calls.push_back({{"fn", "gqa_attention"},
+                       {"args",
+                        {{"q", to_arg(tensor_f({t, h, dh}, q))},
+                         {"k", to_arg(tensor_f({t, hkv, dh}, k))},
+                         {"v", to_arg(tensor_f({t, hkv, dh}, v))}}}});
+    Expectation e;
+    e.what = "output";
+    e.where = "T=" + std::to_string(t) + " H=" + std::to_string(h) + " Hkv=" + std::to_string(hkv) +
+              " Dh=" + std::to_string(dh);
+    e.axes = {"position", "head", "component"};
+    e.expected = gqa_reference(q, k, v, t, h, hkv, dh);
+    e.atol = e.rtol = kTol;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    // Only where the two mappings differ: 1 < Hkv < H (MQA and MHA agree).
+    if (hkv > 1 && hkv < h)
+        e.mistakes.push_back(
+            {gqa_mistake(q, k, v, t, h, hkv, dh, scale, [hkv](int head) { return head % hkv; }),
+             kGqaModuloHint});
+    e.mistakes.push_back({gqa_mistake(q, k, v, t, h, hkv, dh, 1.0f,
+                                      [h, hkv](int head) { return kv_head_of(head, h, hkv); }),
+                          "your scores are not scaled by 1/sqrt(Dh): s = q.k / sqrt(Dh)"});
+    e.diagnose = nan_hint;
+    c.expect.push_back(std::move(e));
+    return c;
+}
+
 }  // namespace attention_detail
 
 std::vector<Check> attention_checks(std::mt19937_64& rng) {
+    using attention_detail::gqa_case;
     using attention_detail::make_case;
-    std::vector<Check> checks(4);
+    std::vector<Check> checks(5);
     checks[0] = {"causal, small shapes",
                  "compute s = q.k / sqrt(Dh), hide k > q, softmax over each row, weight v",
                  {}};
@@ -134,6 +231,18 @@ std::vector<Check> attention_checks(std::mt19937_64& rng) {
     for (const char* spec : {"causal", "window:3", "window:4+sink:2", "dilated:3,2", "chunked:5",
                              "prefix:6", "docs:4,7,5", "chunked:4|prefix:3"})
         checks[3].cases.push_back(make_case(rng, 16, 5, 1.0f, spec, true));
+    checks[4] = {"GQA: H query heads over Hkv K/V heads",
+                 "query head h reads K/V head h // (H / Hkv): consecutive query heads share one "
+                 "K/V head (q is (T, H, Dh), k and v (T, Hkv, Dh))",
+                 {}};
+    // Groups of 2, 3 and 4 query heads; MQA (Hkv 1) and MHA (Hkv = H); odd Dh.
+    for (auto [t, h, hkv, dh] : {std::array{5, 4, 2, 3},
+                                 {9, 6, 3, 4},
+                                 {7, 8, 2, 5},
+                                 {12, 6, 2, 8},
+                                 {4, 3, 1, 7},
+                                 {6, 4, 4, 2}})
+        checks[4].cases.push_back(gqa_case(rng, t, h, hkv, dh));
     return checks;
 }
 

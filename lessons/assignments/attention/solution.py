@@ -21,3 +21,17 @@ def causal_attention(q, k, v):
     """Causal attention for one head: query i sees keys 0..i. q, k, v: (T, Dh). Returns (T, Dh)."""
     t = q.shape[0]
     return masked_attention(q, k, v, np.tril(np.ones((t, t), dtype=np.int64)))
+
+
+def gqa_attention(q, k, v):
+    """Causal attention of H query heads over Hkv K/V heads (GQA, Ainslie et al. 2023).
+
+    q: (T, H, Dh); k, v: (T, Hkv, Dh) float32, H a multiple of Hkv. Returns (T, H, Dh).
+    """
+    h, hkv = q.shape[1], k.shape[1]
+    group = h // hkv  # query heads per K/V head
+    out = np.empty(q.shape)
+    for head in range(h):
+        kv_head = head // group  # consecutive query heads share one K/V head
+        out[:, head] = causal_attention(q[:, head], k[:, kv_head], v[:, kv_head])
+    return out

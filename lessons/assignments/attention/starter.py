@@ -1,4 +1,4 @@
-"""Attention assignment: fill in the two functions (lessons/assignments/attention/README.md).
+"""Attention assignment: fill in the three functions (lessons/assignments/attention/README.md).
 
 Grade with:  plab grade attention starter.py
 """
@@ -23,3 +23,13 @@ def masked_attention(q, k, v, mask):
     (every row has at least one 1). Returns (T, Dh).
     """
     raise NotImplementedError("masked_attention")
+
+
+def gqa_attention(q, k, v):
+    """Causal attention of H query heads sharing Hkv K/V heads (grouped-query attention).
+
+    q: (T, H, Dh); k, v: (T, Hkv, Dh) float32, H a multiple of Hkv. Query head h
+    reads K/V head h // (H // Hkv): consecutive query heads share one K/V head.
+    Returns (T, H, Dh).
+    """
+    raise NotImplementedError("gqa_attention")
