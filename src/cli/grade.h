@@ -56,6 +56,10 @@ struct Expectation {
     std::vector<Mistake> mistakes;  // tried in order
     // A hint from the answer itself when no mistake matches ("" if none).
     std::function<std::string(const Tensor& got)> diagnose;
+    // When set, replaces the element-by-element comparison: "" when `got` passes,
+    // else the failure's detail. `reference` is `expected`, or under same_as_call
+    // the other call's answer (draws in distribution; another seed, other draws).
+    std::function<std::string(const Tensor& got, const Tensor& reference)> judge;
 };
 
 struct Case {

@@ -35,3 +35,13 @@ def draw(probs, u):
     running = np.cumsum(probs[order])
     i = int(np.searchsorted(running, u * running[-1], side="right"))
     return int(order[min(i, len(order) - 1)])
+
+
+def sample(logits, temperature, top_k, top_p, seed, n):
+    """n token ids drawn from sampling_probs(...) with one generator seeded by `seed`.
+
+    The same seed gives the same draws; the draws follow the distribution.
+    """
+    rng = np.random.default_rng(seed)  # one generator for all n draws
+    probs = sampling_probs(logits, temperature, top_k, top_p)
+    return np.array([draw(probs, u) for u in rng.random(n)], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Sampler assignment: fill in sampling_probs() and draw() (lessons/assignments/sampler/README.md).
+"""Sampler assignment: fill in sampling_probs(), draw() and sample() (lessons/assignments/sampler/README.md).
 
 Grade with:  plab grade sampler starter.py
 """
@@ -25,3 +25,13 @@ def draw(probs, u):
     first) and return the first whose running sum exceeds u * sum(probs).
     """
     raise NotImplementedError("draw")
+
+
+def sample(logits, temperature, top_k, top_p, seed, n):
+    """n token ids drawn from sampling_probs(logits, temperature, top_k, top_p).
+
+    Make one random generator from `seed` (e.g. np.random.default_rng(seed)) and
+    draw n times with it: the same seed must give the same draws, and over many
+    draws token i must come up about n * p_i times. Returns (n,) integers.
+    """
+    raise NotImplementedError("sample")
