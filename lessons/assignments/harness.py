@@ -18,16 +18,30 @@ A call that raises gives {"error": ...}; the rest of that case is skipped (its
 later calls depend on the state it left). What the student prints goes to
 stderr, so it cannot corrupt the results. Run with Debian's /usr/bin/python3,
 whose numpy plab expects.
+
+A C++ variant (`plab grade attention my_attention.cpp`): plab compiles the file
+into a shared library and runs
+
+  harness.py FILE.cpp --library LIB.so --adapter ASSIGNMENT/cpp_adapter.py
+
+The adapter's bind(library) returns an object with the Python variant's
+functions, each calling the student's extern "C" function through ctypes
+(cpp_call.py), so the same calls, the same comparisons and the same hints grade
+both. Each case then runs in a forked child: a crash (a write out of bounds) is
+that case's failed call, named by its signal, and the other cases still run.
 """
 
 import importlib.util
 import json
 import math
 import os
+import signal
 import sys
 import traceback
 
 import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the student's file or the adapters
 
 
 def decode(x):
@@ -74,12 +88,18 @@ def one_line(exc, path):
     return text[:300] + where_in_student(exc, path)
 
 
-def run_case(module, calls, path):
+SKIPPED = {"error": "skipped: an earlier call of this case failed"}
+
+
+def run_case(module, calls, path, on_result=None):
+    """The results of one case's calls; on_result(result), if given, sees each as it comes."""
     objects = {}
     results = []
     for call in calls:
         if results and "error" in results[-1]:
-            results.append({"error": "skipped: an earlier call of this case failed"})
+            results.append(SKIPPED)
+            if on_result:
+                on_result(results[-1])
             continue
         try:
             name = call["fn"]
@@ -98,26 +118,88 @@ def run_case(module, calls, path):
             results.append({"value": encode(value)})
         except Exception as exc:  # the student's mistake is a failed check, never a crash
             results.append({"error": one_line(exc, path)})
+        if on_result:
+            on_result(results[-1])
     return results
+
+
+def run_case_forked(module, calls, path):
+    """run_case in a child process, for compiled code: a crash ends the child, not the grading.
+
+    The child sends each call's result as one JSON line as soon as it has it, so
+    the parent knows which call crashed: that one gets the signal as its error.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        out = os.fdopen(write_end, "w")
+
+        def send(result):
+            out.write(json.dumps(result) + "\n")
+            out.flush()
+
+        try:
+            run_case(module, calls, path, send)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as inp:
+        results = [json.loads(line) for line in inp.read().splitlines()]
+    _, status = os.waitpid(pid, 0)
+    if len(results) < len(calls):
+        if os.WIFSIGNALED(status):
+            how = signal.Signals(os.WTERMSIG(status)).name
+        else:
+            how = f"exit {os.WEXITSTATUS(status)}"
+        fn = calls[len(results)]["fn"]
+        results.append({"error": f"your code crashed ({how}) in {fn}: a read or write out of "
+                                 "bounds, or a null pointer?"})
+        results += [SKIPPED] * (len(calls) - len(results))
+    return results
+
+
+def load_cpp(library, adapter_path):
+    """The compiled student's functions, as the Python variant's (see the adapter)."""
+    import ctypes
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # cpp_call
+    spec = importlib.util.spec_from_file_location("cpp_adapter", adapter_path)
+    adapter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adapter)
+    try:
+        lib = ctypes.CDLL(library)
+    except OSError as exc:  # an undefined symbol: a function declared but never written
+        raise ImportError(str(exc).replace(library + ": ", "")) from None
+    return adapter.bind(lib)
 
 
 def main():
     path = sys.argv[1]
+    options = dict(zip(sys.argv[2::2], sys.argv[3::2]))  # --library LIB --adapter ADAPTER
     request = json.load(sys.stdin)
-    real_stdout = sys.stdout
-    sys.stdout = sys.stderr  # the student's prints
+    # The student's prints go to stderr, Python's and C++'s (printf writes to fd 1) alike.
+    real_stdout = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    run = run_case
     try:
-        spec = importlib.util.spec_from_file_location("student", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        if "--library" in options:
+            module = load_cpp(options["--library"], options["--adapter"])
+            run = run_case_forked
+        else:
+            spec = importlib.util.spec_from_file_location("student", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         reply = {"import_error": f"SyntaxError: {exc.msg} (line {exc.lineno})"}
     except Exception as exc:
         reply = {"import_error": one_line(exc, path)}
     else:
-        reply = {"results": [run_case(module, c["calls"], path) for c in request["cases"]]}
+        reply = {"results": [run(module, c["calls"], path) for c in request["cases"]]}
     sys.stdout = real_stdout
-    json.dump(reply, sys.stdout)
+    json.dump(reply, real_stdout)
+    real_stdout.flush()
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
-// `plab grade ASSIGNMENT FILE`: a student's Python file graded against the
-// engine, check by check (lessons/assignments/README.md).
+// `plab grade ASSIGNMENT FILE`: a student's Python or C++ file graded against
+// the engine, check by check (lessons/assignments/README.md).
 //
 // The cases are generated here from a seed; the student's functions run in
 // lessons/assignments/harness.py under Debian's /usr/bin/python3 with a time
-// limit; the reference tensors come from the engine's own code (grade_*.cpp).
-// A crash or an exception in the student's code is a failed check with its
-// message; only bad input (an unknown assignment, a missing file, a file that
-// does not import) is a `plab: error:` line. Exit 0 when every check passes.
+// limit (a .cpp file compiled first, its extern "C" functions called through
+// the assignment's cpp_adapter.py); the reference tensors come from the
+// engine's own code (grade_*.cpp). A crash or an exception in the student's
+// code is a failed check with its message; only bad input (an unknown
+// assignment, a missing file, a file that does not import or compile) is a
+// `plab: error:` line. Exit 0 when every check passes.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -43,6 +46,7 @@ struct GradeOptions {
     std::uint64_t seed = 1;
     int timeout_s = 60;
     std::string python = "/usr/bin/python3";
+    std::string cxx = "c++";
     bool json = false;
 };
 
@@ -58,15 +62,37 @@ const grade::Assignment& find_assignment(const std::string& name) {
 
 void run_grade(const GradeOptions& o) {
     const grade::Assignment& a = find_assignment(o.assignment);
-    PLAB_CHECK(access(o.file.c_str(), R_OK) == 0,
-               o.file << ": no such file (or not readable); give the student's .py file, e.g. "
-                         "lessons/assignments/"
-                      << a.name << "/starter.py");
+    PLAB_CHECK(
+        access(o.file.c_str(), R_OK) == 0,
+        o.file << ": no such file (or not readable); give the student's .py (or .cpp) file, e.g. "
+                  "lessons/assignments/"
+               << a.name << "/starter.py");
     PLAB_CHECK(o.timeout_s >= 1 && o.timeout_s <= 3600,
                "--timeout " << o.timeout_s << " must be between 1 and 3600 seconds");
+    grade::Submission student{o.file, "", ""};
+    if (grade::is_cpp_file(o.file)) {
+        student.adapter = grade::cpp_adapter(a.name);
+        std::string with_cpp;
+        for (const grade::Assignment& x : grade::assignments())
+            if (!grade::cpp_adapter(x.name).empty())
+                with_cpp += (with_cpp.empty() ? "" : ", ") + x.name;
+        PLAB_CHECK(!student.adapter.empty(),
+                   "assignment " << a.name << " has no C++ variant (those with one: " << with_cpp
+                                 << "); give a .py file");
+    }
     std::mt19937_64 rng(o.seed);
     const std::vector<grade::Check> checks = a.make_checks(rng);
-    const nlohmann::json reply = grade::run_harness(o.python, o.file, checks, o.timeout_s);
+    nlohmann::json reply;
+    {
+        // A C++ file: compiled into a temporary library, removed at the end of
+        // this block (before any exit below, which would skip the destructor).
+        std::unique_ptr<grade::CppBuild> build;
+        if (!student.adapter.empty()) {
+            build = std::make_unique<grade::CppBuild>(o.cxx, o.file, std::max(60, o.timeout_s));
+            student.library = build->library();
+        }
+        reply = grade::run_harness(o.python, student, checks, o.timeout_s);
+    }
     const std::vector<grade::CheckResult> results = grade::grade_checks(checks, reply);
     int checks_passed = 0, cases = 0, cases_passed = 0;
     for (const grade::CheckResult& r : results) {
@@ -125,14 +151,18 @@ void add_grade_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "grade", "grade a student's assignment file against the engine, check by check");
     cmd->add_option("assignment", o->assignment,
-                    "attention, rope, kv_cache or sampler (lessons/assignments/)")
+                    "attention, rope, kv_cache, sampler or chunked_prefill (lessons/assignments/)")
         ->required();
-    cmd->add_option("file", o->file, "the student's Python file")->required();
+    cmd->add_option("file", o->file,
+                    "the student's Python file, or a .cpp file for a C++ variant (attention, "
+                    "rope, kv_cache)")
+        ->required();
     cmd->add_option("--seed", o->seed, "seed of the generated cases")->capture_default_str();
     cmd->add_option("--timeout", o->timeout_s, "seconds the student's code may run in all")
         ->capture_default_str();
     cmd->add_option("--python", o->python, "the Python that runs it (numpy must import)")
         ->capture_default_str();
+    cmd->add_option("--cxx", o->cxx, "the C++ compiler for a .cpp file")->capture_default_str();
     cmd->add_flag("--json", o->json, "a score per check, for course autograders");
     cmd->callback([o] { run_grade(*o); });
 }

@@ -10,8 +10,12 @@
 // not scaled by 1/sqrt(Dh)"). The grader compares, reports the first failure of
 // each check with its index, expected and got, and the hint of the first known
 // mistake the answer matches.
+// A C++ variant (attention, rope, kv_cache: starter.cpp, solution.cpp) is
+// compiled by the system compiler into a temporary shared library; the harness
+// calls its extern "C" functions through the assignment's cpp_adapter.py, so
+// both variants get the very same cases, checks and hints.
 // Left out: running untrusted code safely (the harness runs the student's file as
-// the user, with a time limit only); C++ submissions.
+// the user, with a time limit only).
 #pragma once
 
 #include <cstdint>
@@ -106,10 +110,39 @@ struct CheckResult {
 std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
                                       const nlohmann::json& results);
 
-// Runs the harness on `student_file` with the cases' calls; returns its reply
+// The student's code as the harness runs it: a Python file, or a C++ file
+// compiled into `library` and called through the assignment's `adapter`.
+struct Submission {
+    std::string file;     // what the student handed in (named in every message)
+    std::string library;  // "" for Python; else the compiled shared library
+    std::string adapter;  // lessons/assignments/NAME/cpp_adapter.py, with `library`
+};
+
+// A C++ file (.cpp, .cc, .cxx), graded through its assignment's cpp_adapter.py.
+bool is_cpp_file(const std::string& file);
+// The assignment's cpp_adapter.py, or "" when it has no C++ variant.
+std::string cpp_adapter(const std::string& assignment);
+
+// A C++ submission compiled (`cxx` -O1 -shared -fPIC -std=c++17) into a shared
+// library in a fresh temporary directory ($TMPDIR or /tmp), removed with this
+// object. A file that does not compile throws plab::Error with the compiler's
+// first error line, as a Python file that does not import does.
+class CppBuild {
+public:
+    CppBuild(const std::string& cxx, const std::string& file, int timeout_s);
+    ~CppBuild();
+    CppBuild(const CppBuild&) = delete;
+    CppBuild& operator=(const CppBuild&) = delete;
+    const std::string& library() const { return library_; }
+
+private:
+    std::string dir_, library_;
+};
+
+// Runs the harness on the submission with the cases' calls; returns its reply
 // ({"results": ...}). Throws plab::Error for an import failure (a syntax error)
 // or a harness that could not run; a time-out gives {"timeout": seconds}.
-nlohmann::json run_harness(const std::string& python, const std::string& student_file,
+nlohmann::json run_harness(const std::string& python, const Submission& student,
                            const std::vector<Check>& checks, int timeout_s);
 
 }  // namespace plab::cli::grade

@@ -80,9 +80,14 @@ bool grade_one(const Expectation& e, const nlohmann::json& call_result, std::str
                std::string& hint, const std::string& check_hint) {
     if (call_result.contains("error")) {
         detail = call_result["error"].get<std::string>();
-        hint = detail.find("NotImplementedError") != std::string::npos
-                   ? "fill in this function: it still raises NotImplementedError"
-                   : check_hint;
+        // A Python starter raises NotImplementedError; a C++ starter returns -1,
+        // which the assignment's cpp_adapter.py raises as NotImplementedError.
+        if (detail.find("NotImplementedError") == std::string::npos)
+            hint = check_hint;
+        else if (detail.find("returned -1") != std::string::npos)
+            hint = "fill in this function: it still returns -1, as the starter does";
+        else
+            hint = "fill in this function: it still raises NotImplementedError";
         return false;
     }
     nlohmann::json v = call_result["value"];

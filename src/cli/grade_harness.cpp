@@ -1,11 +1,13 @@
 // `plab grade`: running the student's file through lessons/assignments/harness.py
-// with a time limit, and the small helpers every assignment's cases share.
+// with a time limit (a C++ file compiled first into a temporary shared library),
+// and the small helpers every assignment's cases share.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -75,23 +77,93 @@ std::string last_line(std::string s) {
     return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
+// $TMPDIR/plab-grade-XXXXXX (/tmp without TMPDIR), for mkstemp and mkdtemp.
+std::string temp_template() {
+    const char* dir = std::getenv("TMPDIR");
+    return std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/plab-grade-XXXXXX";
+}
+
 // A temporary file that is removed when this object goes.
 struct TempFile {
     std::string path;
     TempFile() {
-        char name[] = "/tmp/plab-grade-XXXXXX";
-        const int fd = mkstemp(name);
-        PLAB_CHECK(fd >= 0, "cannot create a temporary file in /tmp");
+        std::string name = temp_template();
+        const int fd = mkstemp(name.data());
+        PLAB_CHECK(fd >= 0, "cannot create a temporary file " << name << " (set TMPDIR?)");
         close(fd);
         path = name;
     }
     ~TempFile() { std::remove(path.c_str()); }
 };
 
+// Runs a shell command; its exit code (128 + signal when killed).
+int run_command(const std::string& command) {
+    std::fflush(stdout);
+    const int status = std::system(command.c_str());
+    if (status == -1) return 127;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The compiler's first error line ("x.cpp:4:12: error: ...", gcc's and clang's
+// form), else its first line.
+std::string first_error(const std::string& log) {
+    std::istringstream in(log);
+    std::string first;
+    for (std::string line; std::getline(in, line);) {
+        if (line.find(" error: ") != std::string::npos) return line;
+        if (first.empty()) first = line;
+    }
+    return first.empty() ? "(the compiler said nothing)" : first;
+}
+
 }  // namespace
 
-nlohmann::json run_harness(const std::string& python, const std::string& student_file,
+bool is_cpp_file(const std::string& file) {
+    const std::string ext = std::filesystem::path(file).extension().string();
+    return ext == ".cpp" || ext == ".cc" || ext == ".cxx";
+}
+
+std::string cpp_adapter(const std::string& assignment) {
+    const std::string adapter =
+        std::string(PLAB_LESSONS_DIR) + "/assignments/" + assignment + "/cpp_adapter.py";
+    return access(adapter.c_str(), R_OK) == 0 ? adapter : "";
+}
+
+CppBuild::CppBuild(const std::string& cxx, const std::string& file, int timeout_s) {
+    std::string name = temp_template();
+    PLAB_CHECK(mkdtemp(name.data()) != nullptr,
+               "cannot create a temporary directory " << name << " (set TMPDIR?)");
+    dir_ = name;
+    library_ = dir_ + "/student.so";
+    const std::string log = dir_ + "/compiler.txt";
+    // The flags of the assignments' READMEs: -O1 (fast enough, quick to build),
+    // -fPIC -shared (a library ctypes loads), C++17 (what the starters use).
+    const std::string command = "timeout -k 2 " + std::to_string(timeout_s) + " " +
+                                shell_quote(cxx) + " -O1 -shared -fPIC -std=c++17 -o " +
+                                shell_quote(library_) + " " + shell_quote(file) + " > " +
+                                shell_quote(log) + " 2>&1";
+    const int code = run_command(command);
+    if (code == 0) return;
+    const std::string said = read_all(log);
+    std::filesystem::remove_all(dir_);  // the destructor does not run for a throwing constructor
+    PLAB_CHECK(code != 127 && code != 126,
+               "no C++ compiler at '" << cxx
+                                      << "'; install g++ (Debian: build-essential) or pass "
+                                         "--cxx PATH");
+    PLAB_CHECK(code != 124 && code != 137,
+               file << ": the compiler ran past " << timeout_s << " s (--timeout S)");
+    PLAB_CHECK(false, file << " does not compile (" << cxx
+                           << " -O1 -shared -fPIC -std=c++17): " << first_error(said));
+}
+
+CppBuild::~CppBuild() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+}
+
+nlohmann::json run_harness(const std::string& python, const Submission& student,
                            const std::vector<Check>& checks, int timeout_s) {
+    const std::string& student_file = student.file;
     const std::string harness = std::string(PLAB_LESSONS_DIR) + "/assignments/harness.py";
     PLAB_CHECK(access(python.c_str(), X_OK) == 0,
                "no Python at " << python
@@ -109,10 +181,13 @@ nlohmann::json run_harness(const std::string& python, const std::string& student
         f << request.dump();
     }
     // timeout(1): TERM after the limit, KILL 2 s later; exit 124 (or 137) when it fired.
-    const std::string command = "timeout -k 2 " + std::to_string(timeout_s) + " " +
-                                shell_quote(python) + " " + shell_quote(harness) + " " +
-                                shell_quote(student_file) + " < " + shell_quote(in.path) + " 2> " +
-                                shell_quote(err.path);
+    const std::string command =
+        "timeout -k 2 " + std::to_string(timeout_s) + " " + shell_quote(python) + " " +
+        shell_quote(harness) + " " + shell_quote(student_file) +
+        (student.library.empty() ? std::string()
+                                 : " --library " + shell_quote(student.library) + " --adapter " +
+                                       shell_quote(student.adapter)) +
+        " < " + shell_quote(in.path) + " 2> " + shell_quote(err.path);
     std::fflush(stdout);
     FILE* pipe = popen(command.c_str(), "r");
     PLAB_CHECK(pipe != nullptr, "cannot start " << python);
