@@ -1,4 +1,4 @@
-// `plab convert IN OUT --to safetensors|llama2c`: one model, another file format.
+// `plab convert IN OUT --to safetensors|llama2c|gguf`: one model, another file format.
 //
 // What it teaches: formats differ in more than bytes. A llama2.c .bin stores
 // q/k rows for the *interleaved* RoPE pairing and implies head_dim = D/H,
@@ -8,6 +8,10 @@
 // refuses configs the target cannot express. The tokenizer travels with the
 // weights when the target can hold it (tokenizer.bpe / tokenizer.bin beside
 // the output).
+//
+// GGUF (llama.cpp's format, model/gguf_model.h) takes the weights as F32 or,
+// with --outtype f16, F16 matrices beside F32 norms (as llama.cpp's converter
+// writes them); the tokenizer goes into the file's metadata.
 //
 // llama2.c has two float32 headers: the legacy one (7 int32, what llama2.c's
 // own run.c reads) and the versioned "ak42" v1 header (export.py --version 1,
@@ -19,6 +23,7 @@
 
 #include "cli/common.h"
 #include "core/error.h"
+#include "model/gguf_model.h"
 #include "model/llama2c.h"
 #include "model/model_io.h"
 #include "model/tokenizers/tokenizer_bpe.h"
@@ -32,6 +37,7 @@ struct ConvertOptions {
     std::string out;
     std::string to;
     std::string header = "legacy";  // "legacy" (run.c's 7 int32) or "v1" ("ak42")
+    std::string outtype = "f32";    // GGUF weight type: f32 or f16
 };
 
 // Writes the model's tokenizer into `dir` and returns the name config.json should use.
@@ -58,6 +64,22 @@ void run(const ConvertOptions& o) {
             o.out.c_str(), tok_name.c_str());
         return;
     }
+    if (o.to == "gguf") {
+        PLAB_CHECK(fs::path(o.out).extension() == ".gguf",
+                   "GGUF output '" << o.out << "' should end in .gguf (e.g. model.gguf)");
+        const fs::path dir = fs::absolute(o.out).parent_path();
+        fs::create_directories(dir);
+        const bool f16 = o.outtype == "f16";
+        const std::string why =
+            save_gguf_model(m, o.out, f16 ? GgufWeightType::kF16 : GgufWeightType::kF32);
+        std::printf("wrote %s (GGUF v3, %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
+                    o.out.c_str(), f16 ? "F16 matrices, F32 norms" : "F32",
+                    m.weights.config.tied_embeddings ? "shared" : "separate",
+                    why.empty() ? ("in the metadata (" + m.tokenizer->kind() + ")").c_str()
+                                : ("not written: " + why).c_str());
+        return;
+    }
+    PLAB_CHECK(o.outtype == "f32", "--outtype applies to --to gguf only");
     PLAB_CHECK(fs::path(o.out).extension() == ".bin",
                "llama2.c output '" << o.out << "' should end in .bin (e.g. model.bin)");
     const fs::path dir = fs::absolute(o.out).parent_path();
@@ -80,19 +102,26 @@ void run(const ConvertOptions& o) {
 void add_convert_command(CLI::App& app) {
     auto o = std::make_shared<ConvertOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "convert", "convert a model between safetensors (HF Llama) and llama2.c .bin");
+        "convert", "convert a model between safetensors (HF Llama), llama2.c .bin and GGUF");
     cmd->add_option("in", o->in,
-                    "input: a model directory, config.json/model.safetensors, or a .bin")
+                    "input: a model directory, config.json/model.safetensors, a .bin or a .gguf")
         ->required();
-    cmd->add_option("out", o->out, "output: a directory (safetensors) or a .bin file (llama2c)")
+    cmd->add_option(
+           "out", o->out,
+           "output: a directory (safetensors), a .bin file (llama2c) or a .gguf file (gguf)")
         ->required();
     cmd->add_option("--to", o->to, "target format")
         ->required()
-        ->check(CLI::IsMember({"safetensors", "llama2c"}));
+        ->check(CLI::IsMember({"safetensors", "llama2c", "gguf"}));
     cmd->add_option("--header", o->header,
                     "llama2.c header: legacy (7 int32, what llama2.c's run.c reads; the default) "
                     "or v1 (export.py --version 1, magic \"ak42\", 256 bytes)")
         ->check(CLI::IsMember({"legacy", "v1"}))
+        ->capture_default_str();
+    cmd->add_option("--outtype", o->outtype,
+                    "GGUF weight type: f32, or f16 (matrices; norms stay f32, as llama.cpp's "
+                    "converter writes them)")
+        ->check(CLI::IsMember({"f32", "f16"}))
         ->capture_default_str();
     cmd->callback([o] { run(*o); });
 }

@@ -86,7 +86,8 @@ std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
 
 void add_model_option(CLI::App* cmd, std::string& path) {
     cmd->add_option("--model", path,
-                    "model directory (config.json + model.safetensors); default: "
+                    "model: a directory (config.json + model.safetensors), a llama2.c .bin or a "
+                    ".gguf file; default: "
                     "$PLAB_MODEL or assets/model");
 }
 

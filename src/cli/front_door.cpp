@@ -131,9 +131,10 @@ std::string version_text() {
     std::ostringstream os;
     os << "plab " << PLAB_VERSION << "\n"
        << "model files: llama2.c checkpoints (.bin: legacy 7-int header, v1 \"ak42\"), "
-          "Hugging Face Llama folders (config.json + model.safetensors)\n"
+          "Hugging Face Llama folders (config.json + model.safetensors), GGUF (llama "
+          "architecture; F32, F16, BF16, Q8_0)\n"
        << "tokenizers: byte-level (plab), llama2.c tokenizer.bin, Hugging Face tokenizer.json "
-          "(BPE)\n"
+          "(BPE), GGUF metadata (llama, gpt2)\n"
        << "GPU backends: "
        << (PLAB_HAVE_CUDA ? "native CUDA kernels built for sm_" PLAB_CUDA_ARCHS
                             " (emulated where no GPU is found)"

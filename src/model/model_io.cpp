@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/gguf_model.h"
 #include "model/llama2c.h"
 #include "model/safetensors.h"
 #include "model/tokenizers/tokenizer_bpe.h"
@@ -235,6 +236,8 @@ struct ModelFormat {
 };
 
 constexpr ModelFormat kFormats[] = {
+    {"GGUF file", [](const fs::path& p) { return is_gguf_path(p.string()); },
+     [](const fs::path& p) { return load_gguf_model(p.string()); }},
     {"llama2.c checkpoint",
      [](const fs::path& p) { return fs::is_regular_file(p) && p.extension() == ".bin"; },
      load_llama2c_model},
@@ -248,8 +251,9 @@ constexpr ModelFormat kFormats[] = {
 Model load_model(const std::string& path) {
     const fs::path p(path);
     PLAB_CHECK(fs::exists(p), "model path " << path
-                                            << " does not exist; pass --model DIR with a "
-                                               "config.json and model.safetensors");
+                                            << " does not exist; pass --model with a folder "
+                                               "(config.json + model.safetensors), a llama2.c "
+                                               ".bin or a .gguf file");
     for (const ModelFormat& f : kFormats) {
         if (f.recognises(p)) return f.load(p);
     }

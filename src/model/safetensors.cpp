@@ -7,44 +7,9 @@
 
 #include "core/error.h"
 #include "model/binary_read.h"
+#include "model/number_formats.h"
 
 namespace plab {
-namespace {
-
-float half_to_float(std::uint16_t h) {
-    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-    const int exp = (h >> 10) & 0x1f;
-    std::uint32_t mant = h & 0x3ffu;
-    std::uint32_t bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else {  // subnormal half: normalise
-            int e = -1;
-            do {
-                ++e;
-                mant <<= 1;
-            } while ((mant & 0x400u) == 0);
-            bits = sign | std::uint32_t(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | mant << 13;
-    } else {
-        bits = sign | std::uint32_t(exp - 15 + 127) << 23 | mant << 13;
-    }
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-float bf16_to_float(std::uint16_t b) {
-    const std::uint32_t bits = std::uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
-}  // namespace
 
 TensorMap parse_safetensors(std::span<const char> bytes, const std::string& where,
                             const LoadLimits& limits) {
@@ -142,7 +107,7 @@ TensorMap parse_safetensors(std::span<const char> bytes, const std::string& wher
             } else {
                 std::uint16_t h;
                 std::memcpy(&h, src + 2 * i, 2);
-                t.data[i] = entry.f16 ? half_to_float(h) : bf16_to_float(h);
+                t.data[i] = entry.f16 ? f16_to_f32(h) : bf16_to_f32(h);
             }
         }
         out.emplace(entry.name, std::move(t));

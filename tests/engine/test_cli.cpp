@@ -445,8 +445,8 @@ TEST_CASE("the CLI introduces itself: commands, version, one-line usage errors",
     // 5. What the parser rejects: one line "plab: error: ...", exit 1, the command named.
     require_one_line_cli_error(run_cli({"generate", "-n", "abc"}),
                                "generate: --max-new-tokens expects a value of type");
-    require_one_line_cli_error(run_cli({"convert", "a", "b", "--to", "gguf"}),
-                               "convert: --to: gguf not in {safetensors,llama2c}");
+    require_one_line_cli_error(run_cli({"convert", "a", "b", "--to", "onnx"}),
+                               "convert: --to: onnx not in {safetensors,llama2c,gguf}");
     require_one_line_cli_error(run_cli({"prefill", "--prompt-file"}),
                                "prefill: --prompt-file needs a value");
     require_one_line_cli_error(run_cli({"convert", "a"}),

@@ -164,3 +164,99 @@ out("json_lines", "workload_bom", b"\x02\xef\xbb\xbf" + b'{"arrival_s": 1.5, "pr
 out("json_lines", "prompts_jsonl", b"\x01" + b'{"prompt": "Tom had a dog", "max_new_tokens": 8}\n'
     b'\n{"prompt": "The sun"}\n')
 out("json_lines", "prompts_text", b"\x03" + b"Once upon a time\r\n  \nLily saw a {bird}\n")
+
+# ---- GGUF: tiny Llama models (layout: model/gguf.h, names: model/gguf_model.h) --
+# F32 with no tokenizer (V=5 -> ids), a "llama" vocabulary, a "gpt2" one, and a
+# Q8_0 + F16 file (rows of 32 values: whole Q8_0 blocks).
+grng = random.Random(49)
+GGUF_TYPES = {"u32": 4, "f32": 6, "bool": 7, "string": 8, "array": 9, "i32": 5}
+
+
+def gguf_str(s):
+    raw = s.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def gguf_value(kind, v):
+    if kind == "u32":
+        return struct.pack("<I", v)
+    if kind == "i32":
+        return struct.pack("<i", v)
+    if kind == "f32":
+        return struct.pack("<f", v)
+    if kind == "bool":
+        return struct.pack("<B", 1 if v else 0)
+    if kind == "string":
+        return gguf_str(v)
+    elem, items = v  # ("string", [...]) etc.
+    return struct.pack("<IQ", GGUF_TYPES[elem], len(items)) + b"".join(
+        gguf_value(elem, x) for x in items)
+
+
+def f16_bits(x):
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+def gguf_tensor_bytes(shape, ggml_type):
+    n = 1
+    for d in shape:
+        n *= d
+    vals = [grng.uniform(-0.5, 0.5) for _ in range(n)]
+    if ggml_type == 0:
+        return struct.pack("<%df" % n, *vals)
+    if ggml_type == 1:
+        return struct.pack("<%de" % n, *vals)
+    out_b = b""  # Q8_0: per 32 values, an f16 scale d = max|x| / 127 and int8 round(x / d)
+    for b in range(0, n, 32):
+        blk = vals[b:b + 32]
+        d = max(abs(x) for x in blk) / 127 or 1.0
+        out_b += struct.pack("<e", d) + struct.pack("<32b", *[round(x / d) for x in blk])
+    return out_b
+
+
+def gguf_model(d, layers, heads, kv_heads, ff, vocab, kv, matrix_type=0):
+    dh = d // heads
+    names = [("token_embd.weight", [vocab, d], matrix_type)]
+    for i in range(layers):
+        b = "blk.%d." % i
+        names += [(b + "attn_norm.weight", [d], 0), (b + "attn_q.weight", [heads * dh, d], matrix_type),
+                  (b + "attn_k.weight", [kv_heads * dh, d], matrix_type),
+                  (b + "attn_v.weight", [kv_heads * dh, d], matrix_type),
+                  (b + "attn_output.weight", [d, heads * dh], matrix_type),
+                  (b + "ffn_norm.weight", [d], 0), (b + "ffn_gate.weight", [ff, d], matrix_type),
+                  (b + "ffn_up.weight", [ff, d], matrix_type), (b + "ffn_down.weight", [d, ff], 1 if matrix_type else 0)]
+    names.append(("output_norm.weight", [d], 0))
+    meta = [("general.architecture", "string", "llama"), ("llama.context_length", "u32", 16),
+            ("llama.embedding_length", "u32", d), ("llama.block_count", "u32", layers),
+            ("llama.feed_forward_length", "u32", ff), ("llama.attention.head_count", "u32", heads),
+            ("llama.attention.head_count_kv", "u32", kv_heads),
+            ("llama.rope.freq_base", "f32", 10000.0),
+            ("llama.attention.layer_norm_rms_epsilon", "f32", 1e-5)] + kv
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(names), len(meta))
+    for key, kind, v in meta:
+        head += gguf_str(key) + struct.pack("<I", GGUF_TYPES[kind]) + gguf_value(kind, v)
+    data, offset = b"", 0
+    for name, shape, t in names:
+        raw = gguf_tensor_bytes(shape, t)
+        head += gguf_str(name) + struct.pack("<I", len(shape))
+        head += b"".join(struct.pack("<Q", x) for x in reversed(shape))
+        head += struct.pack("<IQ", t, len(data))
+        data += raw + b"\0" * (-len(raw) % 32)
+    return head + b"\0" * (-len(head) % 32) + data
+
+
+out("gguf", "tiny_no_vocab.gguf", gguf_model(4, 1, 2, 1, 6, 5, []))
+spm = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + ["\u2581", "a", "\u2581a"]
+out("gguf", "tiny_llama_vocab.gguf", gguf_model(4, 1, 2, 1, 6, len(spm), [
+    ("tokenizer.ggml.model", "string", "llama"), ("tokenizer.ggml.tokens", "array", ("string", spm)),
+    ("tokenizer.ggml.scores", "array", ("f32", [0.0] * 259 + [-1.0, -2.0, -3.0])),
+    ("tokenizer.ggml.token_type", "array", ("i32", [2, 3, 3] + [6] * 256 + [1, 1, 1])),
+    ("tokenizer.ggml.bos_token_id", "u32", 1), ("tokenizer.ggml.eos_token_id", "u32", 2)]))
+bl = byte_chars() + ["th", "\u0120t", "<|endoftext|>"]
+out("gguf", "tiny_gpt2_vocab.gguf", gguf_model(4, 1, 2, 1, 6, len(bl), [
+    ("tokenizer.ggml.model", "string", "gpt2"), ("tokenizer.ggml.pre", "string", "gpt-2"),
+    ("tokenizer.ggml.tokens", "array", ("string", bl)),
+    ("tokenizer.ggml.token_type", "array", ("i32", [1] * 258 + [3])),
+    ("tokenizer.ggml.merges", "array", ("string", ["t h", "\u0120 t"])),
+    ("tokenizer.ggml.eos_token_id", "u32", 258)]))
+out("gguf", "tiny_q8_0_f16.gguf", gguf_model(32, 1, 2, 1, 32, 5, [], matrix_type=8))

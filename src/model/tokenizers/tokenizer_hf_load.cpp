@@ -19,19 +19,6 @@ namespace {
 using Json = nlohmann::json;
 constexpr const char* kMetaspace = "\xE2\x96\x81";  // U+2581 '▁', SentencePiece's space
 
-// GPT-2's bytes_to_unicode: the printable bytes ! .. ~, ¡ .. ¬, ® .. ÿ stand for
-// themselves; the other 68 (control bytes, space, 0x7F..0xA0, 0xAD) become
-// U+0100, U+0101, ... in byte order, so every byte is one visible character.
-std::array<char32_t, 256> gpt2_byte_chars() {
-    std::array<char32_t, 256> out{};
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-        const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        out[std::size_t(b)] = printable ? char32_t(b) : next++;
-    }
-    return out;
-}
-
 std::string text_or_json(const Json& j) {
     return j.is_string() ? j.get<std::string>() : j.dump();
 }
@@ -379,7 +366,7 @@ struct HfTokenizerLoader {
                        where << ": a ByteLevel pre-tokenizer with byte_fallback or Metaspace mixes "
                                 "the two BPE families; a file is one or the other");
             t.family_ = HfTokenizer::Family::kByteLevel;
-            const auto chars = gpt2_byte_chars();
+            const auto chars = hf::gpt2_byte_chars();
             std::unordered_map<std::string, unsigned char> byte_of;
             for (int b = 0; b < 256; ++b) {
                 t.byte_char_[std::size_t(b)] = hf::utf8_encode(chars[std::size_t(b)]);

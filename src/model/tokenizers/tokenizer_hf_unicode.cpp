@@ -118,4 +118,14 @@ const char* unicode_version() {
     return kUnicodeVersion;
 }
 
+std::array<char32_t, 256> gpt2_byte_chars() {
+    std::array<char32_t, 256> out{};
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+        const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        out[std::size_t(b)] = printable ? char32_t(b) : next++;
+    }
+    return out;
+}
+
 }  // namespace plab::hf

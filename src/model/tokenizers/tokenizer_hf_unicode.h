@@ -11,6 +11,7 @@
 // of Qwen's tokenizer.json needs for text typed precomposed.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -36,6 +37,13 @@ bool is_white_space(const Utf8Char& c);   // \s: the White_Space property
 enum class NfcCheck { kYes, kMaybe, kNo };
 // UAX #15's quick check; kMaybe/kNo name the first code point that decided it.
 NfcCheck nfc_quick_check(std::string_view text, char32_t* culprit);
+
+// GPT-2's bytes_to_unicode: the printable bytes ! .. ~, ¡ .. ¬, ® .. ÿ stand for
+// themselves; the other 68 (control bytes, space, 0x7F..0xA0, 0xAD) become
+// U+0100, U+0101, ... in byte order, so every byte is one visible character
+// ('Ġ' is the space). Byte-level vocabularies (tokenizer.json, GGUF "gpt2")
+// spell their tokens with these characters.
+std::array<char32_t, 256> gpt2_byte_chars();
 
 const char* unicode_version();  // of the tables, e.g. "14.0.0"
 

@@ -46,6 +46,10 @@ public:
     std::string decode(const std::vector<int32_t>& ids) const override;
     std::string token_text(int32_t id) const override;
 
+    // A token's piece as the file stores it (' ' for SentencePiece's '▁') and its score.
+    const std::string& piece(int32_t id) const { return pieces_.at(std::size_t(id)); }
+    float score(int32_t id) const { return scores_.at(std::size_t(id)); }
+
 private:
     int lookup(const std::string& piece) const;
     std::vector<std::string> pieces_;
