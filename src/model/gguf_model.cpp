@@ -179,6 +179,7 @@ std::string save_gguf_model(const Model& m, const std::string& path, GgufWeightT
     const ModelConfig& c = w.config;
     std::vector<std::pair<std::string, gguf::Value>> kv;
     kv.emplace_back("general.architecture", gguf::make_string("llama"));
+    kv.emplace_back("general.type", gguf::make_string("model"));
     kv.emplace_back("general.name", gguf::make_string("plab model"));
     // llama_ftype: 0 ALL_F32, 1 MOSTLY_F16 (norms stay F32).
     kv.emplace_back("general.file_type", gguf::make_u32(type == GgufWeightType::kF32 ? 0 : 1));
@@ -194,6 +195,7 @@ std::string save_gguf_model(const Model& m, const std::string& path, GgufWeightT
     kv.emplace_back("llama.rope.freq_base", gguf::make_f32(static_cast<float>(c.rope_theta)));
     kv.emplace_back("llama.attention.layer_norm_rms_epsilon", gguf::make_f32(c.norm_eps));
     kv.emplace_back("llama.vocab_size", gguf::make_u32(std::uint32_t(c.vocab_size)));
+    kv.emplace_back("general.quantization_version", gguf::make_u32(2));  // as convert writes it
     std::string why;
     for (auto& entry : tokenizer_to_gguf(*m.tokenizer, &why)) kv.push_back(std::move(entry));
 

@@ -109,6 +109,13 @@ std::unique_ptr<Tokenizer> llama_spm(const gguf::File& f, const std::string& whe
     PLAB_CHECK(optional_bool(f, "tokenizer.ggml.add_space_prefix", true),
                where << ": tokenizer.ggml.add_space_prefix is false; plab's SentencePiece "
                         "encoder always adds the dummy-prefix space (llama2.c's rule)");
+    // llama2.c spells <s> and </s> "\n<s>\n" and "\n</s>\n" in tokenizer.bin, so no
+    // merge of typed text ever reaches them; GGUF spells them "<s>", "</s>". Read
+    // back in llama2.c's spelling, a GGUF and the .bin it came from encode alike.
+    for (int id : {Llama2cTokenizer::kBos, Llama2cTokenizer::kEos}) {
+        std::string& t = tokens[std::size_t(id)];
+        if (t == "<s>" || t == "</s>") t = "\n" + t + "\n";
+    }
     // llama2.c stores SentencePiece's '▁' as a plain space; byte tokens stay as they are.
     for (std::string& t : tokens) {
         std::string out;
@@ -258,7 +265,14 @@ std::vector<std::pair<std::string, gguf::Value>> tokenizer_to_gguf(const Tokeniz
         std::vector<std::int32_t> types;
         for (int id = 0; id < l2c->vocab_size(); ++id) {
             std::string s;
-            for (char c : l2c->piece(id)) s += c == ' ' ? std::string(kSpace) : std::string(1, c);
+            const std::string& piece = l2c->piece(id);
+            // <s> and </s> as SentencePiece and llama.cpp spell them (not llama2.c's "\n<s>\n").
+            const bool special = id == Llama2cTokenizer::kBos || id == Llama2cTokenizer::kEos;
+            if (special && piece.size() > 2 && piece.front() == '\n' && piece.back() == '\n') {
+                s = piece.substr(1, piece.size() - 2);
+            } else {
+                for (char c : piece) s += c == ' ' ? std::string(kSpace) : std::string(1, c);
+            }
             tokens.push_back(std::move(s));
             scores.push_back(l2c->score(id));
             types.push_back(id == 0                                        ? kUnknown
