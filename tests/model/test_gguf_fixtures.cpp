@@ -1,6 +1,9 @@
-// GGUF files made by llama.cpp's own code (tests/golden/gguf/, written by its gguf-py
-// GGUFWriter the way convert_hf_to_gguf.py's LlamaModel does; see that folder's README
-// for the llama.cpp commit and what make_fixtures.py reproduces):
+// GGUF files made by llama.cpp's own code: tests/golden/gguf/*.gguf were written by
+// llama.cpp's gguf-py (version 0.17.0 or later, at llama.cpp commit 0024aa74: its
+// GGUFWriter, its quants for BF16/Q8_0, its SpecialVocab), driven by
+// tests/golden/gguf/make_fixtures.py the way convert_hf_to_gguf.py's LlamaModel drives
+// it (convert itself needs transformers, which Debian 12 lacks; the folder's README says
+// which of its steps are reproduced and how to regenerate the files byte for byte):
 //  * plab's reader agrees with an independent one: every tensor's name, type, shape,
 //    offset and size, and the sha256 of its values widened to float32, equal the
 //    *.dump.txt that tests/reference/gguf_reference.py (numpy, written from ggml's
