@@ -433,12 +433,16 @@ public:
     }
 
 private:
-    // One attention call whose block table is on the device already.
+    // One attention call whose block table is on the device already. Past the
+    // largest head size flash attention is compiled for (kFlashMaxHeadDim, 128:
+    // Gemma's and some Qwen heads are 256) the fast backend runs the reference
+    // kernel, the generic path: any head size, exact softmax, and bits that do
+    // not depend on the chunking either (a block per query row, keys in order).
     void attend(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool, const int32_t* d_table,
                 const AttentionShape& s) {
         const AttentionShape ds = with_device_mask(s);
         TimedOp t(clock_, "attention");
-        if (variant_ == GpuVariant::reference) {
+        if (variant_ == GpuVariant::reference || s.head_dim > kFlashMaxHeadDim) {
             launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
                                  scores_bytes(s));
         } else {

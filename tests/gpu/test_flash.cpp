@@ -9,9 +9,9 @@
 // ALiBi and soft-capping on the scores). The tile counts the kernel reports
 // are exactly what core/mask.h classifies for its tiling. The KV pools hold NaN
 // in every slot no position uses and the output starts as NaN, so a kernel that
-// reads a wrong slot or forgets an output fails. The compiled sizes past 128
-// (160, 192, 256) are the buckets other head dims are padded to; a head_dim
-// past 256 is refused with one line. Dh >= 48 needs more than 48 KiB of
+// reads a wrong slot or forgets an output fails. Past the largest compiled
+// size (128) the backend runs the generic path (gpu-ref's kernel), and flash
+// attention itself names its range with one line. Dh >= 48 needs more than 48 KiB of
 // shared memory: under the emulator it runs only because the launcher opts
 // in, and under each architecture's profile ([arch]) with the tiles that fit.
 // Runs emulated everywhere, natively too where a CUDA device is present.
@@ -164,22 +164,30 @@ TEST_CASE("gpu flash attention: every head_dim instantiation against cpu-ref on 
     }
 }
 
-TEST_CASE("gpu flash attention: a head_dim past 128 is one clear error", "[gpu][kernels][flash]") {
+TEST_CASE("gpu attention past head_dim 128 runs the generic path: gpu-ref's kernel, its bits",
+          "[gpu][kernels][flash]") {
     const FlashCase c{"12 queries", 12, 0, 2, 1, 4};
     for (const int dh : {129, 160, 256}) {
         const Problem p = make_problem(c, dh, 77);
-        for (const auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
-            INFO(gpu->name() << " Dh=" << dh);
-            require_error([&] { run_attention(*gpu, p); },
-                          "flash attention takes head_dim 1 to 128; this model has head_dim " +
-                              std::to_string(dh) + ": use gpu-ref");
-        }
-        // gpu-ref takes any head_dim.
         auto cpu = make_backend("cpu-ref");
         const std::vector<float> want = run_attention(*cpu, p);
+        require_not_all_zero(want, "cpu-ref attention");
+        // gpu-ref takes any head_dim, bit for bit cpu-ref's; gpu past flash attention's
+        // largest compiled size (128) runs that same kernel, so the same bits, and
+        // no flash tile is counted.
         for (const auto& ref : gpu_backend_forms(GpuVariant::reference))
             require_bitwise_equal(run_attention(*ref, p), want, "gpu-ref past 128");
+        for (const auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+            INFO(gpu->name() << " Dh=" << dh);
+            gpu->reset_attention_tile_counts();
+            require_bitwise_equal(run_attention(*gpu, p), want, "gpu past 128: the generic path");
+            const AttentionTileCounts n = gpu->attention_tile_counts();
+            REQUIRE(n.skipped + n.partial + n.full == 0);
+        }
     }
+    // Flash attention itself still names its range when asked for more.
+    require_error([] { gpu_emulated::flash_tiles(129); },
+                  "flash attention takes head_dim 1 to 128; this model has head_dim 129");
 }
 
 }  // namespace plab::test

@@ -79,13 +79,13 @@ TEST_CASE("gpu flash attention: tiles fit every architecture's shared memory at 
     }
 }
 
-TEST_CASE("gpu prefill at head_dim 1, 3, 24, 40, 72, 112: near cpu-ref, chunked == full",
+TEST_CASE("gpu prefill at head_dim 1, 3, 24, 40, 72, 112, 160, 256: near cpu-ref, chunked == full",
           "[gpu][prefill][flash][head_dim][arch]") {
     // 21 tokens: past a 16-query tile (sm_75's at large Dh) and several 8-key
     // tiles; plans that cut inside tiles.
     const int kTokens = 21;
     const char* const plans[] = {"5", "3,1,4,13", "16,5"};
-    for (const int dh : {1, 3, 24, 40, 72, 112}) {
+    for (const int dh : {1, 3, 24, 40, 72, 112, 160, 256}) {
         // D, L, H, Hkv, Dh, F, V, max_seq_len: one layer, GQA 2:1, D != H·Dh.
         const ModelConfig config = small_config(24, 1, 2, 1, dh, 32, 41, 32);
         const Weights weights = make_random_weights(config, 4700 + dh);
@@ -98,6 +98,7 @@ TEST_CASE("gpu prefill at head_dim 1, 3, 24, 40, 72, 112: near cpu-ref, chunked 
         // The fast backends' promise (check_fast_backend): 1e-5 of the largest |logit|.
         const double tol = 1e-5 * largest_abs(ref.last_logits);
         for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+            // Past 128 (flash_bucket 0) the generic path runs: gpu-ref's attention kernel.
             INFO(gpu->name() << " Dh=" << dh << " (compiled size " << emu::flash_bucket(dh) << ")");
             const DeviceModel model(*gpu, weights);
             SessionOptions options;
