@@ -161,23 +161,30 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) c
     return ids;
 }
 
-const std::string& BpeTokenizer::token_bytes(int32_t id) const {
+const std::string& BpeTokenizer::bytes_of(int32_t id) const {
     PLAB_CHECK(id >= 0 && id < vocab_size(),
                "token id " << id << " is outside the BPE vocabulary 0.." << vocab_size() - 1);
     return token_bytes_[static_cast<std::size_t>(id)];
 }
 
+std::string BpeTokenizer::token_bytes(int32_t id) const {
+    return id >= vocab_size() ? std::string() : bytes_of(id);
+}
+
 std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
     std::string s;
-    for (int32_t id : ids) s += token_bytes(id);
+    for (int32_t id : ids)
+        if (id < vocab_size()) s += bytes_of(id);  // an id past the tokenizer is dropped
     return s;
 }
 
 std::string BpeTokenizer::token_text(int32_t id) const {
     if (id == kBos) return "<bos>";
     if (id == kEos) return "<eos>";
+    if (id >= vocab_size())
+        return "#" + std::to_string(id);  // a row of the model past the tokenizer
     std::string out;
-    for (unsigned char c : token_bytes(id)) {
+    for (unsigned char c : bytes_of(id)) {
         if (c == '\n') {
             out += "\\n";
         } else if (c >= 32 && c < 127) {

@@ -52,9 +52,10 @@ public:
     std::string decode(const std::vector<int32_t>& ids) const override;
     std::string token_text(int32_t id) const override;
 
-    const std::vector<std::pair<int32_t, int32_t>>& merges() const { return merges_; }
     // The raw bytes a token stands for ("" for BOS/EOS).
-    const std::string& token_bytes(int32_t id) const;
+    std::string token_bytes(int32_t id) const override;
+
+    const std::vector<std::pair<int32_t, int32_t>>& merges() const { return merges_; }
 
     // The pre-tokenization rule (shared with assets/recipe/bpe.py): pieces are
     // [optional space] + a run of letters (A-Z a-z or bytes >= 0x80), or
@@ -63,6 +64,7 @@ public:
 
 private:
     void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
+    const std::string& bytes_of(int32_t id) const;  // token_bytes without the copy
 
     std::vector<std::pair<int32_t, int32_t>> merges_;
     std::map<std::pair<int32_t, int32_t>, int32_t> rank_;  // pair -> merge index

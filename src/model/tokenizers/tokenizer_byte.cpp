@@ -21,10 +21,15 @@ std::string ByteTokenizer::decode(const std::vector<int32_t>& ids) const {
     return s;
 }
 
+std::string ByteTokenizer::token_bytes(int32_t id) const {
+    return id >= 0 && id < 256 ? std::string(1, static_cast<char>(id)) : std::string();
+}
+
 std::string ByteTokenizer::token_text(int32_t id) const {
     if (id == kBos) return "<bos>";
     if (id == kEos) return "<eos>";
-    PLAB_CHECK(id >= 0 && id < 256, "token id " << id << " is outside the byte tokenizer's 0..257");
+    PLAB_CHECK(id >= 0, "token id " << id << " is negative; ids are 0, 1, 2, ...");
+    if (id >= 258) return "#" + std::to_string(id);  // a row of the model past the tokenizer
     if (id == '\n') return "\\n";
     if (id >= 32 && id < 127) return std::string(1, static_cast<char>(id));
     char buf[8];

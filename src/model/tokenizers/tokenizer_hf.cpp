@@ -12,19 +12,36 @@ namespace {
 
 constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581 '▁'
 
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+// Every `from` in the text replaced by `to`; each byte of a `to` comes from
+// the first byte of the `from` it replaced.
+void replace_all(std::string& text, std::vector<std::size_t>& origin, std::string_view from,
+                 std::string_view to) {
     std::string out;
+    std::vector<std::size_t> out_origin;
+    const std::string_view s(text);
     std::size_t i = 0;
     for (std::size_t at; (at = s.find(from, i)) != std::string_view::npos; i = at + from.size()) {
         out.append(s.substr(i, at - i));
+        out_origin.insert(out_origin.end(), origin.begin() + std::ptrdiff_t(i),
+                          origin.begin() + std::ptrdiff_t(at));
         out.append(to);
+        out_origin.insert(out_origin.end(), to.size(), origin[at]);
     }
     out.append(s.substr(i));
-    return out;
+    out_origin.insert(out_origin.end(), origin.begin() + std::ptrdiff_t(i), origin.end());
+    text = std::move(out);
+    origin = std::move(out_origin);
 }
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
+}
+
+// `bytes` put before a piece's text: they stand before its first byte.
+void prepend_bytes(std::string& text, std::vector<std::size_t>& origin, std::size_t offset,
+                   std::string_view bytes) {
+    text.insert(0, bytes);
+    origin.insert(origin.begin(), bytes.size(), offset);
 }
 
 // The byte offset where the character ending at `end` starts (UTF-8 steps back
@@ -53,14 +70,28 @@ const std::string& HfTokenizer::token_string(int32_t id) const {
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool add_bos) const {
     std::vector<int32_t> ids;
     if (add_bos && add_bos_token_ && bos_ >= 0) ids.push_back(bos_);
+    std::vector<std::size_t> starts;
+    const std::vector<int32_t> rest = encode_starts(text, starts);
+    ids.insert(ids.end(), rest.begin(), rest.end());
+    return ids;
+}
+
+std::vector<int32_t> HfTokenizer::encode_starts(std::string_view text,
+                                                std::vector<std::size_t>& starts) const {
+    std::vector<int32_t> ids;
+    starts.clear();
     added_token_split(
         text,
         [&](std::string_view segment, bool at_text_start) {
             if (segment.empty()) return;
-            for (const Piece& p : pre_tokenize(normalize(segment), at_text_start))
-                model_encode(p.text, ids);
+            const std::size_t offset = std::size_t(segment.data() - text.data());
+            for (const Piece& p : pre_tokenize(normalize(segment, offset, at_text_start)))
+                model_encode(p, ids, starts);
         },
-        [&](const AddedToken& a) { ids.push_back(a.id); });
+        [&](const AddedToken& a, std::size_t start) {
+            ids.push_back(a.id);
+            starts.push_back(start);
+        });
     return ids;
 }
 
@@ -70,10 +101,11 @@ std::vector<std::string> HfTokenizer::pieces(std::string_view text) const {
         text,
         [&](std::string_view segment, bool at_text_start) {
             if (segment.empty()) return;
-            for (Piece& p : pre_tokenize(normalize(segment), at_text_start))
+            const std::size_t offset = std::size_t(segment.data() - text.data());
+            for (Piece& p : pre_tokenize(normalize(segment, offset, at_text_start)))
                 out.push_back(std::move(p.text));
         },
-        [&](const AddedToken& a) { out.push_back(a.content); });
+        [&](const AddedToken& a, std::size_t) { out.push_back(a.content); });
     return out;
 }
 
@@ -81,9 +113,9 @@ std::vector<std::string> HfTokenizer::pieces(std::string_view text) const {
 // first, leftmost match first and the longest one at a position, so that no
 // later stage splits or merges them; lstrip/rstrip take the whitespace beside
 // them along. The text between them is encoded segment by segment.
-void HfTokenizer::added_token_split(std::string_view text,
-                                    const std::function<void(std::string_view, bool)>& segment_fn,
-                                    const std::function<void(const AddedToken&)>& added_fn) const {
+void HfTokenizer::added_token_split(
+    std::string_view text, const std::function<void(std::string_view, bool)>& segment_fn,
+    const std::function<void(const AddedToken&, std::size_t)>& added_fn) const {
     std::size_t segment = 0;
     for (std::size_t pos = 0; pos < text.size();) {
         const AddedToken* hit = nullptr;
@@ -114,7 +146,7 @@ void HfTokenizer::added_token_split(std::string_view text,
                 end += hf::utf8_at(text, end).len;
         }
         segment_fn(text.substr(segment, start - segment), segment == 0);
-        added_fn(*hit);
+        added_fn(*hit, start);
         segment = pos = end;
     }
     segment_fn(text.substr(segment), segment == 0);
@@ -122,13 +154,16 @@ void HfTokenizer::added_token_split(std::string_view text,
 
 // 2. The normalizer rewrites the segment: Llama 2 prepends '▁' and turns spaces
 // into '▁'; Qwen 2 asks for NFC, which plab checks rather than computes.
-std::string HfTokenizer::normalize(std::string_view segment) const {
-    std::string s(segment);
+HfTokenizer::Piece HfTokenizer::normalize(std::string_view segment, std::size_t offset,
+                                          bool at_text_start) const {
+    Piece p{std::string(segment), std::vector<std::size_t>(segment.size()), offset, at_text_start};
+    for (std::size_t i = 0; i < segment.size(); ++i) p.origin[i] = offset + i;
+    std::string& s = p.text;
     for (const NormalizerStep& n : normalizer_) {
         if (n.kind == NormalizerStep::kPrepend) {
-            if (!s.empty()) s = n.to + s;
+            if (!s.empty()) prepend_bytes(s, p.origin, p.offset, n.to);
         } else if (n.kind == NormalizerStep::kReplace) {
-            s = replace_all(s, n.from, n.to);
+            replace_all(s, p.origin, n.from, n.to);
         } else {
             char32_t cp = 0;
             const hf::NfcCheck check = hf::nfc_quick_check(s, &cp);
@@ -140,20 +175,26 @@ std::string HfTokenizer::normalize(std::string_view segment) const {
                                        << "compute it: give the text in NFC (precomposed)");
         }
     }
-    return s;
+    return p;
 }
 
 // 3. The pre-tokenizer cuts the segment into pieces; each step cuts every
 // piece the previous steps left. No merge crosses a piece boundary.
-std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
-                                                          bool at_text_start) const {
-    std::vector<Piece> pieces{{std::move(segment), at_text_start}};
+std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(Piece segment) const {
+    std::vector<Piece> pieces{std::move(segment)};
     for (const PreTokenizerStep& step : pre_tokenizer_) {
         std::vector<Piece> next;
+        // The cuts are views of from.text; each piece keeps its bytes' origins.
         auto keep = [&](const Piece& from, const std::vector<std::string_view>& cut) {
-            for (std::size_t k = 0; k < cut.size(); ++k)
-                if (!cut[k].empty())
-                    next.push_back({std::string(cut[k]), from.at_text_start && k == 0});
+            for (std::size_t k = 0; k < cut.size(); ++k) {
+                if (cut[k].empty()) continue;
+                const auto at = std::ptrdiff_t(cut[k].data() - from.text.data());
+                next.push_back({std::string(cut[k]),
+                                std::vector<std::size_t>(
+                                    from.origin.begin() + at,
+                                    from.origin.begin() + at + std::ptrdiff_t(cut[k].size())),
+                                from.origin[std::size_t(at)], from.at_text_start && k == 0});
+            }
         };
         for (Piece& p : pieces) {
             switch (step.kind) {
@@ -166,7 +207,8 @@ std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
                 case PreTokenizerStep::kByteLevel:
                     // Its byte mapping happens in model_encode; here only the
                     // optional prefix space and GPT-2's split.
-                    if (step.flag && !starts_with(p.text, " ")) p.text.insert(0, " ");
+                    if (step.flag && !starts_with(p.text, " "))
+                        prepend_bytes(p.text, p.origin, p.offset, " ");
                     if (step.use_regex) {
                         keep(p, hf::split_pieces(p.text, hf::SplitPattern::kGpt2));
                     } else {
@@ -174,18 +216,20 @@ std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
                     }
                     break;
                 case PreTokenizerStep::kMetaspace: {
-                    std::string s = replace_all(p.text, " ", kMetaspace);
-                    const bool prepend =
+                    Piece m = p;
+                    replace_all(m.text, m.origin, " ", kMetaspace);
+                    const bool prepend_space =
                         step.scheme == PreTokenizerStep::kAlways ||
                         (step.scheme == PreTokenizerStep::kFirst && p.at_text_start);
-                    if (prepend && !starts_with(s, kMetaspace)) s.insert(0, kMetaspace);
+                    if (prepend_space && !starts_with(m.text, kMetaspace))
+                        prepend_bytes(m.text, m.origin, m.offset, kMetaspace);
                     if (!step.split) {
-                        next.push_back({s, p.at_text_start});
+                        next.push_back(std::move(m));
                         break;
                     }
                     // split: each '▁' begins a new piece ("MergedWithNext").
                     std::vector<std::string_view> cut;
-                    const std::string_view v(s);
+                    const std::string_view v(m.text);
                     std::size_t from = 0;
                     for (std::size_t at = v.find(kMetaspace, 1); at != std::string_view::npos;
                          at = v.find(kMetaspace, at + kMetaspace.size())) {
@@ -193,7 +237,7 @@ std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
                         from = at;
                     }
                     cut.push_back(v.substr(from));
-                    keep({s, p.at_text_start}, cut);
+                    keep(m, cut);
                     break;
                 }
             }
@@ -203,52 +247,71 @@ std::vector<HfTokenizer::Piece> HfTokenizer::pre_tokenize(std::string segment,
     return pieces;
 }
 
-// 4. The model turns one piece into ids: its base symbols, then merges by rank.
-void HfTokenizer::model_encode(const std::string& piece, std::vector<int32_t>& ids) const {
+// 4. The model turns one piece into ids: its base symbols, then merges by
+// rank. Each token starts where the first symbol it was merged from came from.
+void HfTokenizer::model_encode(const Piece& piece, std::vector<int32_t>& ids,
+                               std::vector<std::size_t>& starts) const {
+    const std::string& text = piece.text;
     std::vector<int32_t> word;
+    std::vector<std::size_t> origin;  // (word) where each base symbol came from
     if (family_ == Family::kByteLevel) {
         // Byte-level: one base token per byte, through GPT-2's byte characters.
         if (ignore_merges_) {  // Llama 3: a piece that is a token is taken whole
             std::string mapped;
-            for (unsigned char b : piece) mapped += byte_char_[b];
+            for (unsigned char b : text) mapped += byte_char_[b];
             if (auto it = vocab_.find(mapped); it != vocab_.end()) {
                 ids.push_back(it->second);
+                starts.push_back(piece.offset);
                 return;
             }
         }
-        for (unsigned char b : piece) word.push_back(byte_token_[b]);
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            word.push_back(byte_token_[static_cast<unsigned char>(text[i])]);
+            origin.push_back(piece.origin[i]);
+        }
     } else {
         if (ignore_merges_) {
-            if (auto it = vocab_.find(piece); it != vocab_.end()) {
+            if (auto it = vocab_.find(text); it != vocab_.end()) {
                 ids.push_back(it->second);
+                starts.push_back(piece.offset);
                 return;
             }
         }
         // SentencePiece-style: one base token per character; a character the
-        // vocabulary lacks falls back to its bytes <0xNN>, else to <unk>.
+        // vocabulary lacks falls back to its bytes <0xNN> (each from its own
+        // byte), else to <unk>.
         bool last_unk = false;
-        for (std::size_t i = 0; i < piece.size();) {
-            const std::size_t len = hf::utf8_at(piece, i).len;
-            const std::string ch = piece.substr(i, len);
+        for (std::size_t i = 0; i < text.size();) {
+            const std::size_t at = i, len = hf::utf8_at(text, i).len;
+            const std::string ch = text.substr(i, len);
             i += len;
             if (auto it = vocab_.find(ch); it != vocab_.end()) {
                 word.push_back(it->second);
+                origin.push_back(piece.origin[at]);
                 last_unk = false;
                 continue;
             }
             bool all_bytes = byte_fallback_;
             for (unsigned char b : ch) all_bytes = all_bytes && byte_token_[b] >= 0;
             if (all_bytes) {
-                for (unsigned char b : ch) word.push_back(byte_token_[b]);
+                for (std::size_t k = 0; k < len; ++k) {
+                    word.push_back(byte_token_[static_cast<unsigned char>(ch[k])]);
+                    origin.push_back(piece.origin[at + k]);
+                }
                 last_unk = false;
             } else if (unk_ >= 0) {
-                if (!(fuse_unk_ && last_unk)) word.push_back(unk_);
+                if (!(fuse_unk_ && last_unk)) {
+                    word.push_back(unk_);
+                    origin.push_back(piece.origin[at]);
+                }
                 last_unk = true;
             }  // no <unk> either: the character is dropped, as Hugging Face does
         }
     }
-    merges_.apply(word);
+    std::vector<std::size_t> first;
+    merges_.apply(word, &first);
     ids.insert(ids.end(), word.begin(), word.end());
+    for (std::size_t f : first) starts.push_back(origin[f]);
 }
 
 // Decoding: each token's bytes (byte-level: mapped back through GPT-2's table;
@@ -257,9 +320,9 @@ void HfTokenizer::model_encode(const std::string& piece, std::vector<int32_t>& i
 std::string HfTokenizer::decode(const std::vector<int32_t>& ids) const {
     std::string s;
     for (int32_t id : ids) {
-        PLAB_CHECK(id >= 0 && id < vocab_size(),
-                   "token id " << id << " is outside the vocabulary 0.." << vocab_size() - 1);
-        if (id == bos_ || id == eos_) continue;
+        PLAB_CHECK(id >= 0, "token id " << id << " is negative; ids are 0, 1, 2, ...");
+        if (id == bos_ || id == eos_ || id >= vocab_size())
+            continue;  // past the tokenizer: dropped
         s += bytes_[std::size_t(id)];
     }
     int strip = strip_leading_spaces_;
@@ -268,8 +331,15 @@ std::string HfTokenizer::decode(const std::vector<int32_t>& ids) const {
     return s.substr(cut);
 }
 
+std::string HfTokenizer::token_bytes(int32_t id) const {
+    PLAB_CHECK(id >= 0, "token id " << id << " is negative; ids are 0, 1, 2, ...");
+    return id == bos_ || id == eos_ || id >= vocab_size() ? std::string() : bytes_[std::size_t(id)];
+}
+
 std::string HfTokenizer::token_text(int32_t id) const {
-    token_string(id);  // range check
+    PLAB_CHECK(id >= 0, "token id " << id << " is negative; ids are 0, 1, 2, ...");
+    if (id >= vocab_size())
+        return "#" + std::to_string(id);  // a row of the model past the tokenizer
     if (is_added_[std::size_t(id)]) return tokens_[std::size_t(id)];
     const std::string& b = bytes_[std::size_t(id)];
     std::string out;

@@ -66,6 +66,7 @@ public:
     std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
     std::string decode(const std::vector<int32_t>& ids) const override;
     std::string token_text(int32_t id) const override;
+    std::string token_bytes(int32_t id) const override;  // bytes_; "" for BOS, EOS, past V
 
     bool byte_level() const { return family_ == Family::kByteLevel; }
     // The pieces BPE merges within, in order: each added token's text, and the
@@ -97,20 +98,30 @@ private:
         enum Scheme { kAlways, kFirst, kNever } scheme = kAlways;
         bool split = false;  // Metaspace
     };
+    // Text on its way through the pipeline. Each byte remembers the offset of
+    // the input byte it came from (a byte a stage inserted, the offset of the
+    // byte it stands before), so every token knows where it starts (tokenizer.h).
     struct Piece {
         std::string text;
+        std::vector<std::size_t> origin;  // (text.size()) input offset of each byte
+        std::size_t offset;               // input offset where the piece begins (origin[0] if any)
         bool at_text_start;  // begins at offset 0 of the whole input (Metaspace "first")
     };
 
     friend struct HfTokenizerLoader;
     // Calls segment(text, at_text_start) for the text between added tokens and
-    // added(token) for each added token, in order.
+    // added(token, start) for each added token (start: its first byte in the
+    // input, stripped spaces included), in order; a segment is a view of `text`.
     void added_token_split(std::string_view text,
                            const std::function<void(std::string_view, bool)>& segment,
-                           const std::function<void(const AddedToken&)>& added) const;
-    std::string normalize(std::string_view segment) const;
-    std::vector<Piece> pre_tokenize(std::string segment, bool at_text_start) const;
-    void model_encode(const std::string& piece, std::vector<int32_t>& ids) const;
+                           const std::function<void(const AddedToken&, std::size_t)>& added) const;
+    // The stages of tokenizer_hf.cpp; `offset`: where the segment lies in the input.
+    Piece normalize(std::string_view segment, std::size_t offset, bool at_text_start) const;
+    std::vector<Piece> pre_tokenize(Piece segment) const;
+    void model_encode(const Piece& piece, std::vector<int32_t>& ids,
+                      std::vector<std::size_t>& starts) const;
+    std::vector<int32_t> encode_starts(std::string_view text,
+                                       std::vector<std::size_t>& starts) const override;
 
     Family family_ = Family::kByteLevel;
     std::vector<std::string> tokens_;  // (V) vocabulary strings, as in the file

@@ -17,7 +17,11 @@ const BpeMergeTable::Entry* BpeMergeTable::find(int32_t a, int32_t b) const {
     return it == pairs_.end() ? nullptr : &it->second;
 }
 
-void BpeMergeTable::apply(std::vector<int32_t>& ids) const {
+void BpeMergeTable::apply(std::vector<int32_t>& ids, std::vector<std::size_t>* first) const {
+    if (first != nullptr) {
+        first->clear();
+        for (std::size_t i = 0; i < ids.size(); ++i) first->push_back(i);
+    }
     if (ids.size() < 2) return;
     // The piece as a doubly linked list of symbols; a merged-away symbol is dead.
     struct Symbol {
@@ -60,8 +64,13 @@ void BpeMergeTable::apply(std::vector<int32_t>& ids) const {
         push(left.prev);
         push(top.pos);
     }
+    // A merged symbol sits at the position of its leftmost part.
     ids.clear();
-    for (std::ptrdiff_t i = 0; i >= 0; i = sym[i].next) ids.push_back(sym[i].id);
+    if (first != nullptr) first->clear();
+    for (std::ptrdiff_t i = 0; i >= 0; i = sym[i].next) {
+        ids.push_back(sym[i].id);
+        if (first != nullptr) first->push_back(static_cast<std::size_t>(i));
+    }
 }
 
 }  // namespace plab::hf

@@ -22,8 +22,10 @@ public:
     // is already there (a file that lists a pair twice is ambiguous).
     bool add(int32_t left, int32_t right, int32_t merged);
     std::size_t size() const { return size_; }
-    // Merges the ids of one piece in place.
-    void apply(std::vector<int32_t>& ids) const;
+    // Merges the ids of one piece in place. `first`, when given, receives for
+    // each resulting token the index of the first symbol of `ids` it was merged
+    // from (where the token starts in the piece: tokenizer.h's spans).
+    void apply(std::vector<int32_t>& ids, std::vector<std::size_t>* first = nullptr) const;
 
 private:
     struct Entry {

@@ -1,21 +1,33 @@
 // IdTokenizer: prompts as token ids, for models without a tokenizer the engine reads.
 #include "model/tokenizers/tokenizer_ids.h"
 
-#include <algorithm>
-#include <sstream>
+#include <cctype>
+#include <string>
 
 #include "core/error.h"
 
 namespace plab {
 
 std::vector<int32_t> IdTokenizer::encode(std::string_view text, bool add_bos) const {
+    std::vector<std::size_t> starts;
+    std::vector<int32_t> ids = encode_starts(text, starts);
+    if (add_bos && bos_ >= 0) ids.insert(ids.begin(), bos_);
+    return ids;
+}
+
+std::vector<int32_t> IdTokenizer::encode_starts(std::string_view text,
+                                                std::vector<std::size_t>& starts) const {
     std::vector<int32_t> ids;
-    if (add_bos && bos_ >= 0) ids.push_back(bos_);
-    std::string t(text);
-    std::replace(t.begin(), t.end(), ',', ' ');
-    std::istringstream in(t);
-    std::string word;
-    while (in >> word) {
+    starts.clear();
+    auto separator = [](char c) { return c == ',' || std::isspace(static_cast<unsigned char>(c)); };
+    for (std::size_t i = 0; i < text.size();) {
+        if (separator(text[i])) {
+            ++i;
+            continue;
+        }
+        std::size_t end = i;
+        while (end < text.size() && !separator(text[end])) ++end;
+        const std::string word(text.substr(i, end - i));
         std::size_t used = 0;
         long long v = -1;
         try {
@@ -29,8 +41,14 @@ std::vector<int32_t> IdTokenizer::encode(std::string_view text, bool add_bos) co
             "ids 0.."
                 << vocab_ - 1 << " separated by spaces or commas; got '" << word << "'");
         ids.push_back(static_cast<int32_t>(v));
+        starts.push_back(i);
+        i = end;
     }
     return ids;
+}
+
+std::string IdTokenizer::token_bytes(int32_t id) const {
+    return std::to_string(id);
 }
 
 std::string IdTokenizer::token_text(int32_t id) const {

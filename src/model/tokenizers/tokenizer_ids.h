@@ -19,9 +19,13 @@ public:
     int eos_id() const override { return eos_; }
     std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
     std::string decode(const std::vector<int32_t>& ids) const override;
-    std::string token_text(int32_t id) const override;  // "#42"
+    std::string token_text(int32_t id) const override;   // "#42"
+    std::string token_bytes(int32_t id) const override;  // "42"
 
 private:
+    // Each id starts at its first digit; the separators after it are its own.
+    std::vector<int32_t> encode_starts(std::string_view text,
+                                       std::vector<std::size_t>& starts) const override;
     int vocab_, bos_, eos_;
 };
 

@@ -85,13 +85,26 @@ int Llama2cTokenizer::lookup(const std::string& piece) const {
 }
 
 std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text, bool add_bos) const {
+    std::vector<std::size_t> starts;
+    std::vector<int32_t> ids = encode_starts(text, starts);
+    if (add_bos) ids.insert(ids.begin(), kBos);
+    return ids;
+}
+
+std::vector<int32_t> Llama2cTokenizer::encode_starts(std::string_view text,
+                                                     std::vector<std::size_t>& starts) const {
+    // Each symbol carries the offset of the first byte of the text it was made
+    // from (tokenizer.h); a merge keeps the left symbol's.
     std::vector<int32_t> ids;
-    if (add_bos) ids.push_back(kBos);
-    const std::size_t first = ids.size();
-    // 1. SentencePiece's dummy prefix: a space before non-empty text.
+    starts.clear();
+    // 1. SentencePiece's dummy prefix: a space before non-empty text (made from
+    // no byte of it: it starts where the text does).
     if (!text.empty()) {
         const int space = lookup(" ");
-        if (space >= 0) ids.push_back(space);
+        if (space >= 0) {
+            ids.push_back(space);
+            starts.push_back(0);
+        }
     }
     // 2. One token per UTF-8 character when the vocabulary has it, else its bytes.
     for (std::size_t i = 0; i < text.size();) {
@@ -103,8 +116,12 @@ std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text, bool add_bo
         const int id = lookup(ch);
         if (id >= 0) {
             ids.push_back(id);
+            starts.push_back(i);
         } else {
-            for (unsigned char b : ch) ids.push_back(kFirstByteToken + b);
+            for (std::size_t k = 0; k < n; ++k) {
+                ids.push_back(kFirstByteToken + static_cast<unsigned char>(ch[k]));
+                starts.push_back(i + k);
+            }
         }
         i += n;
     }
@@ -113,7 +130,7 @@ std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text, bool add_bo
         float best = -1e30f;
         int best_id = -1;
         std::size_t best_at = 0;
-        for (std::size_t i = first; i + 1 < ids.size(); ++i) {
+        for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
             const int id = lookup(pieces_[ids[i]] + pieces_[ids[i + 1]]);
             if (id >= 0 && scores_[id] > best) {
                 best = scores_[id];
@@ -124,6 +141,7 @@ std::vector<int32_t> Llama2cTokenizer::encode(std::string_view text, bool add_bo
         if (best_id < 0) break;
         ids[best_at] = best_id;
         ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(best_at) + 1);
+        starts.erase(starts.begin() + static_cast<std::ptrdiff_t>(best_at) + 1);
     }
     return ids;
 }
@@ -146,6 +164,17 @@ std::string Llama2cTokenizer::decode(const std::vector<int32_t>& ids) const {
         at_start = false;
     }
     return s;
+}
+
+std::string Llama2cTokenizer::token_bytes(int32_t id) const {
+    PLAB_CHECK(id >= 0 && id < vocab_size(),
+               "token id " << id << " is outside the vocabulary 0.." << vocab_size() - 1);
+    if (id == kBos || id == kEos) return "";
+    const std::string& p = pieces_[std::size_t(id)];
+    unsigned int byte = 0;
+    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%02X>", &byte) == 1)
+        return std::string(1, static_cast<char>(byte));
+    return p;
 }
 
 std::string Llama2cTokenizer::token_text(int32_t id) const {

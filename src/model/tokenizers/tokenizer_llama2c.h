@@ -42,6 +42,8 @@ public:
     int vocab_size() const override { return static_cast<int>(pieces_.size()); }
     int bos_id() const override { return kBos; }
     int eos_id() const override { return kEos; }
+    // The piece's bytes, <0xNN> as the byte; the dummy prefix space kept.
+    std::string token_bytes(int32_t id) const override;
     std::vector<int32_t> encode(std::string_view text, bool add_bos) const override;
     std::string decode(const std::vector<int32_t>& ids) const override;
     std::string token_text(int32_t id) const override;
@@ -52,6 +54,9 @@ public:
 
 private:
     int lookup(const std::string& piece) const;
+    // run.c's encoding, each token with the offset of its first byte in the text.
+    std::vector<int32_t> encode_starts(std::string_view text,
+                                       std::vector<std::size_t>& starts) const override;
     std::vector<std::string> pieces_;
     std::vector<float> scores_;
     std::unordered_map<std::string, int> ids_;
