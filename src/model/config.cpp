@@ -12,14 +12,14 @@ void ModelConfig::validate() const {
         PLAB_CHECK(v >= 1 && v <= max,
                    "model config: " << name << " = " << v << ", expected 1.." << max);
     };
-    positive("dim", dim, 1 << 16);
-    positive("n_layers", n_layers, 1024);
-    positive("n_heads", n_heads, 1024);
-    positive("n_kv_heads", n_kv_heads, 1024);
-    positive("head_dim", head_dim, 1024);
-    positive("hidden_dim", hidden_dim, 1 << 18);
-    positive("vocab_size", vocab_size, 1 << 22);
-    positive("max_seq_len", max_seq_len, 1 << 20);
+    positive("dim", dim, kMaxDim);
+    positive("n_layers", n_layers, kMaxLayers);
+    positive("n_heads", n_heads, kMaxHeads);
+    positive("n_kv_heads", n_kv_heads, kMaxHeads);
+    positive("head_dim", head_dim, kMaxHeadDim);
+    positive("hidden_dim", hidden_dim, kMaxHidden);
+    positive("vocab_size", vocab_size, kMaxVocab);
+    positive("max_seq_len", max_seq_len, kMaxSeqLen);
     PLAB_CHECK(n_heads % n_kv_heads == 0,
                "model config: n_heads = " << n_heads
                                           << " is not a multiple of n_kv_heads = " << n_kv_heads

@@ -22,6 +22,10 @@ struct ModelConfig {
     float norm_eps = 1e-5f;
     bool tied_embeddings = false;  // classifier shares the token-embedding matrix
 
+    // The largest value validate() accepts for each integer field (the smallest is 1).
+    static constexpr int kMaxDim = 1 << 16, kMaxLayers = 1024, kMaxHeads = 1024, kMaxHeadDim = 1024,
+                         kMaxHidden = 1 << 18, kMaxVocab = 1 << 22, kMaxSeqLen = 1 << 20;
+
     // Throws plab::Error naming the first invalid field and the valid range.
     void validate() const;
 

@@ -192,6 +192,16 @@ Model load_hf_directory(const fs::path& p) {
         j.value("plab_tokenizer", std::string(fs::exists(dir / "tokenizer.json") ? "tokenizer.json"
                                               : c.vocab_size == 258              ? "byte"
                                                                                  : "ids"));
+    // A tokenizer.json that config.json does not name is refused, not ignored
+    // and not preferred: the weights' rows mean the ids of the tokenizer the
+    // folder was written with, so reading prompts through another one would
+    // run silently on wrong ids. A student who copied the file in meant it to
+    // be used, and is told the one key to change (issue 49).
+    PLAB_CHECK(tok == "tokenizer.json" || !fs::exists(dir / "tokenizer.json"),
+               dir.string() << " has tokenizer.json but config.json says \"plab_tokenizer\": \""
+                            << tok << "\"; set plab_tokenizer to \"tokenizer.json\" to use it "
+                            << "(its vocabulary must fit vocab_size " << c.vocab_size
+                            << "), or remove the file");
     m.tokenizer = load_tokenizer(tok, dir, c.vocab_size);
     PLAB_CHECK(m.tokenizer->vocab_size() <= c.vocab_size,
                config_path.string() << ": tokenizer has " << m.tokenizer->vocab_size()
