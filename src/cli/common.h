@@ -70,6 +70,7 @@ void add_info_command(CLI::App& app);
 void add_eval_command(CLI::App& app);     // cmd_eval.cpp: held-out evaluation, head scores
 void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> llama2.c
 void add_random_model_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);  // cmd_tokenize.cpp: a text's tokens and their spans
 void add_compare_command(CLI::App& app);   // cmd_compare.cpp: backends x plans vs cpu-ref
 void add_mask_command(CLI::App& app);      // cmd_mask.cpp: print a mask, its tile map, its grammar
 void add_rounding_command(CLI::App& app);  // cmd_rounding.cpp: the reduction-order lab

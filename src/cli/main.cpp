@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     plab::cli::add_eval_command(app);
     plab::cli::add_convert_command(app);
     plab::cli::add_random_model_command(app);
+    plab::cli::add_tokenize_command(app);
     plab::cli::add_compare_command(app);
     plab::cli::add_mask_command(app);
     plab::cli::add_rounding_command(app);

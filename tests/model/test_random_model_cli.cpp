@@ -246,6 +246,7 @@ TEST_CASE("a tokenizer.json that config.json does not name is refused, never ign
                             "\"byte\"; set plab_tokenizer to \"tokenizer.json\" to use it";
     require_one_line_cli_error(run_cli({"prefill", "--model", dir.string(), "hi"}), msg);
     require_one_line_cli_error(run_cli({"info", "--model", dir.string()}), msg);
+    require_one_line_cli_error(run_cli({"tokenize", "--model", dir.string(), "hi"}), msg);
     require_error([&] { load_model(dir.string()); }, "or remove the file");
     // random-model refuses to write such a folder, and takes the file when named.
     require_one_line_cli_error(run_cli({"random-model", dir.string()}),
