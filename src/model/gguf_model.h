@@ -27,7 +27,7 @@
 #include <string>
 
 #include "model/binary_read.h"
-#include "model/model_io.h"
+#include "model/model.h"
 
 namespace plab {
 

@@ -12,16 +12,9 @@
 #include <memory>
 #include <string>
 
-#include "model/tokenizers/tokenizer.h"
-#include "model/weights.h"
+#include "model/model.h"
 
 namespace plab {
-
-struct Model {
-    Weights weights;
-    std::unique_ptr<Tokenizer> tokenizer;
-    std::string source;  // where it came from, for `plab info`
-};
 
 // The directory used when no --model is given: $PLAB_MODEL, else assets/model.
 std::string default_model_path();

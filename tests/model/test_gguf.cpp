@@ -223,7 +223,7 @@ struct GgufBytes {
 
 // A file whose metadata is exactly `kv`, with the tensors of a tiny model.
 std::string gguf_write_with(const std::vector<std::pair<std::string, gguf::Value>>& kv,
-                       bool with_tensors, const std::string& name) {
+                            bool with_tensors, const std::string& name) {
     static const Model m = gguf_random_model(true, std::make_unique<ByteTokenizer>(), 258, 7);
     const std::string path = tmp_gguf(name);
     std::vector<gguf::TensorOut> t;
