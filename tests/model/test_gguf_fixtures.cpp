@@ -229,3 +229,50 @@ TEST_CASE("GGUF fixtures: plab's writer writes the tensors and vocabulary llama.
         REQUIRE(mine.get_int(key) == ref.get_int(key));
     }
 }
+
+TEST_CASE("GGUF fixtures: a byte-level tokenizer.json goes into GGUF as llama.cpp writes it",
+          "[model][gguf][fixtures]") {
+    const std::string out =
+        (test::process_temp_dir("plab_test_gguf_fixtures") / "bpe.gguf").string();
+    auto r = run_cli({"convert", fixture("bpe"), out, "--to", "gguf"});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out.find("tokenizer: in the metadata") != std::string::npos);
+    const FileBytes mine_bytes(out, "plab's file"), ref_bytes(fixture("bpe/model-f32.gguf"), "x");
+    const gguf::File mine = gguf::parse(mine_bytes.bytes(), out);
+    const gguf::File ref = gguf::parse(ref_bytes.bytes(), "fixture");
+    for (const std::string key :
+         {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"}) {
+        INFO(key);
+        const gguf::Array& a = mine.get_array(key);
+        const gguf::Array& b = ref.get_array(key);
+        REQUIRE(a.size() == b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            INFO("entry " << i);
+            if (const auto* t = std::get_if<std::string>(&a[i].v))
+                REQUIRE(*t == std::get<std::string>(b[i].v));
+            else
+                REQUIRE(std::get<std::int64_t>(a[i].v) == std::get<std::int64_t>(b[i].v));
+        }
+    }
+    for (const std::string key : {"tokenizer.ggml.model", "tokenizer.ggml.pre"})
+        REQUIRE(mine.get_string(key) == ref.get_string(key));
+    for (const std::string key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"})
+        REQUIRE(mine.get_int(key) == ref.get_int(key));
+    REQUIRE(mine.get_bool("tokenizer.ggml.add_bos_token") ==
+            ref.get_bool("tokenizer.ggml.add_bos_token"));
+    // Read back, it encodes as the folder does.
+    const Model hf = load_model(fixture("bpe")), back = load_model(out);
+    for (const std::string& text : kTexts)
+        REQUIRE(back.tokenizer->encode(text + "<|endoftext|>", false) ==
+                hf.tokenizer->encode(text + "<|endoftext|>", false));
+    // A SentencePiece-style tokenizer.json has merges, GGUF's "llama" scores: said, not hidden.
+    const auto dir = test::process_temp_dir("plab_test_gguf_fixtures") / "sp";
+    REQUIRE(run_cli({"random-model", dir.string(), "--tokenizer",
+                     repo_path("tests/golden/hf_tokenizers/llama2/tokenizer.json")})
+                .exit_code == 0);
+    r = run_cli({"convert", dir.string(), (dir / "m.gguf").string(), "--to", "gguf"});
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.out.find("tokenizer: not written: a SentencePiece-style tokenizer.json has merges") !=
+            std::string::npos);
+}

@@ -313,6 +313,24 @@ std::vector<std::pair<std::string, gguf::Value>> tokenizer_to_gguf(const Tokeniz
         kv.emplace_back("tokenizer.ggml.add_bos_token", gguf::make_bool(true));
         return kv;
     }
+    if (const auto* hf = dynamic_cast<const HfTokenizer*>(&tok)) {
+        // The keys convert_hf_to_gguf.py's _set_vocab_gpt2 writes.
+        const std::optional<HfTokenizer::GgufForm> form = hf->gguf_form(why);
+        if (!form) return {};
+        std::vector<std::string> tokens;
+        for (int id = 0; id < hf->vocab_size(); ++id) tokens.push_back(hf->token_string(id));
+        kv.emplace_back("tokenizer.ggml.model", gguf::make_string("gpt2"));
+        kv.emplace_back("tokenizer.ggml.pre", gguf::make_string(form->pre));
+        kv.emplace_back("tokenizer.ggml.tokens", gguf::make_string_array(std::move(tokens)));
+        kv.emplace_back("tokenizer.ggml.token_type", gguf::make_i32_array(form->token_types));
+        kv.emplace_back("tokenizer.ggml.merges", gguf::make_string_array(form->merges));
+        if (hf->bos_id() >= 0)
+            kv.emplace_back("tokenizer.ggml.bos_token_id", gguf::make_u32(hf->bos_id()));
+        if (hf->eos_id() >= 0)
+            kv.emplace_back("tokenizer.ggml.eos_token_id", gguf::make_u32(hf->eos_id()));
+        kv.emplace_back("tokenizer.ggml.add_bos_token", gguf::make_bool(form->add_bos));
+        return kv;
+    }
     if (tok.kind() == "byte" || tok.kind() == "ids") {
         kv.emplace_back("tokenizer.ggml.model", gguf::make_string("none"));
         return kv;

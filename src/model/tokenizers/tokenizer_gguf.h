@@ -33,9 +33,10 @@ namespace plab {
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const gguf::File& file, int vocab_size,
                                                const std::string& where);
 
-// tokenizer.ggml.* metadata for `tok` (llama2.c, plab BPE, byte, ids). A tokenizer
-// GGUF cannot hold here (a Hugging Face tokenizer.json) returns an empty list and
-// sets *why to a sentence saying so.
+// tokenizer.ggml.* metadata for `tok` (llama2.c, plab BPE, byte, ids, and a
+// byte-level tokenizer.json whose split GGUF names). A tokenizer GGUF cannot hold
+// (a SentencePiece-style tokenizer.json, say) returns an empty list and sets *why
+// to a sentence saying so.
 std::vector<std::pair<std::string, gguf::Value>> tokenizer_to_gguf(const Tokenizer& tok,
                                                                    std::string* why);
 

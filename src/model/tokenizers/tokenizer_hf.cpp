@@ -61,6 +61,42 @@ std::string HfTokenizer::kind() const {
                                          : "tokenizer.json (SentencePiece BPE, byte fallback)";
 }
 
+std::optional<HfTokenizer::GgufForm> HfTokenizer::gguf_form(std::string* why) const {
+    using Step = PreTokenizerStep;
+    GgufForm f;
+    const auto& p = pre_tokenizer_;
+    const bool plain_byte_level =
+        !p.empty() && p.back().kind == Step::kByteLevel && !p.back().flag;  // no add_prefix_space
+    if (family_ != Family::kByteLevel) {
+        *why =
+            "a SentencePiece-style tokenizer.json has merges, and GGUF's \"llama\" "
+            "vocabulary holds scores instead";
+    } else if (!normalizer_.empty()) {
+        *why = "GGUF cannot name this tokenizer.json's normalizer";
+    } else if (plain_byte_level && p.size() == 1 && p[0].use_regex) {
+        f.pre = "gpt-2";  // ByteLevel's own split is GPT-2's regex
+    } else if (plain_byte_level && p.size() == 2 && p[0].kind == Step::kSplit && !p[1].use_regex) {
+        f.pre = p[0].pattern == hf::SplitPattern::kGpt2     ? "gpt-2"
+                : p[0].pattern == hf::SplitPattern::kLlama3 ? "llama-bpe"
+                                                            : "qwen2";
+    } else {
+        *why = "GGUF names only the pre-tokenizers gpt-2, llama-bpe (Llama 3) and qwen2";
+    }
+    for (const AddedToken& a : added_) {
+        if (f.pre.empty()) break;
+        if (a.lstrip || a.rstrip) {
+            *why = "added token '" + a.content + "' strips spaces, which GGUF cannot say";
+            f.pre.clear();
+        }
+    }
+    if (f.pre.empty()) return std::nullopt;
+    f.merges = merge_texts_;
+    f.token_types.assign(tokens_.size(), 1);
+    for (const AddedToken& a : added_) f.token_types[std::size_t(a.id)] = a.special ? 3 : 4;
+    f.add_bos = add_bos_token_ && bos_ >= 0;
+    return f;
+}
+
 const std::string& HfTokenizer::token_string(int32_t id) const {
     PLAB_CHECK(id >= 0 && id < vocab_size(),
                "token id " << id << " is outside the vocabulary 0.." << vocab_size() - 1);

@@ -31,6 +31,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -76,6 +77,19 @@ public:
     // The vocabulary string of a token as the file writes it ("Ġthe", "▁the", "<0x0A>").
     const std::string& token_string(int32_t id) const;
 
+    // What a GGUF "gpt2" vocabulary says of this tokenizer (model/tokenizers/
+    // tokenizer_gguf.h writes it): the pre-tokenizer by llama.cpp's name, the merges
+    // by rank, each token's type. nullopt, and *why, for a pipeline GGUF cannot
+    // name: SentencePiece-style files (GGUF's "llama" wants scores, not merges), a
+    // normalizer, another split, added tokens that strip spaces.
+    struct GgufForm {
+        std::string pre;                   // "gpt-2", "llama-bpe" or "qwen2"
+        std::vector<std::string> merges;   // "left right", rank order
+        std::vector<int32_t> token_types;  // 1 normal, 3 control (special), 4 user-defined
+        bool add_bos = false;
+    };
+    std::optional<GgufForm> gguf_form(std::string* why) const;
+
 private:
     HfTokenizer() = default;
     enum class Family { kByteLevel, kSentencePiece };
@@ -84,6 +98,7 @@ private:
         int32_t id;
         bool lstrip, rstrip;  // take the whitespace on that side along
         bool normalized;      // matched in normalized text (refused where that differs)
+        bool special;         // a control token (GGUF token type 3), else user-defined (4)
     };
     struct NormalizerStep {
         enum Kind { kPrepend, kReplace, kNfc } kind;
@@ -124,9 +139,10 @@ private:
                                        std::vector<std::size_t>& starts) const override;
 
     Family family_ = Family::kByteLevel;
-    std::vector<std::string> tokens_;  // (V) vocabulary strings, as in the file
-    std::vector<std::string> bytes_;   // (V) the bytes each token decodes to
-    std::vector<char> is_added_;       // (V) 1 for added tokens (decoded as their content)
+    std::vector<std::string> merge_texts_;  // model.merges as "left right", rank order
+    std::vector<std::string> tokens_;       // (V) vocabulary strings, as in the file
+    std::vector<std::string> bytes_;        // (V) the bytes each token decodes to
+    std::vector<char> is_added_;            // (V) 1 for added tokens (decoded as their content)
     std::unordered_map<std::string, int32_t> vocab_;  // model.vocab: string -> id
     hf::BpeMergeTable merges_;
     std::vector<AddedToken> added_;             // longest content first

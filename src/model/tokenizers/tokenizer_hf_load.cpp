@@ -94,10 +94,10 @@ struct HfTokenizerLoader {
                            where << ": " << path << " ('" << shorten(content)
                                  << "') has single_word: true, which plab does not implement; "
                                     "only single_word: false is read");
-                flag(a, "special", false, path);  // checked; plab drops only BOS/EOS in decode
                 added.push_back({content, static_cast<int32_t>(id.get<std::int64_t>()),
                                  flag(a, "lstrip", false, path), flag(a, "rstrip", false, path),
-                                 flag(a, "normalized", false, path)});
+                                 flag(a, "normalized", false, path),
+                                 flag(a, "special", false, path)});
             }
         }
         // Ids: every id 0..V-1 names exactly one token, of model.vocab or added.
@@ -198,6 +198,7 @@ struct HfTokenizerLoader {
             };
             const int32_t ia = need(a, "its left token"), ib = need(b, "its right token");
             const int32_t im = need(a + b, "the merged token");
+            t.merge_texts_.push_back(a + " " + b);
             PLAB_CHECK(t.merges_.add(ia, ib, im),
                        where << ": model.merges[" << k << "] ('" << shorten(a) << "' + '"
                              << shorten(b) << "') is listed twice; each pair has one rank");
