@@ -74,6 +74,9 @@ ThreadPool::~ThreadPool() {
 }
 
 int ThreadPool::available_cpus() {
+#ifdef __EMSCRIPTEN__
+    return 1;  // the web build (viewer/web) has no threads: every op runs on the caller
+#endif
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
     return std::max(1u, std::thread::hardware_concurrency());

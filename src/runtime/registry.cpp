@@ -47,6 +47,13 @@ bool native_required() {
 }
 
 std::unique_ptr<Backend> make_gpu(GpuVariant variant) {
+#ifdef __EMSCRIPTEN__
+    (void)variant;
+    PLAB_CHECK(false,
+               "the GPU backends are not in the web build (viewer/web/README.md); "
+               "valid backends: cpu-ref, cpu");
+    return nullptr;
+#else
     require_native_gpu_if_asked();
 #if PLAB_HAVE_CUDA
     if (native_probe().status == NativeProbe::Status::found) {
@@ -54,12 +61,19 @@ std::unique_ptr<Backend> make_gpu(GpuVariant variant) {
     }
 #endif
     return gpu_emulated::make_gpu_backend(variant);
+#endif
 }
 
 }  // namespace
 
 std::vector<std::string> backend_names() {
+#ifdef __EMSCRIPTEN__
+    // The web build (viewer/web): no CUDA, and the SIMT emulator's fibers need
+    // ucontext, which WebAssembly lacks. make_backend refuses gpu-ref and gpu below.
+    return {"cpu-ref", "cpu"};
+#else
     return {"cpu-ref", "cpu", "gpu-ref", "gpu"};
+#endif
 }
 
 std::string gpu_form_description() {

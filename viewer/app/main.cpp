@@ -20,6 +20,10 @@
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
 // clang-format on
+#ifdef __EMSCRIPTEN__
+// The web build (viewer/web): the browser's next animation frame (plab_web.js).
+extern "C" void plab_web_next_frame();
+#endif
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -380,6 +384,11 @@ int run(const Options& given) {
 
     ViewerState state = state_from_options(opt);
     state.print_checks = headless || opt.frames > 0;
+#ifdef __EMSCRIPTEN__
+    // A page has no terminal to rerun headless from: its self-check lines always go to
+    // the page's log and window.plab (viewer/web/shell.html).
+    state.print_checks = true;
+#endif
     // Lesson mode: the lesson's text is read and parsed before any window opens.
     std::unique_ptr<LessonPane> lesson;
     if (opt.lesson > 0) lesson = std::make_unique<LessonPane>(make_lesson_pane(given));
@@ -437,7 +446,9 @@ int run(const Options& given) {
     const ImGuiStyle base_style = ImGui::GetStyle();  // the scale-1 style, scaled from here
     // The monitor's content scale (2 on a high-DPI screen; 1 under Xvfb) times --scale.
     float content_x = 1, content_y = 1;
+#ifndef __EMSCRIPTEN__  // emscripten's GLFW has no content scale: the page is at 1
     glfwGetWindowContentScale(window, &content_x, &content_y);
+#endif
     const float content_scale = std::max(1.0f, std::max(content_x, content_y));
     const float launch_scale = asked_scale * content_scale;
     // Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
@@ -484,7 +495,11 @@ int run(const Options& given) {
     LayoutRecord layout;
     if (state.print_checks) set_layout_record(&layout);
     if (lesson) lesson->draw_all = headless;  // every block laid out, so every block is checked
+#ifdef __EMSCRIPTEN__
+    ImGui_ImplOpenGL3_Init("#version 300 es");  // WebGL2 is OpenGL ES 3.0
+#else
     ImGui_ImplOpenGL3_Init("#version 330 core");
+#endif
 
     const std::vector<int> keys = opt.keys.empty() ? std::vector<int>{} : parse_keys(opt.keys);
     std::optional<ImVec2> hover;
@@ -595,6 +610,11 @@ int run(const Options& given) {
         const auto t1 = std::chrono::steady_clock::now();
         frame_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
         frame_cpu_ms.push_back(process_cpu_ms() - cpu0);
+#ifdef __EMSCRIPTEN__
+        // The page shows the canvas and delivers input only while the browser runs:
+        // wait here for its next animation frame (Asyncify keeps this loop as it is).
+        plab_web_next_frame();
+#endif
     }
 
     // 4. Results.
