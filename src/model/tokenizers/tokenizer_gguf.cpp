@@ -132,11 +132,30 @@ std::unique_ptr<Tokenizer> llama_spm(const gguf::File& f, const std::string& whe
     return std::make_unique<Llama2cTokenizer>(std::move(tokens), std::move(scores));
 }
 
+// GGUF strings are UTF-8 (docs/gguf.md); a byte-level vocabulary spells every
+// byte with a printable character, so an ill-formed one is a broken file.
+void require_utf8(const std::vector<std::string>& items, const char* key,
+                  const std::string& where) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        for (std::size_t at = 0; at < items[i].size();) {
+            const hf::Utf8Char c = hf::utf8_at(items[i], at);
+            PLAB_CHECK(c.valid, where << ": " << key << "[" << i << "] is not valid UTF-8 (byte "
+                                      << at << "); GGUF strings are UTF-8");
+            at += c.len;
+        }
+    }
+}
+
 // The tokenizer.json that a byte-level "gpt2" vocabulary means, for HfTokenizer.
 std::unique_ptr<Tokenizer> gpt2_bpe(const gguf::File& f, const std::string& pre,
                                     const std::string& where) {
     using Json = nlohmann::ordered_json;
     const std::vector<std::string> tokens = strings_of(f, "tokenizer.ggml.tokens", where);
+    require_utf8(tokens, "tokenizer.ggml.tokens", where);
+    std::vector<std::string> merges;
+    if (f.find("tokenizer.ggml.merges") != nullptr)
+        merges = strings_of(f, "tokenizer.ggml.merges", where);
+    require_utf8(merges, "tokenizer.ggml.merges", where);
     const std::vector<int> types =
         numbers_of<int>(f, "tokenizer.ggml.token_type", tokens.size(), where);
     Json vocab = Json::object(), added = Json::array();
@@ -174,12 +193,7 @@ std::unique_ptr<Tokenizer> gpt2_bpe(const gguf::File& f, const std::string& pre,
     const Json json = {{"added_tokens", added},
                        {"pre_tokenizer", pre_tokenizer},
                        {"decoder", {{"type", "ByteLevel"}}},
-                       {"model",
-                        {{"type", "BPE"},
-                         {"vocab", vocab},
-                         {"merges", f.find("tokenizer.ggml.merges") != nullptr
-                                        ? Json(strings_of(f, "tokenizer.ggml.merges", where))
-                                        : Json::array()}}}};
+                       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", Json(merges)}}}};
     Json config = Json::object();
     const int bos = optional_id(f, "tokenizer.ggml.bos_token_id", -1, tokens.size(), where);
     const int eos = optional_id(f, "tokenizer.ggml.eos_token_id", -1, tokens.size(), where);
