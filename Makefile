@@ -2,6 +2,8 @@
 #   make run    install missing Debian packages, build, run the main demo
 #   make test   install missing Debian packages, build, run every test (ctest)
 # Other targets: deps, build, bench, notebooks, format, format-check, screenshots, clean,
+#   web         the viewer and the engine as one static page in build-web/ (viewer/web/README.md)
+#   test-web    that page in headless Chromium (ctest label web; make test runs it too)
 #   test-asan   the suite again under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   fuzz        every parser's libFuzzer harness FUZZ_SECONDS each (preset fuzz, build-fuzz/)
 
@@ -20,7 +22,7 @@ CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON -DPLAB_CUDA_ARCHITECTURES=90,)
 PLAB := $(BUILD_DIR)/plab
 VIEWER := $(BUILD_DIR)/plab-viewer
 
-.PHONY: run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean
+.PHONY: web deps-web test-web run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean
 
 # `make run` builds only what the demo and the viewer need (plab, plab-viewer):
 # the tests, the Python module and the fuzz harnesses wait for `make test`. With
@@ -45,8 +47,29 @@ run: build-run
 	  echo "(no display: run $(VIEWER) on a desktop, or see the screenshots in viewer/README.md)"; \
 	fi
 
-test: build
+test: build web
 	ctest --test-dir $(BUILD_DIR) -j$(JOBS) --output-on-failure --timeout 900
+
+# The lab in a browser (issue 51; viewer/web/README.md): plab-viewer and the engine
+# compiled to WebAssembly by Debian's emscripten into build-web/ (index.html,
+# plab-viewer.js/.wasm/.data: any static file server serves the folder). The set-up
+# step fetches Dear ImGui's sources (Debian's source package imgui) into
+# build-web/deps. Debian's emscripten ships its system libraries prebuilt (a frozen
+# cache), so nothing is built or written outside build-web/. `make test` runs the web
+# tests too (about 4 minutes of CI: viewer/web/README.md has the figures).
+WEB_DIR := build-web
+WEB_ENV := NODE_PATH=/usr/share/nodejs
+deps-web:
+	@$(MAKE) -s install-packages WANT="$(RUN_PACKAGES) emscripten"
+	viewer/web/fetch_deps.sh $(WEB_DIR)/deps
+
+web: deps-web
+	$(WEB_ENV) emcmake cmake -S viewer/web -B $(WEB_DIR)/cmake -G Ninja
+	$(WEB_ENV) cmake --build $(WEB_DIR)/cmake -j$(JOBS) --target plab-viewer
+	@ls -l $(WEB_DIR)/index.html $(WEB_DIR)/plab-viewer.*
+
+test-web: build web
+	ctest --test-dir $(BUILD_DIR) -L '^web$$' --output-on-failure --timeout 900
 
 # The sanitizer suite (.ci/run runs it after `make test`): the engine, mask,
 # model, stress and serving tests (KV cache paging, chunk plans, masks, every loader, the
@@ -150,4 +173,4 @@ format-check:
 	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-fuzz
+	rm -rf $(BUILD_DIR) build-asan build-fuzz $(WEB_DIR)
