@@ -56,7 +56,7 @@ test: build web
 # step fetches Dear ImGui's sources (Debian's source package imgui) into
 # build-web/deps. Debian's emscripten ships its system libraries prebuilt (a frozen
 # cache), so nothing is built or written outside build-web/. `make test` runs the web
-# tests too (about 4 minutes of CI: viewer/web/README.md has the figures).
+# tests too (about 4-5 minutes of CI: viewer/web/README.md has the figures).
 WEB_DIR := build-web
 WEB_ENV := NODE_PATH=/usr/share/nodejs
 deps-web:
