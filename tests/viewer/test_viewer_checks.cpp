@@ -230,6 +230,23 @@ TEST_CASE("equivalence self-check holds fast rows to 1e-5 of max |logit| and the
         bad.cells[0 * eq.plans.size() + 2].kv_bitwise = false;
         REQUIRE_FALSE(check_equivalence(bad).ok);
     }
+    // Issue 48: every cell shows its run's logits digest; a bitwise cell shows
+    // cpu-ref's, and a fast row of one difference shows one digest in every plan.
+    for (std::size_t i = 0; i < eq.cells.size(); ++i) {
+        REQUIRE(eq.digests[i].size() == 8);
+        if (eq.cells[i].bitwise()) REQUIRE(eq.digests[i] == eq.reference_digest);
+    }
+    for (std::size_t c = 1; c < eq.plans.size(); ++c)
+        REQUIRE(eq.digests[fast_row * eq.plans.size() + c] ==
+                eq.digests[fast_row * eq.plans.size()]);
+    {  // A bitwise cell showing another digest (the digest of a wrong row, say).
+        EquivalenceSnapshot bad = eq;
+        bad.digests[0 * eq.plans.size() + 1] = "00000000";
+        const CheckResult b = check_equivalence(bad);
+        INFO(b.line);
+        REQUIRE_FALSE(b.ok);
+        REQUIRE(b.line.find("bitwise but another digest") != std::string::npos);
+    }
 }
 
 // 4. The snapshot cache (issue 8, item 10) ---------------------------------------------

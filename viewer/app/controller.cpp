@@ -18,6 +18,7 @@
 #include "checks/self_check.h"
 #include "core/error.h"
 #include "core/kv_layout.h"
+#include "core/sha256.h"
 #include "model/shapes.h"
 #include "runtime/generate.h"
 #include "runtime/registry.h"
@@ -391,6 +392,16 @@ void Controller::refresh_serving(const ViewerState& state, ServingSnapshot& out)
 }
 
 // 7. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
+namespace {
+// The first 8 hex digits of the sha256 of a logits row's float32 bytes: what
+// `plab generate --logits-digest` prints whole, short enough for a table cell.
+std::string logits_digest(const std::vector<float>& logits) {
+    Sha256 sha;
+    sha.update(logits.data(), logits.size() * sizeof(float));
+    return sha.hex().substr(0, 8);
+}
+}  // namespace
+
 void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapshot& out) {
     out = EquivalenceSnapshot{};
     const std::vector<int32_t> tokens = encode(state);
@@ -403,6 +414,7 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
     // a plain reference into the map dangled after many slider moves).
     const std::shared_ptr<const PrefillSnapshot> reference =
         prefill_snapshot("cpu-ref", tokens, plans[0]);
+    out.reference_digest = logits_digest(reference->last_logits);
     // The scale of the fast backends' promise (1e-5 of max |logit|) and how close
     // the top two candidates are (a near tie may flip the greedy token legitimately).
     std::vector<float> sorted = reference->last_logits;
@@ -423,6 +435,7 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
             for (size_t c = 0; c < plans.size(); ++c) {
                 out.cells.emplace_back();
                 out.errors.push_back(e.what());
+                out.digests.emplace_back();
             }
             continue;
         }
@@ -434,9 +447,11 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
                     prefill_snapshot(name, tokens, plan);
                 out.cells.push_back(compare_snapshots(*s, *reference));
                 out.errors.emplace_back();
+                out.digests.push_back(logits_digest(s->last_logits));
             } catch (const std::exception& e) {
                 out.cells.emplace_back();
                 out.errors.push_back(e.what());
+                out.digests.emplace_back();
             }
         }
     }

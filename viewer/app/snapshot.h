@@ -227,6 +227,10 @@ struct EquivalenceSnapshot {
     std::vector<std::string> plans;     // columns: plan text
     std::vector<Difference> cells;      // (rows, columns) row-major
     std::vector<std::string> errors;    // (rows, columns): non-empty when that run failed
+    // (rows, columns): the first 8 hex digits of the sha256 of the run's last-position
+    // logits (float32 bytes): one digest per row = the same bits in every plan (lesson 16).
+    std::vector<std::string> digests;
+    std::string reference_digest;  // cpu-ref's, the whole prompt in one chunk
     // Of cpu-ref's "full" logits, what the fast backends' promise is measured against:
     double logit_scale = 0;     // max |logit|
     double logit_top2_gap = 0;  // largest logit minus the second largest

@@ -25,6 +25,18 @@ std::string plan_title(const std::string& plan, int n_tokens) {
     return plan;
 }
 
+// The run's logits digest: a fast row whose cells all show one digest gives the
+// same bits whatever the chunking (lesson 16, "Same request, different text?").
+void draw_digest(const EquivalenceSnapshot& eq, size_t i) {
+    if (i >= eq.digests.size() || eq.digests[i].empty()) return;
+    wrapped_with_tip("#" + eq.digests[i],
+                     "The first 8 hex digits of the sha256 of this run's last-position logits "
+                     "(their float32 bytes). The same digest means the same bits: equal along a "
+                     "row, chunking changed nothing. plab generate --prompts FILE "
+                     "--logits-digest prints the whole digest per request (lesson 16).",
+                     dim_colour());
+}
+
 void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
     const size_t i = row * eq.plans.size() + col;
     if (!eq.errors[i].empty()) {
@@ -36,6 +48,7 @@ void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
         badge("bitwise", colour::kGood,
               "Logits and every K/V value have exactly the same bits as cpu-ref with the whole "
               "prompt in one chunk.");
+        draw_digest(eq, i);
         return;
     }
     const bool ref = eq.reference[row];
@@ -60,6 +73,7 @@ void draw_cell(const EquivalenceSnapshot& eq, size_t row, size_t col) {
     wrapped_with_tip(buf,
                      "Largest |difference| over every cached K and V value: all layers, "
                      "positions, heads and components.");
+    draw_digest(eq, i);
 }
 
 // Why the fast rows differ, in words that follow the table: whether each fast
@@ -78,7 +92,8 @@ std::string equivalence_why(const EquivalenceSnapshot& eq) {
                  "same numbers in different orders. ";
     return why +
            "The reference paths use one order everywhere, so their bits are cpu-ref's in every "
-           "plan.";
+           "plan. Under each cell, # and 8 hex digits of the sha256 of its logits: one digest "
+           "along a row is one set of bits (lesson 16).";
 }
 
 }  // namespace
