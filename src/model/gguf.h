@@ -52,6 +52,9 @@ enum class ValueType : std::uint32_t {
 };
 const char* value_type_name(ValueType t);
 
+// The longest tensor name ggml reads (GGML_MAX_NAME - 1); longer ones are refused.
+constexpr std::uint64_t kMaxTensorNameBytes = 64;
+
 // ggml tensor types this reader widens to float32 (ggml's numbering).
 enum class TensorType : std::uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
 // The name of any ggml type number ("Q4_K", "IQ2_XS", ...), for refusals.
@@ -102,7 +105,7 @@ File parse(std::span<const char> bytes, const std::string& where, const LoadLimi
 HostTensor read_tensor(const File& file, const TensorInfo& t, std::span<const char> bytes,
                        const std::string& where);
 
-// Writing: metadata in insertion order, tensors F32 or F16.
+// Writing (gguf_write.cpp): metadata in insertion order, tensors F32 or F16.
 struct TensorOut {
     std::string name;
     std::vector<std::int64_t> shape;  // row-major
