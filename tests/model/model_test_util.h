@@ -24,6 +24,22 @@ inline std::string shipped_model_dir() {
     return env != nullptr && *env != '\0' ? std::string(env) : repo_path("assets/model");
 }
 
+// Every float of every tensor of `w`, in a fixed order: one vector to compare
+// bitwise after a file format's round trip.
+inline std::vector<float> all_weight_floats(const Weights& w) {
+    std::vector<float> v;
+    auto add = [&](const std::vector<float>& t) { v.insert(v.end(), t.begin(), t.end()); };
+    add(w.tok_embeddings);
+    for (const auto& l : w.layers) {
+        for (const auto* t :
+             {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+            add(*t);
+    }
+    add(w.final_norm);
+    add(w.classifier);
+    return v;
+}
+
 // Logits of every position, (T, V), from one full prefill on `backend`.
 inline std::vector<float> all_logits(const Weights& w, const std::string& backend,
                                      const std::vector<int32_t>& tokens) {

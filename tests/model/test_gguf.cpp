@@ -59,20 +59,6 @@ std::unique_ptr<Llama2cTokenizer> gguf_small_spm() {
     return std::make_unique<Llama2cTokenizer>(pieces, scores);
 }
 
-// Every float of every tensor, in a fixed order.
-std::vector<float> gguf_floats(const Weights& w) {
-    std::vector<float> v;
-    auto add = [&](const std::vector<float>& t) { v.insert(v.end(), t.begin(), t.end()); };
-    add(w.tok_embeddings);
-    for (const auto& l : w.layers)
-        for (const auto* t :
-             {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-            add(*t);
-    add(w.final_norm);
-    add(w.classifier);
-    return v;
-}
-
 }  // namespace
 
 TEST_CASE("number formats: F16 and BF16 widen exactly, F32 -> F16 rounds to nearest even",
@@ -145,7 +131,7 @@ TEST_CASE("GGUF: plab writes, plab reads back the same model bit for bit (F32)",
         REQUIRE(back.weights.config.rope_theta == m.weights.config.rope_theta);
         REQUIRE(back.weights.config.norm_eps == m.weights.config.norm_eps);
         REQUIRE(back.weights.config.tied_embeddings == tied);
-        require_bitwise_equal(gguf_floats(back.weights), gguf_floats(m.weights),
+        require_bitwise_equal(all_weight_floats(back.weights), all_weight_floats(m.weights),
                               "every weight after GGUF F32 there and back");
         // The tokenizer travelled in the metadata: the same ids for the same texts.
         REQUIRE(back.tokenizer->kind() == "llama2.c");
@@ -169,8 +155,8 @@ TEST_CASE("GGUF: --outtype f16 keeps norms F32 and rounds every matrix to half",
     REQUIRE(f.find_tensor("output.weight")->type == 1);
     REQUIRE(f.get_int("general.file_type") == 1);  // MOSTLY_F16
     const Model back = load_model(path);
-    std::vector<float> rounded = gguf_floats(m.weights);
-    std::vector<float> got = gguf_floats(back.weights);
+    std::vector<float> rounded = all_weight_floats(m.weights);
+    std::vector<float> got = all_weight_floats(back.weights);
     REQUIRE(rounded.size() == got.size());
     // The expected model: every matrix rounded to half, norms unchanged.
     Weights expect = m.weights;
@@ -181,7 +167,7 @@ TEST_CASE("GGUF: --outtype f16 keeps norms F32 and rounds every matrix to half",
     to_half(expect.classifier);
     for (auto& l : expect.layers)
         for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) to_half(*t);
-    require_bitwise_equal(got, gguf_floats(expect), "F16 GGUF = matrices rounded to half");
+    require_bitwise_equal(got, all_weight_floats(expect), "F16 GGUF = matrices rounded to half");
     REQUIRE(!same_bits(got, rounded));  // and it did round something
 }
 
@@ -374,7 +360,7 @@ TEST_CASE("plab convert --to gguf: the CLI writes F32 and F16 files that load ba
     r = run_cli({"convert", out, tmp_gguf("back"), "--to", "safetensors"});
     REQUIRE(r.exit_code == 0);
     const Model a = load_model(shipped_model_dir()), b = load_model(tmp_gguf("back"));
-    require_bitwise_equal(gguf_floats(b.weights), gguf_floats(a.weights),
+    require_bitwise_equal(all_weight_floats(b.weights), all_weight_floats(a.weights),
                           "safetensors -> GGUF -> safetensors");
     require_one_line_cli_error(
         run_cli({"convert", shipped_model_dir(), tmp_gguf("x.bin"), "--to", "gguf"}),

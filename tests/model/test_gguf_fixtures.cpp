@@ -84,6 +84,21 @@ std::vector<int> top_k(const std::vector<float>& logits, int k) {
     return idx;
 }
 
+// Two metadata arrays of strings, integers or floats: the same entries, same types.
+void require_same_array(const gguf::Array& a, const gguf::Array& b) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO("entry " << i);
+        REQUIRE(a[i].type == b[i].type);
+        if (const auto* s = std::get_if<std::string>(&a[i].v))
+            REQUIRE(*s == std::get<std::string>(b[i].v));
+        else if (const auto* d = std::get_if<double>(&a[i].v))
+            REQUIRE(*d == std::get<double>(b[i].v));
+        else
+            REQUIRE(std::get<std::int64_t>(a[i].v) == std::get<std::int64_t>(b[i].v));
+    }
+}
+
 double spread(const std::vector<float>& v) {
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     return double(*hi) - double(*lo);
@@ -206,19 +221,7 @@ TEST_CASE("GGUF fixtures: plab's writer writes the tensors and vocabulary llama.
     for (const std::string key :
          {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
         INFO(key);
-        const gguf::Array& a = mine.get_array(key);
-        const gguf::Array& b = ref.get_array(key);
-        REQUIRE(a.size() == b.size());
-        for (std::size_t i = 0; i < a.size(); ++i) {
-            INFO("entry " << i);
-            REQUIRE(a[i].type == b[i].type);
-            if (const auto* s = std::get_if<std::string>(&a[i].v))
-                REQUIRE(*s == std::get<std::string>(b[i].v));
-            else if (const auto* d = std::get_if<double>(&a[i].v))
-                REQUIRE(*d == std::get<double>(b[i].v));
-            else
-                REQUIRE(std::get<std::int64_t>(a[i].v) == std::get<std::int64_t>(b[i].v));
-        }
+        require_same_array(mine.get_array(key), ref.get_array(key));
     }
     for (const std::string key :
          {"llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
@@ -244,16 +247,7 @@ TEST_CASE("GGUF fixtures: a byte-level tokenizer.json goes into GGUF as llama.cp
     for (const std::string key :
          {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"}) {
         INFO(key);
-        const gguf::Array& a = mine.get_array(key);
-        const gguf::Array& b = ref.get_array(key);
-        REQUIRE(a.size() == b.size());
-        for (std::size_t i = 0; i < a.size(); ++i) {
-            INFO("entry " << i);
-            if (const auto* t = std::get_if<std::string>(&a[i].v))
-                REQUIRE(*t == std::get<std::string>(b[i].v));
-            else
-                REQUIRE(std::get<std::int64_t>(a[i].v) == std::get<std::int64_t>(b[i].v));
-        }
+        require_same_array(mine.get_array(key), ref.get_array(key));
     }
     for (const std::string key : {"tokenizer.ggml.model", "tokenizer.ggml.pre"})
         REQUIRE(mine.get_string(key) == ref.get_string(key));
