@@ -32,28 +32,9 @@ struct TokenizeOptions {
     CLI::Option* text_option = nullptr;
 };
 
-// Bytes as a reader sees them: UTF-8 characters as they are, a newline as \n,
-// a tab as \t, any other control byte or ill-formed byte as <0xNN>.
+// Bytes as a reader sees them (a tab as \t too): tokenizer_hf_unicode.h.
 std::string printable_bytes(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-        const hf::Utf8Char c = hf::utf8_at(s, i);
-        if (c.valid && c.cp == '\n') {
-            out += "\\n";
-        } else if (c.valid && c.cp == '\t') {
-            out += "\\t";
-        } else if (c.valid && c.cp >= 0x20 && c.cp != 0x7F) {
-            out.append(s.substr(i, c.len));
-        } else {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "<0x%02X>", static_cast<unsigned char>(s[i]));
-            out += buf;
-            i += 1;
-            continue;
-        }
-        i += c.len;
-    }
-    return out;
+    return hf::printable_bytes(s, true);
 }
 
 // Characters of a text (an ill-formed byte counts as one, as tokenizer.json reads it).

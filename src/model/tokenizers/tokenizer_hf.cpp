@@ -377,24 +377,7 @@ std::string HfTokenizer::token_text(int32_t id) const {
     if (id >= vocab_size())
         return "#" + std::to_string(id);  // a row of the model past the tokenizer
     if (is_added_[std::size_t(id)]) return tokens_[std::size_t(id)];
-    const std::string& b = bytes_[std::size_t(id)];
-    std::string out;
-    for (std::size_t i = 0; i < b.size();) {
-        const hf::Utf8Char c = hf::utf8_at(b, i);
-        if (c.valid && c.cp == '\n') {
-            out += "\\n";
-        } else if (c.valid && (c.cp >= 0x20 && c.cp != 0x7F)) {
-            out.append(b, i, c.len);
-        } else {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "<0x%02X>", static_cast<unsigned char>(b[i]));
-            out += buf;
-            i += 1;
-            continue;
-        }
-        i += c.len;
-    }
-    return out;
+    return hf::printable_bytes(bytes_[std::size_t(id)], /*escape_tab=*/false);
 }
 
 }  // namespace plab

@@ -3,6 +3,7 @@
 #include "model/tokenizers/tokenizer_hf_unicode.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 
 namespace plab::hf {
@@ -124,6 +125,28 @@ std::array<char32_t, 256> gpt2_byte_chars() {
     for (int b = 0; b < 256; ++b) {
         const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
         out[std::size_t(b)] = printable ? char32_t(b) : next++;
+    }
+    return out;
+}
+
+std::string printable_bytes(std::string_view s, bool escape_tab) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size();) {
+        const Utf8Char c = utf8_at(s, i);
+        if (c.valid && c.cp == '\n') {
+            out += "\\n";
+        } else if (escape_tab && c.valid && c.cp == '\t') {
+            out += "\\t";
+        } else if (c.valid && c.cp >= 0x20 && c.cp != 0x7F) {
+            out.append(s.substr(i, c.len));
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "<0x%02X>", static_cast<unsigned char>(s[i]));
+            out += buf;
+            i += 1;
+            continue;
+        }
+        i += c.len;
     }
     return out;
 }

@@ -45,6 +45,10 @@ NfcCheck nfc_quick_check(std::string_view text, char32_t* culprit);
 // spell their tokens with these characters.
 std::array<char32_t, 256> gpt2_byte_chars();
 
+// Bytes as a reader sees them: UTF-8 characters as they are, a newline as \n (and a
+// tab as \t when escape_tab), any other control or ill-formed byte as <0xNN>.
+std::string printable_bytes(std::string_view s, bool escape_tab);
+
 const char* unicode_version();  // of the tables, e.g. "14.0.0"
 
 }  // namespace plab::hf
