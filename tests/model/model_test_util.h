@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,6 +23,19 @@ inline std::string repo_path(const std::string& rel) {
 inline std::string shipped_model_dir() {
     const char* env = std::getenv("PLAB_MODEL");
     return env != nullptr && *env != '\0' ? std::string(env) : repo_path("assets/model");
+}
+
+// The start of a vocabulary in llama2.c's (Llama 2's) layout, scores 0: <unk> <s> </s>,
+// then the 256 byte tokens <0x00>..<0xFF>; a test appends its own pieces.
+inline void llama2c_base_vocab(std::vector<std::string>& pieces, std::vector<float>& scores) {
+    pieces = {"<unk>", "<s>", "</s>"};
+    scores = {0, 0, 0};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        pieces.push_back(buf);
+        scores.push_back(0);
+    }
 }
 
 // Every float of every tensor of `w`, in a fixed order: one vector to compare

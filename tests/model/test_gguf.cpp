@@ -43,14 +43,9 @@ Model gguf_random_model(bool tied, std::unique_ptr<Tokenizer> tok, int vocab, st
 }
 
 std::unique_ptr<Llama2cTokenizer> gguf_small_spm() {
-    std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
-    std::vector<float> scores = {0, 0, 0};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        pieces.push_back(buf);
-        scores.push_back(0);
-    }
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    llama2c_base_vocab(pieces, scores);
     for (const char* p : {" ", "a", "b", "c", "h", "t", "e", " t", "th", " th", "he", " the", "é",
                           "к", "о", "т", "ко", "кот", " кот"}) {
         pieces.push_back(p);

@@ -138,14 +138,9 @@ TEST_CASE("bpe: malformed tokenizer files are rejected clearly", "[model][tokeni
 TEST_CASE("llama2.c tokenizer: save/load, byte fallback, merges by score",
           "[model][tokenizer][llama2c]") {
     // A tiny vocabulary in llama2.c's layout: <unk> <s> </s>, 256 byte tokens, then pieces.
-    std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
-    std::vector<float> scores = {0, 0, 0};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        pieces.push_back(buf);
-        scores.push_back(0);
-    }
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    llama2c_base_vocab(pieces, scores);
     for (const char* p :
          {" ", "a", "b", "c", "h", "t", "e", " t", "th", " th", "he", " the", "é"}) {
         pieces.push_back(p);

@@ -56,14 +56,9 @@ std::unique_ptr<HfTokenizer> span_hf_edited(const std::string& family,
 // then pieces that merge: spaces (SentencePiece's dummy prefix beside a space
 // of the text), English, a few Cyrillic and CJK pieces; the rest falls back to bytes.
 Llama2cTokenizer span_llama2c() {
-    std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
-    std::vector<float> scores = {0, 0, 0};
-    for (int b = 0; b < 256; ++b) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-        pieces.push_back(buf);
-        scores.push_back(0);
-    }
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    llama2c_base_vocab(pieces, scores);
     for (const char* p : {" ",
                           "a",
                           "e",
