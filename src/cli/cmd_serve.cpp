@@ -149,7 +149,8 @@ void list_hardware() {
     }
     std::printf(
         "%-12s measured when used: plab bench's fp32 GEMM peak and read bandwidth, and the "
-        "step overheads of plab serve --calibrate\n",
+        "efficiency, step cost and cold-step cost profiled on the engine (--validate-cost shows "
+        "its error)\n",
         "this-machine");
     std::printf(
         "Assumed on every card: %.0f %% of the peak FLOP/s, %.0f %% of the bandwidth, %.0f us "
@@ -237,7 +238,8 @@ nlohmann::json cost_model_json(const ServeCliOptions& o, const RooflineCost* cos
             {"bandwidth_gb_per_s", cost->hardware.bandwidth_gb_per_s},
             {"compute_efficiency", cost->hardware.compute_efficiency},
             {"bandwidth_efficiency", cost->hardware.bandwidth_efficiency},
-            {"step_overhead_us", cost->hardware.step_overhead_us}};
+            {"step_overhead_us", cost->hardware.step_overhead_us},
+            {"cold_step_us", cost->hardware.cold_step_us}};
 }
 
 // One line: what the clock charges, and whose tokens run.
@@ -286,6 +288,9 @@ void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workl
                     {"median_itl_rel_error", v.median_itl_rel_error},
                     {"p90_itl_rel_error", v.p90_itl_rel_error},
                     {"steps", v.steps},
+                    {"median_step_rel_noise", v.median_step_rel_noise},
+                    {"p90_step_rel_noise", v.p90_step_rel_noise},
+                    {"noise_steps", v.noise_steps},
                     {"requests", v.requests},
                     {"cost_model", cost_model_json(o, so.roofline.get())}});
         return;
@@ -301,8 +306,12 @@ void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workl
                 v.median_ttft_rel_error * 100, v.p90_ttft_rel_error * 100, v.requests);
     std::printf("%-22s %7.1f%% %7.1f%%   (each request's mean ITL)\n", "ITL",
                 v.median_itl_rel_error * 100, v.p90_itl_rel_error * 100);
+    std::printf("%-22s %7.1f%% %7.1f%%   (%d steps run twice: the real clock against itself)\n",
+                "real run vs real run", v.median_step_rel_noise * 100, v.p90_step_rel_noise * 100,
+                v.noise_steps);
     std::printf(
-        "errors are relative to the measured value; Vidur reports < 9 %% for vLLM on GPUs\n");
+        "errors are relative to the measured value; Vidur reports < 9 %% for vLLM on GPUs; no "
+        "model of a step errs less than the machine's own noise\n");
 }
 
 void run(const ServeCliOptions& o) {

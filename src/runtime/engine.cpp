@@ -223,6 +223,8 @@ const StepRecord& Engine::step() {
 
     // 1. The scheduler picks the spans and reserves their positions.
     Schedule schedule = scheduler_->schedule();
+    double predictor_us = 0;
+    schedule.idle_before_us = rec.start_us - last_step_end_us_;
     // K/V handed over from a prefill engine go into their reserved slots now,
     // before the step reads them (the scheduler decided; the engine writes).
     for (Request* r : schedule.handed_over) {
@@ -241,7 +243,11 @@ const StepRecord& Engine::step() {
         rec.predicted_us = duration_(model().config(), schedule);
         virtual_now_ += rec.predicted_us;
     } else if (predictor_) {
+        // The prediction is the lab's instrument, not the engine's work: its
+        // own microseconds are taken out of the measured step below.
+        const double t = now_us();
         rec.predicted_us = predictor_(model().config(), schedule);
+        predictor_us = now_us() - t;
     }
     rec.preempted = schedule.preempted;
     rec.prefill_tokens = schedule.prefill_tokens;
@@ -334,7 +340,8 @@ const StepRecord& Engine::step() {
         }
     }
     backend().synchronize();
-    rec.us = now_us() - rec.start_us;
+    rec.us = now_us() - rec.start_us - predictor_us;
+    last_step_end_us_ = now_us();
     rec.blocks_in_use = cache.blocks_in_use();
     rec.cached_free_blocks = cache.cached_free_blocks();
     if (trace_ != nullptr) {

@@ -171,6 +171,7 @@ private:
     StepDuration duration_;
     StepDuration predictor_;
     double virtual_now_ = 0;
+    double last_step_end_us_ = 0;  // now_us() when the previous step ended (0: made)
 };
 
 }  // namespace plab

@@ -72,6 +72,10 @@ struct Schedule {
     std::vector<int> preempted;  // request ids, in the order they were preempted
     int prefill_tokens = 0;
     int decode_tokens = 0;
+    // How long the engine sat idle before this step (since its previous step
+    // ended, or since it was made), set by the engine: a machine that idled
+    // runs its next step cold, and a step-cost model may charge that.
+    double idle_before_us = 0;
 };
 
 class Scheduler {

@@ -9,7 +9,10 @@
 //   prefill of n tokens:  t(n) = overhead + FLOPs(n) / rate   (compute-bound)
 //     two lengths give the attained rate (-> compute efficiency = rate / peak);
 //   decode at batch 1:    t = overhead + max(FLOPs / rate, bytes / bandwidth)
-//     gives the fixed cost of a step.
+//     gives the fixed cost of a step (requests arriving after idling, as a
+//     workload's do);
+//   the long prefill again after 50 ms of idling: its extra time is what a
+//     cold step costs (the first after kColdAfterIdleUs of idling).
 #pragma once
 
 #include "model/model_io.h"

@@ -26,6 +26,9 @@ std::string dtype_name(Dtype d);
 double weight_bytes(Dtype d);      // bytes per parameter
 double activation_bytes(Dtype d);  // activations and K/V: 16-bit unless fp32
 
+// An engine idle this long or longer runs its next step cold (cold_step_us).
+constexpr double kColdAfterIdleUs = 1000;
+
 struct HardwarePreset {
     std::string name;
     std::string description;
@@ -40,6 +43,10 @@ struct HardwarePreset {
     double bandwidth_efficiency = 0.8;
     double step_overhead_us = 30;
     double per_sequence_us = 0;
+    // Extra time of a step that starts after the engine idled kColdAfterIdleUs
+    // or longer: clocks and caches wind down while nothing runs. Measured for
+    // this machine; 0 for the cards (their datasheets say nothing of it).
+    double cold_step_us = 0;
     std::string source;  // where the figures come from
 
     // TFLOP/s at `d`; throws plab::Error when the card has no unit for it.

@@ -30,7 +30,7 @@ std::vector<SpanShape> RooflineCost::spans_of(const Schedule& s) {
     return v;
 }
 
-RooflineStep RooflineCost::step(const std::vector<SpanShape>& spans) const {
+RooflineStep RooflineCost::step(const std::vector<SpanShape>& spans, bool cold) const {
     const ModelConfig& c = shape;
     const double flop_rate = peak_flops() * hardware.compute_efficiency;
     const double byte_rate = bandwidth_bytes() * hardware.bandwidth_efficiency;
@@ -73,7 +73,8 @@ RooflineStep RooflineCost::step(const std::vector<SpanShape>& spans) const {
         st.us += o.us();
         (o.compute_us >= o.memory_us ? compute_side : memory_side) += o.us();
     }
-    st.overhead_us = hardware.step_overhead_us + hardware.per_sequence_us * double(spans.size());
+    st.overhead_us = hardware.step_overhead_us + hardware.per_sequence_us * double(spans.size()) +
+                     (cold ? hardware.cold_step_us : 0);
     st.us += st.overhead_us;
     st.bound = compute_side > memory_side ? "compute" : "memory";
     return st;
@@ -81,7 +82,7 @@ RooflineStep RooflineCost::step(const std::vector<SpanShape>& spans) const {
 
 StepDuration RooflineCost::clock(std::shared_ptr<std::vector<std::string>> bounds) const {
     return [cost = *this, bounds](const ModelConfig&, const Schedule& s) {
-        const RooflineStep st = cost.step(spans_of(s));
+        const RooflineStep st = cost.step(spans_of(s), s.idle_before_us >= kColdAfterIdleUs);
         if (bounds) bounds->push_back(st.bound);
         return st.us;
     };

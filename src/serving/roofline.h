@@ -58,7 +58,8 @@ struct RooflineCost {
     ModelConfig shape;
     Dtype dtype = Dtype::bf16;
 
-    RooflineStep step(const std::vector<SpanShape>& spans) const;
+    // `cold`: the step follows kColdAfterIdleUs or more of idling.
+    RooflineStep step(const std::vector<SpanShape>& spans, bool cold = false) const;
     // The spans of an engine step (positions already reserved, as the engine's
     // clock is called).
     static std::vector<SpanShape> spans_of(const Schedule& s);

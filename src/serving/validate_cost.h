@@ -9,6 +9,9 @@
 //     against the real run's (scheduling may differ where the clocks do —
 //     that is part of the error a student would see).
 // Errors are |predicted - measured| / measured; medians and p90 are reported.
+// The real run is then repeated, and its steps compared with the first's: the
+// same steps timed twice, the error the machine makes against itself — a
+// floor no model of the step can beat on a machine this noisy.
 #pragma once
 
 #include "model/model_io.h"
@@ -21,6 +24,10 @@ struct CostValidation {
     double median_step_rel_error = 0, p90_step_rel_error = 0;
     double median_ttft_rel_error = 0, p90_ttft_rel_error = 0;
     double median_itl_rel_error = 0, p90_itl_rel_error = 0;
+    // The second real run against the first, step by step (while the two
+    // schedules agree: noise_steps of them).
+    double median_step_rel_noise = 0, p90_step_rel_noise = 0;
+    int noise_steps = 0;
     int steps = 0;     // steps of the real run
     int requests = 0;  // requests compared
 };
