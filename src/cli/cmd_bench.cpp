@@ -23,6 +23,7 @@ struct BenchCliOptions {
     std::string model;                  // empty: random weights of the --random shape
     std::string random = "stories15m";  // the shape of those random weights
     std::string backends = "cpu,cpu-ref";
+    std::string kernels = "invariant";  // core/kernels.h, comma-separated
     std::string lengths = "128,512,2048";
     std::string batch;
     bool batch_given = false;  // --batch "" is an empty list, not "no --batch"
@@ -191,6 +192,8 @@ std::string shape_label(std::string shape) {
 
 void run(BenchCliOptions o) {
     o.bench.backends = split_list(o.backends);
+    o.bench.kernels.clear();
+    for (const std::string& k : split_list(o.kernels)) o.bench.kernels.push_back(parse_kernels(k));
     o.bench.lengths = parse_int_list(o.lengths, "--lengths");
     // --batch 1,4,16,64: the sizes themselves are checked by run_bench (at
     // least 1, a pool and max_seq_len that fit).
@@ -494,6 +497,10 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str()
         ->excludes(model_option);
     cmd->add_option("--backends", o->backends, "comma-separated backends")->capture_default_str();
+    cmd->add_option("--kernels", o->kernels,
+                    "comma-separated kernel sets: invariant, fastest (cpu only: its rows are "
+                    "named cpu-fastest; lesson 16)")
+        ->capture_default_str();
     cmd->add_option("--lengths", o->lengths, "prompt lengths")->capture_default_str();
     cmd->add_option("--repeats", o->bench.repeats, "prefill runs per row (median)")
         ->capture_default_str();

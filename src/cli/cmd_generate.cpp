@@ -17,6 +17,7 @@
 #include "cli/common.h"
 #include "cli/prompts_file.h"
 #include "core/error.h"
+#include "core/kernels.h"
 #include "core/sha256.h"
 #include "runtime/cost_model.h"
 #include "runtime/engine.h"
@@ -31,6 +32,7 @@ struct GenerateCliOptions {
     std::string prompts;  // --prompts FILE: many requests through one engine
     std::string model;
     std::string backend = "cpu";
+    std::string kernels = "invariant";  // core/kernels.h
     GenerateOptions gen;
     std::string trace;
     std::string mask = "causal";
@@ -110,7 +112,7 @@ void run_one(GenerateCliOptions o) {
     // below is a session on it with a KV cache of its own.
     PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
-    const LoadedModel loaded(model.weights, o.backend);
+    const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
     o.gen.kv_cache = !o.no_kv_cache;
     // The first run is cold (caches, allocator and thread pool not yet warm);
     // the times reported are the medians of the warm runs after it, and the
@@ -158,6 +160,7 @@ void run_one(GenerateCliOptions o) {
     if (o.json) {
         nlohmann::json j;
         j["backend"] = backend;
+        j["kernels"] = o.kernels;
         j["mask"] = o.mask;
         j["prompt_tokens"] = r.prompt_tokens;
         j["new_tokens"] = r.new_tokens;
@@ -266,6 +269,7 @@ void run_many(const GenerateCliOptions& o) {
     // 3. One engine; every request arrives before the first step.
     EngineOptions eo;
     eo.backend = o.backend;
+    eo.kernels = parse_kernels(o.kernels);
     eo.block_size = o.gen.session.block_size;
     eo.kv_blocks = o.kv_blocks;
     eo.prefix_cache = o.prefix_cache == "on";
@@ -307,6 +311,7 @@ void run_many(const GenerateCliOptions& o) {
     if (o.json) {
         nlohmann::json j;
         j["backend"] = engine.backend().name();
+        j["kernels"] = kernels_name(eo.kernels);
         j["prefix_cache"] = eo.prefix_cache;
         j["clock"] = clock;
         j["steps"] = engine.steps().size();
@@ -399,6 +404,10 @@ void add_generate_command(CLI::App& app) {
                         "lines are skipped");
     add_model_option(cmd, o->model);
     cmd->add_option("--backend", o->backend, "cpu-ref, cpu, ...")->capture_default_str();
+    cmd->add_option("--kernels", o->kernels,
+                    "invariant (a request's bits whatever its step) or fastest (cpu: the "
+                    "library's kernel for each product's shape; lesson 16)")
+        ->capture_default_str();
     o->chunks_opt = cmd->add_option("--chunks", o->gen.chunks, "chunk plan of the prefill")
                         ->capture_default_str();
     cmd->add_option("-n,--max-new-tokens", o->gen.max_new_tokens,

@@ -28,6 +28,7 @@ struct PrefillOptions {
     std::string model;
     std::string chunks = "full";
     std::string backend = "cpu-ref";
+    std::string kernels = "invariant";  // core/kernels.h
     int block_size = 16;
     int top = 5;
     std::string trace;
@@ -91,7 +92,7 @@ void run(const PrefillOptions& o) {
 
     // The model loaded once on the backend (runtime/loaded_model.h); each session
     // below keeps a KV cache of its own, whose block numbers the chunk lines print.
-    const LoadedModel loaded(model.weights, o.backend);
+    const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
     const Backend* backend = &loaded.backend();
     const DeviceModel& dm = loaded.device();
     Trace trace;
@@ -242,6 +243,10 @@ void run(const PrefillOptions& o) {
         std::printf(
             "  (reference backend: every sum in one fixed order, so chunking cannot change a "
             "bit)\n");
+    } else if (o.kernels == "fastest") {
+        std::printf(
+            "  (fastest kernels: each product goes to the library's kernel for its shape, and\n"
+            "   the order of its adds with it, so a chunk plan can change the bits: lesson 16)\n");
     } else {
         std::printf(
             "  (fast backend: its sums differ from cpu-ref's in the last bits (rel 1e-5 on\n"
@@ -275,6 +280,10 @@ void add_prefill_command(CLI::App& app) {
     cmd->add_option("--chunks", o->chunks, "chunk plan: full, a size like 4, or lengths like 3,1,4")
         ->capture_default_str();
     cmd->add_option("--backend", o->backend, "cpu-ref, cpu, ... (see plab info)")
+        ->capture_default_str();
+    cmd->add_option("--kernels", o->kernels,
+                    "invariant, or fastest (cpu: the library's kernel for each product's shape; "
+                    "lesson 16)")
         ->capture_default_str();
     cmd->add_option("--block-size", o->block_size, "KV cache block size in positions")
         ->capture_default_str();

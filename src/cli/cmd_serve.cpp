@@ -24,6 +24,7 @@ namespace {
 struct ServeCliOptions {
     std::string model;
     std::string backend = "cpu";
+    std::string kernels = "invariant";  // core/kernels.h
     std::string workload;
     double rate = 4;
     CLI::Option* rate_option = nullptr;  // given on the command line?
@@ -62,6 +63,11 @@ struct ServeCliOptions {
     CLI::Option* kv_blocks_opt = nullptr;
     CLI::Option* util_opt = nullptr;
 };
+
+// The backend as the engine names it: "cpu-fastest" under --kernels fastest.
+std::string backend_label(const ServeCliOptions& o) {
+    return o.kernels == "fastest" ? o.backend + "-fastest" : o.backend;
+}
 
 std::pair<int, int> parse_range(const std::string& text, const std::string& what) {
     const std::vector<int> v = parse_int_list(text, what);
@@ -123,6 +129,7 @@ void run_calibrate(const ServeCliOptions& o) {
     const Model model = load_model_arg(o.model);
     EngineOptions eo;
     eo.backend = o.backend;
+    eo.kernels = parse_kernels(o.kernels);
     eo.block_size = o.block_size;
     const StepCost cost = calibrate_step_cost(model, eo);
     if (o.json) {
@@ -135,7 +142,7 @@ void run_calibrate(const ServeCliOptions& o) {
     std::printf(
         "step cost on this machine, backend %s: %.1f us per step + %.1f us per sequence "
         "+ its FLOPs at %.2f GFLOP/s\n",
-        o.backend.c_str(), cost.step_us, cost.per_sequence_us, cost.gflops);
+        backend_label(o).c_str(), cost.step_us, cost.per_sequence_us, cost.gflops);
     std::printf("replay with it: plab serve --step-cost %s ...\n", cost.to_string().c_str());
 }
 
@@ -296,7 +303,7 @@ void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workl
         return;
     }
     std::printf("workload: %s, %zu requests, policy %s, backend %s\n", workload.source.c_str(),
-                workload.requests.size(), o.policy.c_str(), o.backend.c_str());
+                workload.requests.size(), o.policy.c_str(), backend_label(o).c_str());
     std::printf("clock under test: %s\n  (%s)\n", so.roofline->describe().c_str(),
                 so.roofline->hardware.source.c_str());
     std::printf("%-22s %8s %8s\n", "|predicted - measured|", "median", "p90");
@@ -353,6 +360,7 @@ void run(const ServeCliOptions& o) {
     const Model model = load_model_arg(o.model);
     ServeOptions so;
     so.engine.backend = o.backend;
+    so.engine.kernels = parse_kernels(o.kernels);
     so.engine.block_size = o.block_size;
     so.engine.kv_blocks = o.kv_blocks;
     so.engine.prefix_cache = o.prefix_cache == "on";
@@ -408,7 +416,7 @@ void run(const ServeCliOptions& o) {
             return;
         }
         std::printf("workload: %s, %zu requests, %s clock, backend %s\n", workload.source.c_str(),
-                    workload.requests.size(), o.clock.c_str(), o.backend.c_str());
+                    workload.requests.size(), o.clock.c_str(), backend_label(o).c_str());
         std::printf("token budget per step: chunked %d; the others prefill whole prompts (%d)\n",
                     o.token_budget, max_seq);
         std::printf("%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
@@ -454,7 +462,7 @@ void run(const ServeCliOptions& o) {
     }
     std::printf("workload: %s, %zu requests, policy %s, %s clock, backend %s\n",
                 workload.source.c_str(), workload.requests.size(), r.policy.c_str(),
-                r.clock.c_str(), o.backend.c_str());
+                r.clock.c_str(), backend_label(o).c_str());
     std::printf("%4s %9s %7s %7s %5s %9s %9s %9s %9s\n", "id", "arrival_s", "prompt", "cached",
                 "new", "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms");
     for (const ServedRequest& s : r.requests) {
@@ -491,6 +499,10 @@ void add_serve_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("serve", "replay a workload on the engine: serving metrics");
     add_model_option(cmd, o->model);
     cmd->add_option("--backend", o->backend, "cpu-ref, cpu, ...")->capture_default_str();
+    cmd->add_option("--kernels", o->kernels,
+                    "invariant, or fastest (cpu: the library's kernel for each product's shape; "
+                    "lesson 16)")
+        ->capture_default_str();
     cmd->add_option("--workload", o->workload,
                     "JSON Lines: arrival_s, prompt or prompt_tokens, "
                     "max_new_tokens");

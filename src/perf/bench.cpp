@@ -414,8 +414,8 @@ std::unique_ptr<Backend> timing_ops(std::unique_ptr<Backend> backend) {
 // With `ops`: then kBatchOpSteps more steps with every op timed (one on a
 // device), and the table of the median one by wall time into *ops. The
 // wrapper's timing is off during the timed steps: one branch an op.
-DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backend, int b,
-                                const BenchOptions& o, const MachineSpeed& machine,
+DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backend, Kernels kernels,
+                                int b, const BenchOptions& o, const MachineSpeed& machine,
                                 DeviceOpBreakdown* ops = nullptr) {
     const ModelConfig& c = weights.config;
     const BatchPlan plan = batch_plan(b, o);
@@ -427,8 +427,8 @@ DecodeBatchRow decode_batch_row(const Weights& weights, const std::string& backe
     eo.max_running = b;
     // With `ops`, the model is loaded over a backend that times its ops: the
     // engine runs on it and never knows (timing wraps from outside).
-    const LoadedModel model(
-        weights, ops != nullptr ? timing_ops(make_backend(backend)) : make_backend(backend));
+    const LoadedModel model(weights, ops != nullptr ? timing_ops(make_backend(backend, kernels))
+                                                    : make_backend(backend, kernels));
     Engine engine(model, eo);
     for (int i = 0; i < b; ++i) {
         std::vector<int32_t> prompt =
@@ -566,6 +566,20 @@ bool held_to_host_limits(const std::string& backend) {
     return backend.rfind("cpu", 0) == 0;
 }
 
+namespace {
+
+// Each backend with each kernel set it has, in the order given.
+std::vector<std::pair<std::string, Kernels>> bench_runs(const BenchOptions& o) {
+    std::vector<std::pair<std::string, Kernels>> runs;
+    for (const std::string& name : o.backends) {
+        for (Kernels k : o.kernels)
+            if (k == Kernels::invariant || name == "cpu") runs.emplace_back(name, k);
+    }
+    return runs;
+}
+
+}  // namespace
+
 bool benches_a_gpu(const BenchOptions& o) {
     return !std::all_of(o.backends.begin(), o.backends.end(), held_to_host_limits);
 }
@@ -603,8 +617,12 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     // backend through the host clock's wrapper, off until the tables below), so
     // the tables time the very model the rows ran, not a second copy of it.
     std::vector<std::unique_ptr<LoadedModel>> loaded;  // kept for the load pass
-    for (const std::string& name : o.backends) {
-        auto engine = std::make_unique<LoadedModel>(weights, timing_ops(make_backend(name)));
+    PLAB_CHECK(std::find(o.kernels.begin(), o.kernels.end(), Kernels::fastest) == o.kernels.end() ||
+                   std::find(o.backends.begin(), o.backends.end(), "cpu") != o.backends.end(),
+               "--kernels fastest is a choice of the cpu backend: add cpu to --backends");
+    for (const auto& [name, kernels] : bench_runs(o)) {
+        auto engine =
+            std::make_unique<LoadedModel>(weights, timing_ops(make_backend(name, kernels)));
         Backend* backend = &engine->backend();
         const DeviceModel* model = &engine->device();
         {
@@ -643,8 +661,8 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
         for (int b : o.batches) {
             DeviceOpBreakdown step_ops;
             const bool with_ops = b == largest_batch && !step_timed;
-            r.decode_batch.push_back(
-                decode_batch_row(weights, name, b, o, r.machine, with_ops ? &step_ops : nullptr));
+            r.decode_batch.push_back(decode_batch_row(weights, name, kernels, b, o, r.machine,
+                                                      with_ops ? &step_ops : nullptr));
             if (with_ops) r.decode_batch_ops.push_back(step_ops);
             step_timed = step_timed || with_ops;
         }

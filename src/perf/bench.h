@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/device_peak.h"
+#include "core/kernels.h"
 #include "model/weights.h"
 #include "perf/machine.h"
 
@@ -34,6 +35,9 @@ class DeviceModel;
 
 struct BenchOptions {
     std::vector<std::string> backends{"cpu", "cpu-ref"};
+    // Kernel sets (core/kernels.h) each backend is benched with; `fastest`
+    // only on cpu (rows named "cpu-fastest"), skipped for the others.
+    std::vector<Kernels> kernels{Kernels::invariant};
     std::vector<int> lengths{128, 512, 2048};
     int repeats = 5;              // prefill runs per (backend, length); fewer if slow
     double budget_s = 20;         // stop repeating a (backend, length) after this long

@@ -35,7 +35,7 @@ Engine::Engine(const LoadedModel& model, EngineOptions options, Trace* trace)
 
 std::unique_ptr<LoadedModel> Engine::load_checked(const Weights& weights, const EngineOptions& o) {
     check_options(o, weights.config.max_seq_len);  // before loading: a bad option costs no upload
-    return std::make_unique<LoadedModel>(weights, o.backend);
+    return std::make_unique<LoadedModel>(weights, o.backend, o.kernels);
 }
 
 void Engine::check_options(const EngineOptions& o, int max_seq_len) {

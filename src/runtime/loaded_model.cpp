@@ -37,8 +37,8 @@ std::uint64_t model_identity(const Weights& w) {
 
 }  // namespace
 
-LoadedModel::LoadedModel(const Weights& weights, const std::string& backend_name)
-    : LoadedModel(weights, make_backend(backend_name)) {}
+LoadedModel::LoadedModel(const Weights& weights, const std::string& backend_name, Kernels kernels)
+    : LoadedModel(weights, make_backend(backend_name, kernels)) {}
 
 LoadedModel::LoadedModel(const Weights& weights, std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)) {

@@ -107,9 +107,15 @@ void require_native_gpu_if_asked() {
                    << emulation_reason(p) << "; unset PLAB_REQUIRE_NATIVE to allow emulation");
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+std::unique_ptr<Backend> make_backend(const std::string& name, Kernels kernels) {
+    if (name == "cpu") return std::make_unique<CpuFastBackend>(kernels);
+    PLAB_CHECK(kernels == Kernels::invariant,
+               "--kernels fastest is a choice of the cpu backend; "
+                   << name
+                   << (name == "gpu" ? " has invariant kernels only"
+                                     : " has one order of the adds by design (a reference)")
+                   << ": give --backend cpu, or leave --kernels out");
     if (name == "cpu-ref") return std::make_unique<CpuRefBackend>();
-    if (name == "cpu") return std::make_unique<CpuFastBackend>();
     if (name == "gpu-ref") return make_gpu(GpuVariant::reference);
     if (name == "gpu") return make_gpu(GpuVariant::fast);
     std::ostringstream valid;

@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/kernels.h"
 
 namespace plab {
 
 // Names accepted by make_backend: "cpu-ref", "cpu", then the GPU ones.
 std::vector<std::string> backend_names();
-// Throws plab::Error listing the valid names for an unknown one.
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// Throws plab::Error listing the valid names for an unknown one. `kernels`
+// (core/kernels.h): `fastest` only for "cpu" (its name then "cpu-fastest");
+// asked of another backend, one plab::Error line.
+std::unique_ptr<Backend> make_backend(const std::string& name,
+                                      Kernels kernels = Kernels::invariant);
 // How "gpu-ref" and "gpu" run here: "native CUDA on NVIDIA H200 (sm_90)" or
 // "emulated on the CPU (...why...)", the why one of three: no CUDA device, a
 // CUDA error (the runtime's own words, e.g. an insufficient driver), or a

@@ -131,6 +131,7 @@ bool overlaps(const float* a, std::size_t na, const float* b, std::size_t nb) {
 
 void CpuFastBackend::prepare_weight(Buffer w, int n, int k) {
     PLAB_ASSERT(w.size >= std::size_t(n) * k);
+    if (kernels_ == Kernels::fastest) return;  // the library reads w as uploaded
     PackedWeight& p = packed_[w.data];
     p.source_size = std::size_t(n) * k;
     p.panels = cpu_gemm::pack_transposed(w.data, n, k, p.storage);
@@ -244,6 +245,12 @@ void CpuFastBackend::matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k)
 
 void CpuFastBackend::matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts) {
     PLAB_ASSERT(x.size >= std::size_t(m) * k);
+    if (kernels_ == Kernels::fastest) {
+        double work = 0;
+        for (const MatmulPart& p : parts) work += product_work(m, p.n, k);
+        cpu_library_gemm::products(x, m, k, parts, cpu_threads_for_light(work));
+        return;
+    }
     // Each weight's panels, packed once by prepare_weight; a matrix that was
     // never prepared (a test's, a tool's) is packed here, for this call.
     std::vector<cpu_gemm::Panels> b(parts.size());

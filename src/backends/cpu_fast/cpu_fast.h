@@ -41,7 +41,8 @@
 // Threads (issue 12). Every op runs on the engine's one ThreadPool
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
 // region, and no Eigen product runs here (one would start OpenMP threads of
-// its own; only Eigen's packet math is used). The *engine* picks the
+// its own; only Eigen's packet math is used) — except the `fastest` kernel
+// set's, one thread each (cpu_library_gemm.h). The *engine* picks the
 // thread count of each op from its work (core/cpu_threads.h: one thread
 // per kMinFlopsPerThread FLOPs, at most one per CPU). An op below the
 // threshold runs on the calling thread alone — waking a second thread for it
@@ -58,15 +59,24 @@
 
 #include "backends/cpu_fast/cpu_gemm.h"
 #include "backends/cpu_fast/cpu_key_mirror.h"
+#include "backends/cpu_fast/cpu_library_gemm.h"
 #include "backends/cpu_ref.h"
 #include "core/cpu_threads.h"
+#include "core/kernels.h"
 
 namespace plab {
 
 class CpuFastBackend final : public CpuRefBackend {
 public:
+    // `fastest`: the products go to the library's kernel for their shape
+    // (cpu_library_gemm.h), whose order follows the step; everything else
+    // stays as here. Its name says so: "cpu-fastest".
+    explicit CpuFastBackend(Kernels kernels = Kernels::invariant) : kernels_(kernels) {}
     ~CpuFastBackend() override;
-    std::string name() const override { return "cpu"; }
+    std::string name() const override {
+        return kernels_ == Kernels::fastest ? "cpu-fastest" : "cpu";
+    }
+    Kernels kernels() const { return kernels_; }
     bool is_reference() const override { return false; }
 
     void release(Buffer b) noexcept override;
@@ -110,6 +120,7 @@ private:
     void attend(const AttentionCall& call, Buffer k_pool, Buffer v_pool,
                 const cpu_attention::KeyMirror* mirror, bool split);
 
+    Kernels kernels_ = Kernels::invariant;
     std::map<const float*, PackedWeight> packed_;
     // K pools' mirrors (backends/cpu_fast/cpu_key_mirror.h), keyed by the pool's
     // address, their storage from this backend's buffers (no fresh pages
