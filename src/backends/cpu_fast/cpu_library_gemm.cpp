@@ -34,8 +34,10 @@ private:
     int saved_;
 };
 
-// Column slices start on whole cache lines of w's rows' outputs.
-constexpr int kColumnAlign = 16;
+// Columns of a task: fixed, so a product's slices (and Eigen's kernel and
+// blocking for each) depend on its shape only, never on how many threads
+// were awake — the same step gives the same bits run after run.
+constexpr int kSliceColumns = 256;
 
 }  // namespace
 
@@ -46,9 +48,7 @@ void products(Buffer x, int m, int k, std::span<const MatmulPart> parts, int thr
         PLAB_ASSERT(p.out.size >= std::size_t(m) * p.n && p.w.size >= std::size_t(p.n) * k);
         const ConstMap W(p.w.data, p.n, k);
         Map O(p.out.data, m, p.n);
-        const int slices = std::clamp(p.n / kColumnAlign, 1, threads);
-        const int width = (p.n + slices - 1) / slices;
-        const int cols = (width + kColumnAlign - 1) / kColumnAlign * kColumnAlign;
+        const int cols = kSliceColumns;
         run_cpu_tasks(threads, (p.n + cols - 1) / cols, [&](int t) {
             const SerialEigen serial;
             const int c0 = t * cols, c1 = std::min(p.n, c0 + cols);
