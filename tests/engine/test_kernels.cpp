@@ -113,7 +113,7 @@ TEST_CASE(
     CHECK(differing_rows == 6);
 }
 
-TEST_CASE("--kernels: the CLI's commands take it, name it, and refuse it where it has no choice",
+TEST_CASE("the CLI's commands take --kernels, name it, and refuse it where it has no choice",
           "[engine][kernels][cli]") {
     const auto j =
         nlohmann::json::parse(run_cli({"prefill", "Once upon a time", "--backend", "cpu",
