@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_threads.h"
 #include "core/kernels.h"
 #include "runtime/engine.h"
 #include "runtime/registry.h"
@@ -111,6 +112,43 @@ TEST_CASE(
     }
     // Every row: the prompt's last chunk and each decode step had another shape.
     CHECK(differing_rows == 6);
+}
+
+// The library's slices are one per CPU of the process, not one per thread
+// given to the op: its bits follow the product's shape, never how many
+// threads were awake (with slices per thread, lesson 16's same command
+// turned 7 texts in one run and 8 in the next).
+TEST_CASE("fastest kernels: the same product gives the same bits on one thread or on all",
+          "[engine][kernels]") {
+    // The shipped model's and stories15M's product shapes (n x k), and an
+    // uneven one, large enough for every thread.
+    const std::vector<std::pair<int, int>> shapes{{288, 288}, {768, 288},   {288, 768},
+                                                  {512, 288}, {32000, 288}, {520, 512}};
+    auto be = make_backend("cpu", Kernels::fastest);
+    for (const auto& [n, k] : shapes) {
+        const std::vector<float> w = random_floats(std::size_t(n) * k, 21);
+        const std::vector<float> x = random_floats(std::size_t(64) * k, 22);
+        Buffer bw = be->alloc(w.size()), bx = be->alloc(x.size()),
+               out = be->alloc(std::size_t(64) * n);
+        be->upload(bw, w.data(), w.size());
+        be->prepare_weight(bw, n, k);
+        be->upload(bx, x.data(), x.size());
+        auto product = [&](int m) {
+            be->matmul(out, bx, bw, m, n, k);
+            std::vector<float> o(std::size_t(m) * n);
+            be->download(o.data(), out, o.size());
+            return o;
+        };
+        for (int m : {1, 4, 64}) {
+            INFO(m << " rows of " << n << " x " << k);
+            const std::vector<float> all = product(m);
+            set_cpu_thread_cap(1);
+            const std::vector<float> one = product(m);
+            set_cpu_thread_cap(0);
+            require_bitwise_equal(one, all, "fastest, 1 thread vs every thread");
+        }
+        for (Buffer b : {bw, bx, out}) be->release(b);
+    }
 }
 
 TEST_CASE("the CLI's commands take --kernels, name it, and refuse it where it has no choice",

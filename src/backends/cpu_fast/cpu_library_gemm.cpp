@@ -34,10 +34,8 @@ private:
     int saved_;
 };
 
-// Columns of a task: fixed, so a product's slices (and Eigen's kernel and
-// blocking for each) depend on its shape only, never on how many threads
-// were awake — the same step gives the same bits run after run.
-constexpr int kSliceColumns = 256;
+// Column slices start on whole cache lines of the outputs.
+constexpr int kColumnAlign = 16;
 
 }  // namespace
 
@@ -48,7 +46,13 @@ void products(Buffer x, int m, int k, std::span<const MatmulPart> parts, int thr
         PLAB_ASSERT(p.out.size >= std::size_t(m) * p.n && p.w.size >= std::size_t(p.n) * k);
         const ConstMap W(p.w.data, p.n, k);
         Map O(p.out.data, m, p.n);
-        const int cols = kSliceColumns;
+        // One slice per CPU of the process, whatever number of threads this
+        // op is given: the slices (and Eigen's kernel and blocking for each)
+        // follow the product's shape, never how many threads were awake, so
+        // the same step gives the same bits run after run.
+        const int slices = std::clamp(p.n / kColumnAlign, 1, cpu_threads());
+        const int width = (p.n + slices - 1) / slices;
+        const int cols = (width + kColumnAlign - 1) / kColumnAlign * kColumnAlign;
         run_cpu_tasks(threads, (p.n + cols - 1) / cols, [&](int t) {
             const SerialEigen serial;
             const int c0 = t * cols, c1 = std::min(p.n, c0 + cols);

@@ -20,9 +20,9 @@
 namespace plab::cpu_library_gemm {
 
 // out = x · wᵀ for each part (x: m x k row-major, w: n x k row-major as
-// uploaded, out: m x n), in slices of a fixed number of columns on `threads`
-// threads of the engine's pool, each slice one single-threaded Eigen product:
-// its bits follow the shape (m, n, k), not the threads.
+// uploaded, out: m x n), in one column slice per CPU of the process, on
+// `threads` threads of the engine's pool, each slice one single-threaded
+// Eigen product: its bits follow the shape (m, n, k), not the threads.
 void products(Buffer x, int m, int k, std::span<const MatmulPart> parts, int threads);
 
 }  // namespace plab::cpu_library_gemm
