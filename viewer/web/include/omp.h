@@ -14,3 +14,5 @@ inline int omp_get_num_threads() {
 inline int omp_get_thread_num() {
     return 0;
 }
+// cpu_library_gemm.cpp keeps Eigen's products on one thread: here they are.
+inline void omp_set_num_threads(int) {}
