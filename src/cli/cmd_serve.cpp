@@ -66,7 +66,7 @@ struct ServeCliOptions {
 
 // The backend as the engine names it: "cpu-fastest" under --kernels fastest.
 std::string backend_label(const ServeCliOptions& o) {
-    return o.kernels == "fastest" ? o.backend + "-fastest" : o.backend;
+    return backend_name_with(o.backend, parse_kernels(o.kernels));
 }
 
 std::pair<int, int> parse_range(const std::string& text, const std::string& what) {

@@ -26,6 +26,13 @@ inline const char* kernels_name(Kernels k) {
     return k == Kernels::fastest ? "fastest" : "invariant";
 }
 
+// A backend's name with its kernel set: "cpu" stays "cpu" under invariant
+// kernels and is "cpu-fastest" under fastest (what the backend and the
+// CLI's lines call it).
+inline std::string backend_name_with(const std::string& backend, Kernels k) {
+    return k == Kernels::fastest ? backend + "-fastest" : backend;
+}
+
 // "invariant" or "fastest"; anything else is one plab::Error line.
 inline Kernels parse_kernels(const std::string& s) {
     if (s == "invariant") return Kernels::invariant;

@@ -340,8 +340,8 @@ const StepRecord& Engine::step() {
         }
     }
     backend().synchronize();
-    rec.us = now_us() - rec.start_us - predictor_us;
     last_step_end_us_ = now_us();
+    rec.us = last_step_end_us_ - rec.start_us - predictor_us;
     rec.blocks_in_use = cache.blocks_in_use();
     rec.cached_free_blocks = cache.cached_free_blocks();
     if (trace_ != nullptr) {

@@ -14,6 +14,10 @@ namespace plab {
 
 namespace {
 
+// How long the engine idles before each request of the cold profiles: arrivals
+// a few per second find it so.
+constexpr int kProfileIdleMs = 50;
+
 // Median step time of `runs` requests of `prompt` tokens run alone; `decode`
 // times their decode steps, else their (one-step) prefills. With `idle_ms`,
 // the engine idles that long before each request (a cold step).
@@ -56,13 +60,13 @@ HardwarePreset profile_this_machine(const Model& model, const EngineOptions& eng
     PLAB_CHECK(n2 > n1, "profiling needs a max_seq_len of at least 32");
     const double t1 = median_us(model, engine, n1, 1, false, 7);
     const double t2 = median_us(model, engine, n2, 1, false, 7);
-    // Decode steps of requests that each arrive after 50 ms of idling, as a
+    // Decode steps of requests that each arrive after kProfileIdleMs of idling, as a
     // workload of a few arrivals a second finds the engine: the first steps
     // after a cold prefill run slower, and the median should see them.
-    const double d1 = median_us(model, engine, 16, 24, true, 3, 50);
-    // The same long prefill after 50 ms of idling (arrivals a few per second
+    const double d1 = median_us(model, engine, 16, 24, true, 3, kProfileIdleMs);
+    // The same long prefill after kProfileIdleMs of idling (arrivals a few per second
     // find the engine so): here it measured 10-35 % slower than back to back.
-    const double t2_cold = median_us(model, engine, n2, 1, false, 5, 50);
+    const double t2_cold = median_us(model, engine, n2, 1, false, 5, kProfileIdleMs);
     // A cost with the measured peak and bandwidth, to evaluate the operators.
     RooflineCost cost;
     cost.shape = c;
@@ -102,10 +106,10 @@ HardwarePreset profile_this_machine(const Model& model, const EngineOptions& eng
     std::snprintf(buf, sizeof buf,
                   "measured: fp32 GEMM peak %.1f GFLOP/s, the weights read at %.1f GB/s; "
                   "profiled: %d- and %d-token prefills %.0f and %.0f us (%.0f %% of the peak), "
-                  "a decode step %.0f us (%.1f us of it fixed); after 50 ms idle the %d-token "
+                  "a decode step %.0f us (%.1f us of it fixed); after %d ms idle the %d-token "
                   "prefill %.0f us (a cold step +%.0f us)",
-                  peak_gflops, weights_gb_per_s, n1, n2, t1, t2, efficiency * 100, d1, overhead, n2,
-                  t2_cold, h.cold_step_us);
+                  peak_gflops, weights_gb_per_s, n1, n2, t1, t2, efficiency * 100, d1, overhead,
+                  kProfileIdleMs, n2, t2_cold, h.cold_step_us);
     h.source = buf;
     return h;
 }

@@ -73,9 +73,7 @@ public:
     // stays as here. Its name says so: "cpu-fastest".
     explicit CpuFastBackend(Kernels kernels = Kernels::invariant) : kernels_(kernels) {}
     ~CpuFastBackend() override;
-    std::string name() const override {
-        return kernels_ == Kernels::fastest ? "cpu-fastest" : "cpu";
-    }
+    std::string name() const override { return backend_name_with("cpu", kernels_); }
     Kernels kernels() const { return kernels_; }
     bool is_reference() const override { return false; }
 
