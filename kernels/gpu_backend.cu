@@ -9,9 +9,13 @@
 //
 //   // clang-format off
 //   op          gpu-ref (bitwise = cpu-ref)      gpu (within 1e-5 of cpu-ref)
-//   matmul      matmul_ref_kernel                matmul_blocked_kernel (large products;
+//   matmul      matmul_ref_kernel                matmul_rows_kernel (1-8 rows: decode;
+//                                                Q/K/V one launch, gate/up with SwiGLU),
+//                                                matmul_blocked_kernel (large products;
 //                                                Q/K/V, gate/up: one launch),
-//                                                matmul_tiled_kernel (small ones)
+//                                                matmul_tiled_kernel (the others)
+//   add+norm    add_kernel, rmsnorm_ref_kernel   add_rmsnorm_fast_kernel
+//   rope+kv     rope_kernel x2, kv_append_kernel rope_kv_append_kernel
 //   attention   attention_ref_kernel             attention_flash_kernel
 //   rmsnorm     rmsnorm_ref_kernel               rmsnorm_fast_kernel
 //   argmax      argmax_ref_kernel                argmax_fast_kernel
@@ -24,6 +28,11 @@
 // set_device_op_timing(true) every op is bracketed by two CUDA events
 // (OpClock), so `plab bench` can say how much of a prefill's wall time the
 // kernels themselves took.
+//
+// Decode (issue 47): a step of one or a few rows is latency-bound, so gpu
+// gives it kernels of its own (matmul_rows) and fuses the small ops around
+// them (rope_kv_append, add_rmsnorm, matmul_swiglu): 8 launches a layer
+// where there were 16, with the same bits (tests/gpu/test_decode_kernels.cpp).
 //
 // Left out: several streams and overlap (every op runs on the default stream,
 // so stream order alone keeps copies and kernels in sequence), CUDA graphs.
@@ -239,12 +248,13 @@ public:
 
     void rmsnorm(Buffer out, Buffer x, Buffer weight, int rows, int dim, float eps) override {
         PLAB_ASSERT(out.size >= std::size_t(rows) * dim && x.size >= std::size_t(rows) * dim);
-        // 128 threads: D is a few hundred at most here; a multiple of 32 for the shuffles.
         TimedOp t(clock_, "rmsnorm");
         if (variant_ == GpuVariant::reference) {
-            PLAB_LAUNCH(rmsnorm_ref_kernel, rows, 128, 0, out.data, x.data, weight.data, dim, eps);
+            PLAB_LAUNCH(rmsnorm_ref_kernel, rows, kNormThreads, 0, out.data, x.data, weight.data,
+                        dim, eps);
         } else {
-            PLAB_LAUNCH(rmsnorm_fast_kernel, rows, 128, 0, out.data, x.data, weight.data, dim, eps);
+            PLAB_LAUNCH(rmsnorm_fast_kernel, rows, kNormThreads, 0, out.data, x.data, weight.data,
+                        dim, eps);
         }
     }
 
@@ -254,6 +264,8 @@ public:
         TimedOp t(clock_, "matmul");
         if (variant_ == GpuVariant::reference) {
             launch_matmul_ref(out.data, x.data, w.data, m, n, k);
+        } else if (matmul_rows_pays(m)) {
+            launch_matmul_rows_parts(x.data, m, k, one_part(out, w, n));
         } else if (matmul_blocked_pays(m, n)) {
             launch_matmul_blocked(out.data, x.data, w.data, m, n, k);
         } else {
@@ -270,7 +282,8 @@ public:
         int n_total = 0;
         for (const MatmulPart& p : parts) n_total += p.n;
         if (variant_ == GpuVariant::reference || parts.size() < 2 ||
-            parts.size() > std::size_t(kMaxMatmulParts) || !matmul_blocked_pays(m, n_total)) {
+            parts.size() > std::size_t(kMaxMatmulParts) ||
+            !(matmul_rows_pays(m) || matmul_blocked_pays(m, n_total))) {
             for (const MatmulPart& p : parts) matmul(p.out, x, p.w, m, p.n, k);
             return;
         }
@@ -284,7 +297,23 @@ public:
             ++arg.count;
         }
         TimedOp t(clock_, "matmul");
-        launch_matmul_blocked_parts(x.data, m, k, arg);
+        if (matmul_rows_pays(m)) {
+            launch_matmul_rows_parts(x.data, m, k, arg);
+        } else {
+            launch_matmul_blocked_parts(x.data, m, k, arg);
+        }
+    }
+
+    // A decode step's MLP (few rows): gate and up in one matmul_rows launch
+    // with SwiGLU as its epilogue; up is not written. Otherwise the default.
+    void matmul_swiglu(Buffer out, Buffer up, Buffer x, Buffer w_gate, Buffer w_up, int m, int f,
+                       int k) override {
+        if (variant_ == GpuVariant::reference || !matmul_rows_pays(m))
+            return Backend::matmul_swiglu(out, up, x, w_gate, w_up, m, f, k);
+        PLAB_ASSERT(out.size >= std::size_t(m) * f && x.size >= std::size_t(m) * k &&
+                    w_gate.size >= std::size_t(f) * k && w_up.size >= std::size_t(f) * k);
+        TimedOp t(clock_, "matmul_swiglu");
+        launch_matmul_rows_swiglu(out.data, x.data, w_gate.data, w_up.data, m, f, k);
     }
 
     void rope(Buffer x, int rows, int n_heads, int head_dim, int pos0, Buffer cos,
@@ -311,6 +340,43 @@ public:
         const int32_t* d_positions = positions_.upload(used, clock_);
         TimedOp t(clock_, "rope");
         launch_rope(x.data, rows, n_heads, head_dim, 0, d_positions, last, cos.data, sin.data);
+    }
+
+    // gpu: one launch for RoPE of Q and K and the K/V append (decode's three
+    // smallest ops). gpu-ref keeps them apart, as cpu-ref.
+    void rope_kv_append(const RopeKvAppend& a) override {
+        if (variant_ == GpuVariant::reference || a.rows == 0) return Backend::rope_kv_append(a);
+        const int row_size = a.n_kv_heads * a.head_dim;
+        PLAB_ASSERT(a.positions.size() >= std::size_t(a.rows) &&
+                    a.slots.size() >= std::size_t(a.rows));
+        const std::span<const int32_t> used = a.positions.first(std::size_t(a.rows));
+        const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
+        PLAB_ASSERT(*lowest >= 0 && std::size_t(*highest + 1) * (a.head_dim / 2) <= a.cos.size);
+        for (int32_t slot : a.slots.first(std::size_t(a.rows))) {
+            PLAB_ASSERT(slot >= 0 && std::size_t(slot + 1) * row_size <= a.k_pool.size &&
+                        std::size_t(slot + 1) * row_size <= a.v_pool.size);
+        }
+        RopeKvAppendArgs args;
+        args.q = a.q.data;
+        args.k = a.k.data;
+        args.v = a.v.data;
+        args.k_pool = a.k_pool.data;
+        args.v_pool = a.v_pool.data;
+        args.cos = a.cos.data;
+        args.sin = a.sin.data;
+        args.rows = a.rows;
+        args.n_heads = a.n_heads;
+        args.n_kv_heads = a.n_kv_heads;
+        args.head_dim = a.head_dim;
+        // One sequence's chunk (consecutive positions): from pos0, no array to copy.
+        if (consecutive_run(used, 0) == used.size()) {
+            args.pos0 = used[0];
+        } else {
+            args.positions = positions_.upload(used, clock_);
+        }
+        args.slots = slots_.upload(a.slots.first(std::size_t(a.rows)), clock_);
+        TimedOp t(clock_, "rope_kv_append");
+        launch_rope_kv_append(args, *highest);
     }
 
     void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
@@ -396,6 +462,19 @@ public:
                     out.data, gate.data, up.data, count);
     }
 
+    // gpu: the residual add and the next norm in one launch (rmsnorm_fast's bits).
+    void add_rmsnorm(Buffer x, Buffer y, Buffer out, Buffer weight, int rows, int dim,
+                     float eps) override {
+        if (variant_ == GpuVariant::reference)
+            return Backend::add_rmsnorm(x, y, out, weight, rows, dim, eps);
+        const std::size_t n = std::size_t(rows) * dim;
+        PLAB_ASSERT(x.size >= n && y.size >= n && out.size >= n && weight.size >= std::size_t(dim));
+        if (rows == 0) return;
+        TimedOp t(clock_, "add_rmsnorm");
+        PLAB_LAUNCH(add_rmsnorm_fast_kernel, rows, kNormThreads, 0, x.data, y.data, out.data,
+                    weight.data, dim, eps);
+    }
+
     void add(Buffer x, Buffer y, std::size_t n) override {
         const long long count = static_cast<long long>(n);
         TimedOp t(clock_, "add");
@@ -433,6 +512,15 @@ public:
     }
 
 private:
+    static MatmulParts one_part(Buffer out, Buffer w, int n) {
+        MatmulParts one;
+        one.out[0] = out.data;
+        one.w[0] = w.data;
+        one.n[0] = n;
+        one.count = 1;
+        return one;
+    }
+
     // One attention call whose block table is on the device already. Past the
     // largest head size flash attention is compiled for (kFlashMaxHeadDim, 128:
     // Gemma's and some Qwen heads are 256) the fast backend runs the reference

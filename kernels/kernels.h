@@ -6,16 +6,21 @@
 //
 //   // clang-format off
 //   embed.cu            gather rows of the token-embedding table
-//   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction
+//   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction,
+//                       alone or with the residual add before it (add_rmsnorm)
 //   matmul_ref.cu       64x64 output tiles through shared memory, each output summed in k
 //                       order like strict_dot (bitwise = cpu-ref)
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
 //                       Parallel Processors", ch. 5): the gpu backend's small products
+//   matmul_rows.cu      a decode step's few rows: a block streams its outputs' weight rows
+//                       through shared memory, each output one k-order chain; SwiGLU
+//                       fused as the gate/up product's epilogue
 //   matmul_blocked.cu   each thread 4x4 to 8x8 outputs in registers, 16-byte loads, two
 //                       shared buffers (siboehm's SGEMM steps): gpu's large products,
 //                       Q/K/V (gate/up) side by side in one launch
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
+//   rope_kv_append.cu   RoPE of Q and K and the K/V append in one launch (decode's fusion)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
 //                       max in parallel, j-order sums (core/attention_math.h)
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
@@ -31,7 +36,7 @@
 // whose launch needs more than a grid size has a launch_* host function in its
 // own .cu file (block shape, 32-bit index checks), so gpu_backend.cu calls it
 // in one line.
-// Left out on purpose: half precision, tensor cores, fused kernels, streams.
+// Left out on purpose: half precision, tensor cores, streams.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +48,7 @@
 namespace plab::PLAB_SIMT_NS {
 
 constexpr int kThreadsPerBlock = 256;  // elementwise kernels; a multiple of the warp size
+constexpr int kNormThreads = 128;      // rmsnorm kernels: D is a few hundred; a multiple of 32
 constexpr int kMatmulTile = 16;        // matmul_tiled: 16x16 outputs per block
 constexpr int kFlashWarps = 8;         // attention_flash: warps per block (2 groups of 4)
 // The head dims attention_flash is compiled for, one kernel instantiation each
@@ -111,6 +117,10 @@ __global__ void rmsnorm_ref_kernel(float* out, const float* x, const float* weig
                                    float eps);
 __global__ void rmsnorm_fast_kernel(float* out, const float* x, const float* weight, int dim,
                                     float eps);
+// x += y, then out = rmsnorm_fast(x): one launch, rmsnorm_fast_kernel's bits
+// (launched with the same block size). x, y, out (R, D). grid R blocks.
+__global__ void add_rmsnorm_fast_kernel(float* x, const float* y, float* out, const float* weight,
+                                        int dim, float eps);
 
 // out (M, N) = x (M, K) · w (N, K)ᵀ
 __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k);
@@ -150,6 +160,19 @@ struct MatmulParts {
 // own launch_matmul_blocked (one k-order chain each, whatever the tile).
 void launch_matmul_blocked_parts(const float* x, int m, int k, const MatmulParts& parts);
 
+// One-row products (matmul_rows.cu): a decode step's 1..kRowsMax rows, each
+// output one k-order chain like matmul_tiled (the same bits), its weight rows
+// streamed through shared memory by the whole block.
+constexpr int kRowsMax = 8;
+// Whether gpu's products of m rows take matmul_rows.
+bool matmul_rows_pays(int m);
+// The parts side by side in one launch, as launch_matmul_blocked_parts.
+void launch_matmul_rows_parts(const float* x, int m, int k, const MatmulParts& parts);
+// out (m, f) = silu(x · w_gateᵀ) * (x · w_upᵀ): gate and up in the same
+// block, SwiGLU as the epilogue (strict_swiglu on the two chains).
+void launch_matmul_rows_swiglu(float* out, const float* x, const float* w_gate, const float* w_up,
+                               int m, int f, int k);
+
 // x (C, nh, Dh) rotated in place; cos, sin (max_seq_len, Dh/2). Row r is at
 // position positions[r] (a batched step: rows of different sequences), or at
 // pos0 + r when positions is null; last_position: the largest of them.
@@ -157,6 +180,24 @@ __global__ void rope_kernel(float* x, int rows, int n_heads, int head_dim, int p
                             const int32_t* positions, const float* cos, const float* sin);
 void launch_rope(float* x, int rows, int n_heads, int head_dim, int pos0, const int32_t* positions,
                  int last_position, const float* cos, const float* sin);
+
+// RoPE of q (rows, n_heads, Dh) and k (rows, n_kv_heads, Dh) in place, and
+// k, v appended to their slots of the pools, in one launch (rope_kv_append.cu).
+// Row r is at positions[r], or pos0 + r when positions is null.
+struct RopeKvAppendArgs {
+    float* q = nullptr;
+    float* k = nullptr;
+    const float* v = nullptr;
+    float* k_pool = nullptr;
+    float* v_pool = nullptr;
+    const int32_t* slots = nullptr;
+    const int32_t* positions = nullptr;
+    const float* cos = nullptr;
+    const float* sin = nullptr;
+    int rows = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, pos0 = 0;
+};
+__global__ void rope_kv_append_kernel(RopeKvAppendArgs a);
+void launch_rope_kv_append(const RopeKvAppendArgs& a, int last_position);
 
 // k_pool, v_pool (slots, row_size); k, v (C, row_size); slots (C)
 __global__ void kv_append_kernel(float* k_pool, float* v_pool, const float* k, const float* v,

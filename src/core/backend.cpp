@@ -35,6 +35,19 @@ void Backend::rope_rows(Buffer x, int rows, int n_heads, int head_dim,
     }
 }
 
+void Backend::rope_kv_append(const RopeKvAppend& a) {
+    rope_rows(a.q, a.rows, a.n_heads, a.head_dim, a.positions, a.cos, a.sin);
+    rope_rows(a.k, a.rows, a.n_kv_heads, a.head_dim, a.positions, a.cos, a.sin);
+    kv_append(a.k_pool, a.v_pool, a.k, a.v, a.slots, a.n_kv_heads * a.head_dim);
+}
+
+void Backend::matmul_swiglu(Buffer out, Buffer up, Buffer x, Buffer w_gate, Buffer w_up, int m,
+                            int f, int k) {
+    const MatmulPart gate_up[] = {{out, w_gate, f}, {up, w_up, f}};
+    matmul_parts(x, m, k, gate_up);
+    swiglu(out, out, up, std::size_t(m) * f);
+}
+
 void Backend::argmax_rows(Buffer x, int rows, std::size_t n, std::span<int32_t> out) {
     PLAB_ASSERT(rows >= 0 && out.size() >= std::size_t(rows));
     for (int r = 0; r < rows; ++r) out[std::size_t(r)] = argmax(x.slice(std::size_t(r) * n, n), n);

@@ -63,6 +63,17 @@ struct MatmulPart {
     int n = 0;
 };
 
+// One rope_kv_append call: a step's rows of Q and K rotated by their
+// positions, and K and V kept in the cache.
+struct RopeKvAppend {
+    Buffer q, k, v;  // q (rows, H, Dh); k, v (rows, Hkv, Dh)
+    int rows = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    std::span<const int32_t> positions;  // each row's absolute position
+    Buffer cos, sin;                     // core/rope.h tables (max_seq_len, Dh/2)
+    Buffer k_pool, v_pool;               // one layer's pools (num_blocks·B, Hkv·Dh)
+    std::span<const int32_t> slots;      // each row's KV slot
+};
+
 // One sequence's share of an attention_batch call (see Backend::attention).
 struct AttentionCall {
     Buffer out;
@@ -126,6 +137,13 @@ public:
     // default calls rope once per run of consecutive positions.
     virtual void rope_rows(Buffer x, int rows, int n_heads, int head_dim,
                            std::span<const int32_t> positions, Buffer cos, Buffer sin);
+    // RoPE of every row of q and k at its position, then row i of k (rotated)
+    // and v into slot slots[i] of the pools: what the forward pass does
+    // between the Q/K/V product and attention, in one call, so a backend may
+    // do it in one pass (gpu: one launch instead of three, which a decode
+    // step, a few kilobytes each, feels). Equals rope_rows(q), rope_rows(k),
+    // kv_append bit for bit; the default calls the three.
+    virtual void rope_kv_append(const RopeKvAppend& a);
     // Writes row i of k and v into slot slots[i] of the pools.
     // k, v (C, Hkv·Dh); k_pool, v_pool (num_blocks·B, Hkv·Dh)
     virtual void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v,
@@ -158,6 +176,14 @@ public:
     virtual void reset_attention_tile_counts() {}
     // out = silu(gate) * up, elementwise over n values (SwiGLU)
     virtual void swiglu(Buffer out, Buffer gate, Buffer up, std::size_t n) = 0;
+    // out = silu(x · w_gateᵀ) * (x · w_upᵀ): the MLP's two products and its
+    // SwiGLU in one call, so a backend may apply SwiGLU as the products'
+    // epilogue (gpu, few rows: one launch instead of two or three). up is
+    // scratch (m, f) the default writes x · w_upᵀ into; a fused backend may
+    // leave it as it was. out equals matmul_parts then swiglu bit for bit.
+    // out, up (M, F); x (M, K); w_gate, w_up (F, K)
+    virtual void matmul_swiglu(Buffer out, Buffer up, Buffer x, Buffer w_gate, Buffer w_up, int m,
+                               int f, int k);
     // x += y over n values (the residual stream)
     virtual void add(Buffer x, Buffer y, std::size_t n) = 0;
     // x += y, then out = rmsnorm(x) * weight: a sublayer's residual add and

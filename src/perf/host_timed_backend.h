@@ -17,6 +17,11 @@
 // a wrapped backend it does not own must outlive it. Ops are named by the Backend
 // method the forward pass called: "matmul_parts" is the fused Q/K/V (or
 // gate/up) product, "add_rmsnorm" the residual add with the next norm.
+// Two composite calls are the exception: rope_kv_append and matmul_swiglu
+// are left to Backend's defaults here, which split them into the ops they
+// are made of (rope, kv_append; matmul_parts, swiglu), each forwarded and
+// timed on its own. The host backends do not fuse them, so the bits are the
+// same, and the table keeps RoPE and the KV append as lines of their own.
 #pragma once
 
 #include <chrono>

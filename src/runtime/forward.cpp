@@ -247,13 +247,12 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
                                   {ws.k.buf(), w.wk.buf(), kvd},
                                   {ws.v.buf(), w.wv.buf(), kvd}};
         be.matmul_parts(ws.xb.buf(), n, D, qkv);
-        // 3. RoPE: every row of Q and K rotated by its absolute position.
-        be.rope_rows(ws.q.buf(), n, c.n_heads, c.head_dim, plan.rope_positions,
-                     model.rope_cos.buf(), model.rope_sin.buf());
-        be.rope_rows(ws.k.buf(), n, c.n_kv_heads, c.head_dim, plan.rope_positions,
-                     model.rope_cos.buf(), model.rope_sin.buf());
-        // 4. Keep K and V: later chunks and decode steps read them from the cache.
-        be.kv_append(cache.k_pool(l), cache.v_pool(l), ws.k.buf(), ws.v.buf(), plan.slots, kvd);
+        // 3. RoPE: every row of Q and K rotated by its absolute position;
+        // 4. and K and V kept: later chunks and decode steps read them from
+        //    the cache (one call: a backend may fuse the three steps).
+        be.rope_kv_append({ws.q.buf(), ws.k.buf(), ws.v.buf(), n, c.n_heads, c.n_kv_heads,
+                           c.head_dim, plan.rope_positions, model.rope_cos.buf(),
+                           model.rope_sin.buf(), cache.k_pool(l), cache.v_pool(l), plan.slots});
         trace_kv_appends(trace, l, plan, items, cache.block_size());
         // 5. Masked attention into att (n, H, Dh), per sequence: its queries
         //    over its own cache positions 0..p+C-1 through its own block table
@@ -263,11 +262,10 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         // 6. Output projection (n, D), residual into x, the MLP's norm into xb.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
         be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
-        // 7. SwiGLU MLP: gate and up (n, F) in one call, silu(gate)·up, down (n, D).
-        const MatmulPart gate_up[] = {{ws.gate.buf(), w.w_gate.buf(), F},
-                                      {ws.up.buf(), w.w_up.buf(), F}};
-        be.matmul_parts(ws.xb.buf(), n, D, gate_up);
-        be.swiglu(ws.gate.buf(), ws.gate.buf(), ws.up.buf(), std::size_t(n) * F);
+        // 7. SwiGLU MLP: silu(gate)·up (n, F) from one call (gate and up side by
+        //    side, SwiGLU after them), then down (n, D).
+        be.matmul_swiglu(ws.gate.buf(), ws.up.buf(), ws.xb.buf(), w.w_gate.buf(), w.w_up.buf(), n,
+                         F, D);
         be.matmul(ws.proj.buf(), ws.gate.buf(), w.w_down.buf(), n, D, F);
         // 8. Residual into x, and the next layer's attention norm with it.
         if (l + 1 < c.n_layers) {

@@ -56,19 +56,43 @@ TEST_CASE("gpu backends time every op of a prefill on the device, in launch orde
             gpu->set_device_op_timing(false);
             const std::vector<DeviceOpTime> ops = gpu->take_device_op_times();
 
-            // Exactly the launches of runtime/forward.cpp, per chunk: per layer
-            // 7 projections, 2 RMSNorms, 2 RoPEs (Q, K), one KV append, one
-            // attention, one SwiGLU, 2 residual adds; then, for the last chunk
-            // only (the first new token's logits), the final RMSNorm, the
-            // classifier and the logits' copy back.
+            // Exactly the launches of runtime/forward.cpp, per chunk; then, for
+            // the last chunk only (the first new token's logits), the final
+            // RMSNorm, the classifier and the logits' copy back.
             const std::map<std::string, int> n = count_by_op(ops);
-            CHECK(n.at("matmul") == chunks * 7 * L + 1);
-            CHECK(n.at("rmsnorm") == chunks * 2 * L + 1);
-            CHECK(n.at("rope") == chunks * 2 * L);
-            CHECK(n.at("kv_append") == chunks * L);
+            if (variant == GpuVariant::reference) {
+                // gpu-ref launches every op alone. Per layer 7 projections,
+                // 2 RMSNorms, 2 RoPEs (Q, K), one KV append, one attention,
+                // one SwiGLU, 2 residual adds.
+                CHECK(n.at("matmul") == chunks * 7 * L + 1);
+                CHECK(n.at("rmsnorm") == chunks * 2 * L + 1);
+                CHECK(n.at("rope") == chunks * 2 * L);
+                CHECK(n.at("kv_append") == chunks * L);
+                CHECK(n.at("swiglu") == chunks * L);
+                CHECK(n.at("add") == chunks * 2 * L);
+            } else {
+                // gpu fuses (chunks of 5 and 8 rows: matmul_rows, decode's
+                // kernels). Per layer: Q|K|V as one product, W_o and down
+                // (3), gate|up with SwiGLU (1), RoPE of Q and K with the KV
+                // append (1), each residual add with the norm after it (2;
+                // the last layer's second add has no norm after it).
+                CHECK(n.at("matmul") == chunks * 3 * L + 1);
+                CHECK(n.at("matmul_swiglu") == chunks * L);
+                CHECK(n.at("rope_kv_append") == chunks * L);
+                CHECK(n.at("add_rmsnorm") == chunks * (2 * L - 1));
+                CHECK(n.at("add") == chunks);
+                CHECK(n.at("rmsnorm") == chunks + 1);  // the first norm; the final one
+                for (const char* fused_away : {"rope", "kv_append", "swiglu"})
+                    CHECK(n.count(fused_away) == 0);
+                // 16 launches a layer (gpu-ref's) became 8; a chunk adds its
+                // embedding and first norm, the last one the final norm and
+                // the classifier.
+                int per_chunk = 0;
+                for (const auto& [op, count] : n)
+                    if (op != "upload" && op != "download") per_chunk += count;
+                CHECK(per_chunk == chunks * (8 * L + 2) + 2);
+            }
             CHECK(n.at("attention") == chunks * L);
-            CHECK(n.at("swiglu") == chunks * L);
-            CHECK(n.at("add") == chunks * 2 * L);
             CHECK(n.at("embed") == chunks);
             CHECK(n.at("download") == 1);
             // Token ids, KV slots and the block table change between the two
@@ -156,8 +180,10 @@ TEST_CASE("plab prefill --trace on gpu has a device track with every op, plab be
     CHECK(named_track);
     const int prompt = nlohmann::json::parse(p.out)["tokens"].size();
     const int chunks = (prompt + 3) / 4;
-    // 7 products a layer in every chunk; the classifier in the last chunk only.
-    CHECK(device_matmuls == chunks * 7 * c.n_layers + 1);
+    // Chunks of 4 rows take gpu's decode kernels (matmul_rows): Q|K|V as one
+    // product, W_o and down a layer in every chunk (gate|up with SwiGLU is
+    // matmul_swiglu); the classifier in the last chunk only.
+    CHECK(device_matmuls == chunks * 3 * c.n_layers + 1);
     CHECK(host_device_events > device_matmuls);
 
     const auto b =
@@ -338,8 +364,8 @@ TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens 
 }
 
 TEST_CASE(
-    "a batched decode step on gpu: 2 RoPE launches a layer, one argmax, at most 4 copies to the "
-    "device",
+    "a batched decode step on gpu: one RoPE and KV append launch a layer, one argmax, at most 4 "
+    "copies to the device",
     "[gpu][timing]") {
     // The engine's side of the case above: three sequences of different
     // lengths decoding together (each row at its own position).
@@ -368,7 +394,8 @@ TEST_CASE(
     gpu.set_device_op_timing(false);
     REQUIRE(step.decode_tokens == 3);
     const std::map<std::string, int> n = count_by_op(gpu.take_device_op_times());
-    CHECK(n.at("rope") == 2 * c.n_layers);
+    CHECK(n.at("rope_kv_append") == c.n_layers);  // Q and K of all 3 rows, at their positions
+    CHECK(n.count("rope") == 0);
     CHECK(n.at("argmax") == 1);
     // One attention launch per sequence and layer, but the block tables
     // cross the bus once at most: the step's copies are its 3 tokens

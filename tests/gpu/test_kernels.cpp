@@ -168,15 +168,17 @@ TEST_CASE("gpu kernels: matmul ref, tiled and blocked", "[gpu][kernels]") {
         int m, n, k;
         int x_offset = 0;  // x starts this many floats into its buffer
     };
-    // Small products take matmul_tiled, larger ones matmul_blocked (the rule
+    // 1 to 8 rows take matmul_rows (slices of 256 k: 700 and 513 are several,
+    // the last ragged), other small products matmul_tiled, larger ones matmul_blocked (the rule
     // and the tile, which depends on how many blocks the shape gives, are
     // checked below): 64x64 for the mid-sized ones, 128x64 for 1536 x 700,
     // 128x128 for 1600 x 1300. Its 16-byte loads need k % 4 == 0 and aligned
     // operands: k = 13, 33 and a misaligned x (offset 1) take its 4-byte loads.
-    for (const Mnk s : {Mnk{1, 1, 1}, Mnk{1, 7, 33}, Mnk{7, 33, 129}, Mnk{33, 17, 20},
-                        Mnk{129, 7, 5}, Mnk{17, 16, 16}, Mnk{64, 64, 16}, Mnk{130, 1100, 36},
-                        Mnk{200, 300, 33}, Mnk{257, 1090, 100}, Mnk{65, 1090, 40, 1},
-                        Mnk{1536, 700, 12}, Mnk{1600, 1300, 12}, Mnk{1600, 1300, 13}}) {
+    for (const Mnk s :
+         {Mnk{1, 1, 1}, Mnk{1, 7, 33}, Mnk{7, 33, 129}, Mnk{1, 300, 700}, Mnk{8, 40, 513},
+          Mnk{33, 17, 20}, Mnk{129, 7, 5}, Mnk{17, 16, 16}, Mnk{64, 64, 16}, Mnk{130, 1100, 36},
+          Mnk{200, 300, 33}, Mnk{257, 1090, 100}, Mnk{65, 1090, 40, 1}, Mnk{1536, 700, 12},
+          Mnk{1600, 1300, 12}, Mnk{1600, 1300, 13}}) {
         const auto x = random_floats(std::size_t(s.m) * s.k + s.x_offset, 500 + s.m * 7 + s.k);
         const auto w = random_floats(std::size_t(s.n) * s.k, 600 + s.n * 7 + s.k);
         const double bound = fma_bound(x.data() + s.x_offset, w.data(), s.m, s.n, s.k);

@@ -37,13 +37,14 @@ if(_n GREATER MAX_LINES)
   fail("${FILE}: forward_step is ${_n} lines, more than ${MAX_LINES}: move "
                       "bookkeeping into a named helper, keep the layer loop readable")
 endif()
-# The narrated order: embedding, per layer norm -> Q/K/V -> RoPE -> append ->
-# attention -> output -> residual + norm -> SwiGLU -> down -> residual, then
-# the final norm and the classifier.
+# The narrated order: embedding, per layer norm -> Q/K/V -> RoPE and append
+# (one call: a backend may fuse them) -> attention -> output -> residual +
+# norm -> gate/up with SwiGLU (one call) -> down -> residual, then the final
+# norm and the classifier.
 set(_order "be.embed(" "be.rmsnorm(" "for (int l = 0; l < c.n_layers; ++l)" "be.matmul_parts(ws.xb.buf(), n, D, qkv)"
-           "be.rope_rows(ws.q" "be.rope_rows(ws.k" "be.kv_append(" "be.attention_batch("
-           "be.matmul(ws.proj.buf(), ws.att.buf()" "be.add_rmsnorm(" "be.matmul_parts(ws.xb.buf(), n, D, gate_up)"
-           "be.swiglu(" "be.matmul(ws.proj.buf(), ws.gate.buf()" "final_norm_rows(" "model.classifier_buf()")
+           "be.rope_kv_append(" "be.attention_batch("
+           "be.matmul(ws.proj.buf(), ws.att.buf()" "be.add_rmsnorm(" "be.matmul_swiglu("
+           "be.matmul(ws.proj.buf(), ws.gate.buf()" "final_norm_rows(" "model.classifier_buf()")
 set(_at 0)
 set(_prev "the start")
 foreach(_step IN LISTS _order)
