@@ -1,13 +1,21 @@
-// gemm_kernels: gpu's two matmul kernels against cuBLAS SGEMM on one device,
-// on the products a stories15M / stories110M prefill makes and a square one.
+// gemm_kernels: gpu's matmul kernels against cuBLAS SGEMM on one device, on
+// the products a stories15M / stories110M prefill makes and a square one, and
+// on the one-row products of their decode steps.
 //
-// What it measures: for each shape out (M, N) = x (M, K) · w (N, K)ᵀ, the median
-// device time (CUDA events, after warm-ups) of matmul_tiled, matmul_blocked
-// (with the tile it picks) and cublasSgemm (CUBLAS_DEFAULT_MATH: float32, no
-// TF32), their GFLOP/s (2·M·N·K per product) and each kernel's share of
-// cuBLAS's rate on the same shape; and, for every kernel, the largest
-// |out - cuBLAS| over max |cuBLAS| (float32 sums of K products in another
-// order: ~1e-6; NaN or a larger figure means a wrong kernel). The inputs are
+// What it measures: for each shape out (M, N) = x (M, K) · w (N, K)ᵀ, the
+// device time of each kernel (CUDA events, after warm-ups) as the median of 7
+// windows, each of N launches back to back between one event pair, divided
+// by N (N = 50, or 5 on the large shapes). One launch between two events
+// would count a launch's host-side enqueue (cuBLAS's is longer than a bare
+// kernel's) against a microsecond kernel: single-launch timings of one
+// 512 x 768 x 288 product put cuBLAS at 8,288 and 8,937 GFLOP/s in two runs
+// of one day. Then the GFLOP/s (2·M·N·K per product) and each kernel's share
+// of cuBLAS's rate on the same shape — cuBLAS SGEMM with CUBLAS_DEFAULT_MATH:
+// float32 on the CUDA cores, no tensor cores, no TF32 — and, for every
+// kernel, the largest |out - cuBLAS| over max |cuBLAS| (float32 sums of K
+// products in another order: ~1e-6; NaN or a larger figure means a wrong
+// kernel). The one-row table adds each kernel's weight read rate (N·K·4 bytes
+// over its time), the figure a decode product is bounded by. The inputs are
 // random (a fixed seed), never zeros; outputs are poisoned with NaN first.
 //
 // Native only: the gemm_kernels target of kernels/CMakeLists.txt (built where
@@ -22,6 +30,7 @@
 #include <vector>
 
 #include "matmul_blocked.cu"
+#include "matmul_rows.cu"
 #include "matmul_tiled.cu"
 #include "simt/simt_native.cu"
 
@@ -44,21 +53,22 @@ struct Shape {
     int m, n, k;
 };
 
+// Median over 7 windows of `batch` back-to-back launches, per launch.
 template <typename F>
-double median_ms(F&& run, int repeats) {
+double median_ms(F&& run, int batch) {
     cudaEvent_t a, b;
     PLAB_CUDA_CHECK(cudaEventCreate(&a));
     PLAB_CUDA_CHECK(cudaEventCreate(&b));
     for (int i = 0; i < 3; ++i) run();  // warm-up
     std::vector<float> ms;
-    for (int i = 0; i < repeats; ++i) {
+    for (int window = 0; window < 7; ++window) {
         PLAB_CUDA_CHECK(cudaEventRecord(a));
-        run();
+        for (int i = 0; i < batch; ++i) run();
         PLAB_CUDA_CHECK(cudaEventRecord(b));
         PLAB_CUDA_CHECK(cudaEventSynchronize(b));
         float t = 0;
         PLAB_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-        ms.push_back(t);
+        ms.push_back(t / float(batch));
     }
     std::sort(ms.begin(), ms.end());
     PLAB_CUDA_CHECK(cudaEventDestroy(a));
@@ -81,6 +91,71 @@ double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
         scale = std::max(scale, std::fabs(double(ref[i])));
     }
     return diff / scale;
+}
+
+// The one-row products of a decode step: matmul_tiled (gpu's kernel for them
+// before matmul_rows), matmul_rows and cuBLAS, in µs and weight GB/s.
+void decode_products(cublasHandle_t handle) {
+    const Shape shapes[] = {
+        {"15M Q|K|V one", 1, 864, 288},
+        {"15M Wo", 1, 288, 288},
+        {"15M gate|up one", 1, 1536, 288},
+        {"15M down", 1, 288, 768},
+        {"15M classifier", 1, 32000, 288},
+        {"110M Q|K|V one", 1, 2304, 768},
+        {"110M Wo", 1, 768, 768},
+        {"110M gate|up one", 1, 4096, 768},
+        {"110M down", 1, 768, 2048},
+        {"110M classifier", 1, 32000, 768},
+        {"batch 8, 110M down", 8, 768, 2048},
+    };
+    std::printf("\none-row products (decode): us a product, and the weights' read rate\n");
+    std::printf("%-22s %5s %5s %5s  %8s %8s %8s  %8s %8s %8s  %9s\n", "product", "M", "N", "K",
+                "tiled", "rows", "cuBLAS", "tiled", "rows", "cuBLAS", "err");
+    std::printf("%-22s %5s %5s %5s  %8s %8s %8s  %8s %8s %8s  %9s\n", "", "", "", "", "us", "us",
+                "us", "GB/s", "GB/s", "GB/s", "rows");
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (const Shape& s : shapes) {
+        const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
+        const std::size_t no = std::size_t(s.m) * s.n;
+        std::vector<float> hx(nx), hw(nw);
+        for (float& v : hx) v = dist(rng);
+        for (float& v : hw) v = dist(rng);
+        float *x, *w, *out;
+        PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&out, no * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+        PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
+        const float one = 1, zero = 0;
+        auto cublas = [&] {
+            CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k,
+                                     x, s.k, &zero, out, s.n));
+        };
+        auto tiled = [&] { launch_matmul_tiled(out, x, w, s.m, s.n, s.k); };
+        MatmulParts part;
+        part.out[0] = out;
+        part.w[0] = w;
+        part.n[0] = s.n;
+        part.count = 1;
+        auto rows = [&] { launch_matmul_rows_parts(x, s.m, s.k, part); };
+        PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float)));
+        cublas();
+        const std::vector<float> ref = download(out, no);
+        PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float)));
+        rows();
+        const double err_rows = rel_error(download(out, no), ref);
+        const double us_tiled = 1e3 * median_ms(tiled, 50), us_rows = 1e3 * median_ms(rows, 50),
+                     us_cublas = 1e3 * median_ms(cublas, 50);
+        const double bytes = 4.0 * double(nw);
+        std::printf("%-22s %5d %5d %5d  %8.2f %8.2f %8.2f  %8.0f %8.0f %8.0f  %9.2e\n", s.what, s.m,
+                    s.n, s.k, us_tiled, us_rows, us_cublas, bytes / us_tiled / 1e3,
+                    bytes / us_rows / 1e3, bytes / us_cublas / 1e3, err_rows);
+        PLAB_CUDA_CHECK(cudaFree(x));
+        PLAB_CUDA_CHECK(cudaFree(w));
+        PLAB_CUDA_CHECK(cudaFree(out));
+    }
 }
 
 }  // namespace
@@ -124,7 +199,7 @@ int run() {
         PLAB_CUDA_CHECK(cudaMalloc(&out, no * sizeof(float)));
         PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
         PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
-        const int repeats = s.m >= 4096 ? 5 : 20;
+        const int batch = s.m >= 4096 ? 5 : 50;
         const bool big = s.m >= 8192;  // the 16x16 kernel takes seconds there
 
         auto poison = [&] { PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float))); };
@@ -148,10 +223,10 @@ int run() {
             poison();
             tiled();
             err_tiled = rel_error(download(out, no), ref);
-            t_tiled = median_ms(tiled, repeats);
+            t_tiled = median_ms(tiled, batch);
         }
-        const double t_cublas = median_ms(cublas, repeats);
-        const double t_blocked = median_ms(blocked, repeats);
+        const double t_cublas = median_ms(cublas, batch);
+        const double t_blocked = median_ms(blocked, batch);
         const double gflop = 2.0 * s.m * s.n * s.k / 1e9;
         const MatmulTile tile = matmul_blocked_tile(s.m, s.n);
         char tile_name[16];
@@ -164,6 +239,7 @@ int run() {
         PLAB_CUDA_CHECK(cudaFree(w));
         PLAB_CUDA_CHECK(cudaFree(out));
     }
+    decode_products(handle);
     CHECK_CUBLAS(cublasDestroy(handle));
     return 0;
 }
