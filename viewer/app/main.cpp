@@ -15,7 +15,6 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
-#include <imgui_internal.h>  // the --scale self-check reads each window's content extent
 // clang-format off
 #include <GL/gl.h>
 #include <GLFW/glfw3.h>
@@ -29,7 +28,6 @@ extern "C" void plab_web_next_frame();
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -43,9 +41,8 @@ extern "C" void plab_web_next_frame();
 #include "app/fonts.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
+#include "app/run_report.h"
 #include "app/serving_scenario.h"
-#include "app/view_command.h"
-#include "checks/self_check.h"
 #include "core/error.h"
 #include "model/model_io.h"
 #include "panels/layout_probe.h"
@@ -66,14 +63,6 @@ double process_cpu_ms() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-// Median of a run's frame times, leaving out the first two frames (font atlas,
-// texture uploads).
-double median_after_warmup(std::vector<double> ms) {
-    ms.erase(ms.begin(), ms.begin() + std::min<size_t>(2, ms.size() - 1));
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
 }
 
 // A --press key with Ctrl held (ctrl+plus, ctrl+minus, ctrl+0: the UI scale).
@@ -303,69 +292,6 @@ std::string screen_text(const Snapshot& snap, const ViewerState& state) {
     std::string t = state.prompt + snap.mask.first_token + snap.timeline.output_text;
     for (const ServingRequestInfo& r : snap.serving.requests) t += r.output_text;
     return t;
-}
-
-// What the --scale self-check compares: sizes measured from ImGui after a frame.
-struct ScaleProbe {
-    float font = 0, frame_h = 0, text_w = 0, button_w = 0, button_h = 0;
-};
-constexpr const char* kProbeText = "Prefill Lab: prefill, chunk, KV cache";
-
-ScaleProbe probe_sizes(const ViewerState& state) {
-    ScaleProbe p;
-    p.font = ImGui::GetFontSize();
-    p.frame_h = ImGui::GetFrameHeight();
-    p.text_w = ImGui::CalcTextSize(kProbeText).x;
-    p.button_w = state.reset_button_w;
-    p.button_h = state.reset_button_h;
-    return p;
-}
-
-// Every window of the last frame, for the layout self-check (check_layout): inside the
-// display, and nothing drawn past its right or bottom edge where it cannot scroll to it
-// (asked of ImGui's own windows: their rectangles and the furthest point their items
-// reached), and whether it needed a horizontal scrollbar (a panel or the lesson text
-// scrolled sideways hides part of itself: a failure too). A child window its parent
-// has scrolled partly out of view is the parent's business (the parent scrolls).
-void record_windows(LayoutRecord& record, int& sideways) {
-    const ImGuiContext& g = *GImGui;
-    sideways = 0;
-    const float slack = 1.0f;  // sub-pixel rounding of window positions
-    const ImRect display(ImVec2(0, 0), g.IO.DisplaySize);
-    for (const ImGuiWindow* w : g.Windows) {
-        if (!w->WasActive || w->Hidden || (w->Flags & ImGuiWindowFlags_Tooltip) ||
-            (w->Flags & ImGuiWindowFlags_Popup))
-            continue;
-        sideways += w->ScrollbarX;
-        ImRect r = w->Rect();
-        r.Expand(-slack);
-        const bool child = (w->Flags & ImGuiWindowFlags_ChildWindow) && w->ParentWindow;
-        if (child && !w->ParentWindow->InnerClipRect.Contains(r)) continue;  // scrolled
-        LayoutWindow lw;
-        lw.name = w->Name;
-        lw.outside_display = !child && !display.Contains(r);
-        lw.scrolls_sideways = w->ScrollbarX;
-        // A lesson's diagram wider than the pane scrolls in its own box (panel_lesson.cpp).
-        lw.sideways_allowed = std::strstr(w->Name, "/diagram_") != nullptr;
-        const float over_x = w->DC.CursorMaxPos.x - w->InnerClipRect.Max.x;
-        const float over_y = w->DC.CursorMaxPos.y - w->InnerClipRect.Max.y;
-        if (!w->ScrollbarX) lw.cut_right = std::max(0.0f, over_x);
-        if (!w->ScrollbarY && !w->ScrollbarX) lw.cut_bottom = std::max(0.0f, over_y);
-        record.windows.push_back(lw);
-    }
-}
-
-// "font 16 -> 32 px (2.00x)": a size at scale 1 and at `scale`, and whether it grew by
-// the scale within `tol` px: ImGuiStyle::ScaleAllSizes floors each padding to whole
-// pixels, so a padded size may lose up to a pixel per padding; glyph advances are
-// rasterized at the new size and summed, which stays within 1%.
-std::string ratio_text(const char* what, float one, float now, float scale, float tol, bool& ok) {
-    const bool good = one > 0 && std::abs(now - one * scale) <= tol;
-    ok = ok && good;
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "%s %.1f -> %.1f px (%.2fx)", what, one, now,
-                  one > 0 ? now / one : 0.0f);
-    return buf;
 }
 
 int run(const Options& given) {
@@ -617,116 +543,10 @@ int run(const Options& given) {
 #endif
     }
 
-    // 4. Results.
-    if (lesson && state.print_checks) {
-        bool ok = false;
-        std::printf("%s\n", lesson_self_check(*lesson, ok).c_str());
-        state.checks_failed = state.checks_failed || !ok;
-        if (clicking) {
-            // The click must have pressed exactly that button, and its command must have
-            // changed the panel's inputs (the refreshed self-check lines above show them).
-            const bool pressed = lesson->presses == 1 && lesson->pressed == lesson->click_index;
-            const bool changed = lesson->error.empty() && !lesson->changed.empty();
-            const std::string what = !pressed  ? "the button was not pressed: NO"
-                                     : changed ? "set: " + lesson->changed
-                                               : "nothing changed: NO " + lesson->error;
-            std::printf("lesson %d: Try %d clicked: %s\n", lesson->lesson, opt.click_try,
-                        what.c_str());
-            state.checks_failed = state.checks_failed || !pressed || !changed;
-        }
-    }
-    if (state.print_checks) {
-        // issue 17: the prompt's characters asked of the font atlas, one by one.
-        bool ok = false;
-        std::printf("%s\n", text_self_check(*io.Fonts->Fonts[0], fonts, state.prompt, ok).c_str());
-        state.checks_failed = state.checks_failed || !ok;
-    }
-    if (headless && measure_scale) {
-        // issue 17: sizes at scale 1 against sizes at the launch scale, and nothing cut off.
-        const ScaleProbe now = probe_sizes(state);
-        bool ok = true;
-        const float s = scale;
-        std::string line =
-            "scale: " + std::to_string(s).substr(0, 4) + " (--scale " + opt.scale + " x monitor " +
-            std::to_string(content_scale).substr(0, 4) +
-            "): " + ratio_text("font", at_one.font, now.font, s, 0.01f, ok) + ", " +
-            ratio_text("frame height", at_one.frame_h, now.frame_h, s, 2, ok) + ", " +
-            ratio_text("text width", at_one.text_w, now.text_w, s, 0.01f * s * at_one.text_w + 1,
-                       ok) +
-            ", " +
-            (at_one.button_w > 0
-                 ? ratio_text("Reset button width", at_one.button_w, now.button_w, s,
-                              2 + 0.01f * s * at_one.button_w, ok) +
-                       ", " + ratio_text("height", at_one.button_h, now.button_h, s, 2, ok)
-                 : std::string("no Reset button in this view (a lesson alone)"));
-        int sideways = 0;
-        record_windows(layout, sideways);
-        const std::string clipped = window_failures(layout);
-        ok = ok && clipped.empty();
-        line += "; every window inside the " + std::to_string(opt.width) + "x" +
-                std::to_string(opt.height) + " window, nothing cut off at an edge (" +
-                std::to_string(sideways) + " scrolled sideways): " +
-                (ok ? "yes" : "NO" + (clipped.empty() ? "" : " (" + clipped + ")"));
-        std::printf("%s\n", line.c_str());
-        state.checks_failed = state.checks_failed || !ok;
-    } else if (headless || opt.frames > 0) {
-        int sideways = 0;
-        record_windows(layout, sideways);
-        const std::string clipped = window_failures(layout);
-        std::printf(
-            "layout: every window inside the %dx%d window at scale %.2f, nothing cut off "
-            "at an edge (%d scrolled sideways): %s\n",
-            opt.width, opt.height, scale, sideways,
-            clipped.empty() ? "yes" : ("NO (" + clipped + ")").c_str());
-        state.checks_failed = state.checks_failed || !clipped.empty();
-    }
-    if (headless || opt.frames > 0) {
-        // issue 45: every text, control, table and chart of the last frame, as read.
-        const CheckResult readable = check_layout(layout);
-        std::printf("%s\n", readable.line.c_str());
-        state.checks_failed = state.checks_failed || !readable.ok;
-    }
-    if (opt.print_command) {
-        // issue 17: the command for this view, and the numbers it must reproduce.
-        std::string why_not;
-        const std::vector<std::string> words = view_command(state, snap, state.model_dir, why_not);
-        std::printf("command: %s\n", words.empty() ? why_not.c_str() : shell_join(words).c_str());
-        const std::string numbers = view_numbers(state, snap);
-        if (!numbers.empty()) std::printf("viewer computed: %s\n", numbers.c_str());
-    }
-    if (headless && state.scene == Scene::kKv && state.serving_view && snap.serving.ready) {
-        // issue 45: the shared pool opens where blocks are shared (opening_stage).
-        const StepView v = step_view(snap, state);
-        const int most = opening_stage(snap.serving);
-        std::printf(
-            "kv pool: step in view %d of %d: %d blocks shared by several requests (the most, "
-            "%d, first after step %d)\n",
-            v.stages_done, v.n_stages,
-            shared_blocks(snap.serving.stages[static_cast<std::size_t>(v.stages_done)]),
-            shared_blocks(snap.serving.stages[static_cast<std::size_t>(most)]), most);
-    }
-    if (headless || !keys.empty()) {
-        const StepView v = step_view(snap, state);
-        std::printf("cursor: %s step %d/%d + %d/%d layers, playing: %s, scale %.4g\n",
-                    scene_name(state.scene), v.stages_done, v.n_stages, v.layers_done, v.n_layers,
-                    state.playing ? "yes" : "no", scale);
-    }
-    if (target) {
-        target->save_png(opt.screenshot);
-        std::printf("wrote %s (%dx%d, scene %s)\n", opt.screenshot.c_str(), opt.width, opt.height,
-                    scene_name(state.scene));
-    }
-    if (opt.report_frame_time && !frame_ms.empty()) {
-        // Wall time is what a person sees; CPU time (all threads, llvmpipe's
-        // rasterizer threads included) is what the frame costs on a busy machine.
-        const int t = snap.mask.ready ? snap.mask.n_tokens() : 0;
-        std::printf(
-            "median frame time: %.2f ms over %zu frames (%dx%d, scene %s, %d prompt "
-            "tokens, %s); median CPU time per frame %.2f ms\n",
-            median_after_warmup(frame_ms), frame_ms.size() - 2, opt.width, opt.height,
-            scene_name(state.scene), t, reinterpret_cast<const char*>(glGetString(GL_RENDERER)),
-            median_after_warmup(frame_cpu_ms));
-    }
+    // 4. Results: the self-check lines (run_report.h).
+    print_run_report({opt, state, snap, lesson.get(), clicking, *io.Fonts->Fonts[0], fonts,
+                      headless, measure_scale, scale, content_scale, at_one, layout, !keys.empty(),
+                      target.get(), frame_ms, frame_cpu_ms});
     target.reset();
     release_texture(state.heatmap);
     release_texture(state.heatmap_compare);
