@@ -93,6 +93,53 @@ double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
     return diff / scale;
 }
 
+// One product's operands on the device, random (a fixed generator), and
+// cuBLAS's out = x · wᵀ on them; freed with it.
+struct Product {
+    const Shape& s;
+    cublasHandle_t handle;
+    float* x = nullptr;
+    float* w = nullptr;
+    float* out = nullptr;
+    std::size_t n_out;
+
+    Product(const Shape& shape, cublasHandle_t h, std::mt19937& rng)
+        : s(shape), handle(h), n_out(std::size_t(shape.m) * shape.n) {
+        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+        const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
+        std::vector<float> hx(nx), hw(nw);
+        for (float& v : hx) v = dist(rng);
+        for (float& v : hw) v = dist(rng);
+        PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMalloc(&out, n_out * sizeof(float)));
+        PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+        PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    ~Product() {
+        cudaFree(x);
+        cudaFree(w);
+        cudaFree(out);
+    }
+    Product(const Product&) = delete;
+    Product& operator=(const Product&) = delete;
+
+    // out row-major (M, N) is column-major (N, M): C = wᵀ(as stored, K x N col-major)ᵀ · x.
+    void cublas() const {
+        const float one = 1, zero = 0;
+        CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k, x,
+                                 s.k, &zero, out, s.n));
+    }
+    void poison() const { PLAB_CUDA_CHECK(cudaMemset(out, 0xff, n_out * sizeof(float))); }
+    // What `run` writes, after poisoning out with NaN.
+    template <typename F>
+    std::vector<float> result_of(F&& run) const {
+        poison();
+        run();
+        return download(out, n_out);
+    }
+};
+
 // The one-row products of a decode step: matmul_tiled (gpu's kernel for them
 // before matmul_rows), matmul_rows and cuBLAS, in µs and weight GB/s.
 void decode_products(cublasHandle_t handle) {
@@ -115,46 +162,24 @@ void decode_products(cublasHandle_t handle) {
     std::printf("%-22s %5s %5s %5s  %8s %8s %8s  %8s %8s %8s  %9s\n", "", "", "", "", "us", "us",
                 "us", "GB/s", "GB/s", "GB/s", "rows");
     std::mt19937 rng(17);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const Shape& s : shapes) {
-        const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
-        const std::size_t no = std::size_t(s.m) * s.n;
-        std::vector<float> hx(nx), hw(nw);
-        for (float& v : hx) v = dist(rng);
-        for (float& v : hw) v = dist(rng);
-        float *x, *w, *out;
-        PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMalloc(&out, no * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
-        PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
-        const float one = 1, zero = 0;
-        auto cublas = [&] {
-            CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k,
-                                     x, s.k, &zero, out, s.n));
-        };
-        auto tiled = [&] { launch_matmul_tiled(out, x, w, s.m, s.n, s.k); };
+        const Product p(s, handle, rng);
+        auto cublas = [&] { p.cublas(); };
+        auto tiled = [&] { launch_matmul_tiled(p.out, p.x, p.w, s.m, s.n, s.k); };
         MatmulParts part;
-        part.out[0] = out;
-        part.w[0] = w;
+        part.out[0] = p.out;
+        part.w[0] = p.w;
         part.n[0] = s.n;
         part.count = 1;
-        auto rows = [&] { launch_matmul_rows_parts(x, s.m, s.k, part); };
-        PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float)));
-        cublas();
-        const std::vector<float> ref = download(out, no);
-        PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float)));
-        rows();
-        const double err_rows = rel_error(download(out, no), ref);
+        auto rows = [&] { launch_matmul_rows_parts(p.x, s.m, s.k, part); };
+        const std::vector<float> ref = p.result_of(cublas);
+        const double err_rows = rel_error(p.result_of(rows), ref);
         const double us_tiled = 1e3 * median_ms(tiled, 50), us_rows = 1e3 * median_ms(rows, 50),
                      us_cublas = 1e3 * median_ms(cublas, 50);
-        const double bytes = 4.0 * double(nw);
+        const double bytes = 4.0 * s.n * s.k;
         std::printf("%-22s %5d %5d %5d  %8.2f %8.2f %8.2f  %8.0f %8.0f %8.0f  %9.2e\n", s.what, s.m,
                     s.n, s.k, us_tiled, us_rows, us_cublas, bytes / us_tiled / 1e3,
                     bytes / us_rows / 1e3, bytes / us_cublas / 1e3, err_rows);
-        PLAB_CUDA_CHECK(cudaFree(x));
-        PLAB_CUDA_CHECK(cudaFree(w));
-        PLAB_CUDA_CHECK(cudaFree(out));
     }
 }
 
@@ -186,43 +211,19 @@ int run() {
     std::printf("%-22s %5s %5s %5s  %-8s %9s %9s %9s  %7s %7s  %9s %9s\n", "", "", "", "", "",
                 "GFLOP/s", "GFLOP/s", "GFLOP/s", "of cuBL", "of cuBL", "tiled", "blocked");
     std::mt19937 rng(13);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (const Shape& s : shapes) {
-        const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
-        const std::size_t no = std::size_t(s.m) * s.n;
-        std::vector<float> hx(nx), hw(nw);
-        for (float& v : hx) v = dist(rng);
-        for (float& v : hw) v = dist(rng);
-        float *x, *w, *out;
-        PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMalloc(&out, no * sizeof(float)));
-        PLAB_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
-        PLAB_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
+        const Product p(s, handle, rng);
         const int batch = s.m >= 4096 ? 5 : 50;
         const bool big = s.m >= 8192;  // the 16x16 kernel takes seconds there
+        auto cublas = [&] { p.cublas(); };
+        auto tiled = [&] { launch_matmul_tiled(p.out, p.x, p.w, s.m, s.n, s.k); };
+        auto blocked = [&] { launch_matmul_blocked(p.out, p.x, p.w, s.m, s.n, s.k); };
 
-        auto poison = [&] { PLAB_CUDA_CHECK(cudaMemset(out, 0xff, no * sizeof(float))); };
-        // out row-major (M, N) is column-major (N, M): C = wᵀ(as stored, K x N col-major)ᵀ · x.
-        const float one = 1, zero = 0;
-        auto cublas = [&] {
-            CHECK_CUBLAS(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.n, s.m, s.k, &one, w, s.k,
-                                     x, s.k, &zero, out, s.n));
-        };
-        auto tiled = [&] { launch_matmul_tiled(out, x, w, s.m, s.n, s.k); };
-        auto blocked = [&] { launch_matmul_blocked(out, x, w, s.m, s.n, s.k); };
-
-        poison();
-        cublas();
-        const std::vector<float> ref = download(out, no);
-        poison();
-        blocked();
-        const double err_blocked = rel_error(download(out, no), ref);
+        const std::vector<float> ref = p.result_of(cublas);
+        const double err_blocked = rel_error(p.result_of(blocked), ref);
         double err_tiled = NAN, t_tiled = NAN;
         if (!big) {
-            poison();
-            tiled();
-            err_tiled = rel_error(download(out, no), ref);
+            err_tiled = rel_error(p.result_of(tiled), ref);
             t_tiled = median_ms(tiled, batch);
         }
         const double t_cublas = median_ms(cublas, batch);
@@ -235,9 +236,6 @@ int run() {
                     s.what, s.m, s.n, s.k, tile_name, gflop / t_tiled * 1e3,
                     gflop / t_blocked * 1e3, gflop / t_cublas * 1e3, 100 * t_cublas / t_tiled,
                     100 * t_cublas / t_blocked, err_tiled, err_blocked);
-        PLAB_CUDA_CHECK(cudaFree(x));
-        PLAB_CUDA_CHECK(cudaFree(w));
-        PLAB_CUDA_CHECK(cudaFree(out));
     }
     decode_products(handle);
     CHECK_CUBLAS(cublasDestroy(handle));
