@@ -21,7 +21,10 @@
 #      its wall time — how much of a prefill the kernels themselves take; then
 #      gpu on the stories110M shape at 2048 tokens (issue 13's GPU target), and
 #      kernels/bench/gemm_kernels.cu: matmul_tiled and matmul_blocked against
-#      cuBLAS SGEMM on the products those prefills make (GFLOP/s, error),
+#      cuBLAS SGEMM on the products those prefills make (GFLOP/s, error), and
+#      matmul_tiled, matmul_rows and cuBLAS on a decode step's one-row
+#      products (us, weight GB/s); the decode rows and the op table of one
+#      decode step (stories15M, then stories110M) against the bandwidth bound,
 #   7. the table last: per backend (cpu-ref, cpu, gpu-ref, gpu) and prompt
 #      length (128, 512, 2048) on a random stories15M-shaped model: prefill
 #      time and tokens/s (median of 3 runs after a warm-up), max |diff| of the
@@ -222,11 +225,19 @@ run_step bench "$plab" bench --backends gpu-ref,gpu --lengths "$lengths" --repea
 grep -A 1 "^Device" "$logs/bench.log" | grep -v "Device time by op" | head -n 2
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench.log" | head -n 12
 grep -A 14 "Device time by op" "$logs/bench.log" | head -n 60
+# Decode (issue 47, part 3): the rows against the bandwidth bound, and the op
+# table of one decode step (launches and device time per op).
+decode_tables() {
+    sed -n '/^Decode (one token per step/,/^$/p' "$1"
+    sed -n '/one decode step after/,/every op/p' "$1"
+}
+decode_tables "$logs/bench.log"
 test_step bench-110m "$plab" bench --shape stories110m --backends gpu --lengths 2048 --repeats 3 \
     --decode-steps 16
 grep -A 1 "^Device" "$logs/bench-110m.log" | grep -v "Device time by op" | head -n 2
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench-110m.log" | head -n 4
 grep -A 14 "Device time by op" "$logs/bench-110m.log" | head -n 16
+decode_tables "$logs/bench-110m.log"
 # The GEMM kernels alone against cuBLAS (the build's gemm_kernels target, made
 # where CMake found cuBLAS).
 if [[ -x "$build/gemm_kernels" ]]; then
