@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/error.h"
 #include "model/gguf.h"
 #include "model/rope_permute.h"
 #include "model/tokenizers/tokenizer_gguf.h"
+#include "model/weights.h"
 
 namespace plab {
 namespace {
@@ -98,11 +98,7 @@ struct TensorTaker {
     std::vector<float> take(const std::string& name, std::vector<std::int64_t> shape) {
         const gguf::TensorInfo* t = f.find_tensor(name);
         PLAB_CHECK(t != nullptr, where << ": tensor " << name << " is missing");
-        std::ostringstream want, got;
-        for (auto d : shape) want << d << ' ';
-        for (auto d : t->shape()) got << d << ' ';
-        PLAB_CHECK(t->shape() == shape, where << ": tensor " << name << " has shape [ " << got.str()
-                                              << "], the metadata needs [ " << want.str() << "]");
+        check_tensor_shape(where, name, t->shape(), shape, "metadata");
         used[name] = true;
         return gguf::read_tensor(f, *t, bytes, where).data;
     }

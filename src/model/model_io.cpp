@@ -36,12 +36,7 @@ std::vector<float> take(TensorMap& m, const std::string& name, std::vector<std::
                         const std::string& file) {
     auto it = m.find(name);
     PLAB_CHECK(it != m.end(), file << ": tensor " << name << " is missing");
-    std::ostringstream want, got;
-    for (auto d : shape) want << d << ' ';
-    for (auto d : it->second.shape) got << d << ' ';
-    PLAB_CHECK(it->second.shape == shape, file << ": tensor " << name << " has shape [ "
-                                               << got.str() << "], the config needs [ "
-                                               << want.str() << "]");
+    check_tensor_shape(file, name, it->second.shape, shape, "config");
     std::vector<float> data = std::move(it->second.data);
     m.erase(it);
     return data;

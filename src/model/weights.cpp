@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -89,6 +90,17 @@ Weights make_random_weights(const ModelConfig& config, std::uint64_t seed) {
     w.final_norm = norm(d);
     if (!config.tied_embeddings) w.classifier = linear(v, d);
     return w;
+}
+
+void check_tensor_shape(const std::string& file, const std::string& name,
+                        const std::vector<std::int64_t>& got, const std::vector<std::int64_t>& want,
+                        const char* needed_by) {
+    if (got == want) return;
+    std::ostringstream g, w;
+    for (auto d : got) g << d << ' ';
+    for (auto d : want) w << d << ' ';
+    PLAB_CHECK(false, file << ": tensor " << name << " has shape [ " << g.str() << "], the "
+                           << needed_by << " needs [ " << w.str() << "]");
 }
 
 }  // namespace plab

@@ -39,6 +39,13 @@ struct Weights {
     void validate() const;
 };
 
+// A tensor read from a model file has the shape its config (or GGUF
+// metadata: `needed_by`) implies: one error naming the file, the tensor and
+// both shapes otherwise (model_io.cpp's and gguf_model.cpp's readers).
+void check_tensor_shape(const std::string& file, const std::string& name,
+                        const std::vector<std::int64_t>& got, const std::vector<std::int64_t>& want,
+                        const char* needed_by);
+
 // Seeded random weights (normal, std 0.02 like GPT-2/Llama init; norms near 1),
 // so that tests and benchmarks never run on zeros.
 Weights make_random_weights(const ModelConfig& config, std::uint64_t seed);
