@@ -522,10 +522,10 @@ private:
     }
 
     // One attention call whose block table is on the device already. Past the
-    // largest head size flash attention is compiled for (kFlashMaxHeadDim, 128:
-    // Gemma's and some Qwen heads are 256) the fast backend runs the reference
-    // kernel, the generic path: any head size, exact softmax, and bits that do
-    // not depend on the chunking either (a block per query row, keys in order).
+    // largest head size flash attention is compiled for (kFlashMaxHeadDim, 256:
+    // Gemma's) the fast backend runs the reference kernel, the generic path:
+    // any head size, exact softmax, and bits that do not depend on the
+    // chunking either (a block per query row, keys in order).
     void attend(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool, const int32_t* d_table,
                 const AttentionShape& s) {
         const AttentionShape ds = with_device_mask(s);

@@ -54,15 +54,16 @@ constexpr int kFlashWarps = 8;         // attention_flash: warps per block (2 gr
 // The head dims attention_flash is compiled for, one kernel instantiation each
 // (the only list: the dispatch, the error message and the tests read it).
 // 1 is the toy's (lessons/01), 16 the `small` shape's, 32 the shipped model's
-// (assets/), 48 stories15M's, 64..128 common Llama-family sizes; 2..8 the
-// tiny random test models'.
+// (assets/), 48 stories15M's, 64..128 common Llama-family sizes, 160..256
+// larger heads; 2..8 the tiny random test models'.
 // Any other head_dim from 1 to kFlashMaxHeadDim runs on the smallest listed
 // size above it, its extra components zero (issue 47): a padded bucket adds
 // q·0·k = +0 to each score and never writes its extra output columns.
-inline constexpr int kFlashHeadDims[] = {1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128};
-// 160, 192 and 256 buckets compile and fit every profile, but gave wrong
-// outputs under the emulator (issue 47, left open): up to 128 for now.
-constexpr int kFlashMaxHeadDim = 128;
+inline constexpr int kFlashHeadDims[] = {1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 160, 192, 256};
+// 160 (Qwen, Phi), 192 and 256 (Gemma) too: every head_dim up to 256 runs on
+// flash attention. (They once gave wrong outputs under the emulator: GCC 12's
+// value-range propagation miscompiled the kernel there; kernels/CMakeLists.txt.)
+constexpr int kFlashMaxHeadDim = 256;
 // The compiled size a head_dim runs on (0 past kFlashMaxHeadDim).
 constexpr int flash_bucket(int head_dim) {
     for (int dh : kFlashHeadDims)

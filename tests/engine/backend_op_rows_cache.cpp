@@ -256,7 +256,7 @@ OpRow rope_kv_append_row() {
 // gpu's 64-query tile and one more; 129 keys), GQA, block
 // sizes that do not divide the keys, Dh odd (7, 33: gpu's flash kernel runs
 // them on the next compiled head dim, 8 and 48, with the extra components
-// zero — kernels/kernels.h; above 128 gpu runs gpu-ref's kernel), Dh 32 with blocks of
+// zero — kernels/kernels.h; above 256 gpu runs gpu-ref's kernel), Dh 32 with blocks of
 // 16 (cpu's decode reads K from its transposed mirror), and masks that look
 // back a window (its unseen blocks freed in the last case), forward in a
 // prefix, and modify scores.
