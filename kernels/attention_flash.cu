@@ -90,6 +90,12 @@
 // row's sums are its own), then the key tile (the bits change: tiles of
 // other sizes fold and rescale other runs of keys); chunked == whole holds
 // for every choice. kernels/README.md has the table.
+// Decode (issue 47): a call of at most 16 queries (a decode step, a small
+// chunk) launches the instantiation with a 16-query tile and the same key
+// tile (flash_decode_tiles in kernels.h): each thread computes 1 row instead
+// of 4, where 3 of the 4 would be rows past the call, and every row's sums
+// are the ones it had (tests/gpu/test_decode_kernels.cpp checks decode-shaped
+// chunks against the whole prompt, bitwise).
 // Left out: tensor cores (mma), splitting long sequences across blocks
 // (FlashDecoding: the merge of step 7 across blocks, through global memory),
 // double-buffered K/V tiles, fp16.
@@ -518,13 +524,25 @@ long long flash_shared_limit() {
 // kFlashSharedLimits (bucket-major) equal to (bucket, limit): one
 // instantiation per bucket and limit, the same tiles compiled once.
 constexpr std::size_t kLimits = std::size(kFlashSharedLimits);
+// The index runs over both tilings: I < kPrefillTilings a prefill tiling,
+// I >= kPrefillTilings the decode tiling (16 queries, the same keys) of I -
+// kPrefillTilings.
+constexpr std::size_t kPrefillTilings = std::size(kFlashHeadDims) * kLimits;
 template <std::size_t I>
 constexpr FlashTiles tiles_of() {
-    return flash_tiles_for(kFlashHeadDims[I / kLimits], kFlashSharedLimits[I % kLimits]);
+    constexpr std::size_t J = I % kPrefillTilings;
+    constexpr FlashTiles prefill =
+        flash_tiles_for(kFlashHeadDims[J / kLimits], kFlashSharedLimits[J % kLimits]);
+    if constexpr (I >= kPrefillTilings) {
+        return flash_decode_tiles(prefill);
+    } else {
+        return prefill;
+    }
 }
 template <typename F, std::size_t... I>
-bool dispatch_tiles(int bucket, long long limit, F&& f, std::index_sequence<I...>) {
-    return ((bucket == kFlashHeadDims[I / kLimits] && limit == kFlashSharedLimits[I % kLimits]
+bool dispatch_tiles(int bucket, long long limit, bool decode, F&& f, std::index_sequence<I...>) {
+    return ((bucket == kFlashHeadDims[I % kPrefillTilings / kLimits] &&
+                     limit == kFlashSharedLimits[I % kLimits] && decode == (I >= kPrefillTilings)
                  ? (f(std::integral_constant<std::size_t, I>{}), true)
                  : false) ||
             ...);
@@ -542,19 +560,24 @@ FlashTiles flash_tiles(int head_dim) {
     return t;
 }
 
+FlashTiles flash_tiles(int head_dim, int n_queries) {
+    const FlashTiles prefill = flash_tiles(head_dim);
+    return n_queries <= kFlashDecodeQueries ? flash_decode_tiles(prefill) : prefill;
+}
+
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
                                   const AttentionShape& s, unsigned long long* tile_counts) {
-    const FlashTiles tiles = flash_tiles(s.head_dim);
+    const FlashTiles tiles = flash_tiles(s.head_dim, s.n_queries);
     const bool launched = dispatch_tiles(
-        tiles.head_dim, flash_shared_limit(),
+        tiles.head_dim, flash_shared_limit(), s.n_queries <= kFlashDecodeQueries,
         [&](auto index) {
             constexpr FlashTiles t = tiles_of<decltype(index)::value>();
             static_assert(t.queries > 0, "every bucket has tiles under every limit");
             launch_flash<t.head_dim, t.queries, t.keys>(out, q, k_pool, v_pool, block_table, s,
                                                         tile_counts);
         },
-        std::make_index_sequence<std::size(kFlashHeadDims) * kLimits>{});
+        std::make_index_sequence<2 * kPrefillTilings>{});
     PLAB_ASSERT(launched);
     return tiles;
 }

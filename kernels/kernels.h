@@ -108,6 +108,19 @@ constexpr FlashTiles flash_tiles_for(int dh, long long limit_bytes) {
 // shared-memory limit queried once); a plab::Error when head_dim is outside
 // 1..kFlashMaxHeadDim or the device has under 64 KiB a block.
 FlashTiles flash_tiles(int head_dim);
+// A call of at most kFlashDecodeQueries queries (a decode step, a small
+// chunk) takes a 16-query tile with flash_tiles' key tile: each thread then
+// holds 1 query row instead of 4, where 3 of the 4 would be past the call's
+// queries. The key tile, and so every row's bits, are flash_tiles' own (a
+// row's sums do not depend on the query tile).
+constexpr int kFlashDecodeQueries = 16;
+constexpr FlashTiles flash_decode_tiles(const FlashTiles& prefill) {
+    return {prefill.head_dim, kFlashDecodeQueries, prefill.keys,
+            flash_shared_bytes(prefill.head_dim, kFlashDecodeQueries, prefill.keys)};
+}
+// The tiles of a call of n_queries queries: flash_tiles(head_dim), or its
+// decode tiles for n_queries <= kFlashDecodeQueries.
+FlashTiles flash_tiles(int head_dim, int n_queries);
 
 // out (C, D) = table (V, D) rows tokens[0..C)
 __global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,

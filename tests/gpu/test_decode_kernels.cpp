@@ -16,6 +16,7 @@
 
 #include "gpu_test_util.h"
 #include "kernels.h"
+#include "runtime/equivalence.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 
@@ -197,6 +198,34 @@ TEST_CASE("gpu decode kernels: RoPE of Q and K with the K/V append is one launch
                                   "the V pool");
             // And the rotation happened (a head_dim of 1 has no pair to rotate).
             if (half > 0) CHECK(to_host(*gpu, fused.k) != k);
+        }
+    }
+}
+
+TEST_CASE("gpu decode kernels: decode-shaped chunks give the whole prefill's bits",
+          "[gpu][prefill][decode]") {
+    // Chunks of 1 to 8 rows take matmul_rows and the fused ops, chunks of up to
+    // 16 queries flash attention's 16-query tiles; the whole 40-token prompt
+    // takes matmul_tiled/blocked and 64-query tiles. Every plan must give the
+    // whole prompt's logits and K/V bit for bit (stories15M's head_dim, 48,
+    // and 64; GQA 2:1).
+    const int kTokens = 40;
+    for (const int dh : {48, 64}) {
+        const ModelConfig config = small_config(96, 2, 4, 2, dh, 160, 97, 64);
+        const Weights weights = make_random_weights(config, 6100 + dh);
+        const auto tokens = random_tokens(kTokens, config.vocab_size, 6101 + dh);
+        for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+            INFO(gpu->name() << " Dh=" << dh);
+            const DeviceModel model(*gpu, weights);
+            const PrefillSnapshot whole =
+                run_prefill_snapshot(model, tokens, parse_chunk_plan("full", kTokens));
+            require_not_all_zero(whole.last_logits, "whole prefill logits");
+            for (const char* plan : {"39,1", "16,16,8", "8,7,1,24", "1"}) {
+                INFO("plan " << plan);
+                const PrefillSnapshot s =
+                    run_prefill_snapshot(model, tokens, parse_chunk_plan(plan, kTokens));
+                REQUIRE(compare_snapshots(s, whole).bitwise());
+            }
         }
     }
 }

@@ -147,12 +147,17 @@ TEST_CASE("gpu flash attention: every head_dim instantiation against cpu-ref on 
                     require_allclose(got, want, 1e-6, 1e-5,
                                      "online softmax reorders sums; library expf: a few ulp");
                     const AttentionTileCounts n = gpu->attention_tile_counts();
-                    // The tiles chosen for this Dh and device (kernels.h flash_tiles):
-                    // 64 x 64 (v3) where shared memory allows.
+                    // The tiles chosen for this Dh, device and call (kernels.h
+                    // flash_tiles): 64 x 64 (v3) where shared memory allows; 16
+                    // queries a tile for a call of at most 16 (the same key tile).
                     if (gpu->name() == "gpu (emulated)") {
-                        const gpu_emulated::FlashTiles t = gpu_emulated::flash_tiles(dh);
+                        const gpu_emulated::FlashTiles t =
+                            gpu_emulated::flash_tiles(dh, c.n_queries);
                         REQUIRE(n.query_tile == t.queries);
                         REQUIRE(n.key_tile == t.keys);
+                        REQUIRE(t.keys == gpu_emulated::flash_tiles(dh).keys);
+                        REQUIRE(t.queries ==
+                                (c.n_queries <= 16 ? 16 : gpu_emulated::flash_tiles(dh).queries));
                     }
                     const AttentionTileCounts e = expected_counts(p.s, n.query_tile, n.key_tile);
                     REQUIRE(n.skipped == e.skipped);

@@ -60,6 +60,11 @@ TEST_CASE("gpu flash attention: tiles fit every architecture's shared memory at 
             REQUIRE(t.keys >= 8);
             REQUIRE(t.shared_bytes == emu::flash_shared_bytes(t.head_dim, t.queries, t.keys));
             REQUIRE(t.shared_bytes <= static_cast<long long>(p.shared_per_block));
+            // A decode step's tiles: 16 queries, the same key tile (the same bits).
+            const emu::FlashTiles d = emu::flash_decode_tiles(t);
+            REQUIRE(d.queries == 16);
+            REQUIRE(d.keys == t.keys);
+            REQUIRE(d.shared_bytes <= t.shared_bytes);
             // The compiled sizes up to 128 keep v4's tiles (and bits) where they fit.
             if (limit >= 163 * 1024 && t.head_dim <= 128) {
                 REQUIRE(t.queries == 64);
