@@ -21,7 +21,7 @@
 //   argmax      argmax_ref_kernel                argmax_fast_kernel
 //   // clang-format on
 //
-// Timing that measures kernels (issue 14): the small integer arrays stay on
+// Timing that measures kernels (issue 14; gpu_host_state.h): the small integer arrays stay on
 // the device between ops (ResidentArray) and cross the bus only when they
 // change — once per chunk for the KV slots and the block table, which every
 // layer shares — asynchronously from pinned host memory; and with
@@ -43,6 +43,7 @@
 
 #include "core/kv_layout.h"
 #include "gpu_backend.h"
+#include "gpu_host_state.h"
 #include "kernels.h"
 #include "simt/simt_async.h"
 
@@ -59,135 +60,9 @@ bool emulated_named_native_for_tests() {
     return v != nullptr && std::string(v) == "native";
 }
 
-// Device-side op timing: a pair of CUDA events per op, reused between reads.
-class OpClock {
-public:
-    OpClock() = default;
-    ~OpClock() {
-        for (auto& e : events_) {
-            cudaEventDestroy(e.start);
-            cudaEventDestroy(e.stop);
-        }
-    }
-    OpClock(const OpClock&) = delete;
-    OpClock& operator=(const OpClock&) = delete;
-
-    bool on = false;
-
-    // Records the start of op `name`; returns its index, or -1 when timing is off.
-    int start(const char* name) {
-        if (!on) return -1;
-        if (used_ == events_.size()) {
-            Pair p;
-            PLAB_CUDA_CHECK(cudaEventCreate(&p.start));
-            PLAB_CUDA_CHECK(cudaEventCreate(&p.stop));
-            events_.push_back(p);
-        }
-        events_[used_].name = name;
-        PLAB_CUDA_CHECK(cudaEventRecord(events_[used_].start, 0));
-        return static_cast<int>(used_++);
-    }
-    // Records the end of op i. Unchecked because it runs in a destructor: a
-    // failing record here is reported by the next checked call.
-    void stop(int i) noexcept {
-        if (i >= 0) cudaEventRecord(events_[std::size_t(i)].stop, 0);
-    }
-    // Every op timed since the last take, in launch order (waits for the last one).
-    std::vector<DeviceOpTime> take() {
-        std::vector<DeviceOpTime> out;
-        if (used_ == 0) return out;
-        PLAB_CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1].stop));
-        for (std::size_t i = 0; i < used_; ++i) {
-            float from_first = 0, ms = 0;
-            PLAB_CUDA_CHECK(cudaEventElapsedTime(&from_first, events_[0].start, events_[i].start));
-            PLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].start, events_[i].stop));
-            out.push_back({events_[i].name, from_first, ms});
-        }
-        used_ = 0;
-        return out;
-    }
-
-private:
-    struct Pair {
-        cudaEvent_t start = nullptr;
-        cudaEvent_t stop = nullptr;
-        const char* name = "";
-    };
-    std::vector<Pair> events_;
-    std::size_t used_ = 0;  // pairs recorded since the last take()
-};
-
-// One op timed from construction to destruction (nothing when timing is off).
-class TimedOp {
-public:
-    TimedOp(OpClock& clock, const char* name) : clock_(clock), index_(clock.start(name)) {}
-    ~TimedOp() { clock_.stop(index_); }
-    TimedOp(const TimedOp&) = delete;
-    TimedOp& operator=(const TimedOp&) = delete;
-
-private:
-    OpClock& clock_;
-    int index_;
-};
-
-// A small array of 32-bit integers (tokens, KV slots, a block table, a mask's
-// data words) kept on the device between ops and copied again only when it
-// changes. Every layer of a chunk reads the same slots and block table, so
-// they cross the bus once per chunk instead of once per layer. The copy is
-// asynchronous, from pinned host memory: the host writes the pinned staging
-// area only after the device has finished reading its previous contents.
-template <typename T>
-class ResidentArray {
-public:
-    ResidentArray() = default;
-    ~ResidentArray() {
-        if (ready_ != nullptr) cudaEventDestroy(ready_);
-        cudaFreeHost(staging_);
-        cudaFree(device_);
-    }
-    ResidentArray(const ResidentArray&) = delete;
-    ResidentArray& operator=(const ResidentArray&) = delete;
-
-    const T* upload(std::span<const T> values, OpClock& clock) {
-        if (valid_ && values.size() == host_.size() &&
-            std::equal(values.begin(), values.end(), host_.begin())) {
-            return device_;  // already there: no copy
-        }
-        if (ready_ == nullptr) PLAB_CUDA_CHECK(cudaEventCreate(&ready_));
-        // The previous copy out of the staging area must be done before it is
-        // rewritten (or freed).
-        PLAB_CUDA_CHECK(cudaEventSynchronize(ready_));
-        if (values.size() > capacity_) {
-            // cudaFree waits for the device, so no queued kernel still reads it.
-            PLAB_CUDA_CHECK(cudaFree(device_));
-            PLAB_CUDA_CHECK(cudaFreeHost(staging_));
-            device_ = nullptr;
-            staging_ = nullptr;
-            capacity_ = std::max<std::size_t>(values.size(), 1024);
-            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device_), capacity_ * sizeof(T)));
-            PLAB_CUDA_CHECK(
-                cudaMallocHost(reinterpret_cast<void**>(&staging_), capacity_ * sizeof(T)));
-        }
-        if (!values.empty()) std::memcpy(staging_, values.data(), values.size() * sizeof(T));
-        {
-            TimedOp t(clock, "upload");
-            PLAB_CUDA_CHECK(cudaMemcpyAsync(device_, staging_, values.size() * sizeof(T),
-                                            cudaMemcpyHostToDevice, 0));
-        }
-        PLAB_CUDA_CHECK(cudaEventRecord(ready_, 0));
-        host_.assign(values.begin(), values.end());
-        valid_ = true;
-        return device_;
-    }
-
-private:
-    T* device_ = nullptr;
-    T* staging_ = nullptr;  // pinned host memory
-    std::size_t capacity_ = 0;
-    cudaEvent_t ready_ = nullptr;  // recorded after the last copy out of staging_
-    std::vector<T> host_;          // what device_ holds now
-    bool valid_ = false;
-};
+using gpu_host::OpClock;
+using gpu_host::ResidentArray;
+using gpu_host::TimedOp;
 
 class GpuBackend final : public Backend {
 public:
