@@ -37,8 +37,6 @@
 // Left out: 16-byte loads, double buffering the slices, and one warp per
 // output with the chain's k split over its lanes (the fastest GEMV, but a
 // different sum: the bits would follow the kernel, not the row).
-#include <string>
-
 #include "kernels.h"
 
 namespace plab::PLAB_SIMT_NS {
