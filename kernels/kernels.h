@@ -170,6 +170,38 @@ struct MatmulParts {
         return total;
     }
 };
+// Where a block of a parts launch works: the parts' column tiles lie side by
+// side along grid.x (Q's, then K's, then V's), `tile_cols` outputs wide; the
+// block's part (its out, w and n) and its tile within that part. The same for
+// every thread of the block; selects, not an indexed array (which would put
+// the parameters in local memory). matmul_blocked and matmul_rows share it.
+struct PartTile {
+    float* out;
+    const float* w;
+    int n;
+    int tile;
+};
+__device__ __forceinline__ PartTile part_tile(const MatmulParts& parts, int tile, int tile_cols) {
+    int part = 0;
+    PLAB_UNROLL
+    for (int p = 0; p + 1 < kMaxMatmulParts; ++p) {
+        const int part_tiles = (parts.n[p] + tile_cols - 1) / tile_cols;
+        if (part == p && p + 1 < parts.count && tile >= part_tiles) {
+            tile -= part_tiles;
+            part = p + 1;
+        }
+    }
+    PartTile t{parts.out[0], parts.w[0], parts.n[0], tile};
+    PLAB_UNROLL
+    for (int p = 1; p < kMaxMatmulParts; ++p) {
+        if (part == p) {
+            t.out = parts.out[p];
+            t.w = parts.w[p];
+            t.n = parts.n[p];
+        }
+    }
+    return t;
+}
 // The tile is chosen for m x n_total(); a part's outputs get the bits of its
 // own launch_matmul_blocked (one k-order chain each, whatever the tile).
 void launch_matmul_blocked_parts(const float* x, int m, int k, const MatmulParts& parts);

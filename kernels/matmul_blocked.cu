@@ -109,30 +109,11 @@ template <int TM, int TN, bool kWide>
 __global__ void __launch_bounds__(256, 2)
     matmul_blocked_kernel(MatmulParts parts, const float* x, int m, int k) {
     constexpr int BM = kSide * TM, BN = kSide * TN;
-    // The parts' column tiles lie side by side along grid.x (Q's, then K's,
-    // then V's): find this block's part, and its tile within that part. The
-    // same for every thread of the block; selects, not an indexed array (which
-    // would put the parameters in local memory).
-    int tile_x = static_cast<int>(blockIdx.x), part = 0;
-    PLAB_UNROLL
-    for (int p = 0; p + 1 < kMaxMatmulParts; ++p) {
-        const int part_tiles = (parts.n[p] + BN - 1) / BN;
-        if (part == p && p + 1 < parts.count && tile_x >= part_tiles) {
-            tile_x -= part_tiles;
-            part = p + 1;
-        }
-    }
-    float* out = parts.out[0];
-    const float* w = parts.w[0];
-    int n = parts.n[0];
-    PLAB_UNROLL
-    for (int p = 1; p < kMaxMatmulParts; ++p) {
-        if (part == p) {
-            out = parts.out[p];
-            w = parts.w[p];
-            n = parts.n[p];
-        }
-    }
+    // This block's part, and its tile within that part (kernels.h part_tile).
+    const PartTile pt = part_tile(parts, static_cast<int>(blockIdx.x), BN);
+    float* const out = pt.out;
+    const float* const w = pt.w;
+    const int n = pt.n, tile_x = pt.tile;
     // Each thread moves BM/64 quads of x and BN/64 of w per slice: 256 threads
     // x 4 floats cover 64 rows of 16 k.
     constexpr int XQ = BM / 64, WQ = BN / 64;

@@ -56,30 +56,15 @@ __global__ void __launch_bounds__(kRowThreads)
     PLAB_SHARED(float, xs, [kRowsMax][KS]);
     PLAB_SHARED(float, ws, [W][J][KS + 1]);
 
-    // This block's part and first output (selects, not an indexed array).
-    int tile = static_cast<int>(blockIdx.x), part = 0;
-    if (!kSwiglu) {
-        PLAB_UNROLL
-        for (int p = 0; p + 1 < kMaxMatmulParts; ++p) {
-            const int part_tiles = (parts.n[p] + J - 1) / J;
-            if (part == p && p + 1 < parts.count && tile >= part_tiles) {
-                tile -= part_tiles;
-                part = p + 1;
-            }
-        }
-    }
-    float* out = parts.out[0];
-    const float* w0 = parts.w[0];
-    const float* w1 = parts.w[1];  // up, with kSwiglu
-    int n = parts.n[0];
-    PLAB_UNROLL
-    for (int p = 1; p < kMaxMatmulParts; ++p) {
-        if (!kSwiglu && part == p) {
-            out = parts.out[p];
-            w0 = parts.w[p];
-            n = parts.n[p];
-        }
-    }
+    // This block's part and first output (kernels.h part_tile); with kSwiglu
+    // one part, gate, whose up (part 1) has the same rows.
+    const PartTile pt =
+        kSwiglu ? PartTile{parts.out[0], parts.w[0], parts.n[0], static_cast<int>(blockIdx.x)}
+                : part_tile(parts, static_cast<int>(blockIdx.x), J);
+    float* const out = pt.out;
+    const float* const w0 = pt.w;
+    const float* const w1 = parts.w[1];  // up, with kSwiglu
+    const int n = pt.n, tile = pt.tile;
     const int j0 = tile * J;
     const int tid = static_cast<int>(threadIdx.x);
     const int j = tid % J, r = tid / J;
