@@ -115,6 +115,26 @@ std::map<std::string, int> count_by_op(const std::vector<DeviceOpTime>& ops) {
     return n;
 }
 
+std::map<std::string, int> ops_while(Backend& b, const std::function<void()>& run) {
+    b.take_device_op_times();
+    b.set_device_op_timing(true);
+    run();
+    b.set_device_op_timing(false);
+    return count_by_op(b.take_device_op_times());
+}
+
+DeviceArray upload(Backend& b, const std::vector<float>& host) {
+    DeviceArray a(b, host.size());
+    b.upload(a.buf(), host.data(), host.size());
+    return a;
+}
+
+std::vector<float> download(Backend& b, const DeviceArray& a) {
+    std::vector<float> h(a.size());
+    b.download(h.data(), a.buf(), h.size());
+    return h;
+}
+
 static std::string shell_quote(const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);

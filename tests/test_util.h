@@ -48,6 +48,13 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
 // How many of `ops` each op has: a timed prefill's launches (a GPU backend)
 // or calls (perf/host_timed_backend.h), by Backend method name.
 std::map<std::string, int> count_by_op(const std::vector<DeviceOpTime>& ops);
+// The ops a GPU backend ran on the device while `run` ran, by name (device
+// op timing on for just that long; what was timed before is dropped).
+std::map<std::string, int> ops_while(Backend& b, const std::function<void()>& run);
+
+// Host data on a backend, and a backend's array back on the host.
+DeviceArray upload(Backend& b, const std::vector<float>& host);
+std::vector<float> download(Backend& b, const DeviceArray& a);
 
 struct CliResult {
     int exit_code = -1;

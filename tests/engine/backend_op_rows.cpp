@@ -16,23 +16,11 @@
 
 namespace plab::test::backend_ops {
 
-DeviceArray upload(Backend& b, const std::vector<float>& host) {
-    DeviceArray a(b, host.size());
-    b.upload(a.buf(), host.data(), host.size());
-    return a;
-}
-
 // An output buffer with NaN in every element: one the op forgets stays NaN.
 DeviceArray poisoned(Backend& b, std::size_t n) {
     DeviceArray a(b, n);
     b.fill(a.buf(), NAN);
     return a;
-}
-
-std::vector<float> download(Backend& b, const DeviceArray& a) {
-    std::vector<float> h(a.size());
-    b.download(h.data(), a.buf(), h.size());
-    return h;
 }
 
 // ---- the tolerances, each with its reason ---------------------------------------

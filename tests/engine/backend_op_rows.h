@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "test_util.h"
 
 namespace plab::test::backend_ops {
 
@@ -60,11 +61,9 @@ extern const Tolerance kAttentionCpu;
 extern const Tolerance kAttentionGpu;
 extern const Tolerance kProbsFast;
 
-// A host vector on the backend; an output with NaN in every element (one the
-// op forgets stays NaN); what the backend holds, back on the host.
-DeviceArray upload(Backend& b, const std::vector<float>& host);
+// An output with NaN in every element: one the op forgets stays NaN (inputs
+// go up and outputs come back with test_util.h's upload and download).
 DeviceArray poisoned(Backend& b, std::size_t n);
-std::vector<float> download(Backend& b, const DeviceArray& a);
 
 // cos and sin of pos·10000^(-2i/Dh), (max_seq_len, Dh/2) row-major each: the
 // formula of core/rope.h; any table would do, as every backend reads the same.

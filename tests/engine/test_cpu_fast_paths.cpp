@@ -33,12 +33,6 @@ std::vector<float> download(Backend& b, Buffer buf) {
     return h;
 }
 
-DeviceArray upload(Backend& b, const std::vector<float>& host) {
-    DeviceArray d(b, host.size());
-    b.upload(d.buf(), host.data(), host.size());
-    return d;
-}
-
 // A layer's cache: `n_keys` cached positions in blocks of `block_size`, the
 // blocks in shuffled physical order, those listed in `freed` marked freed.
 struct Cache {

@@ -21,31 +21,6 @@
 #include "test_util.h"
 
 namespace plab::test {
-namespace {
-
-DeviceArray on_device(Backend& b, const std::vector<float>& v) {
-    DeviceArray a(b, v.size());
-    b.upload(a.buf(), v.data(), v.size());
-    return a;
-}
-
-std::vector<float> to_host(Backend& b, const DeviceArray& a) {
-    std::vector<float> h(a.size());
-    b.download(h.data(), a.buf(), a.size());
-    return h;
-}
-
-// The ops the device ran while `run` ran, by name.
-template <typename F>
-std::map<std::string, int> ops_of(Backend& b, F&& run) {
-    b.take_device_op_times();
-    b.set_device_op_timing(true);
-    run();
-    b.set_device_op_timing(false);
-    return count_by_op(b.take_device_op_times());
-}
-
-}  // namespace
 
 TEST_CASE("gpu decode kernels: a row's product has the bits it has inside a prefill's product",
           "[gpu][kernels][decode]") {
@@ -63,15 +38,15 @@ TEST_CASE("gpu decode kernels: a row's product has the bits it has inside a pref
         const auto w = random_floats(std::size_t(s.n) * s.k, 5100 + s.n);
         for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
             INFO(gpu->name() << ": " << s.m << " x " << s.n << " x " << s.k);
-            const DeviceArray dx = on_device(*gpu, x), dw = on_device(*gpu, w);
+            const DeviceArray dx = upload(*gpu, x), dw = upload(*gpu, w);
             DeviceArray rows(*gpu, std::size_t(s.m) * s.n), all(*gpu, std::size_t(s.big_m) * s.n);
             gpu->fill(rows.buf(), NAN);
             gpu->matmul(rows.buf(), dx.buf(), dw.buf(), s.m, s.n, s.k);
             gpu->matmul(all.buf(), dx.buf(), dw.buf(), s.big_m, s.n, s.k);
-            std::vector<float> first = to_host(*gpu, all);
+            std::vector<float> first = download(*gpu, all);
             first.resize(std::size_t(s.m) * s.n);
             require_not_all_zero(first, "the prefill-sized product");
-            require_bitwise_equal(to_host(*gpu, rows), first, "decode rows vs the same rows");
+            require_bitwise_equal(download(*gpu, rows), first, "decode rows vs the same rows");
         }
     }
 }
@@ -87,25 +62,24 @@ TEST_CASE("gpu decode kernels: gate and up with SwiGLU is one launch, with the b
         const auto wu = random_floats(std::size_t(s.f) * s.k, 5400 + s.f);
         for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
             INFO(gpu->name() << ": " << s.m << " x " << s.f << " x " << s.k);
-            const DeviceArray dx = on_device(*gpu, x), dg = on_device(*gpu, wg),
-                              du = on_device(*gpu, wu);
+            const DeviceArray dx = upload(*gpu, x), dg = upload(*gpu, wg), du = upload(*gpu, wu);
             const std::size_t size = std::size_t(s.m) * s.f;
             DeviceArray fused(*gpu, size), apart(*gpu, size), up(*gpu, size);
             gpu->fill(fused.buf(), NAN);
-            const auto ops = ops_of(*gpu, [&] {
+            const auto ops = ops_while(*gpu, [&] {
                 gpu->matmul_swiglu(fused.buf(), up.buf(), dx.buf(), dg.buf(), du.buf(), s.m, s.f,
                                    s.k);
             });
             CHECK(ops == std::map<std::string, int>{{"matmul_swiglu", 1}});
             // Backend's default: gate|up (one matmul_rows launch), then swiglu_kernel.
-            const auto apart_ops = ops_of(*gpu, [&] {
+            const auto apart_ops = ops_while(*gpu, [&] {
                 gpu->Backend::matmul_swiglu(apart.buf(), up.buf(), dx.buf(), dg.buf(), du.buf(),
                                             s.m, s.f, s.k);
             });
             CHECK(apart_ops == std::map<std::string, int>{{"matmul", 1}, {"swiglu", 1}});
-            const std::vector<float> got = to_host(*gpu, fused);
+            const std::vector<float> got = download(*gpu, fused);
             require_not_all_zero(got, "matmul_swiglu");
-            require_bitwise_equal(got, to_host(*gpu, apart), "fused SwiGLU vs matmul + swiglu");
+            require_bitwise_equal(got, download(*gpu, apart), "fused SwiGLU vs matmul + swiglu");
         }
     }
 }
@@ -120,18 +94,18 @@ TEST_CASE("gpu decode kernels: the residual add and the next norm in one launch,
             const auto weight = random_floats(std::size_t(dim), 5700 + dim, 0.5f, 1.5f);
             for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
                 INFO(gpu->name() << ": " << rows << " rows of " << dim);
-                const DeviceArray dy = on_device(*gpu, y), dw = on_device(*gpu, weight);
-                DeviceArray x1 = on_device(*gpu, x), x2 = on_device(*gpu, x);
+                const DeviceArray dy = upload(*gpu, y), dw = upload(*gpu, weight);
+                DeviceArray x1 = upload(*gpu, x), x2 = upload(*gpu, x);
                 DeviceArray o1(*gpu, n), o2(*gpu, n);
                 gpu->fill(o1.buf(), NAN);
-                const auto ops = ops_of(*gpu, [&] {
+                const auto ops = ops_while(*gpu, [&] {
                     gpu->add_rmsnorm(x1.buf(), dy.buf(), o1.buf(), dw.buf(), rows, dim, 1e-5f);
                 });
                 CHECK(ops == std::map<std::string, int>{{"add_rmsnorm", 1}});
                 gpu->Backend::add_rmsnorm(x2.buf(), dy.buf(), o2.buf(), dw.buf(), rows, dim, 1e-5f);
-                require_not_all_zero(to_host(*gpu, o1), "add_rmsnorm");
-                require_bitwise_equal(to_host(*gpu, x1), to_host(*gpu, x2), "the residual");
-                require_bitwise_equal(to_host(*gpu, o1), to_host(*gpu, o2), "the norm");
+                require_not_all_zero(download(*gpu, o1), "add_rmsnorm");
+                require_bitwise_equal(download(*gpu, x1), download(*gpu, x2), "the residual");
+                require_bitwise_equal(download(*gpu, o1), download(*gpu, o2), "the norm");
             }
         }
     }
@@ -171,13 +145,13 @@ TEST_CASE("gpu decode kernels: RoPE of Q and K with the K/V append is one launch
         for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
             INFO(gpu->name() << ": H " << s.n_heads << ", Hkv " << s.n_kv_heads << ", Dh "
                              << s.head_dim << ", " << s.rows << " rows");
-            const DeviceArray dcos = on_device(*gpu, cos_t), dsin = on_device(*gpu, sin_t);
+            const DeviceArray dcos = upload(*gpu, cos_t), dsin = upload(*gpu, sin_t);
             struct Run {
                 DeviceArray q, k, v, k_pool, v_pool;
             };
             auto fresh = [&] {
-                return Run{on_device(*gpu, q), on_device(*gpu, k), on_device(*gpu, v),
-                           on_device(*gpu, pool), on_device(*gpu, pool)};
+                return Run{upload(*gpu, q), upload(*gpu, k), upload(*gpu, v), upload(*gpu, pool),
+                           upload(*gpu, pool)};
             };
             auto args = [&](const Run& r) {
                 return RopeKvAppend{r.q.buf(),  r.k.buf(),    r.v.buf(),      s.rows,
@@ -186,18 +160,18 @@ TEST_CASE("gpu decode kernels: RoPE of Q and K with the K/V append is one launch
                                     slots};
             };
             const Run fused = fresh(), apart = fresh();
-            const auto ops = ops_of(*gpu, [&] { gpu->rope_kv_append(args(fused)); });
+            const auto ops = ops_while(*gpu, [&] { gpu->rope_kv_append(args(fused)); });
             CHECK(ops.at("rope_kv_append") == 1);
             CHECK(ops.count("rope") + ops.count("kv_append") == 0);
             gpu->Backend::rope_kv_append(args(apart));
-            require_bitwise_equal(to_host(*gpu, fused.q), to_host(*gpu, apart.q), "Q rotated");
-            require_bitwise_equal(to_host(*gpu, fused.k), to_host(*gpu, apart.k), "K rotated");
-            require_bitwise_equal(to_host(*gpu, fused.k_pool), to_host(*gpu, apart.k_pool),
+            require_bitwise_equal(download(*gpu, fused.q), download(*gpu, apart.q), "Q rotated");
+            require_bitwise_equal(download(*gpu, fused.k), download(*gpu, apart.k), "K rotated");
+            require_bitwise_equal(download(*gpu, fused.k_pool), download(*gpu, apart.k_pool),
                                   "the K pool");
-            require_bitwise_equal(to_host(*gpu, fused.v_pool), to_host(*gpu, apart.v_pool),
+            require_bitwise_equal(download(*gpu, fused.v_pool), download(*gpu, apart.v_pool),
                                   "the V pool");
             // And the rotation happened (a head_dim of 1 has no pair to rotate).
-            if (half > 0) CHECK(to_host(*gpu, fused.k) != k);
+            if (half > 0) CHECK(download(*gpu, fused.k) != k);
         }
     }
 }

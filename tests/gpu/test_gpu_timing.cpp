@@ -333,15 +333,8 @@ TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens 
             gpu->upload(sin.buf(), table.sin.data(), table.sin.size());
             gpu->upload(q.buf(), x.data(), x.size());
             gpu->upload(l.buf(), logits.data(), logits.size());
-            const auto ops_of = [&](const auto& f) {
-                gpu->take_device_op_times();
-                gpu->set_device_op_timing(true);
-                f();
-                gpu->set_device_op_timing(false);
-                return count_by_op(gpu->take_device_op_times());
-            };
             const auto rope = [&](const std::vector<int32_t>& positions) {
-                return ops_of([&] {
+                return ops_while(*gpu, [&] {
                     gpu->rope_rows(q.buf(), rows, n_heads, head_dim, positions, cos.buf(),
                                    sin.buf());
                 });
@@ -353,7 +346,7 @@ TEST_CASE("gpu backends rotate a batched step's rows and pick its greedy tokens 
             // One sequence's chunk: rotated from its first position, no array at all.
             CHECK(rope(chunk) == std::map<std::string, int>{{"rope", 1}});
             std::vector<int32_t> tokens(std::size_t(rows), -1);
-            CHECK(ops_of([&] { gpu->argmax_rows(l.buf(), rows, n, tokens); }) ==
+            CHECK(ops_while(*gpu, [&] { gpu->argmax_rows(l.buf(), rows, n, tokens); }) ==
                   std::map<std::string, int>{{"argmax", 1}});
             for (int r = 0; r < rows; ++r) {  // each row's own argmax
                 const auto row = logits.begin() + std::ptrdiff_t(r) * n;

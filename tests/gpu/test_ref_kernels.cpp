@@ -38,18 +38,6 @@ std::vector<float> require_gpu_ref_bits(const std::string& what, const RefOp& op
     return expected;
 }
 
-std::vector<float> download(Backend& b, const DeviceArray& a) {
-    std::vector<float> h(a.size());
-    b.download(h.data(), a.buf(), a.size());
-    return h;
-}
-
-DeviceArray upload(Backend& b, const std::vector<float>& v) {
-    DeviceArray a(b, v.size());
-    b.upload(a.buf(), v.data(), v.size());
-    return a;
-}
-
 std::vector<float> run_matmul(Backend& b, const std::vector<float>& x, const std::vector<float>& w,
                               int m, int n, int k) {
     const DeviceArray dx = upload(b, x);
