@@ -140,7 +140,7 @@ public:
         if (variant_ == GpuVariant::reference) {
             launch_matmul_ref(out.data, x.data, w.data, m, n, k);
         } else if (matmul_rows_pays(m)) {
-            launch_matmul_rows_parts(x.data, m, k, one_part(out, w, n));
+            launch_matmul_rows_parts(x.data, m, k, MatmulParts::one(out.data, w.data, n));
         } else if (matmul_blocked_pays(m, n)) {
             launch_matmul_blocked(out.data, x.data, w.data, m, n, k);
         } else {
@@ -205,32 +205,20 @@ public:
                    std::span<const int32_t> positions, Buffer cos, Buffer sin) override {
         PLAB_ASSERT(rows >= 0 && positions.size() >= std::size_t(rows));
         if (rows == 0) return;
-        const std::span<const int32_t> used = positions.first(std::size_t(rows));
-        // One sequence's chunk (consecutive positions): rope from pos0, no array to copy.
-        if (consecutive_run(used, 0) == used.size())
-            return rope(x, rows, n_heads, head_dim, used[0], cos, sin);
-        const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
-        const int last = *highest;
-        PLAB_ASSERT(*lowest >= 0 && std::size_t(last + 1) * (head_dim / 2) <= cos.size);
-        const int32_t* d_positions = positions_.upload(used, clock_);
+        const RowPositions p = row_positions(positions.first(std::size_t(rows)), head_dim, cos);
         TimedOp t(clock_, "rope");
-        launch_rope(x.data, rows, n_heads, head_dim, 0, d_positions, last, cos.data, sin.data);
+        launch_rope(x.data, rows, n_heads, head_dim, p.pos0, p.positions, p.last, cos.data,
+                    sin.data);
     }
 
     // gpu: one launch for RoPE of Q and K and the K/V append (decode's three
     // smallest ops). gpu-ref keeps them apart, as cpu-ref.
     void rope_kv_append(const RopeKvAppend& a) override {
         if (variant_ == GpuVariant::reference || a.rows == 0) return Backend::rope_kv_append(a);
-        const int row_size = a.n_kv_heads * a.head_dim;
         PLAB_ASSERT(a.positions.size() >= std::size_t(a.rows) &&
                     a.slots.size() >= std::size_t(a.rows));
-        const std::span<const int32_t> used = a.positions.first(std::size_t(a.rows));
-        const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
-        PLAB_ASSERT(*lowest >= 0 && std::size_t(*highest + 1) * (a.head_dim / 2) <= a.cos.size);
-        for (int32_t slot : a.slots.first(std::size_t(a.rows))) {
-            PLAB_ASSERT(slot >= 0 && std::size_t(slot + 1) * row_size <= a.k_pool.size &&
-                        std::size_t(slot + 1) * row_size <= a.v_pool.size);
-        }
+        const RowPositions p =
+            row_positions(a.positions.first(std::size_t(a.rows)), a.head_dim, a.cos);
         RopeKvAppendArgs args;
         args.q = a.q.data;
         args.k = a.k.data;
@@ -243,24 +231,17 @@ public:
         args.n_heads = a.n_heads;
         args.n_kv_heads = a.n_kv_heads;
         args.head_dim = a.head_dim;
-        // One sequence's chunk (consecutive positions): from pos0, no array to copy.
-        if (consecutive_run(used, 0) == used.size()) {
-            args.pos0 = used[0];
-        } else {
-            args.positions = positions_.upload(used, clock_);
-        }
-        args.slots = slots_.upload(a.slots.first(std::size_t(a.rows)), clock_);
+        args.pos0 = p.pos0;
+        args.positions = p.positions;
+        args.slots = upload_slots(a.slots.first(std::size_t(a.rows)), a.n_kv_heads * a.head_dim,
+                                  a.k_pool, a.v_pool);
         TimedOp t(clock_, "rope_kv_append");
-        launch_rope_kv_append(args, *highest);
+        launch_rope_kv_append(args, p.last);
     }
 
     void kv_append(Buffer k_pool, Buffer v_pool, Buffer k, Buffer v, std::span<const int32_t> slots,
                    int row_size) override {
-        for (int32_t slot : slots) {
-            PLAB_ASSERT(slot >= 0 && std::size_t(slot + 1) * row_size <= k_pool.size &&
-                        std::size_t(slot + 1) * row_size <= v_pool.size);
-        }
-        const int32_t* d_slots = slots_.upload(slots, clock_);
+        const int32_t* d_slots = upload_slots(slots, row_size, k_pool, v_pool);
         const long long n = static_cast<long long>(slots.size()) * row_size;
         TimedOp t(clock_, "kv_append");
         PLAB_LAUNCH(kv_append_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0,
@@ -387,13 +368,29 @@ public:
     }
 
 private:
-    static MatmulParts one_part(Buffer out, Buffer w, int n) {
-        MatmulParts one;
-        one.out[0] = out.data;
-        one.w[0] = w.data;
-        one.n[0] = n;
-        one.count = 1;
-        return one;
+    // Where a step's rows sit, for RoPE: from pos0 when they are consecutive
+    // (one sequence's chunk: no array to copy), else at the positions copied
+    // to the device; and the largest, whose cos/sin row must exist.
+    struct RowPositions {
+        int pos0 = 0;
+        const int32_t* positions = nullptr;
+        int last = 0;
+    };
+    RowPositions row_positions(std::span<const int32_t> used, int head_dim, Buffer cos) {
+        const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
+        PLAB_ASSERT(*lowest >= 0 && std::size_t(*highest + 1) * (head_dim / 2) <= cos.size);
+        if (consecutive_run(used, 0) == used.size()) return {used[0], nullptr, *highest};
+        return {0, positions_.upload(used, clock_), *highest};
+    }
+
+    // The KV slots on the device, each checked against both pools first.
+    const int32_t* upload_slots(std::span<const int32_t> slots, int row_size, Buffer k_pool,
+                                Buffer v_pool) {
+        for (int32_t slot : slots) {
+            PLAB_ASSERT(slot >= 0 && std::size_t(slot + 1) * row_size <= k_pool.size &&
+                        std::size_t(slot + 1) * row_size <= v_pool.size);
+        }
+        return slots_.upload(slots, clock_);
     }
 
     // One attention call whose block table is on the device already. Past the

@@ -169,6 +169,15 @@ struct MatmulParts {
         for (int p = 0; p < count; ++p) total += n[p];
         return total;
     }
+    // One product alone: out (m, n) = x · w (n, k)ᵀ.
+    static MatmulParts one(float* out, const float* w, int n) {
+        MatmulParts parts;
+        parts.out[0] = out;
+        parts.w[0] = w;
+        parts.n[0] = n;
+        parts.count = 1;
+        return parts;
+    }
 };
 // Where a block of a parts launch works: the parts' column tiles lie side by
 // side along grid.x (Q's, then K's, then V's), `tile_cols` outputs wide; the

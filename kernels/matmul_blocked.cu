@@ -261,12 +261,7 @@ void launch_matmul_blocked_parts(const float* x, int m, int k, const MatmulParts
 }
 
 void launch_matmul_blocked(float* out, const float* x, const float* w, int m, int n, int k) {
-    MatmulParts one;
-    one.out[0] = out;
-    one.w[0] = w;
-    one.n[0] = n;
-    one.count = 1;
-    launch_matmul_blocked_parts(x, m, k, one);
+    launch_matmul_blocked_parts(x, m, k, MatmulParts::one(out, w, n));
 }
 
 }  // namespace plab::PLAB_SIMT_NS

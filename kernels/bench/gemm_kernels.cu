@@ -166,11 +166,7 @@ void decode_products(cublasHandle_t handle) {
         const Product p(s, handle, rng);
         auto cublas = [&] { p.cublas(); };
         auto tiled = [&] { launch_matmul_tiled(p.out, p.x, p.w, s.m, s.n, s.k); };
-        MatmulParts part;
-        part.out[0] = p.out;
-        part.w[0] = p.w;
-        part.n[0] = s.n;
-        part.count = 1;
+        const MatmulParts part = MatmulParts::one(p.out, p.w, s.n);
         auto rows = [&] { launch_matmul_rows_parts(p.x, s.m, s.k, part); };
         const std::vector<float> ref = p.result_of(cublas);
         const double err_rows = rel_error(p.result_of(rows), ref);
