@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -121,6 +122,14 @@ std::map<std::string, int> ops_while(Backend& b, const std::function<void()>& ru
     run();
     b.set_device_op_timing(false);
     return count_by_op(b.take_device_op_times());
+}
+
+std::vector<int32_t> shuffled_block_table(int n_blocks, int pool_blocks, std::uint64_t seed) {
+    std::vector<int32_t> all(static_cast<std::size_t>(pool_blocks));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
+    all.resize(static_cast<std::size_t>(n_blocks));
+    return all;
 }
 
 DeviceArray upload(Backend& b, const std::vector<float>& host) {

@@ -52,6 +52,10 @@ std::map<std::string, int> count_by_op(const std::vector<DeviceOpTime>& ops);
 // op timing on for just that long; what was timed before is dropped).
 std::map<std::string, int> ops_while(Backend& b, const std::function<void()>& run);
 
+// A sequence's block table of n_blocks over a pool of pool_blocks (the rest
+// spare), the physical blocks in seeded shuffled order: kernels must follow it.
+std::vector<int32_t> shuffled_block_table(int n_blocks, int pool_blocks, std::uint64_t seed);
+
 // Host data on a backend, and a backend's array back on the host.
 DeviceArray upload(Backend& b, const std::vector<float>& host);
 std::vector<float> download(Backend& b, const DeviceArray& a);

@@ -17,16 +17,6 @@ namespace plab::test::backend_ops {
 
 namespace {
 
-// A sequence's block table over a pool with `spare` blocks nobody uses, the
-// blocks in shuffled physical order (kernels must follow the table).
-std::vector<int32_t> shuffled_table(int n_blocks, int spare, std::uint64_t seed) {
-    std::vector<int32_t> all(std::size_t(n_blocks + spare));
-    std::iota(all.begin(), all.end(), 0);
-    std::shuffle(all.begin(), all.end(), std::mt19937_64(seed));
-    all.resize(std::size_t(n_blocks));
-    return all;
-}
-
 int slot_of(const std::vector<int32_t>& table, int pos, int block_size) {
     return table[std::size_t(pos / block_size)] * block_size + pos % block_size;
 }
@@ -140,7 +130,7 @@ AttentionInputs attention_inputs(const AttentionCase& c, std::uint64_t seed) {
     const int n_keys = c.pos0 + c.n_queries;
     const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
     in.pool_blocks = n_blocks + 2;
-    in.table = shuffled_table(n_blocks, 2, seed);
+    in.table = shuffled_block_table(n_blocks, n_blocks + 2, seed);
     if (c.free_unseen_blocks) {
         const Mask m = c.mask->view();
         for (int blk = 0; blk < n_blocks; ++blk) {
@@ -181,7 +171,7 @@ OpRow kv_append_row() {
     for (const Case c : {Case{7, 3, 12, 5}, Case{1, 22, 7, 4}, Case{33, 0, 16, 16}}) {
         const int n_blocks = (c.pos0 + c.rows + c.block_size - 1) / c.block_size;
         const int pool_blocks = n_blocks + 2;
-        const auto table = shuffled_table(n_blocks, 2, 800 + c.rows);
+        const auto table = shuffled_block_table(n_blocks, n_blocks + 2, 800 + c.rows);
         std::vector<int32_t> slots;
         for (int p = c.pos0; p < c.pos0 + c.rows; ++p)
             slots.push_back(slot_of(table, p, c.block_size));
@@ -220,7 +210,7 @@ OpRow rope_kv_append_row() {
         const int rows = int(c.positions.size());
         const int kvd = c.n_kv_heads * c.head_dim;
         const int pool_blocks = 64 / c.block_size + 3;
-        const auto table = shuffled_table(pool_blocks - 1, 1, 830 + rows);
+        const auto table = shuffled_block_table(pool_blocks - 1, pool_blocks, 830 + rows);
         std::vector<int32_t> slots;  // distinct: row r's position r of the sequence
         for (int r = 0; r < rows; ++r) slots.push_back(slot_of(table, 7 * r + 1, c.block_size));
         const auto q = random_floats(std::size_t(rows) * c.n_heads * c.head_dim, 840 + rows);

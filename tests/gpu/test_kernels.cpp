@@ -88,17 +88,6 @@ bool flash_supports(int head_dim) {
     return std::find(dims.begin(), dims.end(), head_dim) != dims.end();
 }
 
-// A scrambled block table: logical block i lives in physical block perm[i],
-// with spare blocks in the pool, so kernels must follow the table.
-std::vector<int32_t> scrambled_table(int n_blocks, int pool_blocks, std::uint64_t seed) {
-    std::vector<int32_t> all(static_cast<std::size_t>(pool_blocks));
-    std::iota(all.begin(), all.end(), 0);
-    std::mt19937_64 rng(seed);
-    std::shuffle(all.begin(), all.end(), rng);
-    all.resize(static_cast<std::size_t>(n_blocks));
-    return all;
-}
-
 // How far a native (FMA-contracted) k-order sum may be from cpu-ref's.
 // Both kernels sum k in cpu-ref's order (zero padding adds exact zeros), so
 // the emulated form gives cpu-ref's bits. Natively, nvcc contracts acc + x·w
@@ -353,7 +342,7 @@ TEST_CASE("gpu kernels: kv_append scatters rows into slots", "[gpu][kernels]") {
     const int row_size = 12, block_size = 5, pool_blocks = 6, rows = 7;
     const auto k = random_floats(std::size_t(rows) * row_size, 800);
     const auto v = random_floats(std::size_t(rows) * row_size, 801);
-    const auto table = scrambled_table(2, pool_blocks, 802);
+    const auto table = shuffled_block_table(2, pool_blocks, 802);
     std::vector<int32_t> slots;
     for (int p = 3; p < 3 + rows; ++p) slots.push_back(kv_slot(table.data(), p, block_size));
     const std::size_t pool = std::size_t(pool_blocks) * block_size * row_size;
@@ -392,7 +381,7 @@ TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") 
         const int n_keys = s.n_keys();
         const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
         const int pool_blocks = n_blocks + 3;
-        const auto table = scrambled_table(n_blocks, pool_blocks, 900 + n_keys);
+        const auto table = shuffled_block_table(n_blocks, pool_blocks, 900 + n_keys);
         const int row = c.n_kv_heads * c.head_dim;
         // Pools full of NaN except the slots of positions 0..n_keys-1.
         std::vector<float> k_pool(std::size_t(pool_blocks) * c.block_size * row, NAN);

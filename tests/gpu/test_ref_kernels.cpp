@@ -133,11 +133,7 @@ TEST_CASE("gpu-ref attention_ref gives -0.0 and +0.0 exactly where cpu-ref does"
     const int n_keys = s.n_keys();
     const int n_blocks = (n_keys + s.block_size - 1) / s.block_size;
     const int pool_blocks = n_blocks + 2;
-    std::vector<int32_t> all(static_cast<std::size_t>(pool_blocks));
-    std::iota(all.begin(), all.end(), 0);
-    std::mt19937_64 rng(3400);
-    std::shuffle(all.begin(), all.end(), rng);
-    const std::vector<int32_t> table(all.begin(), all.begin() + n_blocks);
+    const std::vector<int32_t> table = shuffled_block_table(n_blocks, pool_blocks, 3400);
     const int row = s.n_kv_heads * s.head_dim;
     std::vector<float> k_pool(std::size_t(pool_blocks) * s.block_size * row, NAN);
     std::vector<float> v_pool = k_pool;
