@@ -225,7 +225,10 @@ template <int kDh, int kQueries, int kKeys>
 __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
     attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
                            const int32_t* block_table, AttentionShape s,
-                           unsigned long long* tile_counts) {
+                           unsigned long long* tile_counts, const int32_t* pos0_at) {
+    // A step graph's launch (kernels/step_graph.h): the chunk's position is
+    // read from device memory, so one recorded launch serves every step.
+    if (pos0_at != nullptr) s.pos0 = *pos0_at;
     using L = FlashLayout<kDh, kQueries, kKeys>;
     using C = FlashColumns<kDh>;
     constexpr int kRowsPerThread = FlashThread<kQueries, kKeys>::kRowsPerThread;
@@ -475,7 +478,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
 template <int kDh, int kQueries, int kKeys>
 void launch_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                   const int32_t* block_table, const AttentionShape& s,
-                  unsigned long long* tile_counts) {
+                  unsigned long long* tile_counts, const int32_t* pos0_at) {
     static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ", " +
                                     std::to_string(kQueries) + ", " + std::to_string(kKeys) + ">";
     constexpr std::size_t dynamic_bytes = FlashLayout<kDh, kQueries, kKeys>::kBytes;
@@ -497,7 +500,7 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
                                                               "exceed the grid's 2^31 - 1");
     simt::launch(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys>,
                  dim3(static_cast<unsigned>(blocks)), dim3(kFlashThreads), dynamic_bytes, out, q,
-                 k_pool, v_pool, block_table, s, tile_counts);
+                 k_pool, v_pool, block_table, s, tile_counts, pos0_at);
 }
 
 // The device's per-block shared-memory limit (with opt-in), asked once, and
@@ -567,7 +570,8 @@ FlashTiles flash_tiles(int head_dim, int n_queries) {
 
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
-                                  const AttentionShape& s, unsigned long long* tile_counts) {
+                                  const AttentionShape& s, unsigned long long* tile_counts,
+                                  const int32_t* pos0_at) {
     const FlashTiles tiles = flash_tiles(s.head_dim, s.n_queries);
     const bool launched = dispatch_tiles(
         tiles.head_dim, flash_shared_limit(), s.n_queries <= kFlashDecodeQueries,
@@ -575,7 +579,7 @@ FlashTiles launch_attention_flash(float* out, const float* q, const float* k_poo
             constexpr FlashTiles t = tiles_of<decltype(index)::value>();
             static_assert(t.queries > 0, "every bucket has tiles under every limit");
             launch_flash<t.head_dim, t.queries, t.keys>(out, q, k_pool, v_pool, block_table, s,
-                                                        tile_counts);
+                                                        tile_counts, pos0_at);
         },
         std::make_index_sequence<2 * kPrefillTilings>{});
     PLAB_ASSERT(launched);

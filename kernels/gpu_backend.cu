@@ -34,9 +34,18 @@
 // them (rope_kv_append, add_rmsnorm, matmul_swiglu): 8 launches a layer
 // where there were 16, with the same bits (tests/gpu/test_decode_kernels.cpp).
 //
-// Left out: several streams and overlap (every op runs on the default stream,
-// so stream order alone keeps copies and kernels in sequence), CUDA graphs.
+// A decode step as one CUDA graph (issue 47; step_graph.h): gpu records the
+// launches between begin_step_graph() and end_step_graph() and, from the
+// second identical step on, replays them as one graph. While recording, the
+// values a decode step changes reach the kernels through device memory (RoPE
+// positions, attention's pos0, block tables at a fixed stride), so the
+// records repeat. PLAB_GPU_GRAPHS=0 turns graphs off (bench comparisons);
+// device op timing turns them off too (a graph is timed as one).
+//
+// Left out: several streams and overlap (every op and every graph runs on the
+// default stream, so stream order alone keeps copies and kernels in sequence).
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -46,6 +55,7 @@
 #include "gpu_host_state.h"
 #include "kernels.h"
 #include "simt/simt_async.h"
+#include "step_graph.h"
 
 namespace plab::PLAB_SIMT_NS {
 namespace {
@@ -60,13 +70,21 @@ bool emulated_named_native_for_tests() {
     return v != nullptr && std::string(v) == "native";
 }
 
+// PLAB_GPU_GRAPHS=0: every step launch by launch (to measure what graphs save).
+bool step_graphs_allowed() {
+    const char* v = std::getenv("PLAB_GPU_GRAPHS");
+    return v == nullptr || std::string(v) != "0";
+}
+
 using gpu_host::OpClock;
 using gpu_host::ResidentArray;
+using gpu_host::StepGraph;
 using gpu_host::TimedOp;
 
 class GpuBackend final : public Backend {
 public:
-    explicit GpuBackend(GpuVariant variant) : variant_(variant) {
+    explicit GpuBackend(GpuVariant variant)
+        : variant_(variant), graphs_(variant == GpuVariant::fast && step_graphs_allowed()) {
         PLAB_CUDA_CHECK(
             cudaMalloc(reinterpret_cast<void**>(&tile_counts_), 3 * sizeof(unsigned long long)));
         reset_attention_tile_counts();
@@ -74,6 +92,7 @@ public:
     // Destructors and release() are noexcept: a failing cudaFree there cannot be
     // reported, and the next checked call reports a broken device anyway.
     ~GpuBackend() override {
+        cancel_step_graph();
         cudaFree(tile_counts_);
         cudaFree(results_);
     }
@@ -92,14 +111,24 @@ public:
         PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * 4));
         return Buffer{p, n};
     }
-    void release(Buffer b) noexcept override { cudaFree(b.data); }
+    // While a step graph records, a recorded launch may still read the buffer:
+    // it is freed once the step has run.
+    void release(Buffer b) noexcept override {
+        if (graph_.recording()) {
+            freed_after_step_.push_back(b.data);
+            return;
+        }
+        cudaFree(b.data);
+    }
     void upload(Buffer dst, const float* src, std::size_t n) override {
         PLAB_ASSERT(n <= dst.size);
+        graph_.flush();  // a recorded launch may read dst: it runs first
         TimedOp t(clock_, "upload");
         PLAB_CUDA_CHECK(cudaMemcpy(dst.data, src, n * sizeof(float), cudaMemcpyHostToDevice));
     }
     void download(float* dst, Buffer src, std::size_t n) override {
         PLAB_ASSERT(n <= src.size);
+        graph_.flush();  // what the host reads must have been computed
         TimedOp t(clock_, "download");
         PLAB_CUDA_CHECK(cudaMemcpy(dst, src.data, n * sizeof(float), cudaMemcpyDeviceToHost));
     }
@@ -109,7 +138,23 @@ public:
         PLAB_LAUNCH(fill_kernel, blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, dst.data, n,
                     value);
     }
-    void synchronize() override { PLAB_CUDA_CHECK(cudaDeviceSynchronize()); }
+    void synchronize() override {
+        graph_.flush();
+        PLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+
+    void begin_step_graph() override {
+        if (graphs_ && !clock_.on && !graph_.recording()) graph_.begin();
+    }
+    void end_step_graph() override {
+        graph_.end();
+        free_after_step();
+    }
+    void cancel_step_graph() noexcept override {
+        graph_.cancel();
+        free_after_step();
+    }
+    StepGraphCounts step_graph_counts() const override { return graph_.counts(); }
 
     void embed(Buffer out, std::span<const int32_t> tokens, Buffer table, int dim) override {
         PLAB_ASSERT(out.size >= tokens.size() * std::size_t(dim));
@@ -262,21 +307,37 @@ public:
     // staging area is reused), so per-sequence copies kept the host in step
     // with the device; now the launches queue up. Still one launch per
     // sequence (left out: one kernel over all of them).
+    //
+    // While a step graph records, the tables sit at a fixed stride (a power of
+    // two, so a sequence that gains a block does not move the others' tables)
+    // and each call's pos0 is read from device memory: the launches repeat.
     void attention_batch(Buffer k_pool, Buffer v_pool,
                          std::span<const AttentionCall> calls) override {
+        const bool recording = graph_.recording();
+        std::size_t stride = 0;
+        if (recording) {
+            std::size_t longest = 1;
+            for (const AttentionCall& c : calls) longest = std::max(longest, c.block_table.size());
+            stride = std::bit_ceil(longest);
+        }
         batch_tables_host_.clear();
         batch_offsets_.clear();
+        batch_pos0_.clear();
         for (const AttentionCall& c : calls) {
             check_attention(c.block_table, c.shape);
             batch_offsets_.push_back(batch_tables_host_.size());
             batch_tables_host_.insert(batch_tables_host_.end(), c.block_table.begin(),
                                       c.block_table.end());
+            if (recording) batch_tables_host_.resize(batch_offsets_.back() + stride, 0);
+            batch_pos0_.push_back(c.shape.pos0);
         }
         const int32_t* d_tables = batch_tables_.upload(batch_tables_host_, clock_);
+        const int32_t* d_pos0 = recording ? call_pos0_.upload(batch_pos0_, clock_) : nullptr;
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const AttentionCall& c = calls[i];
             if (c.shape.n_queries == 0) continue;
-            attend(c.out, c.q, k_pool, v_pool, d_tables + batch_offsets_[i], c.shape);
+            attend(c.out, c.q, k_pool, v_pool, d_tables + batch_offsets_[i], c.shape,
+                   d_pos0 != nullptr ? d_pos0 + i : nullptr);
         }
     }
 
@@ -298,6 +359,7 @@ public:
     // The flash kernel counts its tiles on the device; reading them waits for it.
     AttentionTileCounts attention_tile_counts() const override {
         if (variant_ == GpuVariant::reference) return {};
+        graph_.flush();
         unsigned long long c[3] = {0, 0, 0};
         PLAB_CUDA_CHECK(cudaMemcpy(c, tile_counts_, sizeof c, cudaMemcpyDeviceToHost));
         return {flash_tiles_.queries, flash_tiles_.keys, static_cast<long long>(c[0]),
@@ -308,6 +370,7 @@ public:
     std::vector<DeviceOpTime> take_device_op_times() override { return clock_.take(); }
 
     void reset_attention_tile_counts() override {
+        graph_.flush();
         PLAB_CUDA_CHECK(cudaMemset(tile_counts_, 0, 3 * sizeof(unsigned long long)));
     }
 
@@ -349,6 +412,7 @@ public:
         PLAB_ASSERT(rows >= 0 && out.size() >= std::size_t(rows) && n > 0 &&
                     std::size_t(rows) * n <= x.size);
         if (rows == 0) return;
+        graph_.flush();  // the copy back below reads what the launches compute
         if (std::size_t(rows) > results_capacity_) {
             PLAB_CUDA_CHECK(cudaFree(results_));  // waits for the device: nothing reads it
             results_ = nullptr;
@@ -376,10 +440,13 @@ private:
         const int32_t* positions = nullptr;
         int last = 0;
     };
+    // While a step graph records, always the array: a pos0 passed by value
+    // would differ every step, and so would the records.
     RowPositions row_positions(std::span<const int32_t> used, int head_dim, Buffer cos) {
         const auto [lowest, highest] = std::minmax_element(used.begin(), used.end());
         PLAB_ASSERT(*lowest >= 0 && std::size_t(*highest + 1) * (head_dim / 2) <= cos.size);
-        if (consecutive_run(used, 0) == used.size()) return {used[0], nullptr, *highest};
+        if (consecutive_run(used, 0) == used.size() && !graph_.recording())
+            return {used[0], nullptr, *highest};
         return {0, positions_.upload(used, clock_), *highest};
     }
 
@@ -398,16 +465,22 @@ private:
     // Gemma's) the fast backend runs the reference kernel, the generic path:
     // any head size, exact softmax, and bits that do not depend on the
     // chunking either (a block per query row, keys in order).
+    //
+    // pos0_at: s.pos0 in device memory (a step graph's recording). Flash
+    // attention reads it there, and its launch carries pos0 0 so that the
+    // records repeat; the reference kernel sizes its shared memory by the
+    // keys, so it takes pos0 by value (no replay past head_dim 256).
     void attend(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool, const int32_t* d_table,
-                const AttentionShape& s) {
-        const AttentionShape ds = with_device_mask(s);
+                const AttentionShape& s, const int32_t* pos0_at = nullptr) {
+        AttentionShape ds = with_device_mask(s);
         TimedOp t(clock_, "attention");
         if (variant_ == GpuVariant::reference || s.head_dim > kFlashMaxHeadDim) {
             launch_attention_ref(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
                                  scores_bytes(s));
         } else {
+            if (pos0_at != nullptr) ds.pos0 = 0;
             flash_tiles_ = launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data,
-                                                  d_table, ds, tile_counts_);
+                                                  d_table, ds, tile_counts_, pos0_at);
         }
     }
 
@@ -453,7 +526,19 @@ private:
     ResidentArray<int32_t> batch_tables_;     // a batched step's block tables, end to end
     std::vector<int32_t> batch_tables_host_;  // (attention_batch), and where each starts
     std::vector<std::size_t> batch_offsets_;
+    std::vector<int32_t> batch_pos0_;     // each call's pos0 (for call_pos0_)
     ResidentArray<uint32_t> mask_words_;  // the mask's data words
+    // Step graphs (step_graph.h). Mutable: a const read of device results
+    // (attention_tile_counts) runs the pending launches first.
+    bool graphs_ = false;
+    mutable StepGraph graph_;
+    std::vector<float*> freed_after_step_;  // released while recording
+    ResidentArray<int32_t> call_pos0_;      // while recording: each attention call's pos0
+
+    void free_after_step() noexcept {
+        for (float* p : freed_after_step_) cudaFree(p);
+        freed_after_step_.clear();
+    }
 };
 
 }  // namespace

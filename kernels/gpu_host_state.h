@@ -6,11 +6,13 @@
 // around a launch times the launch, so each op is bracketed by two CUDA
 // events instead; and the arrays every layer of a chunk reads (its KV slots,
 // its block table) cross the bus once per chunk, asynchronously from pinned
-// memory, instead of once per layer. Included by gpu_backend.cu only, in
+// memory, instead of once per layer. While a step graph records, an array a
+// recorded launch reads is never rewritten under it. Included by gpu_backend.cu only, in
 // both builds (plab::gpu_native and plab::gpu_emulated).
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -110,10 +112,14 @@ public:
     ResidentArray& operator=(const ResidentArray&) = delete;
 
     const T* upload(std::span<const T> values, OpClock& clock) {
+        simt::LaunchRecorder* recorder = simt::active_recorder;
         if (valid_ && values.size() == host_.size() &&
             std::equal(values.begin(), values.end(), host_.begin())) {
-            return device_;  // already there: no copy
+            return handed_out(recorder);  // already there: no copy
         }
+        // While a step graph records (step_graph.h), a launch recorded in this
+        // step may read the old contents: it runs first.
+        if (recorder != nullptr && handed_epoch_ == recorder->epoch) recorder->flush();
         if (ready_ == nullptr) PLAB_CUDA_CHECK(cudaEventCreate(&ready_));
         // The previous copy out of the staging area must be done before it is
         // rewritten (or freed).
@@ -138,16 +144,22 @@ public:
         PLAB_CUDA_CHECK(cudaEventRecord(ready_, 0));
         host_.assign(values.begin(), values.end());
         valid_ = true;
-        return device_;
+        return handed_out(recorder);
     }
 
 private:
+    const T* handed_out(const simt::LaunchRecorder* recorder) {
+        handed_epoch_ = recorder != nullptr ? recorder->epoch : 0;
+        return device_;
+    }
+
     T* device_ = nullptr;
     T* staging_ = nullptr;  // pinned host memory
     std::size_t capacity_ = 0;
     cudaEvent_t ready_ = nullptr;  // recorded after the last copy out of staging_
     std::vector<T> host_;          // what device_ holds now
     bool valid_ = false;
+    std::uint64_t handed_epoch_ = 0;  // the recording that last got device_ (0: none)
 };
 
 }  // namespace plab::PLAB_SIMT_NS::gpu_host

@@ -278,10 +278,12 @@ void launch_attention_probs(float* probs, float* scores_out, const float* q, con
 // instantiation, the Dh dispatch); out, q, pools, block_table as
 // attention_ref. tile_counts (3): key tiles skipped (empty), partial, full —
 // added to, never reset here. Returns the tiles it used. A head_dim outside
-// 1..kFlashMaxHeadDim is a plab::Error naming the range.
+// 1..kFlashMaxHeadDim is a plab::Error naming the range. pos0_at: where the
+// kernel reads s.pos0 from device memory (a step graph's launch), or null.
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
-                                  const AttentionShape& s, unsigned long long* tile_counts);
+                                  const AttentionShape& s, unsigned long long* tile_counts,
+                                  const int32_t* pos0_at = nullptr);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

@@ -39,6 +39,9 @@
 // shared_bytes, args...) instead of <<< >>>: under nvcc that is the real launch,
 // checked, with the kernel's name in the error message.
 //
+// Launch recording (simt_record.h): while a LaunchRecorder is active, both
+// builds' launch() records the launch instead of running it (CUDA graphs).
+//
 // Left out on purpose: streams, events, textures, cooperative groups, warp
 // votes, memory fences, timing of any kind; blocks of one grid run one after
 // another (the emulation shows correctness, never speed). A barrier that some
@@ -67,6 +70,8 @@
 #define PLAB_SIMT_NS gpu_emulated
 #define PLAB_SIMT_EMULATED 1
 #endif
+
+#include "simt_record.h"  // after PLAB_SIMT_NS: both builds compile it
 
 // ============================================================================
 // nvcc: plain CUDA
@@ -114,13 +119,19 @@ constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 // an error names the kernel that caused it rather than a later cudaMemcpy.
 bool sync_after_launch();
 
-template <typename... Params, typename... Args>
-void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
-            std::size_t shared_bytes, Args&&... args) {
-    if (grid.x * grid.y * grid.z == 0) return;  // an empty grid is not an error here
-    kernel<<<grid, block, shared_bytes>>>(static_cast<Params>(std::forward<Args>(args))...);
+// The launch itself, on `stream` (0: the default stream).
+template <typename... Params>
+void launch_now(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                std::size_t shared_bytes, cudaStream_t stream, const Params&... params) {
+    kernel<<<grid, block, shared_bytes, stream>>>(params...);
     cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess && sync_after_launch()) err = cudaDeviceSynchronize();
+    // A stream being captured into a graph may not be waited for.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (err == cudaSuccess && sync_after_launch() &&
+        cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+        capturing == cudaStreamCaptureStatusNone) {
+        err = cudaDeviceSynchronize();
+    }
     if (err != cudaSuccess) {
         std::ostringstream os;
         os << "CUDA kernel " << name << " (grid " << grid.x << 'x' << grid.y << 'x' << grid.z
@@ -137,6 +148,37 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
         cudaGetLastError();  // the query's own error, if any, is not the launch's
         throw ::plab::InternalError(os.str());
     }
+}
+
+// Launches `kernel` now, or, while a LaunchRecorder is active on this thread
+// (simt_record.h), records the launch for a CUDA graph instead.
+template <typename... Params, typename... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+            std::size_t shared_bytes, Args&&... args) {
+    if (grid.x * grid.y * grid.z == 0) return;  // an empty grid is not an error here
+    std::tuple<std::decay_t<Params>...> params{static_cast<Params>(std::forward<Args>(args))...};
+    if (LaunchRecorder* recorder = active_recorder) {
+        LaunchRecord r;
+        r.name = name;
+        r.kernel = reinterpret_cast<std::uintptr_t>(kernel);
+        fill_dims(r.grid, grid);
+        fill_dims(r.block, block);
+        r.shared_bytes = shared_bytes;
+        r.args = argument_bytes(params);
+        r.launch = [=](void* stream) {
+            std::apply(
+                [&](const auto&... p) {
+                    launch_now(name, kernel, grid, block, shared_bytes,
+                               static_cast<cudaStream_t>(stream), p...);
+                },
+                params);
+        };
+        recorder->records.push_back(std::move(r));
+        return;
+    }
+    std::apply(
+        [&](const auto&... p) { launch_now(name, kernel, grid, block, shared_bytes, 0, p...); },
+        params);
 }
 
 }  // namespace plab::simt
@@ -218,14 +260,32 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
     struct Ctx {
         void (*kernel)(Params...);
         std::tuple<std::decay_t<Params>...> params;
-    } ctx{kernel, {static_cast<Params>(std::forward<Args>(args))...}};
-    run_grid(
-        name, reinterpret_cast<std::uintptr_t>(kernel), grid, block, shared_bytes,
-        [](void* p) {
-            Ctx& c = *static_cast<Ctx*>(p);
-            std::apply(c.kernel, c.params);  // a copy per thread, like registers
-        },
-        &ctx);
+    };
+    auto run = [name, grid, block, shared_bytes](const Ctx& ctx) {
+        Ctx copy = ctx;
+        run_grid(
+            name, reinterpret_cast<std::uintptr_t>(copy.kernel), grid, block, shared_bytes,
+            [](void* p) {
+                Ctx& c = *static_cast<Ctx*>(p);
+                std::apply(c.kernel, c.params);  // a copy per thread, like registers
+            },
+            &copy);
+    };
+    const Ctx ctx{kernel, {static_cast<Params>(std::forward<Args>(args))...}};
+    // Recording for a CUDA graph (simt_record.h): the same record as the native build's.
+    if (LaunchRecorder* recorder = active_recorder) {
+        LaunchRecord r;
+        r.name = name;
+        r.kernel = reinterpret_cast<std::uintptr_t>(kernel);
+        fill_dims(r.grid, grid);
+        fill_dims(r.block, block);
+        r.shared_bytes = shared_bytes;
+        r.args = argument_bytes(ctx.params);
+        r.launch = [run, ctx](void*) { run(ctx); };
+        recorder->records.push_back(std::move(r));
+        return;
+    }
+    run(ctx);
 }
 
 }  // namespace plab::simt

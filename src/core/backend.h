@@ -82,6 +82,12 @@ struct AttentionCall {
     AttentionShape shape;
 };
 
+// Of a backend's step graphs, since it was made: steps run launch by launch
+// (direct), steps captured into a graph, steps replayed from one.
+struct StepGraphCounts {
+    long long direct = 0, captured = 0, replayed = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -209,6 +215,19 @@ public:
     // The ops timed since timing was turned on or last taken, in launch order;
     // waits for the device first. Empty for backends that do not time ops.
     virtual std::vector<DeviceOpTime> take_device_op_times() { return {}; }
+
+    // ---- step graphs (CUDA graphs, issue 47; kernels/step_graph.h) ------------
+    // A decode step launches the same kernels with the same arguments every
+    // step; only values in device memory change. Between begin_step_graph()
+    // and end_step_graph() a backend may record its launches instead of
+    // running them, and from the second identical step on run them as one
+    // graph. end_step_graph() runs what was recorded (before any copy back);
+    // cancel_step_graph() drops it (an op threw). Defaults: nothing.
+    virtual void begin_step_graph() {}
+    virtual void end_step_graph() {}
+    virtual void cancel_step_graph() noexcept {}
+    // Steps run launch by launch, captured into a graph, replayed from one.
+    virtual StepGraphCounts step_graph_counts() const { return {}; }
 };
 
 // Owns one Buffer of a backend; frees it on destruction (RAII).

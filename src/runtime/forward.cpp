@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "core/attention_math.h"
 #include "core/error.h"
@@ -221,6 +222,28 @@ int final_norm_rows(Backend& be, const DeviceModel& model, Workspace& ws, const 
     return rows;
 }
 
+// A decode step (one row per sequence, no probes) launches the same kernels
+// every step: the backend may record them and replay them as one CUDA graph
+// (Backend::begin_step_graph). end() before anything is copied back; an op
+// that throws cancels the step instead.
+class StepGraphScope {
+public:
+    StepGraphScope(Backend& be, bool decode) : be_(decode ? &be : nullptr) {
+        if (be_ != nullptr) be_->begin_step_graph();
+    }
+    ~StepGraphScope() {
+        if (be_ != nullptr) be_->cancel_step_graph();
+    }
+    StepGraphScope(const StepGraphScope&) = delete;
+    StepGraphScope& operator=(const StepGraphScope&) = delete;
+    void end() {
+        if (be_ != nullptr) std::exchange(be_, nullptr)->end_step_graph();
+    }
+
+private:
+    Backend* be_;
+};
+
 }  // namespace
 
 // The forward pass, narrated. Shapes: n rows (every item's tokens stacked),
@@ -233,6 +256,8 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     const int n = plan.rows, D = c.dim, F = c.hidden_dim;
     const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
     ChunkOutput out;
+    StepGraphScope graph(be, plan.rows == static_cast<int>(items.size()) &&
+                                 probes.attention.empty() && !probes.all_logits);
 
     // 1. Token embeddings: x (n, D), one row of the table per token.
     be.embed(ws.x.buf(), plan.tokens, model.tok_embeddings.buf(), D);
@@ -277,16 +302,23 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     }
     order_probes(out, probes, c.n_layers);
     // An earlier chunk of a prompt: its K/V were the point, nobody reads its logits.
-    if (probes.skip_logits) return out;
+    if (probes.skip_logits) {
+        graph.end();
+        return out;
+    }
 
     // 9. Final norm and classifier: logits (rows, V) of each sequence's last
     //    position only — the first new token comes from its distribution —
     //    and only for sequences whose prompt this step finishes or that decode.
     const int rows = final_norm_rows(be, model, ws, plan, items, probes);
-    if (rows == 0) return out;
+    if (rows == 0) {
+        graph.end();
+        return out;
+    }
     const int V = c.vocab_size;
     ws.ensure_logits(rows, V);
     be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
+    graph.end();
     // 10. The one copy back per step: rows x V floats of logits to the host,
     //     where the sampler reads them (a span of its own, so the trace shows
     //     what a copy costs next to the compute around it).

@@ -88,6 +88,12 @@ const std::map<std::string, std::string> kNotOps = {
     {"times_device_ops", "device timing (tests/gpu/test_gpu_timing.cpp)"},
     {"set_device_op_timing", "device timing (tests/gpu/test_gpu_timing.cpp)"},
     {"take_device_op_times", "device timing (tests/gpu/test_gpu_timing.cpp)"},
+    {"begin_step_graph",
+     "how a step's launches run (CUDA graphs), not what they compute: "
+     "tests/gpu/test_step_graph.cpp compares a graph's bits with launches'"},
+    {"end_step_graph", "step graphs (as begin_step_graph)"},
+    {"cancel_step_graph", "step graphs (as begin_step_graph)"},
+    {"step_graph_counts", "step graphs (as begin_step_graph)"},
 };
 
 // ---- comparing one cell ---------------------------------------------------------

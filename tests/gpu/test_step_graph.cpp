@@ -1,0 +1,184 @@
+// gpu's step graphs (issue 47, part 3; kernels/step_graph.h): a decode step's
+// launches recorded, compared with the last step's byte for byte, and
+// replayed as one CUDA graph when they match.
+//
+// What it shows: a graph changes how a step is launched, never a bit. The same
+// prompt and decode steps run on gpu with graphs and on gpu with
+// PLAB_GPU_GRAPHS=0 (every launch on its own), and every step's logits and
+// the whole K/V cache must agree bit for bit, while the counts show that the
+// steps were in fact replayed. A replay reuses the first step's arguments, so
+// a value a kernel took by value (attention's pos0, RoPE's position) would
+// give the first step's answer again: the comparison catches it. And host code
+// inside a recorded step (a copy back, a rewritten array) sees every launch
+// before it. Emulated everywhere; natively where a device is present.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "gpu_test_util.h"
+#include "runtime/forward.h"
+#include "runtime/kv_cache.h"
+#include "test_util.h"
+
+namespace plab::test {
+namespace {
+
+// gpu's forms with graphs off: PLAB_GPU_GRAPHS is read when a backend is made.
+std::vector<std::unique_ptr<Backend>> gpu_forms_without_graphs() {
+    setenv("PLAB_GPU_GRAPHS", "0", 1);
+    auto forms = gpu_backend_forms(GpuVariant::fast);
+    unsetenv("PLAB_GPU_GRAPHS");
+    return forms;
+}
+
+struct DecodeRun {
+    std::vector<std::vector<float>> logits;  // the prompt's last row, then one per decode step
+    std::vector<float> kv;                   // every layer's K and V at the end
+    StepGraphCounts counts;
+};
+
+// A prompt of `prompt` tokens in one chunk, then one token a step.
+DecodeRun decode(Backend& be, const Weights& w, const std::vector<int32_t>& tokens, int prompt,
+                 int block_size) {
+    const ModelConfig& c = w.config;
+    const DeviceModel m(be, w);
+    KvCache cache(be, c, block_size, (c.max_seq_len + block_size - 1) / block_size);
+    Workspace ws(be);
+    Sequence seq;
+    DecodeRun run;
+    const std::span<const int32_t> all(tokens);
+    run.logits.push_back(
+        forward_chunk(m, cache, seq, all.first(std::size_t(prompt)), ws, {}, nullptr).logits);
+    for (std::size_t t = std::size_t(prompt); t < tokens.size(); ++t)
+        run.logits.push_back(
+            forward_chunk(m, cache, seq, all.subspan(t, 1), ws, {}, nullptr).logits);
+    for (int l = 0; l < c.n_layers; ++l) {
+        for (KvPart part : {KvPart::K, KvPart::V}) {
+            const std::vector<float> layer = cache.read(seq, l, part);
+            run.kv.insert(run.kv.end(), layer.begin(), layer.end());
+        }
+    }
+    run.counts = be.step_graph_counts();
+    return run;
+}
+
+}  // namespace
+
+TEST_CASE("gpu step graphs: decode steps replay one graph with the bits of launching each kernel",
+          "[gpu][decode][graph]") {
+    // 20 prompt tokens, 30 decode steps: the block table grows from 2 to 4
+    // blocks of 16, in device memory; no launch argument changes.
+    const int kPrompt = 20, kSteps = 30, kBlock = 16;
+    for (const int dh : {48, 64}) {
+        const ModelConfig config = small_config(96, 2, 4, 2, dh, 160, 97, 64);
+        const Weights weights = make_random_weights(config, 6300 + dh);
+        const auto tokens = random_tokens(kPrompt + kSteps, config.vocab_size, 6301 + dh);
+        auto with = gpu_backend_forms(GpuVariant::fast);
+        auto without = gpu_forms_without_graphs();
+        REQUIRE(with.size() == without.size());
+        for (std::size_t f = 0; f < with.size(); ++f) {
+            INFO(with[f]->name() << " Dh=" << dh);
+            const DecodeRun g = decode(*with[f], weights, tokens, kPrompt, kBlock);
+            const DecodeRun plain = decode(*without[f], weights, tokens, kPrompt, kBlock);
+            REQUIRE(g.logits.size() == std::size_t(kSteps) + 1);
+            for (std::size_t s = 0; s < g.logits.size(); ++s) {
+                INFO("step " << s);
+                require_not_all_zero(g.logits[s], "logits");
+                require_bitwise_equal(g.logits[s], plain.logits[s], "logits, graph vs launches");
+            }
+            require_bitwise_equal(g.kv, plain.kv, "the K/V cache, graph vs launches");
+            // The first step ran launch by launch, the second matched it and
+            // was captured, every later one replayed.
+            CHECK(g.counts.direct == 1);
+            CHECK(g.counts.captured == 1);
+            CHECK(g.counts.replayed == kSteps - 2);
+            CHECK(plain.counts.direct + plain.counts.captured + plain.counts.replayed == 0);
+        }
+    }
+}
+
+TEST_CASE("gpu step graphs: batched decode steps replay as a sequence gains blocks",
+          "[gpu][decode][graph]") {
+    // Three sequences decode side by side, each a step at a time: the step's
+    // tables sit at a power-of-two stride, so one gaining a block moves no
+    // other's table. Their prompts of 9, 10, 11 tokens and 20 steps in blocks
+    // of 8 take the stride from 2 to 4 once: one more direct step and capture.
+    const ModelConfig config = small_config(96, 2, 4, 2, 48, 160, 97, 64);
+    const Weights weights = make_random_weights(config, 6400);
+    const int kSeqs = 3, kPrompt = 9, kSteps = 20, kBlock = 8;
+    std::vector<std::vector<int32_t>> tokens;
+    for (int s = 0; s < kSeqs; ++s)
+        tokens.push_back(random_tokens(kPrompt + s + kSteps, config.vocab_size, 6401 + s));
+    auto run = [&](Backend& be) {
+        const DeviceModel m(be, weights);
+        KvCache cache(be, config, kBlock, 3 * config.max_seq_len / kBlock);
+        Workspace ws(be);
+        std::vector<Sequence> seqs(kSeqs);
+        std::vector<std::vector<float>> logits;
+        for (int s = 0; s < kSeqs; ++s) {
+            const std::span<const int32_t> t(tokens[std::size_t(s)]);
+            forward_chunk(m, cache, seqs[std::size_t(s)], t.first(std::size_t(kPrompt + s)), ws, {},
+                          nullptr);
+        }
+        for (int step = 0; step < kSteps; ++step) {
+            std::vector<StepItem> items;
+            for (int s = 0; s < kSeqs; ++s) {
+                const std::span<const int32_t> t(tokens[std::size_t(s)]);
+                items.push_back(
+                    {&seqs[std::size_t(s)], t.subspan(std::size_t(kPrompt + s + step), 1), Mask{}});
+            }
+            logits.push_back(forward_step(m, cache, items, ws, {}, nullptr).logits);
+        }
+        return std::pair(logits, be.step_graph_counts());
+    };
+    auto with = gpu_backend_forms(GpuVariant::fast);
+    auto without = gpu_forms_without_graphs();
+    for (std::size_t f = 0; f < with.size(); ++f) {
+        INFO(with[f]->name());
+        const auto [g, counts] = run(*with[f]);
+        const auto [plain, no_counts] = run(*without[f]);
+        for (int step = 0; step < kSteps; ++step) {
+            INFO("step " << step);
+            require_bitwise_equal(g[std::size_t(step)], plain[std::size_t(step)], "logits");
+        }
+        CHECK(counts.direct == 2);
+        CHECK(counts.captured == 2);
+        CHECK(counts.replayed == kSteps - 4);
+        CHECK(no_counts.replayed == 0);
+    }
+}
+
+TEST_CASE("gpu step graphs: host code inside a recorded step sees every launch before it",
+          "[gpu][graph]") {
+    const int dim = 5, vocab = 7;
+    const auto table_host = random_floats(std::size_t(vocab) * dim, 6500);
+    for (auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+        INFO(gpu->name());
+        const DeviceArray table = upload(*gpu, table_host);
+        DeviceArray a(*gpu, dim), b(*gpu, dim), c(*gpu, dim);
+        const StepGraphCounts before = gpu->step_graph_counts();
+
+        // The token array is rewritten while a recorded launch reads it, and a
+        // copy back reads results mid-step: both see the launches before them.
+        gpu->begin_step_graph();
+        const int32_t three = 3, five = 5;
+        gpu->embed(a.buf(), std::span<const int32_t>(&three, 1), table.buf(), dim);
+        gpu->embed(b.buf(), std::span<const int32_t>(&five, 1), table.buf(), dim);
+        const std::vector<float> a_mid = download(*gpu, a);
+        gpu->end_step_graph();
+        const std::vector<float> row3(table_host.begin() + 3 * dim, table_host.begin() + 4 * dim);
+        const std::vector<float> row5(table_host.begin() + 5 * dim, table_host.begin() + 6 * dim);
+        require_bitwise_equal(a_mid, row3, "row 3, read inside the step");
+        require_bitwise_equal(download(*gpu, b), row5, "row 5");
+        // It ran in parts, so it is not kept for a replay.
+        CHECK(gpu->step_graph_counts().direct == before.direct + 1);
+
+        // A cancelled step runs nothing.
+        gpu->fill(c.buf(), 1.0f);
+        gpu->begin_step_graph();
+        gpu->fill(c.buf(), 7.0f);
+        gpu->cancel_step_graph();
+        require_bitwise_equal(download(*gpu, c), std::vector<float>(dim, 1.0f), "cancelled fill");
+    }
+}
+
+}  // namespace plab::test
