@@ -135,7 +135,7 @@ steps=(
     "3. every other test (ctest -LE 'test_gpu|viewer')"
     "4. gpu-ref runs natively (plab toy); chunked gpu-ref and gpu against cpu-ref (plab compare, 5 plans)"
     "5. registers, stack frame and shared memory of every kernel (cuobjdump --dump-resource-usage)"
-    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, share of the cuBLAS SGEMM peak, decode, device time by op; gpu on stories110m at 2048; the GEMM kernels against cuBLAS"
+    "6. plab bench of gpu-ref and gpu at $lengths tokens: medians, share of the cuBLAS SGEMM peak, decode, device time by op; gpu on stories110m at 2048; decode without CUDA graphs (PLAB_GPU_GRAPHS=0); the GEMM kernels against cuBLAS"
     "7. table: cpu-ref, cpu, gpu-ref, gpu at $lengths tokens (plab compare --repeats 3)"
 )
 if ((dry_run)); then
@@ -238,6 +238,17 @@ grep -A 1 "^Device" "$logs/bench-110m.log" | grep -v "Device time by op" | head 
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench-110m.log" | head -n 4
 grep -A 14 "Device time by op" "$logs/bench-110m.log" | head -n 16
 decode_tables "$logs/bench-110m.log"
+# CUDA graphs (issue 47, part 3; kernels/step_graph.h): decode rows with the
+# step replayed as one graph (the default) and with every kernel launched on
+# its own (PLAB_GPU_GRAPHS=0), same shape, same steps, one after the other.
+for shape in stories15m stories110m; do
+    for graphs in 1 0; do
+        test_step "decode-graphs-$graphs-$shape" env PLAB_GPU_GRAPHS=$graphs "$plab" bench \
+            --shape "$shape" --backends gpu --lengths 64 --repeats 1 --decode-steps 32
+        echo "PLAB_GPU_GRAPHS=$graphs, $shape:"
+        sed -n '/^Decode (one token per step/,/^$/p' "$logs/decode-graphs-$graphs-$shape.log"
+    done
+done
 # The GEMM kernels alone against cuBLAS (the build's gemm_kernels target, made
 # where CMake found cuBLAS).
 if [[ -x "$build/gemm_kernels" ]]; then

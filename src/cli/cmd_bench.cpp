@@ -279,7 +279,11 @@ void run(BenchCliOptions o) {
                                   {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)},
                                   {"sweep_s", or_null(d.sweep_s)},
                                   {"sweep_bound_tokens_per_s", or_null(d.sweep_bound_tokens_per_s)},
-                                  {"fraction_of_weight_sweep", or_null(d.fraction_of_sweep_bound)}};
+                                  {"fraction_of_weight_sweep", or_null(d.fraction_of_sweep_bound)},
+                                  {"graph_steps",
+                                   {{"direct", d.graphs.direct},
+                                    {"captured", d.graphs.captured},
+                                    {"replayed", d.graphs.replayed}}}};
             if (!d.paired_step_s.empty()) {  // the tuned host backend's rows only
                 row["paired_step_s"] = d.paired_step_s;
                 row["paired_sweep_s"] = d.paired_sweep_s;
@@ -432,6 +436,15 @@ void run(BenchCliOptions o) {
             std::printf(" %12.1f %8.1f%%\n", d.bound_tokens_per_s, 100 * d.fraction_of_bound);
         else
             std::printf(" %12s %9s\n", "-", "-");
+    }
+    // gpu: how the steps were launched (kernels/step_graph.h).
+    for (const auto& d : r.decode) {
+        const StepGraphCounts& g = d.graphs;
+        if (g.direct + g.captured + g.replayed == 0) continue;
+        std::printf(
+            "  %s: %lld of %d steps replayed one CUDA graph (%lld launched kernel by kernel, "
+            "%lld captured); PLAB_GPU_GRAPHS=0 launches every kernel on its own\n",
+            d.backend.c_str(), g.replayed, d.steps, g.direct, g.captured);
     }
     for (const auto& d : r.decode) {
         if (d.read_bound_tokens_per_s == 0) continue;

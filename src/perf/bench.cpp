@@ -234,8 +234,12 @@ std::vector<double> time_decode_steps(Backend& backend, const DeviceModel& model
 DecodeBenchRow decode_row(Backend& backend, const DeviceModel& model, const BenchOptions& o,
                           const MachineSpeed& machine, double device_copy_gb_per_s) {
     const ModelConfig& c = model.config();
+    const StepGraphCounts before = backend.step_graph_counts();
     const std::vector<double> steps = time_decode_steps(backend, model, o);
+    const StepGraphCounts after = backend.step_graph_counts();
     DecodeBenchRow d;
+    d.graphs = {after.direct - before.direct, after.captured - before.captured,
+                after.replayed - before.replayed};
     d.backend = backend.name();
     d.context = o.decode_prompt + o.decode_steps / 2;
     d.steps = o.decode_steps;

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/device_peak.h"
 #include "core/kernels.h"
 #include "model/weights.h"
@@ -116,6 +117,9 @@ struct DecodeBenchRow {
     double paired_sweep_ms = 0;
     double fraction_of_paired_sweep = 0;  // paired_sweep_ms / paired_step_ms
     double ratio_to_quiet = 0;            // under load: median_step_s / the quiet row's
+    // The timed steps by how they were launched (gpu: CUDA graphs,
+    // kernels/step_graph.h; all 0 on backends without graphs).
+    StepGraphCounts graphs;
 };
 
 // Decode of `batch` sequences in one engine, one token each per step. The
