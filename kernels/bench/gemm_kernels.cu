@@ -179,6 +179,45 @@ void decode_products(cublasHandle_t handle) {
     }
 }
 
+// Every matmul_blocked tile on the prefill shapes, whatever the rule picks
+// (issue 47, part 4): GFLOP/s, blocks, how many fit a multiprocessor at once
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor) and the waves that makes
+// (blocks / (multiprocessors x that)). A wave-aware tile rule needs each
+// tile's rate per resident block, which only a device gives.
+template <int TM, int TN>
+void tile_row(const Product& p, const char* name) {
+    const Shape& s = p.s;
+    auto run = [&] {
+        launch_tile<TM, TN, true>(MatmulParts::one(p.out, p.w, s.n), p.x, s.m, s.k);
+    };
+    const double err = rel_error(p.result_of(run), p.result_of([&] { p.cublas(); }));
+    const double ms = median_ms(run, s.m >= 4096 ? 5 : 50);
+    int per_sm = 0;
+    PLAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, matmul_blocked_kernel<TM, TN, true>, kSide * kSide, 0));
+    const long long blocks = tiles(s.m, s.n, kSide * TM, kSide * TN);
+    const double waves = double(blocks) / (double(multiprocessors()) * std::max(per_sm, 1));
+    std::printf("%-22s %5d %5d %5d  %-8s %9.0f %7lld %7d %7.2f  %9.2e\n", s.what, s.m, s.n, s.k,
+                name, 2.0 * s.m * s.n * s.k / ms / 1e6, blocks, per_sm, waves, err);
+}
+
+void tiles_by_shape(const Shape* shapes, std::size_t count, cublasHandle_t handle) {
+    std::printf("\nevery matmul_blocked tile (%d multiprocessors): GFLOP/s, blocks, blocks a "
+                "multiprocessor holds, waves\n",
+                multiprocessors());
+    std::printf("%-22s %5s %5s %5s  %-8s %9s %7s %7s %7s  %9s\n", "product", "M", "N", "K", "tile",
+                "GFLOP/s", "blocks", "per SM", "waves", "err");
+    std::mt19937 rng(19);
+    for (std::size_t i = 0; i < count; ++i) {
+        const Shape& s = shapes[i];
+        if (s.k % 4 != 0 || s.m >= 8192) continue;  // wide loads only; 8192^3 takes too long x3
+        const Product p(s, handle, rng);
+        tile_row<8, 8>(p, "128x128");
+        tile_row<8, 4>(p, "128x64");
+        tile_row<4, 4>(p, "64x64");
+    }
+}
+
 }  // namespace
 
 int run() {
@@ -233,6 +272,7 @@ int run() {
                     gflop / t_blocked * 1e3, gflop / t_cublas * 1e3, 100 * t_cublas / t_tiled,
                     100 * t_cublas / t_blocked, err_tiled, err_blocked);
     }
+    tiles_by_shape(shapes, std::size(shapes), handle);
     decode_products(handle);
     CHECK_CUBLAS(cublasDestroy(handle));
     return 0;
