@@ -328,13 +328,6 @@ DeviceOpBreakdown device_op_breakdown(Backend& backend, const DeviceModel& model
     return median_by_wall_time(std::move(runs));
 }
 
-// The machine figures (GEMM peak, copy and read bandwidth) are measured on
-// the host: they bound the CPU backends only. A GPU reads its weights from
-// its own memory; on the H200 the host's figures put gpu at "381% of peak".
-bool held_to_host_limits(const std::string& backend) {
-    return backend.rfind("cpu", 0) == 0;
-}
-
 namespace {
 
 // Each backend with each kernel set it has, in the order given.

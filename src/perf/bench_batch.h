@@ -6,7 +6,7 @@
 #include <string>
 
 #include "model/weights.h"
-#include "perf/bench.h"
+#include "perf/bench_report.h"
 
 namespace plab::bench_detail {
 

@@ -6,11 +6,20 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
-#include "perf/bench.h"
+#include "perf/bench_report.h"
 #include "runtime/session.h"
+
+namespace plab {
+
+// Whether the host's measured peak and bandwidth bound this backend (the CPU
+// ones; a GPU's rows report no fraction of them).
+bool held_to_host_limits(const std::string& backend);
+
+}  // namespace plab
 
 namespace plab::bench_detail {
 
