@@ -187,9 +187,7 @@ void decode_products(cublasHandle_t handle) {
 template <int TM, int TN>
 void tile_row(const Product& p, const char* name) {
     const Shape& s = p.s;
-    auto run = [&] {
-        launch_tile<TM, TN, true>(MatmulParts::one(p.out, p.w, s.n), p.x, s.m, s.k);
-    };
+    auto run = [&] { launch_tile<TM, TN, true>(MatmulParts::one(p.out, p.w, s.n), p.x, s.m, s.k); };
     const double err = rel_error(p.result_of(run), p.result_of([&] { p.cublas(); }));
     const double ms = median_ms(run, s.m >= 4096 ? 5 : 50);
     int per_sm = 0;
@@ -202,9 +200,10 @@ void tile_row(const Product& p, const char* name) {
 }
 
 void tiles_by_shape(const Shape* shapes, std::size_t count, cublasHandle_t handle) {
-    std::printf("\nevery matmul_blocked tile (%d multiprocessors): GFLOP/s, blocks, blocks a "
-                "multiprocessor holds, waves\n",
-                multiprocessors());
+    std::printf(
+        "\nevery matmul_blocked tile (%d multiprocessors): GFLOP/s, blocks, blocks a "
+        "multiprocessor holds, waves\n",
+        multiprocessors());
     std::printf("%-22s %5s %5s %5s  %-8s %9s %7s %7s %7s  %9s\n", "product", "M", "N", "K", "tile",
                 "GFLOP/s", "blocks", "per SM", "waves", "err");
     std::mt19937 rng(19);
