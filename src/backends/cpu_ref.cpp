@@ -158,7 +158,7 @@ void CpuRefBackend::attention(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool
     PLAB_ASSERT(std::size_t(s.n_keys() + s.block_size - 1) / s.block_size <= block_table.size());
     const int rows = s.n_queries * s.n_heads;
     // FLOPs: q·k and p·v, 2 each per dim and pair, counted over the causal
-    // pairs like cpu_fast.cpp (an upper bound for masks that see less; only
+    // pairs like cpu_fast_attention.cpp (an upper bound for masks that see less; only
     // picks the threads).
     const double pairs = double(s.n_queries) * s.pos0 + 0.5 * s.n_queries * (s.n_queries + 1.0);
     const int threads =

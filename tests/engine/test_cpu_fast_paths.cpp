@@ -253,7 +253,7 @@ TEST_CASE(
 TEST_CASE("cpu attention reads V in place from consecutive blocks: the gathered copy's bits",
           "[cpu][fast-paths]") {
     // A cold prompt in a fresh cache has blocks 0, 1, 2, ...: its V rows are
-    // one strided matrix in the pool and P·V reads them there (cpu_fast.cpp,
+    // one strided matrix in the pool and P·V reads them there (cpu_fast_attention.cpp,
     // v_in_place) when head_dim is whole vector registers. The oracle: the
     // same logical cache with its blocks shuffled, which takes the gather.
     auto cpu = make_backend("cpu");
