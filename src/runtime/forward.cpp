@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/attention_math.h"
+#include "core/attention_shape.h"
 #include "core/error.h"
 
 namespace plab {
@@ -134,14 +135,8 @@ StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const Ste
         call.out = ws.att.buf().slice(std::size_t(plan.row0[i]) * qd, std::size_t(n) * qd);
         call.q = ws.q.buf().slice(std::size_t(plan.row0[i]) * qd, std::size_t(n) * qd);
         call.block_table = it.seq->block_table;
-        call.shape.n_queries = n;
-        call.shape.pos0 = plan.pos0[i];
-        call.shape.n_heads = c.n_heads;
-        call.shape.n_kv_heads = c.n_kv_heads;
-        call.shape.head_dim = c.head_dim;
-        call.shape.block_size = cache.block_size();
-        call.shape.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        call.shape.mask = it.mask;
+        call.shape = attention_shape(n, plan.pos0[i], c.n_heads, c.n_kv_heads, c.head_dim,
+                                     cache.block_size(), it.mask);
         plan.calls.push_back(call);
     }
     return plan;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/attention_shape.h"
 #include "core/error.h"
 #include "core/kv_layout.h"
 #include "runtime/mask_grammar.h"
@@ -61,15 +62,8 @@ ToyRun run_toy(Backend& backend, const ToyInput& input, const ChunkPlan& plan, c
             slots.push_back(kv_slot(block_table.data(), p, kToyBlockSize));
         backend.kv_append(k_pool.buf(), v_pool.buf(), k.buf(), v.buf(), slots, 1);
 
-        AttentionShape s;
-        s.n_queries = len;
-        s.pos0 = pos0;
-        s.n_heads = 1;
-        s.n_kv_heads = 1;
-        s.head_dim = 1;
-        s.block_size = kToyBlockSize;
-        s.scale = 1.0f;  // 1/sqrt(Dh) with Dh = 1
-        s.mask = mask;
+        // One head of dimension 1: the score scale 1/sqrt(Dh) is 1.
+        const AttentionShape s = attention_shape(len, pos0, 1, 1, 1, kToyBlockSize, mask);
         const std::span<const int32_t> table(
             block_table.data(), std::size_t((pos0 + len + kToyBlockSize - 1) / kToyBlockSize));
         backend.attention(out.buf(), q.buf(), k_pool.buf(), v_pool.buf(), table, s);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend_op_rows.h"
+#include "core/attention_shape.h"
 #include "test_util.h"
 
 namespace plab::test::backend_ops {
@@ -105,16 +106,8 @@ struct AttentionInputs {
     int pool_blocks = 0;
 
     AttentionShape shape() const {
-        AttentionShape s;
-        s.n_queries = c.n_queries;
-        s.pos0 = c.pos0;
-        s.n_heads = c.n_heads;
-        s.n_kv_heads = c.n_kv_heads;
-        s.head_dim = c.head_dim;
-        s.block_size = c.block_size;
-        s.scale = 1.0f / std::sqrt(float(c.head_dim));
-        s.mask = c.mask->view();
-        return s;
+        return attention_shape(c.n_queries, c.pos0, c.n_heads, c.n_kv_heads, c.head_dim,
+                               c.block_size, c.mask->view());
     }
     int row() const { return c.n_kv_heads * c.head_dim; }
     std::string describe() const {
@@ -309,15 +302,8 @@ OpRow attention_batch_row() {
             tables.push_back(t);
             qs.push_back(random_floats(std::size_t(seqs[i].n_queries) * n_heads * head_dim,
                                        1010 + i, -2.0f, 2.0f));
-            AttentionShape s;
-            s.n_queries = seqs[i].n_queries;
-            s.pos0 = seqs[i].pos0;
-            s.n_heads = n_heads;
-            s.n_kv_heads = n_kv_heads;
-            s.head_dim = head_dim;
-            s.block_size = block_size;
-            s.scale = 1.0f / std::sqrt(float(head_dim));
-            shapes.push_back(s);
+            shapes.push_back(attention_shape(seqs[i].n_queries, seqs[i].pos0, n_heads, n_kv_heads,
+                                             head_dim, block_size));
         }
         // Every sequence's positions filled; the pool's last block spare (NaN).
         const int pool_blocks = next_block + 1;

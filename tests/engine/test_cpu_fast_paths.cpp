@@ -16,6 +16,7 @@
 
 #include "backends/cpu_fast/cpu_gemm.h"
 #include "core/attention_math.h"
+#include "core/attention_shape.h"
 #include "core/backend.h"
 #include "core/kv_layout.h"
 #include "runtime/mask_grammar.h"
@@ -75,16 +76,7 @@ Scene make_scene(int n_heads, int n_kv_heads, int head_dim, int block_size, int 
 }
 
 AttentionShape shape_for(const Cache& c, int n_heads, int n_queries, int pos0, const Mask& mask) {
-    AttentionShape s;
-    s.n_queries = n_queries;
-    s.pos0 = pos0;
-    s.n_heads = n_heads;
-    s.n_kv_heads = c.n_kv_heads;
-    s.head_dim = c.head_dim;
-    s.block_size = c.block_size;
-    s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    s.mask = mask;
-    return s;
+    return attention_shape(n_queries, pos0, n_heads, c.n_kv_heads, c.head_dim, c.block_size, mask);
 }
 
 // Attention of `n_queries` queries (rows of q from `first_row`) at positions

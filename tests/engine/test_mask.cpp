@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/attention_shape.h"
 #include "core/error.h"
 #include "mask_cases.h"
 #include "model/weights.h"
@@ -42,14 +43,7 @@ struct AttentionInputs {
 
 AttentionInputs make_inputs(int t, int c, int h, int hkv, int dh, int block, std::uint64_t seed) {
     AttentionInputs in;
-    AttentionShape& s = in.shape;
-    s.n_queries = c;
-    s.pos0 = t - c;
-    s.n_heads = h;
-    s.n_kv_heads = hkv;
-    s.head_dim = dh;
-    s.block_size = block;
-    s.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    in.shape = attention_shape(c, t - c, h, hkv, dh, block);
     const int blocks = (t + block - 1) / block;
     for (int i = 0; i < blocks; ++i) in.table.push_back(blocks - 1 - i);  // scrambled
     const int row = hkv * dh;

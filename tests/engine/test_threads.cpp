@@ -15,6 +15,7 @@
 
 #include "backends/cpu_fast/cpu_fast.h"
 #include "core/attention_math.h"
+#include "core/attention_shape.h"
 #include "core/thread_pool.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
@@ -301,14 +302,7 @@ TEST_CASE("cpu attention and swiglu on many threads match cpu-ref", "[threads]")
     // Attention: 100 queries (4 tiles of 32, the last one short) after 123
     // cached positions, 7 query heads sharing 1 K/V head, Dh 40, blocks of 16
     // in shuffled order: 4·Dh·H·pairs ≈ 19 MFLOP, above the 2-thread threshold.
-    AttentionShape s;
-    s.n_queries = 100;
-    s.pos0 = 123;
-    s.n_heads = 7;
-    s.n_kv_heads = 1;
-    s.head_dim = 40;
-    s.block_size = 16;
-    s.scale = 1.0f / std::sqrt(40.0f);
+    const AttentionShape s = attention_shape(100, 123, 7, 1, 40, 16);
     const int n_keys = s.n_keys();
     const int n_blocks = (n_keys + s.block_size - 1) / s.block_size;
     std::vector<int32_t> table(static_cast<std::size_t>(n_blocks));
@@ -451,14 +445,7 @@ TEST_CASE("cpu-ref on 1 thread and on many: bitwise equal, matmul, attention and
         // shuffled order; (100, 123): 700 rows of uneven causal length;
         // (3, 900): 21 rows, each long.
         for (const auto& [n_queries, pos0] : {std::pair{100, 123}, std::pair{3, 900}}) {
-            AttentionShape s;
-            s.n_queries = n_queries;
-            s.pos0 = pos0;
-            s.n_heads = 7;
-            s.n_kv_heads = 1;
-            s.head_dim = 40;
-            s.block_size = 16;
-            s.scale = 1.0f / std::sqrt(40.0f);
+            const AttentionShape s = attention_shape(n_queries, pos0, 7, 1, 40, 16);
             const int n_blocks = (s.n_keys() + s.block_size - 1) / s.block_size;
             std::vector<int32_t> table(static_cast<std::size_t>(n_blocks));
             std::iota(table.begin(), table.end(), 0);

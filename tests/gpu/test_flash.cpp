@@ -20,6 +20,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/attention_shape.h"
 #include "gpu_test_util.h"
 #include "mask_cases.h"
 #include "runtime/mask_grammar.h"
@@ -56,13 +57,7 @@ struct Problem {
 
 Problem make_problem(const FlashCase& c, int head_dim, std::uint64_t seed) {
     Problem p;
-    p.s.n_queries = c.n_queries;
-    p.s.pos0 = c.pos0;
-    p.s.n_heads = c.n_heads;
-    p.s.n_kv_heads = c.n_kv_heads;
-    p.s.head_dim = head_dim;
-    p.s.block_size = c.block_size;
-    p.s.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    p.s = attention_shape(c.n_queries, c.pos0, c.n_heads, c.n_kv_heads, head_dim, c.block_size);
     const int n_keys = p.s.n_keys();
     const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
     const int pool_blocks = n_blocks + 2;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/attention_shape.h"
 #include "gpu_test_util.h"
 #include "mask_cases.h"
 #include "model/weights.h"
@@ -77,15 +78,9 @@ TEST_CASE("gpu-ref masked attention op: outputs / probabilities and scores equal
             INFO("mask " << mc.spec << " T=" << sh.t << " C=" << sh.c << " H=" << sh.h
                          << " Hkv=" << sh.hkv << " Dh=" << sh.dh);
             const BoundMask bound = make_mask(mc.spec, mask_context(tokens, sh.h));
-            AttentionShape s;
-            s.n_queries = sh.c;
-            s.pos0 = sh.t - sh.c;
-            s.n_heads = sh.h;
-            s.n_kv_heads = sh.hkv;
-            s.head_dim = sh.dh;
-            s.block_size = sh.block;
-            s.scale = 1.0f / std::sqrt(static_cast<float>(sh.dh));
-            s.mask = bound.view();  // host words; the GPU backend uploads its own copy
+            // The mask's host words: the GPU backend uploads its own copy.
+            const AttentionShape s =
+                attention_shape(sh.c, sh.t - sh.c, sh.h, sh.hkv, sh.dh, sh.block, bound.view());
             const int blocks = (sh.t + sh.block - 1) / sh.block;
             std::vector<int32_t> table;
             for (int i = 0; i < blocks; ++i) table.push_back((i * 5 + 2) % blocks);

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/attention_shape.h"
 #include "core/rope.h"
 #include "gpu_test_util.h"
 #include "kernels.h"
@@ -370,14 +371,8 @@ TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") 
     for (const Case c : {Case{1, 0, 1, 1, 1, 1}, Case{7, 3, 3, 1, 7, 5}, Case{5, 2, 1, 1, 1, 2},
                          Case{7, 0, 4, 2, 6, 4}, Case{1, 40, 3, 3, 8, 5}, Case{33, 5, 2, 1, 16, 7},
                          Case{7, 29, 4, 1, 10, 16}, Case{40, 90, 1, 1, 4, 3}}) {
-        AttentionShape s;
-        s.n_queries = c.n_queries;
-        s.pos0 = c.pos0;
-        s.n_heads = c.n_heads;
-        s.n_kv_heads = c.n_kv_heads;
-        s.head_dim = c.head_dim;
-        s.block_size = c.block_size;
-        s.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        const AttentionShape s =
+            attention_shape(c.n_queries, c.pos0, c.n_heads, c.n_kv_heads, c.head_dim, c.block_size);
         const int n_keys = s.n_keys();
         const int n_blocks = (n_keys + c.block_size - 1) / c.block_size;
         const int pool_blocks = n_blocks + 3;

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/attention_shape.h"
 #include "core/rope.h"
 #include "gpu_test_util.h"
 #include "runtime/registry.h"
@@ -122,14 +123,7 @@ TEST_CASE("gpu-ref attention_ref gives -0.0 and +0.0 exactly where cpu-ref does"
     // e_j·(-0.0) is -0.0 and the sum from +0.0 stays +0.0. The kernel must
     // match cpu-ref on both. Keys live in a scrambled paged cache whose unused
     // slots hold NaN; shapes have GQA, an odd head_dim and several queries.
-    AttentionShape s;
-    s.n_queries = 5;
-    s.pos0 = 6;
-    s.n_heads = 3;
-    s.n_kv_heads = 1;
-    s.head_dim = 5;
-    s.block_size = 4;
-    s.scale = 1.0f / std::sqrt(5.0f);
+    const AttentionShape s = attention_shape(5, 6, 3, 1, 5, 4);
     const int n_keys = s.n_keys();
     const int n_blocks = (n_keys + s.block_size - 1) / s.block_size;
     const int pool_blocks = n_blocks + 2;
