@@ -14,6 +14,7 @@
 
 #include "cli/grade.h"
 #include "core/attention_math.h"
+#include "core/attention_shape.h"
 #include "runtime/mask_grammar.h"
 
 namespace plab::cli::grade {
@@ -22,15 +23,8 @@ namespace attention_detail {
 // out (T, Dh) of one head over keys 0..T-1 under `mask`, scores times `scale`.
 Tensor reference(const std::vector<float>& q, const std::vector<float>& k,
                  const std::vector<float>& v, int t, int dh, const Mask& mask, float scale) {
-    AttentionShape s;
-    s.n_queries = t;
-    s.pos0 = 0;
-    s.n_heads = 1;
-    s.n_kv_heads = 1;
-    s.head_dim = dh;
-    s.block_size = t;  // one block: slot = position
-    s.scale = scale;
-    s.mask = mask;
+    AttentionShape s = attention_shape(t, 0, 1, 1, dh, t, mask);  // one block: slot = position
+    s.scale = scale;  // the case's, which need not be 1/sqrt(Dh)
     const int block_table[1] = {0};
     std::vector<float> scores(static_cast<std::size_t>(t));
     std::vector<float> out(static_cast<std::size_t>(t) * dh);
@@ -52,13 +46,7 @@ Tensor reference(const std::vector<float>& q, const std::vector<float>& k,
 // query head's K/V head (kv_head_of: h / (H / Hkv)).
 Tensor gqa_reference(const std::vector<float>& q, const std::vector<float>& k,
                      const std::vector<float>& v, int t, int h, int hkv, int dh) {
-    AttentionShape s;
-    s.n_queries = t;
-    s.n_heads = h;
-    s.n_kv_heads = hkv;
-    s.head_dim = dh;
-    s.block_size = t;
-    s.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const AttentionShape s = attention_shape(t, 0, h, hkv, dh, t);
     const int block_table[1] = {0};
     std::vector<float> scores(static_cast<std::size_t>(t));
     std::vector<float> out(std::size_t(t) * h * dh);
