@@ -10,9 +10,12 @@
 // a value a kernel took by value (attention's pos0, RoPE's position) would
 // give the first step's answer again: the comparison catches it. And host code
 // inside a recorded step (a copy back, a rewritten array) sees every launch
-// before it. Emulated everywhere; natively where a device is present.
+// before it; and `plab bench --json` counts how its decode steps were launched
+// (graph_steps). Emulated everywhere; natively where a device is present.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "gpu_test_util.h"
 #include "runtime/forward.h"
@@ -145,6 +148,34 @@ TEST_CASE("gpu step graphs: batched decode steps replay as a sequence gains bloc
         CHECK(counts.replayed == kSteps - 4);
         CHECK(no_counts.replayed == 0);
     }
+}
+
+TEST_CASE("plab bench counts how its decode steps were launched: graphs on gpu, none on gpu-ref",
+          "[gpu][graph][cli]") {
+    static const CliRandomModel model("plab_step_graph_model", 7);
+    const int kSteps = 5;
+    const auto b =
+        run_cli({"bench", "--model", model.dir, "--backends", "gpu,gpu-ref", "--lengths", "6",
+                 "--repeats", "1", "--decode-steps", std::to_string(kSteps), "--json"});
+    REQUIRE(b.exit_code == 0);
+    const auto j = nlohmann::json::parse(b.out);
+    REQUIRE(j["decode"].size() == 2);
+    for (const auto& d : j["decode"]) {
+        const std::string backend = d["backend"];
+        INFO(backend);
+        const auto& g = d["graph_steps"];
+        const long long direct = g["direct"], captured = g["captured"], replayed = g["replayed"];
+        if (backend.rfind("gpu-ref", 0) == 0) {
+            // The readable reference launches every kernel on its own.
+            CHECK(direct + captured + replayed == 0);
+        } else {
+            // The first step has nothing to match, the second is captured.
+            CHECK(direct == 1);
+            CHECK(captured == 1);
+            CHECK(replayed == kSteps - 2);
+        }
+    }
+    // The text line under the decode rows: lesson 14 checks it.
 }
 
 TEST_CASE("gpu step graphs: host code inside a recorded step sees every launch before it",
