@@ -158,22 +158,15 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
     if (grid.x * grid.y * grid.z == 0) return;  // an empty grid is not an error here
     std::tuple<std::decay_t<Params>...> params{static_cast<Params>(std::forward<Args>(args))...};
     if (LaunchRecorder* recorder = active_recorder) {
-        LaunchRecord r;
-        r.name = name;
-        r.kernel = reinterpret_cast<std::uintptr_t>(kernel);
-        fill_dims(r.grid, grid);
-        fill_dims(r.block, block);
-        r.shared_bytes = shared_bytes;
-        r.args = argument_bytes(params);
-        r.launch = [=](void* stream) {
-            std::apply(
-                [&](const auto&... p) {
-                    launch_now(name, kernel, grid, block, shared_bytes,
-                               static_cast<cudaStream_t>(stream), p...);
-                },
-                params);
-        };
-        recorder->records.push_back(std::move(r));
+        record_launch(*recorder, name, reinterpret_cast<std::uintptr_t>(kernel), grid, block,
+                      shared_bytes, params, [=](void* stream) {
+                          std::apply(
+                              [&](const auto&... p) {
+                                  launch_now(name, kernel, grid, block, shared_bytes,
+                                             static_cast<cudaStream_t>(stream), p...);
+                              },
+                              params);
+                      });
         return;
     }
     std::apply(
@@ -274,15 +267,8 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
     const Ctx ctx{kernel, {static_cast<Params>(std::forward<Args>(args))...}};
     // Recording for a CUDA graph (simt_record.h): the same record as the native build's.
     if (LaunchRecorder* recorder = active_recorder) {
-        LaunchRecord r;
-        r.name = name;
-        r.kernel = reinterpret_cast<std::uintptr_t>(kernel);
-        fill_dims(r.grid, grid);
-        fill_dims(r.block, block);
-        r.shared_bytes = shared_bytes;
-        r.args = argument_bytes(ctx.params);
-        r.launch = [run, ctx](void*) { run(ctx); };
-        recorder->records.push_back(std::move(r));
+        record_launch(*recorder, name, reinterpret_cast<std::uintptr_t>(kernel), grid, block,
+                      shared_bytes, ctx.params, [run, ctx](void*) { run(ctx); });
         return;
     }
     run(ctx);

@@ -18,6 +18,7 @@
 // emulated one runs the grid in the emulator.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -85,11 +86,23 @@ std::vector<unsigned char> argument_bytes(const std::tuple<T...>& t) {
     return out;
 }
 
-template <typename Dim>
-void fill_dims(unsigned (&dst)[3], const Dim& d) {
-    dst[0] = d.x;
-    dst[1] = d.y;
-    dst[2] = d.z;
+// Appends one launch to `recorder`: what identifies it (the kernel, grid,
+// block, shared bytes and the arguments' bytes) and `launch`, which runs it
+// on a given stream. Both builds' launch() call it.
+template <typename Dim, typename... T>
+void record_launch(LaunchRecorder& recorder, const char* name, std::uintptr_t kernel,
+                   const Dim& grid, const Dim& block, std::size_t shared_bytes,
+                   const std::tuple<T...>& params, std::function<void(void*)> launch) {
+    LaunchRecord r;
+    r.name = name;
+    r.kernel = kernel;
+    const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+    std::copy(g, g + 3, r.grid);
+    std::copy(b, b + 3, r.block);
+    r.shared_bytes = shared_bytes;
+    r.args = argument_bytes(params);
+    r.launch = std::move(launch);
+    recorder.records.push_back(std::move(r));
 }
 
 }  // namespace PLAB_SIMT_NS
