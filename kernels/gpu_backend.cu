@@ -39,8 +39,9 @@
 // second identical step on, replays them as one graph. While recording, the
 // values a decode step changes reach the kernels through device memory (RoPE
 // positions, attention's pos0, block tables at a fixed stride), so the
-// records repeat. PLAB_GPU_GRAPHS=0 turns graphs off (bench comparisons);
-// device op timing turns them off too (a graph is timed as one).
+// records repeat. PLAB_GPU_GRAPHS=0 turns graphs off (bench comparisons; 1,
+// the default, keeps them; any other value is refused); device op timing
+// turns them off too (a graph is timed as one).
 //
 // Left out: several streams and overlap (every op and every graph runs on the
 // default stream, so stream order alone keeps copies and kernels in sequence).
@@ -71,9 +72,16 @@ bool emulated_named_native_for_tests() {
 }
 
 // PLAB_GPU_GRAPHS=0: every step launch by launch (to measure what graphs save).
+// Unset or 1: graphs on; any other value is refused, naming the two.
 bool step_graphs_allowed() {
     const char* v = std::getenv("PLAB_GPU_GRAPHS");
-    return v == nullptr || std::string(v) != "0";
+    if (v == nullptr) return true;
+    const std::string value(v);
+    PLAB_CHECK(value == "0" || value == "1",
+               "PLAB_GPU_GRAPHS is '" << value
+                                      << "': use 0 (launch every kernel on its own) or 1 (decode "
+                                         "steps as CUDA graphs, the default)");
+    return value == "1";
 }
 
 using gpu_host::OpClock;

@@ -178,6 +178,20 @@ TEST_CASE("plab bench counts how its decode steps were launched: graphs on gpu, 
     // The text line under the decode rows: lesson 14 checks it.
 }
 
+TEST_CASE("gpu step graphs: PLAB_GPU_GRAPHS other than 0 or 1 is refused with one line",
+          "[gpu][graph]") {
+    for (const char* bad : {"off", "", "2", "yes"}) {
+        INFO("PLAB_GPU_GRAPHS=" << bad);
+        setenv("PLAB_GPU_GRAPHS", bad, 1);
+        require_error([] { gpu_backend_forms(GpuVariant::fast); },
+                      "use 0 (launch every kernel on its own) or 1");
+    }
+    setenv("PLAB_GPU_GRAPHS", "1", 1);
+    auto on = gpu_backend_forms(GpuVariant::fast);
+    unsetenv("PLAB_GPU_GRAPHS");
+    REQUIRE_FALSE(on.empty());
+}
+
 TEST_CASE("gpu step graphs: host code inside a recorded step sees every launch before it",
           "[gpu][graph]") {
     const int dim = 5, vocab = 7;
