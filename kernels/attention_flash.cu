@@ -96,9 +96,17 @@
 // of 4, where 3 of the 4 would be rows past the call, and every row's sums
 // are the ones it had (tests/gpu/test_decode_kernels.cpp checks decode-shaped
 // chunks against the whole prompt, bitwise).
-// Left out: tensor cores (mma), splitting long sequences across blocks
-// (FlashDecoding: the merge of step 7 across blocks, through global memory),
-// double-buffered K/V tiles, fp16.
+// Key segments (issue 47): a row's keys are folded in fixed, absolute
+// segments of kFlashSegmentKeys = 256 (kernels.h), each from a fresh running
+// max and sums; at a segment's end the groups merge (step 7) and the
+// segment's result is merged into the row's total (SegmentMerge, step 8b),
+// whose outputs wait, not yet divided, in the output rows. A decode call
+// whose keys span several segments runs a block per segment (blockIdx.y),
+// writes each segment's result to `partials` (8a) and merges them in
+// attention_merge_kernel, in the same order by the same expressions:
+// FlashDecoding's split with a fixed split size, so the bits do not depend
+// on it. Up to 256 keys there is one segment: the v4 kernel as it was.
+// Left out: tensor cores (mma), double-buffered K/V tiles, fp16.
 #include <cmath>
 #include <iterator>
 #include <string>
@@ -111,6 +119,7 @@ namespace plab::PLAB_SIMT_NS {
 namespace {
 
 constexpr int kLanes = 32;
+constexpr int kMergeThreads = 128;  // attention_merge_kernel: one output a thread
 constexpr int kFlashThreads = kFlashWarps * kLanes;
 // Two groups of 4 warps, each folding every other key tile (v4).
 constexpr int kGroupThreads = 128;
@@ -170,11 +179,16 @@ struct FlashLayout {
                   "kernels.h's flash_shared_bytes is this layout's size");
     // A group's region: K (kKeys, kStride) or P (kQueries, kPStride) at 0, V at kKP.
     PLAB_HD static constexpr int group(int g) { return kGroup0 + g * kGroupFloats; }
-    // At the end, group 1 hands its running max, sum shares and outputs to
-    // group 0 through the whole buffer (nobody reads a tile any more):
+    // At a segment's end, group 1 hands its running max, sum shares and outputs
+    // to group 0 through the groups' regions (nobody reads a K or V tile then):
     // (2 + Dh/8) values a row of a thread.
+    // It sits past the Q tile, which the next key segment reads again, where
+    // it fits there; otherwise over the Q tile, which the next segment loads
+    // again (Dh = 192 with 64 x 16 tiles).
     static constexpr int kHandoff = kGroupThreads * FlashThread<kQueries, kKeys>::kRowsPerThread *
                                     (2 + FlashColumns<kDh>::kCount);
+    static constexpr bool kHandoffOverQ = kHandoff > kFloats - kGroup0;
+    static constexpr int kHandoffAt = kHandoffOverQ ? 0 : kGroup0;
     static_assert(kHandoff <= kFloats);
 };
 
@@ -215,17 +229,53 @@ __device__ __forceinline__ void load_row(float* dst, const float* src, int d, in
     }
 }
 
+// Merging a key segment's result into a row's total (kernels.h,
+// kFlashSegmentKeys): the online softmax's rescale once more, between
+// segments, with explicit fmaf so that the prefill kernel and the split
+// decode's merge launch compute each total with the same roundings. A segment
+// that saw none of the row's keys (m = -inf) leaves the total as it was; the
+// first that saw some becomes the total as it is (no rescale by exp(0)).
+struct SegmentMerge {
+    enum Kind { keep_total, take_segment, rescale_both } kind = keep_total;
+    float m = -INFINITY;  // the total's max after the merge
+    float c_total = 0.0f, c_segment = 0.0f;
+    PLAB_HD float apply(float total, float segment) const {
+        return kind == keep_total     ? total
+               : kind == take_segment ? segment
+                                      : fmaf(total, c_total, segment * c_segment);
+    }
+};
+PLAB_HD inline SegmentMerge segment_merge(float m_total, float m_segment) {
+    SegmentMerge g;
+    if (m_segment == -INFINITY) {
+        g.m = m_total;
+    } else if (m_total == -INFINITY) {
+        g.kind = SegmentMerge::take_segment;
+        g.m = m_segment;
+    } else {
+        g.kind = SegmentMerge::rescale_both;
+        g.m = fmaxf(m_total, m_segment);
+        g.c_total = expf(m_total - g.m);
+        g.c_segment = expf(m_segment - g.m);
+    }
+    return g;
+}
+
 // Launch bounds: two blocks a multiprocessor (128 registers a thread) where
-// their shared memory lets two fit; Dh >= 96 fits one, so it may use 255.
+// their shared memory lets two fit; Dh >= 96 fits one, so it may use 255. A
+// decode launch has heads x segments blocks, rarely more than the device has
+// multiprocessors: one a multiprocessor is enough, and its registers need not
+// spill (at 128 they did, at Dh 48 and 64 on sm_90).
 // kDh is the compiled size; s.head_dim may be smaller (a padded bucket: its
 // loads read s.head_dim components a row and zero the rest, its output
 // columns past s.head_dim are not written). At s.head_dim == kDh every
 // operation is the one it was before buckets existed: the same bits.
-template <int kDh, int kQueries, int kKeys>
-__global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
+template <int kDh, int kQueries, int kKeys, bool kDecode>
+__global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
     attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
                            const int32_t* block_table, AttentionShape s,
-                           unsigned long long* tile_counts, const int32_t* pos0_at) {
+                           unsigned long long* tile_counts, const int32_t* pos0_at,
+                           float* partials) {
     // A step graph's launch (kernels/step_graph.h): the chunk's position is
     // read from device memory, so one recorded launch serves every step.
     if (pos0_at != nullptr) s.pos0 = *pos0_at;
@@ -269,218 +319,316 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 ? 1 : 2)
     float* p_tile = k_tile;
     float* v_tile = k_tile + L::kKP;
 
-    // 1. The block's queries, scaled by 1/sqrt(Dh); rows past the chunk are 0.
-    for (int e = threadIdx.x; e < kFlashQueries * (kDh / kVec); e += kFlashThreads) {
-        const int r = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;  // constants: no division
-        const int i = first_query + r;
-        float x[kVec] = {};
-        if (i < s.n_queries)
-            load_row<kVec>(x, q + (static_cast<long long>(i) * s.n_heads + h) * dh + d, d, dh,
-                           padded);
-        PLAB_UNROLL
-        for (int v = 0; v < kVec; ++v) q_tile[r * L::kStride + d + v] = x[v] * s.scale;
-    }
-
-    // Per row of this thread: running max, this thread's share of the
-    // denominator (its keys tx + 8c of this group's tiles), its output
-    // columns (registers).
-    float m[kRowsPerThread], l[kRowsPerThread], acc[kRowsPerThread][C::kCount];
+    // The key segments this block folds (kernels.h, kFlashSegmentKeys). A
+    // prefill instantiation: all of them up to its last visible key, one
+    // after another. A decode one (kDecode, at most 16 queries): one, segment
+    // blockIdx.y of a split call (partials != null), its result to partials
+    // for attention_merge_kernel; or, unsplit, keys 0 to 255 at most (the
+    // host splits every decode call past 256 keys). Two instantiations, so
+    // that neither holds the other's state: the decode kernel keeps the
+    // registers it had before segments (no spills at Dh = 48 and 64, sm_90).
+    const bool split = kDecode && partials != nullptr;
+    const int first_segment = split ? static_cast<int>(blockIdx.y) : 0;
+    const int end_segment = kDecode ? first_segment + 1 : last_key / kFlashSegmentKeys + 1;
+    // Per row, the total of the segments merged so far (group 0): its max
+    // and denominator here, its outputs (not yet divided) in out.
+    float m_total[kRowsPerThread], l_total[kRowsPerThread];
     PLAB_UNROLL
     for (int r = 0; r < kRowsPerThread; ++r) {
-        m[r] = -INFINITY;
-        l[r] = 0.0f;
-        PLAB_UNROLL
-        for (int c = 0; c < C::kCount; ++c) acc[r][c] = 0.0f;
+        m_total[r] = -INFINITY;
+        l_total[r] = 0.0f;
     }
 
-    // Group 0 folds key tiles 0, 2, 4, ..., group 1 tiles 1, 3, 5, ...: two
-    // tiles a step, so the longest rows (the last query tiles) take half as
-    // many steps. Every thread runs every step (the barriers are the
-    // block's); a group whose tile is past the last key or empty only waits.
-    for (int pair0 = 0; pair0 <= last_key; pair0 += kKeyGroups * kFlashKeys) {
-        const int t0 = pair0 + group * kFlashKeys;
-        const int t1 = min(t0 + kFlashKeys, n_keys) - 1;
-        const int tile_keys = t1 - t0 + 1;
-        // 2. The mask's verdict on this group's (query tile x key tile).
-        const bool looked = t0 <= last_key;
-        const TileClass cls = looked ? s.mask.classify_tile(bounds, t0, t1) : TileClass::empty;
-        if (t == 0 && looked) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
-        const bool folds = looked && cls != TileClass::empty;  // the same for the whole group
-        // 3. Load K and V rows through the block table, kVec floats a thread
-        //    (consecutive threads, consecutive addresses: coalesced). A freed
-        //    block (core/kv_layout.h) holds keys no query of this tile may
-        //    see, and rows past the cache do not exist: nothing is read for
-        //    them, and their rows are zeros, so a masked cell's p = 0
-        //    multiplies a 0, never a stale or poisoned value.
-        if (folds) {
-            for (int e = t; e < kFlashKeys * (kDh / kVec); e += kGroupThreads) {
-                const int jj = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;
-                const int key = t0 + jj;
-                float kx[kVec] = {}, vx[kVec] = {};
-                if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
-                    const long long base =
-                        kv_offset(kv_slot(block_table, key, s.block_size), g, s.n_kv_heads, dh) + d;
-                    load_row<kVec>(kx, k_pool + base, d, dh, padded);
-                    load_row<kVec>(vx, v_pool + base, d, dh, padded);
-                }
-                PLAB_UNROLL
-                for (int v = 0; v < kVec; ++v) {
-                    k_tile[jj * L::kStride + d + v] = kx[v];
-                    v_tile[jj * kDh + d + v] = vx[v];
-                }
-            }
-        }
-        __syncthreads();  // the tiles (and, the first time, the queries) are complete
-
-        // 4. S = Q·Kᵀ: this thread's 4 rows x 8 keys, each score one chain over
-        //    d in order. Per 4 components: 4 loads of q rows and 8 of k rows
-        //    feed 128 multiply-adds (register blocking, as in matmul_blocked).
-        float score[kRowsPerThread][kKeysPerThread] = {};
-        if (folds) {
-            for (int d = 0; d < kDh; d += kVec) {
-                float qx[kRowsPerThread][kVec];
-                PLAB_UNROLL
-                for (int r = 0; r < kRowsPerThread; ++r)
-                    load_floats<kVec>(qx[r], q_tile + (ty + kRowGroups * r) * L::kStride + d);
-                PLAB_UNROLL
-                for (int c = 0; c < kKeysPerThread; ++c) {
-                    float kx[kVec];
-                    load_floats<kVec>(kx, k_tile + (tx + kKeyGroup * c) * L::kStride + d);
-                    PLAB_UNROLL
-                    for (int r = 0; r < kRowsPerThread; ++r) {
-                        PLAB_UNROLL
-                        for (int v = 0; v < kVec; ++v) score[r][c] += qx[r][v] * kx[v];
-                    }
-                }
-            }
-        }
-        __syncthreads();  // every score is in registers: P may overwrite K
-        if (folds) {
-            // 5. Per row: mask, modifiers, the tile's max over the row's 8
-            //    lanes, the rescale, and this thread's p_j into p_tile. Rows
-            //    past the chunk, and rows that see no key of this tile, write p = 0.
+    // 1. The block's queries, scaled by 1/sqrt(Dh); rows past the chunk are 0.
+    //    Once, or once a segment where the handoff (7.) overwrites them.
+    auto load_queries = [&] {
+        for (int e = threadIdx.x; e < kFlashQueries * (kDh / kVec); e += kFlashThreads) {
+            const int r = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;  // constants: no division
+            const int i = first_query + r;
+            float x[kVec] = {};
+            if (i < s.n_queries)
+                load_row<kVec>(x, q + (static_cast<long long>(i) * s.n_heads + h) * dh + d, d, dh,
+                               padded);
             PLAB_UNROLL
-            for (int r = 0; r < kRowsPerThread; ++r) {
-                const int row = ty + kRowGroups * r;
-                const int i = first_query + row;
-                const int pos = s.pos0 + i;
-                float x[kKeysPerThread];
-                float tile_max = -INFINITY;
-                PLAB_UNROLL
-                for (int c = 0; c < kKeysPerThread; ++c) {
-                    const int jj = tx + kKeyGroup * c, j = t0 + jj;
-                    x[c] = score[r][c];
-                    if (i >= s.n_queries || jj >= tile_keys ||
-                        (cls == TileClass::partial && !s.mask.visible(pos, j))) {
-                        x[c] = -INFINITY;  // masked, past the chunk, or past the end of the cache
-                    } else if (modifies) {
-                        x[c] = s.mask.modify_score(x[c], h, pos, j);
-                    }
-                    tile_max = fmaxf(tile_max, x[c]);
-                }
-                tile_max = row_max(tile_max);  // every lane of the warp, before any branch
-                float* p_row = p_tile + row * L::kPStride;
-                if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
-                    PLAB_UNROLL
-                    for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
-                    continue;
-                }
-                const float m_new = fmaxf(m[r], tile_max);
-                const float correction = expf(m[r] - m_new);  // exp(-inf) = 0 on the first tile
-                l[r] *= correction;
-                PLAB_UNROLL
-                for (int c = 0; c < kKeysPerThread; ++c) {
-                    const float p = expf(x[c] - m_new);  // 0 for a masked key
-                    l[r] += p;
-                    p_row[tx + kKeyGroup * c] = p;
-                }
-                PLAB_UNROLL
-                for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
-                m[r] = m_new;
-            }
-            __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
-            // 6. O += P·V: this thread's 4 rows x its columns, keys in order;
-            //    one 16-byte load brings a row's p for 4 keys. Keys past the
-            //    tile (up to the next multiple of 4) have p = 0 and zero V rows.
-            for (int j0 = 0; j0 < tile_keys; j0 += 4) {
-                float p[kRowsPerThread][4];
-                PLAB_UNROLL
-                for (int r = 0; r < kRowsPerThread; ++r)
-                    load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
-                PLAB_UNROLL
-                for (int e = 0; e < 4; ++e) {
-                    const float* v_row = v_tile + (j0 + e) * kDh;
-                    float vx[C::kCount];
-                    PLAB_UNROLL
-                    for (int gr = 0; gr < C::kGroups; ++gr)
-                        load_float4(&vx[4 * gr], v_row + 32 * gr + 4 * tx);
-                    PLAB_UNROLL
-                    for (int c = 4 * C::kGroups; c < C::kCount; ++c) {
-                        const int col = C::column(tx, c);
-                        vx[c] = col < kDh ? v_row[col] : 0.0f;
-                    }
-                    PLAB_UNROLL
-                    for (int r = 0; r < kRowsPerThread; ++r) {
-                        PLAB_UNROLL
-                        for (int c = 0; c < C::kCount; ++c) acc[r][c] += p[r][e] * vx[c];
-                    }
-                }
-            }
+            for (int v = 0; v < kVec; ++v) q_tile[r * L::kStride + d + v] = x[v] * s.scale;
         }
-        __syncthreads();  // everyone is done with the tiles before they are overwritten
-    }
-    // Tiles past the block's furthest visible key are empty by the key ranges: skipped too.
-    const int key_tiles = (n_keys + kFlashKeys - 1) / kFlashKeys;
-    const int looked_at = last_key / kFlashKeys + 1;
-    if (threadIdx.x == 0 && key_tiles > looked_at)
-        atomicAdd(&tile_counts[0], static_cast<unsigned long long>(key_tiles - looked_at));
+    };
+    if constexpr (!L::kHandoffOverQ) load_queries();
 
-    // 7. Group 1 hands its state to group 0 (through its own region, free
-    //    now), which merges it: m = max(m0, m1), each part scaled by
-    //    exp(m_part - m), group 0's first — one order for every chunking.
-    float* handoff = tiles;
-    constexpr int kValues = 2 + C::kCount;  // m, l, the outputs: per row
-    if (group == 1) {
+    for (int segment = first_segment; segment < end_segment; ++segment) {
+        if constexpr (L::kHandoffOverQ) load_queries();  // the last handoff overwrote them
+        // Per row of this thread: running max, this thread's share of the
+        // denominator (its keys tx + 8c of this group's tiles), its output
+        // columns (registers); from fresh in every segment.
+        float m[kRowsPerThread], l[kRowsPerThread], acc[kRowsPerThread][C::kCount];
         PLAB_UNROLL
         for (int r = 0; r < kRowsPerThread; ++r) {
-            float* h1 = handoff + (r * kValues) * kGroupThreads + t;  // thread-contiguous
-            h1[0] = m[r];
-            h1[kGroupThreads] = l[r];
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
             PLAB_UNROLL
-            for (int c = 0; c < C::kCount; ++c) h1[(2 + c) * kGroupThreads] = acc[r][c];
+            for (int c = 0; c < C::kCount; ++c) acc[r][c] = 0.0f;
         }
-    }
-    __syncthreads();
-    if (group == 1) return;  // no barrier follows
-    // 8. out = a / l, with l the sum of the row's 8 merged shares.
-    PLAB_UNROLL
-    for (int r = 0; r < kRowsPerThread; ++r) {
-        const float* h1 = handoff + (r * kValues) * kGroupThreads + t;
-        const float m1 = h1[0];
-        const float m_row = fmaxf(m[r], m1);
-        // exp(-inf - m_row) = 0: a group that saw no key of this row adds exactly nothing.
-        const float c0 = expf(m[r] - m_row), c1 = expf(m1 - m_row);
-        const float share = l[r] * c0 + h1[kGroupThreads] * c1;
-        const float denominator = row_sum(share);  // every lane, before the branch
-        const int i = first_query + ty + kRowGroups * r;
-        if (i >= s.n_queries) continue;
-        float* o = out + (static_cast<long long>(i) * s.n_heads + h) * dh;
-        PLAB_UNROLL
-        for (int c = 0; c < C::kCount; ++c) {
-            const int col = C::column(tx, c);
-            const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
-            if (col < dh) o[col] = a / denominator;
+
+        // Group 0 folds key tiles 0, 2, 4, ..., group 1 tiles 1, 3, 5, ...: two
+        // tiles a step, so the longest rows (the last query tiles) take half as
+        // many steps. Every thread runs every step (the barriers are the
+        // block's); a group whose tile is past the last key or empty only waits.
+        const int segment_end =
+            kDecode && !split ? last_key + 1 : min((segment + 1) * kFlashSegmentKeys, last_key + 1);
+        for (int pair0 = segment * kFlashSegmentKeys; pair0 < segment_end;
+             pair0 += kKeyGroups * kFlashKeys) {
+            const int t0 = pair0 + group * kFlashKeys;
+            const int t1 = min(t0 + kFlashKeys, n_keys) - 1;
+            const int tile_keys = t1 - t0 + 1;
+            // 2. The mask's verdict on this group's (query tile x key tile).
+            const bool looked = t0 <= last_key;
+            const TileClass cls = looked ? s.mask.classify_tile(bounds, t0, t1) : TileClass::empty;
+            if (t == 0 && looked) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
+            const bool folds = looked && cls != TileClass::empty;  // the same for the whole group
+            // 3. Load K and V rows through the block table, kVec floats a thread
+            //    (consecutive threads, consecutive addresses: coalesced). A freed
+            //    block (core/kv_layout.h) holds keys no query of this tile may
+            //    see, and rows past the cache do not exist: nothing is read for
+            //    them, and their rows are zeros, so a masked cell's p = 0
+            //    multiplies a 0, never a stale or poisoned value.
+            if (folds) {
+                for (int e = t; e < kFlashKeys * (kDh / kVec); e += kGroupThreads) {
+                    const int jj = e / (kDh / kVec), d = e % (kDh / kVec) * kVec;
+                    const int key = t0 + jj;
+                    float kx[kVec] = {}, vx[kVec] = {};
+                    if (jj < tile_keys && !kv_block_freed(block_table, key, s.block_size)) {
+                        const long long base = kv_offset(kv_slot(block_table, key, s.block_size), g,
+                                                         s.n_kv_heads, dh) +
+                                               d;
+                        load_row<kVec>(kx, k_pool + base, d, dh, padded);
+                        load_row<kVec>(vx, v_pool + base, d, dh, padded);
+                    }
+                    PLAB_UNROLL
+                    for (int v = 0; v < kVec; ++v) {
+                        k_tile[jj * L::kStride + d + v] = kx[v];
+                        v_tile[jj * kDh + d + v] = vx[v];
+                    }
+                }
+            }
+            __syncthreads();  // the tiles (and, the first time, the queries) are complete
+
+            // 4. S = Q·Kᵀ: this thread's 4 rows x 8 keys, each score one chain over
+            //    d in order. Per 4 components: 4 loads of q rows and 8 of k rows
+            //    feed 128 multiply-adds (register blocking, as in matmul_blocked).
+            float score[kRowsPerThread][kKeysPerThread] = {};
+            if (folds) {
+                for (int d = 0; d < kDh; d += kVec) {
+                    float qx[kRowsPerThread][kVec];
+                    PLAB_UNROLL
+                    for (int r = 0; r < kRowsPerThread; ++r)
+                        load_floats<kVec>(qx[r], q_tile + (ty + kRowGroups * r) * L::kStride + d);
+                    PLAB_UNROLL
+                    for (int c = 0; c < kKeysPerThread; ++c) {
+                        float kx[kVec];
+                        load_floats<kVec>(kx, k_tile + (tx + kKeyGroup * c) * L::kStride + d);
+                        PLAB_UNROLL
+                        for (int r = 0; r < kRowsPerThread; ++r) {
+                            PLAB_UNROLL
+                            for (int v = 0; v < kVec; ++v) score[r][c] += qx[r][v] * kx[v];
+                        }
+                    }
+                }
+            }
+            __syncthreads();  // every score is in registers: P may overwrite K
+            if (folds) {
+                // 5. Per row: mask, modifiers, the tile's max over the row's 8
+                //    lanes, the rescale, and this thread's p_j into p_tile. Rows
+                //    past the chunk, and rows that see no key of this tile, write p = 0.
+                PLAB_UNROLL
+                for (int r = 0; r < kRowsPerThread; ++r) {
+                    const int row = ty + kRowGroups * r;
+                    const int i = first_query + row;
+                    const int pos = s.pos0 + i;
+                    float x[kKeysPerThread];
+                    float tile_max = -INFINITY;
+                    PLAB_UNROLL
+                    for (int c = 0; c < kKeysPerThread; ++c) {
+                        const int jj = tx + kKeyGroup * c, j = t0 + jj;
+                        x[c] = score[r][c];
+                        if (i >= s.n_queries || jj >= tile_keys ||
+                            (cls == TileClass::partial && !s.mask.visible(pos, j))) {
+                            x[c] =
+                                -INFINITY;  // masked, past the chunk, or past the end of the cache
+                        } else if (modifies) {
+                            x[c] = s.mask.modify_score(x[c], h, pos, j);
+                        }
+                        tile_max = fmaxf(tile_max, x[c]);
+                    }
+                    tile_max = row_max(tile_max);  // every lane of the warp, before any branch
+                    float* p_row = p_tile + row * L::kPStride;
+                    if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
+                        PLAB_UNROLL
+                        for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
+                        continue;
+                    }
+                    const float m_new = fmaxf(m[r], tile_max);
+                    const float correction = expf(m[r] - m_new);  // exp(-inf) = 0 on the first tile
+                    l[r] *= correction;
+                    PLAB_UNROLL
+                    for (int c = 0; c < kKeysPerThread; ++c) {
+                        const float p = expf(x[c] - m_new);  // 0 for a masked key
+                        l[r] += p;
+                        p_row[tx + kKeyGroup * c] = p;
+                    }
+                    PLAB_UNROLL
+                    for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
+                    m[r] = m_new;
+                }
+                __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
+                // 6. O += P·V: this thread's 4 rows x its columns, keys in order;
+                //    one 16-byte load brings a row's p for 4 keys. Keys past the
+                //    tile (up to the next multiple of 4) have p = 0 and zero V rows.
+                for (int j0 = 0; j0 < tile_keys; j0 += 4) {
+                    float p[kRowsPerThread][4];
+                    PLAB_UNROLL
+                    for (int r = 0; r < kRowsPerThread; ++r)
+                        load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
+                    PLAB_UNROLL
+                    for (int e = 0; e < 4; ++e) {
+                        const float* v_row = v_tile + (j0 + e) * kDh;
+                        float vx[C::kCount];
+                        PLAB_UNROLL
+                        for (int gr = 0; gr < C::kGroups; ++gr)
+                            load_float4(&vx[4 * gr], v_row + 32 * gr + 4 * tx);
+                        PLAB_UNROLL
+                        for (int c = 4 * C::kGroups; c < C::kCount; ++c) {
+                            const int col = C::column(tx, c);
+                            vx[c] = col < kDh ? v_row[col] : 0.0f;
+                        }
+                        PLAB_UNROLL
+                        for (int r = 0; r < kRowsPerThread; ++r) {
+                            PLAB_UNROLL
+                            for (int c = 0; c < C::kCount; ++c) acc[r][c] += p[r][e] * vx[c];
+                        }
+                    }
+                }
+            }
+            __syncthreads();  // everyone is done with the tiles before they are overwritten
         }
-    }
+        // 7. Group 1 hands its state to group 0 (through the groups' regions,
+        //    free now), which merges it: m = max(m0, m1), each part scaled by
+        //    exp(m_part - m), group 0's first — one order for every chunking —
+        //    and l the sum of the row's 8 merged shares: the segment's result.
+        float* handoff = tiles + L::kHandoffAt;
+        constexpr int kValues = 2 + C::kCount;  // m, l, the outputs: per row
+        if (group == 1) {
+            PLAB_UNROLL
+            for (int r = 0; r < kRowsPerThread; ++r) {
+                float* h1 = handoff + (r * kValues) * kGroupThreads + t;  // thread-contiguous
+                h1[0] = m[r];
+                h1[kGroupThreads] = l[r];
+                PLAB_UNROLL
+                for (int c = 0; c < C::kCount; ++c) h1[(2 + c) * kGroupThreads] = acc[r][c];
+            }
+        }
+        __syncthreads();
+        if (group == 0) {
+            const bool last = segment + 1 == end_segment;
+            PLAB_UNROLL
+            for (int r = 0; r < kRowsPerThread; ++r) {
+                const float* h1 = handoff + (r * kValues) * kGroupThreads + t;
+                const float m1 = h1[0];
+                const float m_row = fmaxf(m[r], m1);
+                // exp(-inf - m_row) = 0: a group that saw no key of this row adds exactly nothing.
+                const float c0 = expf(m[r] - m_row), c1 = expf(m1 - m_row);
+                const float share = l[r] * c0 + h1[kGroupThreads] * c1;
+                const float denominator = row_sum(share);  // every lane, before the branch
+                const int i = first_query + ty + kRowGroups * r;
+                if (i >= s.n_queries) continue;
+                if constexpr (kDecode) {
+                    // 8. One segment: out = a / l, as v4 wrote it. 8a. Split:
+                    //    the segment's m, l and a as they are, for the merge.
+                    float* dst =
+                        split
+                            ? partials +
+                                  ((static_cast<long long>(segment) * s.n_queries + i) * s.n_heads +
+                                   h) *
+                                      (2 + dh) +
+                                  2
+                            : out + (static_cast<long long>(i) * s.n_heads + h) * dh;
+                    if (split && tx == 0) {
+                        dst[-2] = m_row;
+                        dst[-1] = denominator;
+                    }
+                    PLAB_UNROLL
+                    for (int c = 0; c < C::kCount; ++c) {
+                        const int col = C::column(tx, c);
+                        const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
+                        if (col < dh) dst[col] = split ? a : a / denominator;
+                    }
+                } else {
+                    // 8b. Into the row's total; in the block's last segment,
+                    //     out = a / l. With one segment (up to 256 keys) that
+                    //     is the segment's a / l, as v4 wrote it.
+                    const bool had_total = m_total[r] != -INFINITY;
+                    const SegmentMerge g = segment_merge(m_total[r], m_row);
+                    if (!last && g.kind == SegmentMerge::keep_total) continue;  // nothing new
+                    m_total[r] = g.m;
+                    l_total[r] = g.apply(l_total[r], denominator);
+                    float* o = out + (static_cast<long long>(i) * s.n_heads + h) * dh;
+                    PLAB_UNROLL
+                    for (int c = 0; c < C::kCount; ++c) {
+                        const int col = C::column(tx, c);
+                        if (col >= dh) continue;
+                        const float a_segment = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
+                        const float a = g.apply(had_total ? o[col] : 0.0f, a_segment);
+                        o[col] = last ? a / l_total[r] : a;  // not last: the total waits here
+                    }
+                }
+            }
+        }
+        __syncthreads();  // group 0 has read the handoff: the next segment may load tiles
+    }                     // segment
+
+    // Tiles past the block's furthest visible key are empty by the key ranges:
+    // skipped too (a split block counts those of its own segment).
+    const int key_tiles = (n_keys + kFlashKeys - 1) / kFlashKeys;
+    const int looked_at = last_key / kFlashKeys + 1;
+    const int tile_lo = split ? first_segment * (kFlashSegmentKeys / kFlashKeys) : 0;
+    const int tile_hi =
+        split ? min(key_tiles, tile_lo + kFlashSegmentKeys / kFlashKeys) : key_tiles;
+    const int beyond = tile_hi - max(tile_lo, looked_at);
+    if (threadIdx.x == 0 && beyond > 0)
+        atomicAdd(&tile_counts[0], static_cast<unsigned long long>(beyond));
 }
 
-// The launch of one instantiation: a block per (query tile, head), 8 warps.
-template <int kDh, int kQueries, int kKeys>
+// A split decode call's second launch: one thread per (query, head, output
+// column) merges the segments' partial results in segment order with
+// SegmentMerge, as a prefill block merges its segments, and divides: the
+// bits of the unsplit kernel.
+__global__ void attention_merge_kernel(float* out, const float* partials, int n_queries,
+                                       int n_heads, int dh, int segments) {
+    const long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (e >= static_cast<long long>(n_queries) * n_heads * dh) return;
+    const int col = static_cast<int>(e % dh);
+    const long long row = e / dh;  // i * n_heads + h
+    float m = -INFINITY, l = 0.0f, a = 0.0f;
+    for (int seg = 0; seg < segments; ++seg) {
+        const float* part =
+            partials + (static_cast<long long>(seg) * n_queries * n_heads + row) * (2 + dh);
+        const SegmentMerge g = segment_merge(m, part[0]);
+        if (g.kind == SegmentMerge::keep_total) continue;
+        m = g.m;
+        l = g.apply(l, part[1]);
+        a = g.apply(a, part[2 + col]);
+    }
+    out[e] = a / l;
+}
+
+// The launch of one instantiation: a block per (query tile, head), 8 warps;
+// split, a block per (query tile, head) and key segment, then the merge.
+template <int kDh, int kQueries, int kKeys, bool kDecode>
 void launch_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                   const int32_t* block_table, const AttentionShape& s,
-                  unsigned long long* tile_counts, const int32_t* pos0_at) {
+                  unsigned long long* tile_counts, const int32_t* pos0_at, FlashSplit split) {
     static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ", " +
-                                    std::to_string(kQueries) + ", " + std::to_string(kKeys) + ">";
+                                    std::to_string(kQueries) + ", " + std::to_string(kKeys) +
+                                    (kDecode ? ", decode>" : ">");
     constexpr std::size_t dynamic_bytes = FlashLayout<kDh, kQueries, kKeys>::kBytes;
     // The tiles against the device's limit; opts in past 48 KiB. Once per
     // instantiation (a function-local static; retried if it threw), not on
@@ -489,8 +637,8 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
     // linker had merged the native and emulated copies of the helper; the
     // per-build namespace of simt.h has kept them apart since.)
     static const bool opted_in = [] {
-        simt::reserve_shared_memory(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys>,
-                                    dynamic_bytes);
+        simt::reserve_shared_memory(
+            name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys, kDecode>, dynamic_bytes);
         return true;
     }();
     (void)opted_in;
@@ -498,9 +646,14 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
     PLAB_CHECK(blocks <= 0x7fffffffLL, "attention_flash: " << blocks
                                                            << " blocks (query tiles x heads) "
                                                               "exceed the grid's 2^31 - 1");
-    simt::launch(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys>,
-                 dim3(static_cast<unsigned>(blocks)), dim3(kFlashThreads), dynamic_bytes, out, q,
-                 k_pool, v_pool, block_table, s, tile_counts, pos0_at);
+    const unsigned segments = split.partials != nullptr ? static_cast<unsigned>(split.segments) : 1;
+    simt::launch(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys, kDecode>,
+                 dim3(static_cast<unsigned>(blocks), segments), dim3(kFlashThreads), dynamic_bytes,
+                 out, q, k_pool, v_pool, block_table, s, tile_counts, pos0_at, split.partials);
+    if (split.partials == nullptr) return;
+    const long long outputs = static_cast<long long>(s.n_queries) * s.n_heads * s.head_dim;
+    PLAB_LAUNCH(attention_merge_kernel, blocks_for(outputs, kMergeThreads), kMergeThreads, 0, out,
+                split.partials, s.n_queries, s.n_heads, s.head_dim, split.segments);
 }
 
 // The device's per-block shared-memory limit (with opt-in), asked once, and
@@ -571,15 +724,26 @@ FlashTiles flash_tiles(int head_dim, int n_queries) {
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
                                   const AttentionShape& s, unsigned long long* tile_counts,
-                                  const int32_t* pos0_at) {
+                                  const int32_t* pos0_at, FlashSplit split) {
     const FlashTiles tiles = flash_tiles(s.head_dim, s.n_queries);
+    PLAB_ASSERT(split.partials == nullptr ||
+                (s.n_queries <= kFlashDecodeQueries && split.segments >= 1));
+    // A decode call's kernel folds one segment a block: past 256 keys it must
+    // be split (a step graph's call, pos0 0 here, was split by its capacity).
+    PLAB_ASSERT(s.n_queries > kFlashDecodeQueries || split.partials != nullptr ||
+                flash_segments(s.n_keys()) <= 1);
+    // A long row's total waits in out while the next segment may load the
+    // queries again (FlashLayout::kHandoffOverQ): the two must not overlap.
+    const long long size = static_cast<long long>(s.n_queries) * s.n_heads * s.head_dim;
+    PLAB_ASSERT(out + size <= q || q + size <= out);
     const bool launched = dispatch_tiles(
         tiles.head_dim, flash_shared_limit(), s.n_queries <= kFlashDecodeQueries,
         [&](auto index) {
             constexpr FlashTiles t = tiles_of<decltype(index)::value>();
             static_assert(t.queries > 0, "every bucket has tiles under every limit");
-            launch_flash<t.head_dim, t.queries, t.keys>(out, q, k_pool, v_pool, block_table, s,
-                                                        tile_counts, pos0_at);
+            constexpr bool decode = decltype(index)::value >= kPrefillTilings;
+            launch_flash<t.head_dim, t.queries, t.keys, decode>(out, q, k_pool, v_pool, block_table,
+                                                                s, tile_counts, pos0_at, split);
         },
         std::make_index_sequence<2 * kPrefillTilings>{});
     PLAB_ASSERT(launched);

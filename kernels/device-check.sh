@@ -243,6 +243,8 @@ decode_tables() {
     sed -n '/one decode step after/,/every op/p' "$1"
 }
 decode_tables "$logs/bench.log"
+# Its decode steps attend over ~2048 keys: split over 8 key segments of 256
+# (kernels.h, kFlashSegmentKeys), 96 blocks a call instead of 12.
 test_step bench-110m "$plab" bench --shape stories110m --backends gpu --lengths 2048 --repeats 3 \
     --decode-steps 16
 grep -A 1 "^Device" "$logs/bench-110m.log" | grep -v "Device time by op" | head -n 2

@@ -103,6 +103,7 @@ public:
         cancel_step_graph();
         cudaFree(tile_counts_);
         cudaFree(results_);
+        cudaFree(partials_);
     }
     GpuBackend(const GpuBackend&) = delete;
     GpuBackend& operator=(const GpuBackend&) = delete;
@@ -306,7 +307,7 @@ public:
                    std::span<const int32_t> block_table, const AttentionShape& s) override {
         check_attention(block_table, s);
         if (s.n_queries == 0) return;
-        attend(out, q, k_pool, v_pool, block_table_.upload(block_table, clock_), s);
+        attend(out, q, k_pool, v_pool, block_table_.upload(block_table, clock_), s, s.n_keys());
     }
 
     // A batched step: every sequence's block table in one array, copied once
@@ -337,14 +338,18 @@ public:
             batch_tables_host_.insert(batch_tables_host_.end(), c.block_table.begin(),
                                       c.block_table.end());
             if (recording) batch_tables_host_.resize(batch_offsets_.back() + stride, 0);
-            batch_pos0_.push_back(c.shape.pos0);
+            if (recording) batch_pos0_.push_back(c.shape.pos0);
         }
         const int32_t* d_tables = batch_tables_.upload(batch_tables_host_, clock_);
         const int32_t* d_pos0 = recording ? call_pos0_.upload(batch_pos0_, clock_) : nullptr;
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const AttentionCall& c = calls[i];
             if (c.shape.n_queries == 0) continue;
-            attend(c.out, c.q, k_pool, v_pool, d_tables + batch_offsets_[i], c.shape,
+            // A recorded call may see every key its table's stride holds: the
+            // key segments it splits over (and so its launches) are those.
+            const long long key_capacity =
+                recording ? static_cast<long long>(stride) * c.shape.block_size : c.shape.n_keys();
+            attend(c.out, c.q, k_pool, v_pool, d_tables + batch_offsets_[i], c.shape, key_capacity,
                    d_pos0 != nullptr ? d_pos0 + i : nullptr);
         }
     }
@@ -478,8 +483,14 @@ private:
     // attention reads it there, and its launch carries pos0 0 so that the
     // records repeat; the reference kernel sizes its shared memory by the
     // keys, so it takes pos0 by value (no replay past head_dim 256).
+    //
+    // A decode call (at most 16 queries) whose keys, up to key_capacity, span
+    // several 256-key segments is split: a block per segment and head, then
+    // a merge launch (kernels.h, kFlashSegmentKeys), with the bits of one
+    // block per head. A decode step of stories110M at 2048 keys: 96 blocks
+    // instead of 12.
     void attend(Buffer out, Buffer q, Buffer k_pool, Buffer v_pool, const int32_t* d_table,
-                const AttentionShape& s, const int32_t* pos0_at = nullptr) {
+                const AttentionShape& s, long long key_capacity, const int32_t* pos0_at = nullptr) {
         AttentionShape ds = with_device_mask(s);
         TimedOp t(clock_, "attention");
         if (variant_ == GpuVariant::reference || s.head_dim > kFlashMaxHeadDim) {
@@ -487,9 +498,37 @@ private:
                                  scores_bytes(s));
         } else {
             if (pos0_at != nullptr) ds.pos0 = 0;
+            FlashSplit split;
+            const int segments = flash_segments(std::max<long long>(key_capacity, s.n_keys()));
+            if (s.n_queries <= kFlashDecodeQueries && segments > 1) {
+                split.segments = segments;
+                split.partials = partials_for(
+                    flash_partial_floats(segments, s.n_queries, s.n_heads, s.head_dim));
+            }
             flash_tiles_ = launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data,
-                                                  d_table, ds, tile_counts_, pos0_at);
+                                                  d_table, ds, tile_counts_, pos0_at, split);
         }
+    }
+
+    // Device memory for a split decode call's partial results, grown to a
+    // power of two so that it stays where it is (a step graph replays its
+    // address) while a sequence grows. Calls run in stream order, so every
+    // call reuses it; a recorded launch may still read the old one: it is
+    // freed after the step.
+    float* partials_for(long long floats) {
+        const std::size_t n = static_cast<std::size_t>(floats);
+        if (n > partials_capacity_) {
+            if (graph_.recording()) {
+                freed_after_step_.push_back(partials_);
+            } else {
+                PLAB_CUDA_CHECK(cudaFree(partials_));  // waits for the device: nothing reads it
+            }
+            partials_ = nullptr;
+            partials_capacity_ = std::bit_ceil(std::max<std::size_t>(n, 4096));
+            PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&partials_),
+                                       partials_capacity_ * sizeof(float)));
+        }
+        return partials_;
     }
 
     // The mask's data words (documents, custom bits, ALiBi slopes) live in host
@@ -524,6 +563,8 @@ private:
     int32_t* results_ = nullptr;                 // argmax: one index per row, on the device
     std::size_t results_capacity_ = 0;           // rows results_ holds
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
+    float* partials_ = nullptr;                  // a split decode call's segment results
+    std::size_t partials_capacity_ = 0;          // floats partials_ holds
     FlashTiles flash_tiles_;  // the tiles of the last flash launch (they depend on Dh and device)
     OpClock clock_;           // device-side op timing, while clock_.on
     // Integer arrays on the device, copied again only when they change:

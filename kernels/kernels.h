@@ -122,6 +122,33 @@ constexpr FlashTiles flash_decode_tiles(const FlashTiles& prefill) {
 // decode tiles for n_queries <= kFlashDecodeQueries.
 FlashTiles flash_tiles(int head_dim, int n_queries);
 
+// Key segments (issue 47: a decode attention that fills the device). A row's
+// keys are folded in fixed, absolute segments of kFlashSegmentKeys (keys
+// 0-255, 256-511, ...), each from a fresh running max and sums, and the
+// segments' results are merged in order, one fixed expression
+// (attention_flash.cu's SegmentMerge). A prefill block merges its segments one
+// after another. A decode call (at most kFlashDecodeQueries queries) whose keys
+// span several segments gives each segment a block of its own, which writes
+// its partial result (m, l, the Dh outputs) to device memory, and a second
+// launch merges them in the same order with the same expressions: the same
+// bits, and segments x heads blocks at work instead of heads. A multiple of
+// two 64-key tiles (both warp groups), so segments start on tile pairs.
+constexpr int kFlashSegmentKeys = 256;
+static_assert(kFlashSegmentKeys % (2 * 64) == 0);
+// A decode call split over key segments: where the partial results go
+// (flash_partial_floats of them) and how many segments the launch covers
+// (segments past the call's keys add nothing). partials == nullptr: no split.
+struct FlashSplit {
+    float* partials = nullptr;
+    int segments = 1;
+};
+constexpr int flash_segments(long long n_keys) {
+    return static_cast<int>((n_keys + kFlashSegmentKeys - 1) / kFlashSegmentKeys);
+}
+constexpr long long flash_partial_floats(int segments, int n_queries, int n_heads, int head_dim) {
+    return static_cast<long long>(segments) * n_queries * n_heads * (2 + head_dim);
+}
+
 // out (C, D) = table (V, D) rows tokens[0..C)
 __global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,
                              int dim);
@@ -273,17 +300,21 @@ void launch_attention_ref(float* out, const float* q, const float* k_pool, const
 void launch_attention_probs(float* probs, float* scores_out, const float* q, const float* k_pool,
                             const int32_t* block_table, const AttentionShape& s, int head,
                             std::size_t scores_bytes);
-// attention_flash_kernel<Dh, queries, keys> with its launch configuration
+// attention_flash_kernel<Dh, queries, keys, decode> with its launch configuration
 // (grid, block, the tiles of flash_tiles, the shared-memory opt-in once per
 // instantiation, the Dh dispatch); out, q, pools, block_table as
 // attention_ref. tile_counts (3): key tiles skipped (empty), partial, full —
 // added to, never reset here. Returns the tiles it used. A head_dim outside
 // 1..kFlashMaxHeadDim is a plab::Error naming the range. pos0_at: where the
 // kernel reads s.pos0 from device memory (a step graph's launch), or null.
+// split: a decode call's key segments, one block each, then the merge launch
+// (only for calls of at most kFlashDecodeQueries queries; such a call whose
+// keys span several segments must be split). out and q must not overlap (a
+// row's total over several segments waits in out).
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
                                   const AttentionShape& s, unsigned long long* tile_counts,
-                                  const int32_t* pos0_at = nullptr);
+                                  const int32_t* pos0_at = nullptr, FlashSplit split = {});
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

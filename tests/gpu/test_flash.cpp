@@ -22,9 +22,11 @@
 
 #include "core/attention_shape.h"
 #include "gpu_test_util.h"
+#include "kernels.h"
 #include "mask_cases.h"
 #include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
+#include "simt/simt.h"
 #include "test_util.h"
 
 namespace plab::test {
@@ -41,6 +43,8 @@ const FlashCase kCases[] = {
     {"7 queries at 58: keys cross two key tiles and 16-slot blocks; GQA 3:1", 7, 58, 3, 1, 16},
     {"134 queries at 3: three query tiles (64, 64, 6); multi-head", 134,  3, 2, 2,  7},
     {"1 query at 40: a decode step over 41 keys; GQA 2:1",           1, 40, 2, 1,  3},
+    {"70 queries at 250: rows whose keys cross the first 256-key segment", 70, 250, 2, 2, 16},
+    {"1 query at 600: a decode step split over three 256-key segments", 1, 600, 2, 1, 16},
 };
 // clang-format on
 
@@ -113,6 +117,33 @@ AttentionTileCounts expected_counts(const AttentionShape& s, int query_tile, int
         }
     }
     return c;
+}
+
+// The kernels one attention call launches on the emulated gpu, in order, with
+// their grids' y (a split call's key segments): recorded, then run in order.
+struct Launched {
+    std::string name;
+    unsigned segments;
+};
+std::vector<Launched> launches_of(Backend& b, const Problem& p, std::vector<float>& got) {
+    const DeviceArray q = upload(b, p.q), k = upload(b, p.k_pool), v = upload(b, p.v_pool);
+    DeviceArray out(b, p.q.size());
+    b.fill(out.buf(), NAN);
+    simt::LaunchRecorder recorder;
+    recorder.epoch = ~0ull;  // no step graph's: no resident array flushes it early
+    simt::active_recorder = &recorder;
+    try {
+        b.attention(out.buf(), q.buf(), k.buf(), v.buf(), p.table, p.s);
+    } catch (...) {
+        simt::active_recorder = nullptr;
+        throw;
+    }
+    simt::active_recorder = nullptr;
+    std::vector<Launched> launched;
+    for (const simt::LaunchRecord& r : recorder.records) launched.push_back({r.name, r.grid[1]});
+    recorder.flush();
+    got = download(b, out);
+    return launched;
 }
 
 }  // namespace
@@ -188,6 +219,66 @@ TEST_CASE("gpu attention past head_dim 256 runs the generic path: gpu-ref's kern
     // Flash attention itself still names its range when asked for more.
     require_error([] { gpu_emulated::flash_tiles(257); },
                   "flash attention takes head_dim 1 to 256; this model has head_dim 257");
+}
+
+}  // namespace plab::test
+
+namespace plab::test {
+
+TEST_CASE("gpu flash attention: a decode call split over 256-key segments has the prompt's bits",
+          "[gpu][kernels][flash][decode][arch]") {
+    // A 601-token prompt attended whole (64-query tiles: a block merges its rows'
+    // key segments 0-255, 256-511, 512-600 one after another) and then decode
+    // calls for its last rows (16-query tiles: one block per segment and head,
+    // then the merge launch). Their rows must be the prompt's bit for bit, for
+    // every mask: under window:37+sink:3 the last rows see nothing of the
+    // middle segment, which must leave their totals exactly as they were.
+    const int kKeys = 601;
+    auto cpu = make_backend("cpu-ref");
+    const std::vector<int32_t> prompt(kKeys, 5);
+    for (const int dh : {48, 64, 160}) {
+        const FlashCase whole_case{"the whole prompt", kKeys, 0, 4, 2, 16};
+        const Problem whole = make_problem(whole_case, dh, 4700 + dh);
+        for (const char* spec : kMasks) {
+            const BoundMask mask = make_mask(spec, mask_context(prompt, whole_case.n_heads));
+            Problem w = whole;
+            w.s.mask = mask.view();
+            const std::vector<float> want = run_attention(*cpu, w);
+            for (const auto& gpu : gpu_backend_forms(GpuVariant::fast)) {
+                const std::vector<float> all = run_attention(*gpu, w);
+                INFO(gpu->name() << " Dh=" << dh << ", mask " << spec);
+                require_allclose(all, want, 1e-6, 1e-5,
+                                 "online softmax reorders sums; library expf: a few ulp");
+                for (const auto& [n, pos0] :
+                     {std::pair{1, kKeys - 1}, std::pair{16, kKeys - 16}, std::pair{5, 300}}) {
+                    INFO(n << " queries at " << pos0);
+                    Problem d = w;
+                    d.s.n_queries = n;
+                    d.s.pos0 = pos0;
+                    const std::size_t row = std::size_t(whole_case.n_heads) * dh;
+                    d.q.assign(w.q.begin() + std::ptrdiff_t(pos0 * row),
+                               w.q.begin() + std::ptrdiff_t((pos0 + n) * row));
+                    const std::vector<float> rows(all.begin() + std::ptrdiff_t(pos0 * row),
+                                                  all.begin() + std::ptrdiff_t((pos0 + n) * row));
+                    std::vector<float> got;
+                    if (gpu->name() == "gpu (emulated)") {
+                        // It was split: the flash kernel over one block per
+                        // segment the call's keys reach, then the merge.
+                        const std::vector<Launched> l = launches_of(*gpu, d, got);
+                        const int segments = gpu_emulated::flash_segments(pos0 + n);
+                        REQUIRE(segments == (pos0 + n + 255) / 256);
+                        REQUIRE(l.size() == 2);
+                        CHECK(l[0].name.starts_with("attention_flash_kernel<"));
+                        CHECK(l[0].segments == unsigned(segments));
+                        CHECK(l[1].name == "attention_merge_kernel");
+                    } else {
+                        got = run_attention(*gpu, d);
+                    }
+                    require_bitwise_equal(got, rows, "a decode call's rows vs the prompt's");
+                }
+            }
+        }
+    }
 }
 
 }  // namespace plab::test

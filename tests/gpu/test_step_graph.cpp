@@ -99,6 +99,46 @@ TEST_CASE("gpu step graphs: decode steps replay one graph with the bits of launc
     }
 }
 
+TEST_CASE("gpu step graphs: decode steps past 256 keys split attention, replay, keep the bits",
+          "[gpu][decode][graph]") {
+    // A 250-token prompt, then 12 decode steps over keys 251 to 262 in blocks
+    // of 16. While the table's stride is 16 blocks (256 keys) attention is one
+    // block a head; at the 17th block the stride becomes 32 and every step's
+    // attention splits over two 256-key segments (kernels.h,
+    // kFlashSegmentKeys): its partial results in device memory, a merge
+    // launch. One more direct step and capture, the same bits as launching
+    // each kernel — and as the whole 262-token prompt's last row, which a
+    // prefill block merges its segments for (prefill == decode).
+    const int kPrompt = 250, kSteps = 12, kBlock = 16;
+    const ModelConfig config = small_config(96, 2, 4, 2, 48, 160, 97, 320);
+    const Weights weights = make_random_weights(config, 6350);
+    const auto tokens = random_tokens(kPrompt + kSteps, config.vocab_size, 6351);
+    auto with = gpu_backend_forms(GpuVariant::fast);
+    auto without = gpu_forms_without_graphs();
+    REQUIRE(with.size() == without.size());
+    for (std::size_t f = 0; f < with.size(); ++f) {
+        INFO(with[f]->name());
+        const DecodeRun g = decode(*with[f], weights, tokens, kPrompt, kBlock);
+        const DecodeRun plain = decode(*without[f], weights, tokens, kPrompt, kBlock);
+        const DecodeRun whole = decode(*without[f], weights, tokens, kPrompt + kSteps, kBlock);
+        REQUIRE(g.logits.size() == std::size_t(kSteps) + 1);
+        for (std::size_t s = 0; s < g.logits.size(); ++s) {
+            INFO("step " << s);
+            require_not_all_zero(g.logits[s], "logits");
+            require_bitwise_equal(g.logits[s], plain.logits[s], "logits, graph vs launches");
+        }
+        require_bitwise_equal(g.kv, plain.kv, "the K/V cache, graph vs launches");
+        require_bitwise_equal(g.logits.back(), whole.logits.back(),
+                              "the last decode step vs the whole prompt's last row");
+        require_bitwise_equal(g.kv, whole.kv, "the K/V cache, decode vs the whole prompt");
+        // Steps over 251-256 keys: direct, captured, 4 replayed; over 257-262
+        // (split): direct, captured, 4 replayed.
+        CHECK(g.counts.direct == 2);
+        CHECK(g.counts.captured == 2);
+        CHECK(g.counts.replayed == kSteps - 4);
+    }
+}
+
 TEST_CASE("gpu step graphs: batched decode steps replay as a sequence gains blocks",
           "[gpu][decode][graph]") {
     // Three sequences decode side by side, each a step at a time: the step's
