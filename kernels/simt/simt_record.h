@@ -54,7 +54,7 @@ class LaunchRecorder {
 public:
     std::vector<LaunchRecord> records;
     int flushes = 0;  // times flush() launched pending records: a step that did is not replayable
-    std::uint64_t epoch = 0;  // which recording this is (ResidentArray asks, simt_async.h)
+    std::uint64_t epoch = 0;  // which recording this is (ResidentArray asks, gpu_host_state.h)
 
     void flush() {
         if (records.empty()) return;
