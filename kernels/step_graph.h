@@ -7,8 +7,9 @@
 // the driver the whole list once and then launches it with one call.
 //
 // How (kernels/simt/simt_record.h): between begin() and end() every launch is
-// recorded, not run. At end() the step's records are compared with the last
-// step's, launch for launch, byte for byte:
+// recorded, not run, and compared as it comes with the last step's, launch
+// for launch, byte for byte (a launch that matches builds no record: a
+// replayed step allocates nothing for its ~50 launches). At end():
 //   - different (the first decode step, a new shape, an array that moved):
 //     run the records now, in order, one launch each, and keep them;
 //   - the same, for the first time: capture them into a graph (native:
@@ -55,8 +56,7 @@ public:
 
     void begin() {
         PLAB_ASSERT(simt::active_recorder == nullptr);
-        recorder_.records.clear();
-        recorder_.flushes = 0;
+        recorder_.reset(&kept_);  // compared with the last step's as they come
         recorder_.epoch = ++epoch_;
         simt::active_recorder = &recorder_;
     }
@@ -70,15 +70,15 @@ public:
     void cancel() noexcept {
         if (!recording()) return;
         simt::active_recorder = nullptr;
-        recorder_.records.clear();
+        recorder_.reset(nullptr);
     }
 
     void end() {
         if (!recording()) return;
         simt::active_recorder = nullptr;
-        std::vector<simt::LaunchRecord> step = std::move(recorder_.records);
-        recorder_.records.clear();
-        if (recorder_.flushes == 0 && same_launches(step, kept_)) {
+        last_built_ = recorder_.built;
+        if (recorder_.matching() && recorder_.flushes == 0 && recorder_.matched == kept_.size()) {
+            // Every launch matched the last step's, in order: nothing was built.
             if (!captured_) {
                 capture();
                 ++counts_.captured;
@@ -88,26 +88,27 @@ public:
             launch_graph();
             return;
         }
+        recorder_.diverge();  // fewer launches than the last step: build those there were
+        last_built_ = recorder_.built;
+        const bool flushed = recorder_.flushes != 0;
+        std::vector<simt::LaunchRecord> step = std::move(recorder_.records);
+        recorder_.reset(nullptr);
         drop_graph();
         for (simt::LaunchRecord& r : step) r.launch(nullptr);
         ++counts_.direct;
         // A step that flushed ran in parts: nothing to replay next time.
-        kept_ = recorder_.flushes == 0 ? std::move(step) : std::vector<simt::LaunchRecord>{};
+        kept_ = flushed ? std::vector<simt::LaunchRecord>{} : std::move(step);
     }
 
     StepGraphCounts counts() const {
         return counts_;
     }
-
-private:
-    static bool same_launches(const std::vector<simt::LaunchRecord>& a,
-                              const std::vector<simt::LaunchRecord>& b) {
-        if (a.size() != b.size() || a.empty()) return false;
-        for (std::size_t i = 0; i < a.size(); ++i)
-            if (!a[i].same_launch(b[i])) return false;
-        return true;
+    // Launch records the last step built (0 when it repeated the step before).
+    std::size_t records_built() const {
+        return last_built_;
     }
 
+private:
     // The kept records become the graph.
     void capture() {
 #if !PLAB_SIMT_EMULATED
@@ -156,6 +157,7 @@ private:
     std::vector<simt::LaunchRecord> kept_;  // the last step's launches: the graph's, once captured
     bool captured_ = false;
     StepGraphCounts counts_;
+    std::size_t last_built_ = 0;
 #if !PLAB_SIMT_EMULATED
     cudaStream_t stream_ = nullptr;
     cudaGraphExec_t exec_ = nullptr;

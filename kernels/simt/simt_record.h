@@ -39,30 +39,57 @@ struct LaunchRecord {
     std::size_t shared_bytes = 0;
     std::vector<unsigned char> args;    // every converted argument's bytes, end to end
     std::function<void(void*)> launch;  // launches this on the stream given (cudaStream_t)
-
-    bool same_launch(const LaunchRecord& o) const {
-        return kernel == o.kernel && shared_bytes == o.shared_bytes &&
-               std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block) &&
-               args == o.args;
-    }
 };
 
 // The launches recorded since begin, in launch order. flush() is for host
 // code that must see their results now (a copy back, a buffer about to be
 // rewritten): it launches what is pending, in order, and keeps recording.
+//
+// Compared as they come: with `expected` set (the last step's launches), a
+// launch equal to the next expected one is only counted (`matched`), so a
+// step that repeats the last builds no record at all: no closure and no
+// argument bytes allocated, ~50 of each a decode step. The first launch that
+// differs builds the records before it as copies of the expected ones (the
+// same launches) and records from then on, as without `expected`.
 class LaunchRecorder {
 public:
-    std::vector<LaunchRecord> records;
+    std::vector<LaunchRecord> records;  // built: all launches, or none while `matching()`
     int flushes = 0;  // times flush() launched pending records: a step that did is not replayable
     std::uint64_t epoch = 0;  // which recording this is (ResidentArray asks, gpu_host_state.h)
+    const std::vector<LaunchRecord>* expected = nullptr;  // the last step's, or null
+    std::size_t matched = 0;  // while matching(): this step's launches so far, expected's first
+    std::size_t built = 0;    // records built this step (a step that repeats the last: 0)
+
+    bool matching() const { return expected != nullptr && !diverged_; }
+
+    void reset(const std::vector<LaunchRecord>* expect) {
+        records.clear();
+        flushes = 0;
+        expected = expect != nullptr && !expect->empty() ? expect : nullptr;
+        matched = 0;
+        built = 0;
+        diverged_ = false;
+    }
+
+    // The launches so far stop matching: build their records.
+    void diverge() {
+        if (!matching()) return;
+        records.assign(expected->begin(), expected->begin() + static_cast<std::ptrdiff_t>(matched));
+        built += matched;
+        diverged_ = true;
+    }
 
     void flush() {
+        diverge();  // a flushed step is not replayed: no need to match further
         if (records.empty()) return;
         std::vector<LaunchRecord> pending = std::move(records);
         records.clear();
         for (LaunchRecord& r : pending) r.launch(nullptr);
         ++flushes;
     }
+
+private:
+    bool diverged_ = false;
 };
 
 // The recorder of this thread, or null: launches run at once (the default).
@@ -86,23 +113,51 @@ std::vector<unsigned char> argument_bytes(const std::tuple<T...>& t) {
     return out;
 }
 
+// Whether the arguments' bytes are `bytes` (argument_bytes without building them).
+template <typename... T>
+bool same_argument_bytes(const std::tuple<T...>& t, const std::vector<unsigned char>& bytes) {
+    if (bytes.size() != (sizeof(T) + ... + 0)) return false;
+    std::size_t at = 0;
+    return std::apply(
+        [&](const auto&... a) {
+            return ((std::memcmp(bytes.data() + at, &a, sizeof a) == 0 && (at += sizeof a, true)) &&
+                    ...);
+        },
+        t);
+}
+
 // Appends one launch to `recorder`: what identifies it (the kernel, grid,
-// block, shared bytes and the arguments' bytes) and `launch`, which runs it
-// on a given stream. Both builds' launch() call it.
-template <typename Dim, typename... T>
+// block, shared bytes and the arguments' bytes) and `launch`, a callable that
+// runs it on a given stream. Both builds' launch() call it. While the
+// recorder is matching, a launch equal to the next expected one is only counted.
+template <typename Dim, typename F, typename... T>
 void record_launch(LaunchRecorder& recorder, const char* name, std::uintptr_t kernel,
                    const Dim& grid, const Dim& block, std::size_t shared_bytes,
-                   const std::tuple<T...>& params, std::function<void(void*)> launch) {
+                   const std::tuple<T...>& params, F&& launch) {
+    const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+    if (recorder.matching()) {
+        const std::vector<LaunchRecord>& expected = *recorder.expected;
+        if (recorder.matched < expected.size()) {
+            const LaunchRecord& e = expected[recorder.matched];
+            if (e.kernel == kernel && e.shared_bytes == shared_bytes &&
+                std::equal(g, g + 3, e.grid) && std::equal(b, b + 3, e.block) &&
+                same_argument_bytes(params, e.args)) {
+                ++recorder.matched;
+                return;
+            }
+        }
+        recorder.diverge();
+    }
     LaunchRecord r;
     r.name = name;
     r.kernel = kernel;
-    const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
     std::copy(g, g + 3, r.grid);
     std::copy(b, b + 3, r.block);
     r.shared_bytes = shared_bytes;
     r.args = argument_bytes(params);
-    r.launch = std::move(launch);
+    r.launch = std::function<void(void*)>(std::forward<F>(launch));
     recorder.records.push_back(std::move(r));
+    ++recorder.built;
 }
 
 }  // namespace PLAB_SIMT_NS

@@ -20,6 +20,8 @@
 #include "gpu_test_util.h"
 #include "runtime/forward.h"
 #include "runtime/kv_cache.h"
+#include "simt/simt.h"
+#include "step_graph.h"
 #include "test_util.h"
 
 namespace plab::test {
@@ -64,7 +66,77 @@ DecodeRun decode(Backend& be, const Weights& w, const std::vector<int32_t>& toke
     return run;
 }
 
+// x = 2x + a: launches that run out of order, twice or not at all give
+// other values.
+__global__ void twice_plus_kernel(float* x, float a, int n) {
+    const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < n) x[i] = 2.0f * x[i] + a;
+}
+
 }  // namespace
+
+TEST_CASE("gpu step graphs: a step that repeats the last builds no record, one that differs all",
+          "[gpu][graph]") {
+    // StepGraph alone, on the emulator, with a step of 6 launches of one small
+    // kernel: launches are compared with the last step's as they come, so a
+    // repeated step allocates no record (no closure, no argument bytes); the
+    // first launch that differs builds the records before it from the kept
+    // ones, and the step runs every launch in order. The host recomputes x.
+    const int kN = 40;
+    gpu_emulated::gpu_host::StepGraph graph;
+    float* x = nullptr;
+    PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&x), kN * sizeof(float)));
+    std::vector<float> want(kN);
+    for (int i = 0; i < kN; ++i) want[std::size_t(i)] = 0.25f * float(i % 7) - 0.5f;
+    PLAB_CUDA_CHECK(cudaMemcpy(x, want.data(), kN * sizeof(float), cudaMemcpyHostToDevice));
+    auto step = [&](int launches, float third) {
+        std::vector<float> before(kN);
+        PLAB_CUDA_CHECK(cudaMemcpy(before.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost));
+        graph.begin();
+        for (int l = 0; l < launches; ++l) {
+            const float a = l == 3 ? third : 0.125f * float(l);
+            PLAB_LAUNCH(twice_plus_kernel, 1, 64, 0, x, a, kN);
+            for (float& v : want) v = 2.0f * v + a;
+        }
+        std::vector<float> during(kN);
+        PLAB_CUDA_CHECK(cudaMemcpy(during.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost));
+        require_bitwise_equal(during, before, "nothing runs while a step records");
+        graph.end();
+        std::vector<float> got(kN);
+        PLAB_CUDA_CHECK(cudaMemcpy(got.data(), x, kN * sizeof(float), cudaMemcpyDeviceToHost));
+        require_bitwise_equal(got, want, "every launch of the step, in order");
+        // Keep x small: scale it back (outside the step, at once).
+        for (float& v : want) v *= 0x1p-6f;
+        PLAB_CUDA_CHECK(cudaMemcpy(x, want.data(), kN * sizeof(float), cudaMemcpyHostToDevice));
+    };
+    struct Expect {
+        int launches;
+        float third;
+        long long direct, captured, replayed;
+        std::size_t built;
+    };
+    // clang-format off
+    const Expect steps[] = {
+        {6, 0.5f,  1, 0, 0, 6},  // nothing kept yet: every launch recorded
+        {6, 0.5f,  1, 1, 0, 0},  // the same launches: captured, nothing built
+        {6, 0.5f,  1, 1, 1, 0},  // and again: replayed, nothing built
+        {6, 0.75f, 2, 1, 1, 6},  // launch 3 differs: 3 copies of kept records, 3 new
+        {6, 0.75f, 2, 2, 1, 0},
+        {5, 0.75f, 3, 2, 1, 5},  // one launch fewer: the 5 there were, run directly
+        {6, 0.75f, 4, 2, 1, 6},  // one more than kept: built from the 6th on
+    };
+    // clang-format on
+    for (const Expect& e : steps) {
+        INFO(e.launches << " launches, the fourth adds " << e.third);
+        step(e.launches, e.third);
+        const StepGraphCounts c = graph.counts();
+        CHECK(c.direct == e.direct);
+        CHECK(c.captured == e.captured);
+        CHECK(c.replayed == e.replayed);
+        CHECK(graph.records_built() == e.built);
+    }
+    PLAB_CUDA_CHECK(cudaFree(x));
+}
 
 TEST_CASE("gpu step graphs: decode steps replay one graph with the bits of launching each kernel",
           "[gpu][decode][graph]") {
