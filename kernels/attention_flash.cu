@@ -515,6 +515,11 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
         //    exp(m_part - m), group 0's first — one order for every chunking —
         //    and l the sum of the row's 8 merged shares: the segment's result.
         float* handoff = tiles + L::kHandoffAt;
+        // Over the Q tile: every thread's writes of the queries must be done
+        // first. The loop above ends in a barrier when it folds a tile; a
+        // segment that folds none (only a split decode block past the call's
+        // keys, whose tiles never lie over Q today) would have none.
+        if constexpr (L::kHandoffOverQ) __syncthreads();
         constexpr int kValues = 2 + C::kCount;  // m, l, the outputs: per row
         if (group == 1) {
             PLAB_UNROLL
