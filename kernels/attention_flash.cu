@@ -100,7 +100,9 @@
 // segments of kFlashSegmentKeys = 256 (kernels.h), each from a fresh running
 // max and sums; at a segment's end the groups merge (step 7) and the
 // segment's result is merged into the row's total (SegmentMerge, step 8b),
-// whose outputs wait, not yet divided, in the output rows. A decode call
+// whose max and denominator wait in `totals` and outputs, not yet divided,
+// in the output rows (device memory: in registers, live across every key
+// tile, they made the kernel spill). A decode call
 // whose keys span several segments runs a block per segment (blockIdx.y),
 // writes each segment's result to `partials` (8a) and merges them in
 // attention_merge_kernel, in the same order by the same expressions:
@@ -274,8 +276,8 @@ template <int kDh, int kQueries, int kKeys, bool kDecode>
 __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
     attention_flash_kernel(float* out, const float* q, const float* k_pool, const float* v_pool,
                            const int32_t* block_table, AttentionShape s,
-                           unsigned long long* tile_counts, const int32_t* pos0_at,
-                           float* partials) {
+                           unsigned long long* tile_counts, const int32_t* pos0_at, float* partials,
+                           float* totals) {
     // A step graph's launch (kernels/step_graph.h): the chunk's position is
     // read from device memory, so one recorded launch serves every step.
     if (pos0_at != nullptr) s.pos0 = *pos0_at;
@@ -330,14 +332,6 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
     const bool split = kDecode && partials != nullptr;
     const int first_segment = split ? static_cast<int>(blockIdx.y) : 0;
     const int end_segment = kDecode ? first_segment + 1 : last_key / kFlashSegmentKeys + 1;
-    // Per row, the total of the segments merged so far (group 0): its max
-    // and denominator here, its outputs (not yet divided) in out.
-    float m_total[kRowsPerThread], l_total[kRowsPerThread];
-    PLAB_UNROLL
-    for (int r = 0; r < kRowsPerThread; ++r) {
-        m_total[r] = -INFINITY;
-        l_total[r] = 0.0f;
-    }
 
     // 1. The block's queries, scaled by 1/sqrt(Dh); rows past the chunk are 0.
     //    Once, or once a segment where the handoff (7.) overwrites them.
@@ -566,15 +560,38 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                         const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
                         if (col < dh) dst[col] = split ? a : a / denominator;
                     }
+                } else if (end_segment == 1) {
+                    // 8. One segment (up to 256 keys): out = a / l, as v4 wrote it.
+                    float* o = out + (static_cast<long long>(i) * s.n_heads + h) * dh;
+                    PLAB_UNROLL
+                    for (int c = 0; c < C::kCount; ++c) {
+                        const int col = C::column(tx, c);
+                        const float a = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
+                        if (col < dh) o[col] = a / denominator;
+                    }
                 } else {
-                    // 8b. Into the row's total; in the block's last segment,
-                    //     out = a / l. With one segment (up to 256 keys) that
-                    //     is the segment's a / l, as v4 wrote it.
-                    const bool had_total = m_total[r] != -INFINITY;
-                    const SegmentMerge g = segment_merge(m_total[r], m_row);
-                    if (!last && g.kind == SegmentMerge::keep_total) continue;  // nothing new
-                    m_total[r] = g.m;
-                    l_total[r] = g.apply(l_total[r], denominator);
+                    // 8b. Into the row's total: its max and denominator in this
+                    //     thread's slots of `totals` (global memory, read once a
+                    //     segment: in registers they would be live across every
+                    //     key tile, and under the 128-register cap the kernel
+                    //     spilled), its outputs, not yet divided, in out. In the
+                    //     block's last segment, out = a / l.
+                    float* tot =
+                        totals +
+                        ((static_cast<long long>(blockIdx.x) * kGroupThreads + t) * kRowsPerThread +
+                         r) *
+                            2;
+                    const float m_total = segment == 0 ? -INFINITY : tot[0];
+                    const float l_total = segment == 0 ? 0.0f : tot[1];
+                    const bool had_total = m_total != -INFINITY;
+                    const SegmentMerge g = segment_merge(m_total, m_row);
+                    // Nothing new (the first segment still stores its empty total).
+                    if (!last && segment > 0 && g.kind == SegmentMerge::keep_total) continue;
+                    const float l_new = g.apply(l_total, denominator);
+                    if (!last) {
+                        tot[0] = g.m;
+                        tot[1] = l_new;
+                    }
                     float* o = out + (static_cast<long long>(i) * s.n_heads + h) * dh;
                     PLAB_UNROLL
                     for (int c = 0; c < C::kCount; ++c) {
@@ -582,7 +599,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                         if (col >= dh) continue;
                         const float a_segment = acc[r][c] * c0 + h1[(2 + c) * kGroupThreads] * c1;
                         const float a = g.apply(had_total ? o[col] : 0.0f, a_segment);
-                        o[col] = last ? a / l_total[r] : a;  // not last: the total waits here
+                        o[col] = last ? a / l_new : a;  // not last: the total waits here
                     }
                 }
             }
@@ -630,7 +647,8 @@ __global__ void attention_merge_kernel(float* out, const float* partials, int n_
 template <int kDh, int kQueries, int kKeys, bool kDecode>
 void launch_flash(float* out, const float* q, const float* k_pool, const float* v_pool,
                   const int32_t* block_table, const AttentionShape& s,
-                  unsigned long long* tile_counts, const int32_t* pos0_at, FlashSplit split) {
+                  unsigned long long* tile_counts, const int32_t* pos0_at, FlashSplit split,
+                  float* totals) {
     static const std::string name = "attention_flash_kernel<" + std::to_string(kDh) + ", " +
                                     std::to_string(kQueries) + ", " + std::to_string(kKeys) +
                                     (kDecode ? ", decode>" : ">");
@@ -654,7 +672,8 @@ void launch_flash(float* out, const float* q, const float* k_pool, const float* 
     const unsigned segments = split.partials != nullptr ? static_cast<unsigned>(split.segments) : 1;
     simt::launch(name.c_str(), attention_flash_kernel<kDh, kQueries, kKeys, kDecode>,
                  dim3(static_cast<unsigned>(blocks), segments), dim3(kFlashThreads), dynamic_bytes,
-                 out, q, k_pool, v_pool, block_table, s, tile_counts, pos0_at, split.partials);
+                 out, q, k_pool, v_pool, block_table, s, tile_counts, pos0_at, split.partials,
+                 totals);
     if (split.partials == nullptr) return;
     const long long outputs = static_cast<long long>(s.n_queries) * s.n_heads * s.head_dim;
     PLAB_LAUNCH(attention_merge_kernel, blocks_for(outputs, kMergeThreads), kMergeThreads, 0, out,
@@ -726,16 +745,25 @@ FlashTiles flash_tiles(int head_dim, int n_queries) {
     return n_queries <= kFlashDecodeQueries ? flash_decode_tiles(prefill) : prefill;
 }
 
+long long flash_total_floats(int head_dim, int n_queries, int n_heads) {
+    const FlashTiles t = flash_tiles(head_dim, n_queries);
+    const long long blocks = static_cast<long long>(blocks_for(n_queries, t.queries)) * n_heads;
+    return blocks * kGroupThreads * (t.queries / kRowGroups) * 2;  // (m, l) a row of a thread
+}
+
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
                                   const AttentionShape& s, unsigned long long* tile_counts,
-                                  const int32_t* pos0_at, FlashSplit split) {
+                                  const int32_t* pos0_at, FlashSplit split, float* totals) {
     const FlashTiles tiles = flash_tiles(s.head_dim, s.n_queries);
     PLAB_ASSERT(split.partials == nullptr ||
                 (s.n_queries <= kFlashDecodeQueries && split.segments >= 1));
     // A decode call's kernel folds one segment a block: past 256 keys it must
     // be split (a step graph's call, pos0 0 here, was split by its capacity).
     PLAB_ASSERT(s.n_queries > kFlashDecodeQueries || split.partials != nullptr ||
+                flash_segments(s.n_keys()) <= 1);
+    // A prefill call past 256 keys keeps its rows' running totals in `totals`.
+    PLAB_ASSERT(s.n_queries <= kFlashDecodeQueries || totals != nullptr ||
                 flash_segments(s.n_keys()) <= 1);
     // A long row's total waits in out while the next segment may load the
     // queries again (FlashLayout::kHandoffOverQ): the two must not overlap.
@@ -747,8 +775,8 @@ FlashTiles launch_attention_flash(float* out, const float* q, const float* k_poo
             constexpr FlashTiles t = tiles_of<decltype(index)::value>();
             static_assert(t.queries > 0, "every bucket has tiles under every limit");
             constexpr bool decode = decltype(index)::value >= kPrefillTilings;
-            launch_flash<t.head_dim, t.queries, t.keys, decode>(out, q, k_pool, v_pool, block_table,
-                                                                s, tile_counts, pos0_at, split);
+            launch_flash<t.head_dim, t.queries, t.keys, decode>(
+                out, q, k_pool, v_pool, block_table, s, tile_counts, pos0_at, split, totals);
         },
         std::make_index_sequence<2 * kPrefillTilings>{});
     PLAB_ASSERT(launched);

@@ -499,18 +499,23 @@ private:
         } else {
             if (pos0_at != nullptr) ds.pos0 = 0;
             FlashSplit split;
+            float* totals = nullptr;  // a prefill call's running totals past 256 keys
             const int segments = flash_segments(std::max<long long>(key_capacity, s.n_keys()));
             if (s.n_queries <= kFlashDecodeQueries && segments > 1) {
                 split.segments = segments;
                 split.partials = partials_for(
                     flash_partial_floats(segments, s.n_queries, s.n_heads, s.head_dim));
+            } else if (segments > 1) {
+                totals = partials_for(flash_total_floats(s.head_dim, s.n_queries, s.n_heads));
             }
-            flash_tiles_ = launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data,
-                                                  d_table, ds, tile_counts_, pos0_at, split);
+            flash_tiles_ =
+                launch_attention_flash(out.data, q.data, k_pool.data, v_pool.data, d_table, ds,
+                                       tile_counts_, pos0_at, split, totals);
         }
     }
 
-    // Device memory for a split decode call's partial results, grown to a
+    // Device memory for a split decode call's partial results (or a long
+    // prefill call's running totals), grown to a
     // power of two so that it stays where it is (a step graph replays its
     // address) while a sequence grows. Calls run in stream order, so every
     // call reuses it; a recorded launch may still read the old one: it is

@@ -148,6 +148,10 @@ constexpr int flash_segments(long long n_keys) {
 constexpr long long flash_partial_floats(int segments, int n_queries, int n_heads, int head_dim) {
     return static_cast<long long>(segments) * n_queries * n_heads * (2 + head_dim);
 }
+// A prefill call (more than kFlashDecodeQueries queries) past 256 keys keeps
+// each row's running max and denominator between segments in device memory
+// (launch_attention_flash's `totals`): this many floats.
+long long flash_total_floats(int head_dim, int n_queries, int n_heads);
 
 // out (C, D) = table (V, D) rows tokens[0..C)
 __global__ void embed_kernel(float* out, const float* table, const int32_t* tokens, int n_tokens,
@@ -309,12 +313,14 @@ void launch_attention_probs(float* probs, float* scores_out, const float* q, con
 // kernel reads s.pos0 from device memory (a step graph's launch), or null.
 // split: a decode call's key segments, one block each, then the merge launch
 // (only for calls of at most kFlashDecodeQueries queries; such a call whose
-// keys span several segments must be split). out and q must not overlap (a
-// row's total over several segments waits in out).
+// keys span several segments must be split). totals: a prefill call's running
+// totals (flash_total_floats; needed past 256 keys). out and q must not
+// overlap (a row's total over several segments waits in out).
 FlashTiles launch_attention_flash(float* out, const float* q, const float* k_pool,
                                   const float* v_pool, const int32_t* block_table,
                                   const AttentionShape& s, unsigned long long* tile_counts,
-                                  const int32_t* pos0_at = nullptr, FlashSplit split = {});
+                                  const int32_t* pos0_at = nullptr, FlashSplit split = {},
+                                  float* totals = nullptr);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);
