@@ -66,6 +66,18 @@ DecodeRun decode(Backend& be, const Weights& w, const std::vector<int32_t>& toke
     return run;
 }
 
+// Every step's logits (none all zero) and the final K/V cache of a run with
+// graphs, bit for bit those of the same run launching each kernel.
+void require_same_run(const DecodeRun& g, const DecodeRun& plain, int steps) {
+    REQUIRE(g.logits.size() == std::size_t(steps) + 1);
+    for (std::size_t s = 0; s < g.logits.size(); ++s) {
+        INFO("step " << s);
+        require_not_all_zero(g.logits[s], "logits");
+        require_bitwise_equal(g.logits[s], plain.logits[s], "logits, graph vs launches");
+    }
+    require_bitwise_equal(g.kv, plain.kv, "the K/V cache, graph vs launches");
+}
+
 // x = 2x + a: launches that run out of order, twice or not at all give
 // other values.
 __global__ void twice_plus_kernel(float* x, float a, int n) {
@@ -154,13 +166,7 @@ TEST_CASE("gpu step graphs: decode steps replay one graph with the bits of launc
             INFO(with[f]->name() << " Dh=" << dh);
             const DecodeRun g = decode(*with[f], weights, tokens, kPrompt, kBlock);
             const DecodeRun plain = decode(*without[f], weights, tokens, kPrompt, kBlock);
-            REQUIRE(g.logits.size() == std::size_t(kSteps) + 1);
-            for (std::size_t s = 0; s < g.logits.size(); ++s) {
-                INFO("step " << s);
-                require_not_all_zero(g.logits[s], "logits");
-                require_bitwise_equal(g.logits[s], plain.logits[s], "logits, graph vs launches");
-            }
-            require_bitwise_equal(g.kv, plain.kv, "the K/V cache, graph vs launches");
+            require_same_run(g, plain, kSteps);
             // The first step ran launch by launch, the second matched it and
             // was captured, every later one replayed.
             CHECK(g.counts.direct == 1);
@@ -193,13 +199,7 @@ TEST_CASE("gpu step graphs: decode steps past 256 keys split attention, replay, 
         const DecodeRun g = decode(*with[f], weights, tokens, kPrompt, kBlock);
         const DecodeRun plain = decode(*without[f], weights, tokens, kPrompt, kBlock);
         const DecodeRun whole = decode(*without[f], weights, tokens, kPrompt + kSteps, kBlock);
-        REQUIRE(g.logits.size() == std::size_t(kSteps) + 1);
-        for (std::size_t s = 0; s < g.logits.size(); ++s) {
-            INFO("step " << s);
-            require_not_all_zero(g.logits[s], "logits");
-            require_bitwise_equal(g.logits[s], plain.logits[s], "logits, graph vs launches");
-        }
-        require_bitwise_equal(g.kv, plain.kv, "the K/V cache, graph vs launches");
+        require_same_run(g, plain, kSteps);
         require_bitwise_equal(g.logits.back(), whole.logits.back(),
                               "the last decode step vs the whole prompt's last row");
         require_bitwise_equal(g.kv, whole.kv, "the K/V cache, decode vs the whole prompt");
