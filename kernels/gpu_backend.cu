@@ -514,12 +514,11 @@ private:
         }
     }
 
-    // Device memory for a split decode call's partial results (or a long
-    // prefill call's running totals), grown to a
-    // power of two so that it stays where it is (a step graph replays its
-    // address) while a sequence grows. Calls run in stream order, so every
-    // call reuses it; a recorded launch may still read the old one: it is
-    // freed after the step.
+    // Device memory for a split decode call's partial results, or a long
+    // prefill call's running totals, grown to a power of two so that it stays
+    // where it is (a step graph replays its address) while a sequence grows.
+    // Calls run in stream order, so every call reuses it; a recorded launch
+    // may still read the old one: it is freed after the step.
     float* partials_for(long long floats) {
         const std::size_t n = static_cast<std::size_t>(floats);
         if (n > partials_capacity_) {
@@ -568,7 +567,7 @@ private:
     int32_t* results_ = nullptr;                 // argmax: one index per row, on the device
     std::size_t results_capacity_ = 0;           // rows results_ holds
     unsigned long long* tile_counts_ = nullptr;  // flash attention: skipped, partial, full tiles
-    float* partials_ = nullptr;                  // a split decode call's segment results
+    float* partials_ = nullptr;                  // segment results, or running totals
     std::size_t partials_capacity_ = 0;          // floats partials_ holds
     FlashTiles flash_tiles_;  // the tiles of the last flash launch (they depend on Dh and device)
     OpClock clock_;           // device-side op timing, while clock_.on
