@@ -4,6 +4,7 @@
 # Other targets: deps, build, bench, notebooks, format, format-check, screenshots, clean,
 #   web         the viewer and the engine as one static page in build-web/ (viewer/web/README.md)
 #   test-web    that page in headless Chromium (ctest label web; make test runs it too)
+#   test-other-machines  the lessons and engine tests as on two other CPUs (tests/README.md)
 #   test-asan   the suite again under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   fuzz        every parser's libFuzzer harness FUZZ_SECONDS each (preset fuzz, build-fuzz/)
 
@@ -22,7 +23,7 @@ CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON -DPLAB_CUDA_ARCHITECTURES=90,)
 PLAB := $(BUILD_DIR)/plab
 VIEWER := $(BUILD_DIR)/plab-viewer
 
-.PHONY: web deps-web test-web run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean
+.PHONY: web deps-web test-web test-other-machines run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean
 
 # `make run` builds only what the demo and the viewer need (plab, plab-viewer):
 # the tests, the Python module and the fuzz harnesses wait for `make test`. With
@@ -72,6 +73,23 @@ web: deps-web
 	$(WEB_ENV) emcmake cmake -S viewer/web -B $(WEB_DIR)/cmake -G Ninja
 	$(WEB_ENV) cmake --build $(WEB_DIR)/cmake -j$(JOBS) --target plab-viewer
 	@ls -l $(WEB_DIR)/index.html $(WEB_DIR)/plab-viewer.*
+
+# The checks of the numbers that follow the machine (tests/README.md, "Machine-dependent
+# numbers"), as on two other machines. .ci/run runs it after `make test`:
+#  1. the lessons and the engine's tests again with the fast CPU kernels blocking for
+#     other caches and planning for another CPU count (core/machine_override.h);
+#  2. plab and the lesson runner built for plain x86-64 (PLAB_NATIVE=OFF: SSE2, no FMA,
+#     4-float vectors: another order of the fast kernels' adds) into build-portable/,
+#     and the lessons run on it.
+OTHER_MACHINE ?= PLAB_CPU_CACHES=16K,256K,4M PLAB_CPU_THREADS=3
+PORTABLE_DIR ?= build-portable
+test-other-machines: build
+	env $(OTHER_MACHINE) ctest --test-dir $(BUILD_DIR) -j$(JOBS) -L '^(lessons|test_engine)$$' \
+	  --output-on-failure --timeout 900
+	cmake -S . -B $(PORTABLE_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLAB_NATIVE=OFF \
+	  -DPLAB_CUDA=OFF -DPLAB_VIEWER=OFF $(if $(CI),-DPLAB_WERROR=ON,)
+	cmake --build $(PORTABLE_DIR) -j$(JOBS) --target plab_cli lesson_runner
+	ctest --test-dir $(PORTABLE_DIR) -j$(JOBS) -L '^lessons$$' --output-on-failure --timeout 900
 
 test-web: build web
 	ctest --test-dir $(BUILD_DIR) -L '^web$$' --output-on-failure --timeout 900
@@ -178,4 +196,4 @@ format-check:
 	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-fuzz $(WEB_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-fuzz $(PORTABLE_DIR) $(WEB_DIR)

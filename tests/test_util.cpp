@@ -179,7 +179,11 @@ CliResult run_command(const std::string& command_line) {
 }
 
 CliResult run_cli(const std::vector<std::string>& args) {
-    std::string cmd = shell_quote(PLAB_CLI);
+    return run_cli_env("", args);
+}
+
+CliResult run_cli_env(const std::string& env, const std::vector<std::string>& args) {
+    std::string cmd = "env " + env + " " + shell_quote(PLAB_CLI);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     return run_command(cmd);
 }

@@ -67,6 +67,9 @@ struct CliResult {
 };
 // Runs the built `plab` binary with these arguments (shell-quoted for you).
 CliResult run_cli(const std::vector<std::string>& args);
+// The same, with environment variables set for it: `env` is "NAME=value ..."
+// (values without spaces).
+CliResult run_cli_env(const std::string& env, const std::vector<std::string>& args);
 // Runs any command line through the shell, capturing stdout and stderr.
 CliResult run_command(const std::string& command_line);
 

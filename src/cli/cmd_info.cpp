@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "core/cpu_threads.h"
+#include "core/machine_override.h"
 #include "runtime/cost_model.h"
 #include "runtime/registry.h"
 
@@ -52,6 +53,11 @@ void run(const InfoOptions& o) {
         j["backends"] = backend_names();
         j["gpu_form"] = gpu_form_description();
         j["cpu_threads"] = cpu_threads();
+        const CpuCaches caches = cpu_caches();
+        j["cpu_caches"] = {{"l1_bytes", caches.l1},
+                           {"l2_bytes", caches.l2},
+                           {"l3_bytes", caches.l3},
+                           {"from", caches.overridden ? "PLAB_CPU_CACHES" : "detected"}};
         j["cpu_min_flops_per_thread"] = kMinFlopsPerThread;
         j["cpu_threaded_prefill_from_tokens"] = threaded_from;
         j["cpu_decode_classifier_threads"] = classifier_threads;
@@ -85,13 +91,22 @@ void run(const InfoOptions& o) {
     std::printf("\n");
     std::printf("  GPU backends: %s\n", gpu_form_description().c_str());
     std::printf(
-        "Threads of the cpu backend: up to %d (the CPUs this process may run on); each op "
+        "Threads of the cpu backend: up to %d (%s); each op "
         "gets\n  one thread per %.0f MFLOP of its work, because below that waking a thread "
         "costs more\n  than it saves (measured; see src/core/cpu_threads.h). A product "
         "of few rows\n  (decode) counts the bytes of its weight instead when they take "
         "longer to read.\n  Right after an op on every thread, the next product, norm, "
         "SwiGLU or RoPE takes them all:\n  the threads are still awake, no wake-up to pay.\n",
-        cpu_threads(), kMinFlopsPerThread / 1e6);
+        cpu_threads(),
+        cpu_threads_override() > 0 ? "from PLAB_CPU_THREADS" : "the CPUs this process may run on",
+        kMinFlopsPerThread / 1e6);
+    const CpuCaches caches = cpu_caches();
+    std::printf(
+        "  Caches Eigen blocks its products for (--kernels fastest): L1 %lld KiB, L2 %lld "
+        "KiB,\n  L3 %lld KiB (%s): the order of a product's adds, and so its last\n  bits, "
+        "follow them and the CPU count (lesson 16).\n",
+        caches.l1 / 1024, caches.l2 / 1024, caches.l3 / 1024,
+        caches.overridden ? "from PLAB_CPU_CACHES" : "detected on this CPU");
     if (threaded_from > 0) {
         std::printf(
             "  This model: prompts shorter than %d tokens prefill on 1 thread; decode's "

@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/front_door.h"
 #include "core/error.h"
+#include "core/machine_override.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"how an LLM processes its prompt before the first new token"};
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     try {
+        plab::check_machine_override();  // PLAB_CPU_CACHES, PLAB_CPU_THREADS: before any output
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);  // `plab COMMAND --help`: CLI11's page of the command's options

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/machine_override.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -77,6 +79,8 @@ int ThreadPool::available_cpus() {
 #ifdef __EMSCRIPTEN__
     return 1;  // the web build (viewer/web) has no threads: every op runs on the caller
 #endif
+    // A test seeing another machine's core count (core/machine_override.h).
+    if (const int n = cpu_threads_override(); n > 0) return n;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
     return std::max(1u, std::thread::hardware_concurrency());

@@ -99,10 +99,11 @@ TEST_CASE(
     const KernelsRun ref = run_request(w, "cpu-ref", Kernels::invariant, false);
     REQUIRE(fast_alone.logits.size() == 6);
     REQUIRE(fast_busy.logits.size() == 6);
-    int differing_rows = 0;
+    int differing_decode_rows = 0;
     for (std::size_t t = 0; t < 6; ++t) {
         INFO("row " << t);
-        differing_rows += same_bits(fast_alone.logits[t], fast_busy.logits[t]) ? 0 : 1;
+        if (t > 0)
+            differing_decode_rows += same_bits(fast_alone.logits[t], fast_busy.logits[t]) ? 0 : 1;
         require_bitwise_equal(inv_busy.logits[t], inv_alone.logits[t],
                               "invariant kernels, busy vs alone");
         // The fast backends' tolerance on logits (cpu_fast.h: rel 1e-5),
@@ -110,8 +111,11 @@ TEST_CASE(
         require_allclose(fast_alone.logits[t], ref.logits[t], 1e-4, 1e-4, "fastest vs cpu-ref");
         require_allclose(fast_busy.logits[t], ref.logits[t], 1e-4, 1e-4, "fastest vs cpu-ref");
     }
-    // Every row: the prompt's last chunk and each decode step had another shape.
-    CHECK(differing_rows == 6);
+    // Each decode step is one row alone (the library's GEMV) and several beside its
+    // batch-mates (its GEMM): another order of the adds on every CPU. Row 0, the prompt's
+    // last chunk, is a GEMM either way, in blocks that follow this CPU's caches and vector
+    // width: whether its bits differ depends on the machine, so it is not counted.
+    CHECK(differing_decode_rows == 5);
 }
 
 // The library's slices are one per CPU of the process, not one per thread

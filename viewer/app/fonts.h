@@ -24,6 +24,11 @@ namespace plab::viewer {
 // /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf (package fonts-dejavu-core).
 const char* default_font_path();
 
+// The first wide-coverage font a Debian package has installed (Droid Sans Fallback,
+// Noto Sans CJK, Noto Sans), or "" when none is: which one depends on the machine,
+// so no test may expect one (--fallback-font names it, or none).
+std::string installed_fallback_font();
+
 // Checks that `path` is a readable TrueType/OpenType file (its first four bytes);
 // throws plab::Error with one line naming the path and what would be right.
 // `given`: the path came from --font (else: the default, name the package).
@@ -32,9 +37,10 @@ void check_font_file(const std::string& path, bool given);
 // The fonts of one run, rebuilt on demand (scale change, new characters).
 class FontSet {
 public:
-    // `path`: the main font. `lesson`: add a monospace and a bold font (code and
-    // headings) when fonts-dejavu-core has them.
-    FontSet(std::string path, float base_size_px, bool lesson);
+    // `path`: the main font. `fallback`: a font merged in for the characters of the
+    // texts that the fixed ranges lack ("" = none). `lesson`: add a monospace and a bold
+    // font (code and headings) when fonts-dejavu-core has them.
+    FontSet(std::string path, std::string fallback, float base_size_px, bool lesson);
 
     // Characters that must have glyphs beyond the fixed ranges; returns whether any
     // was new (then the atlas must be built again: rebuild()).

@@ -305,6 +305,10 @@ int run(const Options& given) {
     const float asked_scale = parse_scale(opt.scale);
     const std::string font_path = opt.font.empty() ? default_font_path() : opt.font;
     check_font_file(font_path, !opt.font.empty());
+    const std::string fallback_path = opt.fallback_font.empty()     ? installed_fallback_font()
+                                      : opt.fallback_font == "none" ? ""
+                                                                    : opt.fallback_font;
+    if (!opt.fallback_font.empty() && !fallback_path.empty()) check_font_file(fallback_path, true);
     PLAB_CHECK(opt.font_size >= 6 && opt.font_size <= 72,
                "--font-size " << opt.font_size << " must be between 6 and 72 pixels");
 
@@ -379,7 +383,7 @@ int run(const Options& given) {
     const float launch_scale = asked_scale * content_scale;
     // Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
     // a glyph; the lesson adds a bold font for headings and a monospace one for code.
-    FontSet fonts(font_path, opt.font_size, lesson != nullptr);
+    FontSet fonts(font_path, fallback_path, opt.font_size, lesson != nullptr);
     if (lesson) fonts.add_text(kCodeWrapMarker);
     if (lesson)
         for (const LessonBlock& b : lesson->text.blocks) {

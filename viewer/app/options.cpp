@@ -331,6 +331,10 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--font", opt.font,
                    "Font file (.ttf/.otf) for all text; default: DejaVu Sans "
                    "(fonts-dejavu-core), with Latin, Greek and Cyrillic glyphs");
+    app.add_option("--fallback-font", opt.fallback_font,
+                   "Font merged in for characters the main font lacks (CJK, Thai, ...), or "
+                   "'none'; default: the first of Droid Sans Fallback, Noto Sans CJK, Noto "
+                   "Sans that is installed");
     app.add_option("--scale", opt.scale,
                    "UI scale, 0.5 to 4 (fonts, cells, spacing), times the monitor's content "
                    "scale; Ctrl +, Ctrl - and Ctrl 0 change it while running");

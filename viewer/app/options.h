@@ -54,6 +54,7 @@ struct Options {
     float font_size = 16.0f;
     // issue 17: text and scale
     std::string font;            // --font PATH; "" = DejaVu Sans (fonts-dejavu-core)
+    std::string fallback_font;   // --fallback-font PATH|none; "" = the first installed one
     std::string scale = "1";     // --scale S, checked by parse_scale (text: "abc" gets one line)
     bool print_command = false;  // --print-command: the shown panel's `plab` command, headless
     // issue 17: heatmap, layers, side by side

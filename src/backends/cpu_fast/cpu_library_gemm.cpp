@@ -7,6 +7,7 @@
 
 #include "core/cpu_threads.h"
 #include "core/error.h"
+#include "core/machine_override.h"
 
 namespace plab::cpu_library_gemm {
 
@@ -41,6 +42,7 @@ constexpr int kColumnAlign = 16;
 
 void products(Buffer x, int m, int k, std::span<const MatmulPart> parts, int threads) {
     PLAB_ASSERT(x.size >= std::size_t(m) * k && threads >= 1);
+    apply_cpu_cache_override();  // Eigen blocks for these caches (PLAB_CPU_CACHES)
     const ConstMap X(x.data, m, k);
     for (const MatmulPart& p : parts) {
         PLAB_ASSERT(p.out.size >= std::size_t(m) * p.n && p.w.size >= std::size_t(p.n) * k);
