@@ -281,7 +281,11 @@ struct RopeKvAppendArgs {
     const float* cos = nullptr;
     const float* sin = nullptr;
     int rows = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, pos0 = 0;
+    int unused = 0;  // the tail padding, named: a step graph compares these bytes
 };
+// No padding: a step graph compares a launch's argument bytes with the last
+// step's (simt_record.h), and padding holds whatever was on the stack.
+static_assert(sizeof(RopeKvAppendArgs) == 9 * sizeof(void*) + 6 * sizeof(int));
 __global__ void rope_kv_append_kernel(RopeKvAppendArgs a);
 void launch_rope_kv_append(const RopeKvAppendArgs& a, int last_position);
 

@@ -96,9 +96,11 @@ private:
 inline thread_local LaunchRecorder* active_recorder = nullptr;
 
 // The arguments' bytes, one parameter after the other. A parameter that is a
-// struct (AttentionShape) brings its padding too; the callers build such
-// structs from value-initialised ones, so equal fields give equal bytes, and
-// a difference only costs a replay (never wrong bits).
+// struct (AttentionShape, RopeKvAppendArgs) has no padding: every gap is a
+// named field (static_asserts beside each), since padding holds whatever the
+// stack held, which follows the compiler's code for this CPU, and a launch
+// whose bytes differ is not replayed (never wrong bits, but the step runs
+// launch by launch, and tests count replays).
 template <typename... T>
 std::vector<unsigned char> argument_bytes(const std::tuple<T...>& t) {
     static_assert((std::is_trivially_copyable_v<T> && ...),

@@ -37,11 +37,19 @@ struct AttentionShape {
     int head_dim = 0;    // Dh
     int block_size = 0;  // B
     float scale = 0.0f;  // 1/sqrt(Dh), computed once on the host
+    int32_t unused = 0;  // the padding before `mask`, named (below)
     Mask mask;           // which keys each query sees, score modifiers (causal by default)
 
     // Keys in the cache when this chunk attends: positions 0..n_keys()-1.
     PLAB_HD int n_keys() const { return pos0 + n_queries; }
 };
+// No padding anywhere in a kernel argument: a GPU step graph replays a launch
+// only when its argument bytes equal the last step's (kernels/simt/simt_record.h),
+// and padding bytes hold whatever was on the stack, which differs with the
+// compiler's code for this CPU. Every gap is a named field set to 0.
+static_assert(sizeof(MaskTerm) == 5 * 4);
+static_assert(sizeof(Mask) == Mask::kMaxTerms * sizeof(MaskTerm) + 8 * 4 + sizeof(void*));
+static_assert(sizeof(AttentionShape) == 8 * 4 + sizeof(Mask));
 
 // The keys the query at query_pos may see, clamped to the cache: the loops
 // below run over this range only, and visible() decides inside it. A mask may

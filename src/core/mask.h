@@ -94,6 +94,7 @@ struct Mask {
     int32_t limit = 0;     // > 0: positions >= limit are not covered (a custom mask's size)
     const uint32_t* data = nullptr;  // words of docs/custom/ALiBi, in the evaluator's memory
     int32_t data_words = 0;
+    int32_t unused = 0;  // the tail padding, named (see AttentionShape)
 
     // ---- one term ----------------------------------------------------------
     // Start of the document holding position q (docs term): the largest start <= q.
