@@ -209,7 +209,7 @@ void run(BenchCliOptions o) {
                 << o.backends << "'");
     }
     const Weights w = o.model.empty() ? make_random_weights(named_shape(o.random), o.seed)
-                                      : load_model_arg(o.model).weights;
+                                      : load_model_or_default(o.model).weights;
     const BenchReport r = run_bench(w, o.bench);
     const std::string model_label =
         o.model.empty() ? "random " + shape_label(o.random) + " shape" : o.model;

@@ -117,7 +117,7 @@ void run(const CompareOptions& o) {
     // 1. The model and the prompts.
     Model model;
     if (o.random.empty()) {
-        model = load_model_arg(o.model);
+        model = load_model_or_default(o.model);
     } else {
         model.weights = make_random_weights(named_shape(o.random), o.seed);
         model.source = "random stories15M shape, seed " + std::to_string(o.seed);

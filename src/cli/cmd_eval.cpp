@@ -36,9 +36,8 @@ struct EvalCliOptions {
 };
 
 void run(const EvalCliOptions& o) {
-    const std::string path = o.model.empty() ? default_model_path() : o.model;
-    const Model m = load_model(path);
-    EvalOptions eo = default_eval_options(path);
+    const Model m = load_model_or_default(o.model);
+    EvalOptions eo = default_eval_options(o.model.empty() ? default_model_path() : o.model);
     if (!o.heldout.empty()) eo.heldout_path = o.heldout;
     if (!o.completions.empty()) eo.completions_path = o.completions;
     eo.max_stories = o.stories;

@@ -104,7 +104,7 @@ void run_one(GenerateCliOptions o) {
                "--kv-blocks and --prefix-cache set up the engine's shared pool for --prompts "
                "FILE; a single prompt runs in a session of its own (put it in a prompts file of "
                "one line to serve it through the engine)");
-    const Model model = load_model_arg(o.model);
+    const Model model = load_model_or_default(o.model);
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     o.gen.stop_at_eos = !o.no_stop;
     o.gen.session.mask = resolve_mask(o.mask, tokens, model);
@@ -239,7 +239,7 @@ void run_many(const GenerateCliOptions& o) {
                "--kv-blocks " << o.kv_blocks
                               << ": the pool needs at least one block; leave the option out for "
                                  "the engine's default (4 full-length sequences)");
-    const Model model = load_model_arg(o.model);
+    const Model model = load_model_or_default(o.model);
     const Tokenizer& tok = *model.tokenizer;
     const ModelConfig& c = model.weights.config;
     const std::vector<PromptLine> lines =

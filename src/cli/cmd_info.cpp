@@ -34,7 +34,7 @@ int first_threaded_prompt(const ModelConfig& c, bool reference) {
 }
 
 void run(const InfoOptions& o) {
-    const Model m = load_model_arg(o.model);
+    const Model m = load_model_or_default(o.model);
     const ModelConfig& c = m.weights.config;
     const int threaded_from = first_threaded_prompt(c, /*reference=*/false);
     const int ref_threaded_from = first_threaded_prompt(c, /*reference=*/true);

@@ -74,7 +74,7 @@ std::vector<std::vector<float>> whole_map(const PrefillResult& r, const Attentio
 }
 
 void run(const PrefillOptions& o) {
-    const Model model = load_model_arg(o.model);
+    const Model model = load_model_or_default(o.model);
     const std::vector<int32_t> tokens = o.prompt.resolve(model);
     const int t = static_cast<int>(tokens.size());
     const ChunkPlan plan = parse_chunk_plan(o.chunks, t);

@@ -126,7 +126,7 @@ void print_summary_row(const std::string& name, const ServeSummary& s) {
 }
 
 void run_calibrate(const ServeCliOptions& o) {
-    const Model model = load_model_arg(o.model);
+    const Model model = load_model_or_default(o.model);
     EngineOptions eo;
     eo.backend = o.backend;
     eo.kernels = parse_kernels(o.kernels);
@@ -357,7 +357,7 @@ void run(const ServeCliOptions& o) {
                "--prefix-cache " << o.prefix_cache << " must be on or off");
     PLAB_CHECK(o.kv_blocks >= 0, "--kv-blocks " << o.kv_blocks << " must be at least 1");
 
-    const Model model = load_model_arg(o.model);
+    const Model model = load_model_or_default(o.model);
     ServeOptions so;
     so.engine.backend = o.backend;
     so.engine.kernels = parse_kernels(o.kernels);

@@ -66,7 +66,7 @@ void run(const TokenizeOptions& o) {
     if (!o.tokenizer.empty())
         named = open_tokenizer_source(o.tokenizer, 0).tokenizer;
     else
-        model = load_model_arg(o.model);
+        model = load_model_or_default(o.model);
     const Tokenizer& tok = named ? *named : *model.tokenizer;
 
     const std::vector<TokenSpan> spans = tok.encode_with_spans(text, !o.no_bos);

@@ -104,10 +104,6 @@ BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& toke
                      MaskContext{tokens, model.tokenizer->bos_id(), model.weights.config.n_heads});
 }
 
-Model load_model_arg(const std::string& path) {
-    return load_model(path.empty() ? default_model_path() : path);
-}
-
 std::vector<std::string> split_list(const std::string& text) {
     std::vector<std::string> out;
     std::size_t start = 0;

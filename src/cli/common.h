@@ -47,7 +47,6 @@ void add_mask_option(CLI::App* cmd, std::string& spec);
 // The spec bound to this prompt and model (BOS id for docs:bos, heads for ALiBi).
 BoundMask resolve_mask(const std::string& spec, const std::vector<int32_t>& tokens,
                        const Model& model);
-Model load_model_arg(const std::string& path);
 
 // "a,b,c" -> {"a", "b", "c"} (empty parts kept, so callers can reject them).
 std::vector<std::string> split_list(const std::string& text);

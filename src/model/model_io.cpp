@@ -70,6 +70,14 @@ std::string default_model_path() {
     return std::string(PLAB_ASSETS_DIR) + "/model";
 }
 
+Model load_model_or_default(const std::string& path) {
+    if (!path.empty()) return load_model(path);
+    Model m = load_model(default_model_path());
+    const char* env = std::getenv("PLAB_MODEL");
+    if (env == nullptr || *env == '\0') m.source = "assets/model";
+    return m;
+}
+
 ModelConfig config_from_json(const std::string& json_text, const std::string& where) {
     nlohmann::json j;
     try {

@@ -21,6 +21,10 @@ std::string default_model_path();
 
 // Loads a model directory (or its model.safetensors / config.json path).
 Model load_model(const std::string& path);
+// load_model(path), or with "" the default model named as the user knows it
+// ($PLAB_MODEL as set, else "assets/model") rather than by this checkout's
+// absolute path: what a command prints then reads the same on every machine.
+Model load_model_or_default(const std::string& path);
 // Writes config.json + model.safetensors into `dir` (created if missing).
 void save_model(const Weights& weights, const std::string& tokenizer_name, const std::string& dir);
 

@@ -32,7 +32,7 @@ pyb::dict config_dict(const ModelConfig& c) {
 
 std::shared_ptr<PyModel> load(const std::string& path) {
     auto m = std::make_shared<PyModel>();
-    m->model = load_model(path.empty() ? default_model_path() : path);
+    m->model = load_model_or_default(path);
     return m;
 }
 

@@ -462,3 +462,17 @@ TEST_CASE("the CLI introduces itself: commands, version, one-line usage errors",
     REQUIRE(far.err.find("did you mean") == std::string::npos);
     require_one_line_cli_error(far, "unknown option --zzzzzz");
 }
+
+TEST_CASE("a model is named as the user gave it and the default one as assets/model", "[cli]") {
+    // Lessons show this output; an absolute path would be the lesson writer's
+    // checkout, never the reader's.
+    const auto d = nlohmann::json::parse(run_cli({"info", "--json"}).out);
+    CHECK(d["model"] == "assets/model");
+    CHECK(run_cli({"info"}).out.find("Model: assets/model\n") != std::string::npos);
+    const std::string dir = small_model_dir().string();
+    const auto given = nlohmann::json::parse(run_cli({"info", "--model", dir, "--json"}).out);
+    CHECK(given["model"] == dir);
+    const auto env =
+        nlohmann::json::parse(test::run_cli_env("PLAB_MODEL=" + dir, {"info", "--json"}).out);
+    CHECK(env["model"] == dir);
+}

@@ -148,6 +148,13 @@ bool has_markup(const std::string& line) {
     return t != kEllipsis && line.find(kEllipsis) != std::string::npos;
 }
 
+bool has_absolute_path(const std::string& line) {
+    // A '/' that starts a word and leads into a folder: "/work/x", "=/tmp/y".
+    // Not "tokens/s" or "1/2" (no word start), nor a lone "/" in prose.
+    static const std::regex path("(^|[\\s=:,(\\[\"'])/[A-Za-z0-9_.+-]+/");
+    return std::regex_search(line, path);
+}
+
 // The number a "[[a..b]]" marker stands for: optional sign, digits with an
 // optional point, optional exponent. Greedy, so a number is read whole ("25",
 // not "2" followed by "5").

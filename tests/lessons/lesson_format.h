@@ -63,6 +63,11 @@ std::string commands_mismatch(const Block& b);
 // line stands for output lines left out and is allowed).
 bool has_markup(const std::string& shown_line);
 
+// Whether a line the reader sees holds an absolute path ("/home/…/assets/model"):
+// the path of the machine the lesson was run on, which a reader's run never
+// prints. Programs print paths as the user gave them.
+bool has_absolute_path(const std::string& shown_line);
+
 // One number marker of a template line, in the order of the capture groups:
 // a "[[a..b]]" range or a "{{name}}" / "{{name~}}" / "{{name=text}}" capture.
 struct Slot {

@@ -332,6 +332,10 @@ int main(int argc, char** argv) {
         bool needs_comment = false;
         for (const Step& s : b.visible) {
             for (const std::string& l : s.shown) {
+                if (has_absolute_path(l))
+                    fail(b.fence_open, "an absolute path in a line the reader sees: \"" + l +
+                                           "\" (it is this machine's; print paths as the user "
+                                           "gave them, or relative)");
                 if (!has_markup(l)) continue;
                 needs_comment = true;
                 if (!update) {

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
         }
     }
     try {
-        const Model m = load_model(model_path.empty() ? default_model_path() : model_path);
+        const Model m = load_model_or_default(model_path);
         std::ifstream in(argv[1]);
         if (!in) throw Error(std::string("cannot read ") + argv[1]);
         std::vector<std::string> prompts;
