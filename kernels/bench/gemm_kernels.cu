@@ -26,9 +26,9 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <random>
 #include <vector>
 
+#include "core/random.h"
 #include "matmul_blocked.cu"
 #include "matmul_rows.cu"
 #include "matmul_tiled.cu"
@@ -103,13 +103,12 @@ struct Product {
     float* out = nullptr;
     std::size_t n_out;
 
-    Product(const Shape& shape, cublasHandle_t h, std::mt19937& rng)
+    Product(const Shape& shape, cublasHandle_t h, plab::random::Engine& rng)
         : s(shape), handle(h), n_out(std::size_t(shape.m) * shape.n) {
-        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
         const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
         std::vector<float> hx(nx), hw(nw);
-        for (float& v : hx) v = dist(rng);
-        for (float& v : hw) v = dist(rng);
+        for (float& v : hx) v = float(plab::random::uniform(rng, -1, 1));
+        for (float& v : hw) v = float(plab::random::uniform(rng, -1, 1));
         PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
         PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
         PLAB_CUDA_CHECK(cudaMalloc(&out, n_out * sizeof(float)));
@@ -161,7 +160,7 @@ void decode_products(cublasHandle_t handle) {
                 "tiled", "rows", "cuBLAS", "tiled", "rows", "cuBLAS", "err");
     std::printf("%-22s %5s %5s %5s  %8s %8s %8s  %8s %8s %8s  %9s\n", "", "", "", "", "us", "us",
                 "us", "GB/s", "GB/s", "GB/s", "rows");
-    std::mt19937 rng(17);
+    plab::random::Engine rng(17);
     for (const Shape& s : shapes) {
         const Product p(s, handle, rng);
         auto cublas = [&] { p.cublas(); };
@@ -206,7 +205,7 @@ void tiles_by_shape(const Shape* shapes, std::size_t count, cublasHandle_t handl
         multiprocessors());
     std::printf("%-22s %5s %5s %5s  %-8s %9s %7s %7s %7s  %9s\n", "product", "M", "N", "K", "tile",
                 "GFLOP/s", "blocks", "per SM", "waves", "err");
-    std::mt19937 rng(19);
+    plab::random::Engine rng(19);
     for (std::size_t i = 0; i < count; ++i) {
         const Shape& s = shapes[i];
         if (s.k % 4 != 0 || s.m >= 8192) continue;  // wide loads only; 8192^3 takes too long x3
@@ -244,7 +243,7 @@ int run() {
                 "tile", "tiled", "blocked", "cuBLAS", "tiled", "blocked", "err", "err");
     std::printf("%-22s %5s %5s %5s  %-8s %9s %9s %9s  %7s %7s  %9s %9s\n", "", "", "", "", "",
                 "GFLOP/s", "GFLOP/s", "GFLOP/s", "of cuBL", "of cuBL", "tiled", "blocked");
-    std::mt19937 rng(13);
+    plab::random::Engine rng(13);
     for (const Shape& s : shapes) {
         const Product p(s, handle, rng);
         const int batch = s.m >= 4096 ? 5 : 50;

@@ -43,6 +43,7 @@
 #include <set>
 #include <vector>
 
+#include "core/random.h"
 #include "simt/simt.h"
 
 namespace plab::simt {
@@ -100,7 +101,7 @@ struct Scheduler {
     void (*body)(void*) = nullptr;
     void* ctx = nullptr;
     std::exception_ptr error;
-    std::mt19937 rng{20240607u};
+    random::Engine rng{20240607u};
     // The scheduler's own stack, as ASan's fiber API reports it to a fiber.
     void* asan_fake_stack = nullptr;
     const void* asan_stack_bottom = nullptr;
@@ -313,7 +314,7 @@ void run_block(Scheduler& s) {
         for (int i = 0; i < s.n_threads; ++i) {
             if (s.fibers[i].state == FiberState::ready) order.push_back(i);
         }
-        std::shuffle(order.begin(), order.end(), s.rng);
+        random::shuffle(order.begin(), order.end(), s.rng);
         for (int i : order) {
             resume(s, i);
             if (s.error) std::rethrow_exception(std::exchange(s.error, nullptr));

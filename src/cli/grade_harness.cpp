@@ -13,6 +13,7 @@
 
 #include "cli/grade.h"
 #include "core/error.h"
+#include "core/random.h"
 
 namespace plab::cli::grade {
 
@@ -36,14 +37,13 @@ nlohmann::json to_arg(const Tensor& t, bool integer) {
 }
 
 std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale) {
-    std::uniform_real_distribution<float> u(-scale, scale);
     std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
+    for (float& x : v) x = float(random::uniform(rng, -scale, scale));
     return v;
 }
 
 int uniform_int(std::mt19937_64& rng, int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
+    return int(random::uniform_int(rng, lo, hi));
 }
 
 std::vector<int> random_plan(std::mt19937_64& rng, int t, int max_chunk) {

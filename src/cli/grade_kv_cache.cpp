@@ -15,6 +15,7 @@
 
 #include "cli/grade.h"
 #include "core/kv_layout.h"
+#include "core/random.h"
 
 namespace plab::cli::grade {
 namespace kv_cache_detail {
@@ -46,7 +47,7 @@ Case make_case(std::mt19937_64& rng, int t, int b, int hkv, int dh, const std::v
     const int num_blocks = needed + 3;
     std::vector<int> free(num_blocks);
     std::iota(free.begin(), free.end(), 0);
-    std::shuffle(free.begin(), free.end(), rng);
+    random::shuffle(free.begin(), free.end(), rng);
     std::vector<int> sorted = free;
     std::sort(sorted.begin(), sorted.end());
     const std::size_t row = std::size_t(hkv) * dh;

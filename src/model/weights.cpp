@@ -1,10 +1,10 @@
 #include "model/weights.h"
 
 #include <cmath>
-#include <random>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/random.h"
 
 namespace plab {
 namespace {
@@ -50,22 +50,22 @@ void Weights::validate() const {
 
 Weights make_random_weights(const ModelConfig& config, std::uint64_t seed) {
     config.validate();
-    std::mt19937_64 rng(seed);
-    // Linear weights: normal with std 1/sqrt(fan_in), so activations stay O(1)
-    // through the layers and logits are spread out (a clear greedy winner).
+    random::Engine rng(seed);
+    // Linear weights: bell-shaped with std 1/sqrt(fan_in), so activations stay
+    // O(1) through the layers and logits are spread out (a clear greedy winner).
+    // random::standard_bell, not std::normal_distribution: a seed gives the
+    // same model with every C++ library (core/random.h).
     auto normal = [&](std::size_t n, float stddev) {
-        std::normal_distribution<float> dist(0.0f, stddev);
         std::vector<float> w(n);
-        for (auto& x : w) x = dist(rng);
+        for (auto& x : w) x = float(stddev * random::standard_bell(rng));
         return w;
     };
     auto linear = [&](std::size_t out, std::size_t in) {
         return normal(out * in, 1.0f / std::sqrt(float(in)));
     };
     auto norm = [&](std::size_t n) {
-        std::uniform_real_distribution<float> dist(0.8f, 1.2f);
         std::vector<float> w(n);
-        for (auto& x : w) x = dist(rng);
+        for (auto& x : w) x = float(random::uniform(rng, 0.8, 1.2));
         return w;
     };
     const std::size_t d = config.dim, q = std::size_t(config.n_heads) * config.head_dim,

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <random>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "runtime/chunk_plan.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -155,10 +155,10 @@ void score_induction(const DeviceModel& model, const Tokenizer& tok, const EvalO
     const int spare = tok.bos_id() >= 0 ? 0 : 1;
     const int n = std::min({o.induction_len, int(pool.size()) - spare, (c.max_seq_len - 1) / 2});
     PLAB_CHECK(n >= 2, "induction test needs at least 2 ordinary tokens and max_seq_len >= 5");
-    std::mt19937_64 rng(o.seed);
+    random::Engine rng(o.seed);
     std::vector<double> sum(heads.size(), 0.0);
     for (int trial = 0; trial < o.induction_trials; ++trial) {
-        std::shuffle(pool.begin(), pool.end(), rng);
+        random::shuffle(pool.begin(), pool.end(), rng);
         std::vector<int32_t> ids{tok.bos_id() >= 0 ? tok.bos_id() : pool[n]};
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);
         ids.insert(ids.end(), pool.begin(), pool.begin() + n);

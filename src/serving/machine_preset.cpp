@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <thread>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "runtime/cost_model.h"
 #include "serving/roofline.h"
 
@@ -24,8 +24,10 @@ constexpr int kProfileIdleMs = 50;
 double median_us(const Model& model, EngineOptions eo, int prompt, int new_tokens, bool decode,
                  int runs, int idle_ms = 0) {
     const ModelConfig& c = model.weights.config;
-    std::mt19937_64 rng(7);
-    std::uniform_int_distribution<int32_t> id(0, c.vocab_size - 1);
+    random::Engine rng(7);
+    auto id = [&](random::Engine& g) {
+        return int32_t(random::uniform_int(g, 0, c.vocab_size - 1));
+    };
     eo.prefix_cache = false;
     eo.policy = Policy::chunked;
     eo.max_step_tokens = std::max(eo.max_step_tokens, prompt);

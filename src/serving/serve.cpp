@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <thread>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "runtime/cost_model.h"
 
 namespace plab {
@@ -21,10 +21,10 @@ Percentiles percentiles_of(const std::vector<double>& v) {
 std::vector<int32_t> prompt_ids(const WorkloadRequest& w, std::size_t index, const Model& model,
                                 std::uint64_t seed) {
     if (w.prompt_tokens == 0) return model.tokenizer->encode(w.prompt, true);
-    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + index);
-    std::uniform_int_distribution<int32_t> id(0, model.weights.config.vocab_size - 1);
+    random::Engine rng(seed * 0x9e3779b97f4a7c15ULL + index);
     std::vector<int32_t> ids(static_cast<std::size_t>(w.prompt_tokens));
-    for (int32_t& t : ids) t = id(rng);
+    for (int32_t& t : ids)
+        t = int32_t(random::uniform_int(rng, 0, model.weights.config.vocab_size - 1));
     return ids;
 }
 
@@ -45,11 +45,10 @@ StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine) {
     const int ctx = std::min(16, c.max_seq_len / 2);
     const int new_tokens = std::min(24, c.max_seq_len - ctx);
     PLAB_CHECK(new_tokens >= 4, "calibration needs a max_seq_len of at least 24");
-    std::mt19937_64 rng(1);
-    std::uniform_int_distribution<int32_t> id(0, c.vocab_size - 1);
+    random::Engine rng(1);
     auto random_prompt = [&](int n) {
         std::vector<int32_t> t(static_cast<std::size_t>(n));
-        for (int32_t& x : t) x = id(rng);
+        for (int32_t& x : t) x = int32_t(random::uniform_int(rng, 0, c.vocab_size - 1));
         return t;
     };
     EngineOptions eo = engine;

@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "serving/json_lines.h"
 
 namespace plab {
@@ -83,17 +83,14 @@ Workload generate_workload(const WorkloadGenerator& g) {
     std::ostringstream src;
     src << "Poisson arrivals at " << g.rate << "/s, seed " << g.seed;
     w.source = src.str();
-    std::mt19937_64 rng(g.seed);
-    std::exponential_distribution<double> gap(g.rate);
-    std::uniform_int_distribution<int> prompt(g.prompt_min, g.prompt_max);
-    std::uniform_int_distribution<int> out(g.new_min, g.new_max);
+    random::Engine rng(g.seed);
     double t = 0;
     for (int i = 0; i < g.requests; ++i) {
         WorkloadRequest r;
-        if (i > 0) t += gap(rng);  // the first arrives at 0
+        if (i > 0) t += random::exponential(rng, g.rate);  // the first arrives at 0
         r.arrival_s = t;
-        r.prompt_tokens = prompt(rng);
-        r.max_new_tokens = out(rng);
+        r.prompt_tokens = int(random::uniform_int(rng, g.prompt_min, g.prompt_max));
+        r.max_new_tokens = int(random::uniform_int(rng, g.new_min, g.new_max));
         w.requests.push_back(r);
     }
     return w;
