@@ -487,6 +487,31 @@ def case_bitwise(lab, args):
     print("page (WebAssembly) == native cpu-ref: first token and top-5 probabilities, bitwise: yes")
 
 
+def case_serving(lab, args):
+    """The serving scene's seeded workload and result == native `plab serve --json`'s, bit
+    for bit (issue 61: the page, built with libc++, drew other prompts from the same seed
+    while the generator used <random>'s distributions)."""
+    st = run_to_exit(lab, args, [("scene", "serving"), ("frames", "8"), ("print-command", ""),
+                                 ("width", args.width), ("height", args.height)])
+    lines = st["lines"]
+    command = next((l for l in lines if l.startswith("command: plab serve")), None)
+    numbers = next((l for l in lines if l.startswith("viewer computed: serving: ")), None)
+    if not command or not numbers:
+        fail("no 'command: plab serve' and 'viewer computed: serving:' lines from the page")
+    viewer_out = os.path.join(args.out, "web_serving_out.txt")
+    with open(viewer_out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    native_json = os.path.join(args.out, "web_native_serve.json")
+    with open(native_json, "w") as f:
+        f.write(native_command(command, args))
+    r = subprocess.run([args.command_check, viewer_out, native_json], capture_output=True, text=True)
+    print(r.stdout + r.stderr, flush=True)
+    if r.returncode != 0:
+        fail("the page's serving workload and result are not native plab serve's, bit for bit")
+    print("page (WebAssembly) == native plab serve: steps, preemptions, prompts, arrivals and "
+          "TTFTs, bitwise: yes")
+
+
 def case_toy(lab, args):
     st = run_to_exit(lab, args, [("scene", "toy"), ("frames", "6"), ("print-command", ""),
                                  ("width", args.width), ("height", args.height)])
@@ -561,7 +586,7 @@ def case_speed(lab, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("case", choices=["scenes", "input", "bitwise", "toy", "lesson", "speed"])
+    p.add_argument("case", choices=["scenes", "input", "bitwise", "serving", "toy", "lesson", "speed"])
     p.add_argument("--root", required=True, help="the repository")
     p.add_argument("--site", required=True, help="the page's folder (build-web)")
     p.add_argument("--out", required=True, help="where screenshots go")
@@ -584,7 +609,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     lab = Lab(args)
     try:
-        {"scenes": case_scenes, "input": case_input, "bitwise": case_bitwise, "toy": case_toy, "lesson": case_lesson,
+        {"scenes": case_scenes, "input": case_input, "bitwise": case_bitwise, "serving": case_serving,
+         "toy": case_toy, "lesson": case_lesson,
          "speed": case_speed}[args.case](lab, args)
     finally:
         lab.close()

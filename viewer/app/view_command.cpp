@@ -188,7 +188,38 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
     return {};
 }
 
+namespace {
+
+// The serving scene's workload and result: the same seed must give the same
+// prompts, steps and latencies as native `plab serve`, on every C++ library.
+std::string serving_numbers(const ServeReport& r) {
+    int preemptions = 0;
+    for (const ServedRequest& q : r.requests) preemptions += q.preemptions;
+    std::string s = "serving: " + std::to_string(r.steps.size()) + " steps, " +
+                    std::to_string(preemptions) + " preemptions; prompt tokens ";
+    auto join = [&](auto field, bool hex) {
+        for (std::size_t i = 0; i < r.requests.size(); ++i) {
+            char buf[64];
+            if (hex)
+                std::snprintf(buf, sizeof buf, "%a", static_cast<double>(field(r.requests[i])));
+            else
+                std::snprintf(buf, sizeof buf, "%d", static_cast<int>(field(r.requests[i])));
+            s += (i > 0 ? "," : "") + std::string(buf);
+        }
+    };
+    join([](const ServedRequest& q) { return q.prompt_tokens; }, false);
+    s += "; arrival_s ";
+    join([](const ServedRequest& q) { return q.arrival_s; }, true);
+    s += "; ttft_ms ";
+    join([](const ServedRequest& q) { return q.ttft_client_ms; }, true);
+    return s;
+}
+
+}  // namespace
+
 std::string view_numbers(const ViewerState& state, const Snapshot& snap) {
+    if (state.scene == Scene::kServing && snap.replay.ready)
+        return serving_numbers(snap.replay.report);
     if (state.scene != Scene::kMask || !snap.mask.ready) return "";
     std::string s = "first token " + std::to_string(snap.mask.first_token_id) + ", top";
     for (const TokenProb& p : snap.mask.top) {

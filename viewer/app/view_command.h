@@ -35,7 +35,9 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
 
 // What the viewer computed that the command's --json reports too, one line: for the
 // mask and KV panels "first token ID, top ID:PROB ..." with each probability as a
-// C99 hex float (its exact bits); "" for panels without such numbers.
+// C99 hex float (its exact bits); for the serving scene "serving: N steps, P
+// preemptions; prompt tokens A,B,...; arrival_s X,...; ttft_ms Y,..." (times as hex
+// floats, per request as --json lists them); "" for panels without such numbers.
 std::string view_numbers(const ViewerState& state, const Snapshot& snap);
 
 }  // namespace plab::viewer
