@@ -133,9 +133,11 @@ void run_grade(const GradeOptions& o) {
                         r.passed == r.cases ? "pass" : "FAIL");
         for (const grade::CheckResult& r : results) {
             if (r.passed == r.cases) continue;
-            std::printf("\n%s: first failure\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
-                        r.failure_where.c_str(), r.failure_what.c_str(), r.failure_detail.c_str(),
-                        r.hint.c_str());
+            std::printf(
+                "\n%s: %s\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
+                r.failure_is_first ? "first failure" : "first failure a known mistake explains",
+                r.failure_where.c_str(), r.failure_what.c_str(), r.failure_detail.c_str(),
+                r.hint.c_str());
         }
         std::printf("\nScore: %d of %zu checks pass (%d of %d cases)\n", checks_passed,
                     results.size(), cases_passed, cases);

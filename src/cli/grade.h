@@ -102,8 +102,11 @@ struct CheckResult {
     std::string name;
     int cases = 0;
     int passed = 0;
-    // The first failing expectation, if any.
+    // The failure shown: the first one a named mistake explains (its hint says
+    // what went wrong), else the first failing expectation. A crash or a
+    // generic hint in an early case must not hide a diagnosis a later case makes.
     std::string failure_where, failure_what, failure_detail, hint;
+    bool failure_is_first = true;  // false: an earlier case failed without a diagnosis
 };
 
 // Compares the harness's results (one list of call results per case) with the checks.

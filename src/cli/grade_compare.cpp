@@ -179,6 +179,7 @@ std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
     for (const Check& check : checks) {
         CheckResult r;
         r.name = check.name;
+        bool shown_diagnosed = false;  // the failure in r has a mistake's own hint
         for (const Case& c : check.cases) {
             ++r.cases;
             bool ok = true;
@@ -194,11 +195,15 @@ std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
                     ok = compare_detail::grade_one_in_case(e, c, calls, detail, hint, check.hint);
                 }
                 if (ok) continue;
-                if (r.failure_detail.empty()) {
+                const bool first = r.failure_detail.empty();
+                const bool diagnosed = hint != check.hint;
+                if (first || (diagnosed && !shown_diagnosed)) {
                     r.failure_where = e.where;
                     r.failure_what = e.what;
                     r.failure_detail = detail;
                     r.hint = hint;
+                    r.failure_is_first = first;
+                    shown_diagnosed = diagnosed;
                 }
                 break;
             }

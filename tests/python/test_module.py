@@ -167,7 +167,7 @@ class Cli(unittest.TestCase):
         # the position before it over held-out stories, from the engine's attention probes:
         # a sum of the very probabilities the module returns. Summed here in the same order
         # in double, the two agree exactly when every probability is bitwise the same.
-        src = os.path.join(MODEL.source, "eval", "heldout.txt")  # beside the shipped model
+        src = os.path.join(pl.default_model_path(), "eval", "heldout.txt")  # beside the shipped model
         with open(src, encoding="utf-8") as f:
             stories = [line.rstrip("\r\n") for line in f if line.strip() and not line.startswith("#")][:3]
         self.assertEqual(len(stories), 3)
