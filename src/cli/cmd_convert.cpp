@@ -27,6 +27,7 @@
 #include "model/llama2c.h"
 #include "model/model_io.h"
 #include "model/tokenizers/tokenizer_bpe.h"
+#include "model/tokenizers/tokenizer_hf.h"
 
 namespace plab::cli {
 namespace {
@@ -40,8 +41,31 @@ struct ConvertOptions {
     std::string outtype = "f32";    // GGUF weight type: f32 or f16
 };
 
-// Writes the model's tokenizer into `dir` and returns the name config.json should use.
-std::string save_tokenizer(const Tokenizer& tok, const fs::path& dir) {
+// The tokenizer.json the model was loaded with: beside config.json when `in`
+// is a model directory (or a file in one) that names it; "" otherwise (a
+// GGUF file holds the vocabulary and merges, not the tokenizer.json).
+fs::path source_tokenizer_json(const std::string& in) {
+    const fs::path dir = fs::is_directory(in) ? fs::path(in) : fs::path(in).parent_path();
+    const fs::path file = dir / "tokenizer.json";
+    return fs::exists(dir / "config.json") && fs::exists(file) ? file : fs::path();
+}
+
+// Writes the model's tokenizer into `dir` and returns the name config.json
+// should use. Called before any weights are written: a tokenizer that cannot
+// go with them stops the conversion with nothing written.
+std::string save_tokenizer(const Tokenizer& tok, const std::string& in, const fs::path& dir) {
+    const bool json = dynamic_cast<const HfTokenizer*>(&tok) != nullptr;
+    const fs::path src = json ? source_tokenizer_json(in) : fs::path();
+    PLAB_CHECK(!json || !src.empty(), in << "'s tokenizer (" << tok.kind()
+                                         << ") came from GGUF metadata, and plab writes no "
+                                            "tokenizer.json; convert to .gguf, or copy the "
+                                            "original tokenizer.json in beside the output");
+    fs::create_directories(dir);
+    if (json) {
+        if (!fs::exists(dir / "tokenizer.json") || !fs::equivalent(src, dir / "tokenizer.json"))
+            fs::copy_file(src, dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+        return "tokenizer.json";
+    }
     if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tok)) {
         bpe->save((dir / "tokenizer.bpe").string());
         return "tokenizer.bpe";
@@ -56,8 +80,7 @@ std::string save_tokenizer(const Tokenizer& tok, const fs::path& dir) {
 void run(const ConvertOptions& o) {
     const Model m = load_model(o.in);
     if (o.to == "safetensors") {
-        fs::create_directories(o.out);
-        const std::string tok_name = save_tokenizer(*m.tokenizer, o.out);
+        const std::string tok_name = save_tokenizer(*m.tokenizer, o.in, o.out);
         save_model(m.weights, tok_name, o.out);
         std::printf(
             "wrote %s/config.json + model.safetensors (half-split RoPE rows, tokenizer %s)\n",
@@ -82,11 +105,14 @@ void run(const ConvertOptions& o) {
     PLAB_CHECK(o.outtype == "f32", "--outtype applies to --to gguf only");
     PLAB_CHECK(fs::path(o.out).extension() == ".bin",
                "llama2.c output '" << o.out << "' should end in .bin (e.g. model.bin)");
+    PLAB_CHECK(dynamic_cast<const HfTokenizer*>(m.tokenizer.get()) == nullptr,
+               "a llama2.c checkpoint carries a tokenizer.bin or tokenizer.bpe beside it, and "
+               "this model's tokenizer is a tokenizer.json ("
+                   << m.tokenizer->kind() << "); convert to safetensors or .gguf instead");
     const fs::path dir = fs::absolute(o.out).parent_path();
-    fs::create_directories(dir);
     const int version = o.header == "v1" ? 1 : 0;
+    const std::string tok_name = save_tokenizer(*m.tokenizer, o.in, dir);
     write_llama2c_checkpoint(m.weights, o.out, version);
-    const std::string tok_name = save_tokenizer(*m.tokenizer, dir);
     std::printf("wrote %s (llama2.c %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
                 o.out.c_str(),
                 version == 0 ? "legacy header, the one llama2.c's run.c reads"

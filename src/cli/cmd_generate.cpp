@@ -139,6 +139,15 @@ void run_one(GenerateCliOptions o) {
             r.decode_step_us.empty() ? 0 : double(r.decode_step_us.size()) / (decode_total * 1e-6));
     }
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
+    if (r.stopped_at_context_end) {
+        // On stderr: the output (text or --json) is what was generated; this
+        // says why it is shorter than asked, without changing it.
+        std::fprintf(stderr,
+                     "plab: note: stopped after %zu new tokens of the %d asked: the sequence "
+                     "reached the model's max_seq_len of %d positions (%zu prompt tokens)\n",
+                     r.new_tokens.size(), o.gen.max_new_tokens, model.weights.config.max_seq_len,
+                     r.prompt_tokens.size());
+    }
     // Each run's TTFT contains its prefill, so the medians keep that order too.
     const double ttft_ms = percentile(ttft_us, 0.5) / 1000;
     const double prefill_ms = percentile(prefill_us, 0.5) / 1000;

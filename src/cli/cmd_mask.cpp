@@ -1,6 +1,7 @@
 // `plab mask`: a mask spec drawn as text — which keys each query sees, the tile
 // map a tiled kernel works from, and the work saved against causal.
 // The grammar is in runtime/mask_grammar.h; `plab mask --help` prints it.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,19 +38,25 @@ Modifiers apply to the whole mask wherever written. Examples:
 struct MaskOptions {
     std::string spec;
     int length = 16;
-    int tile = 4;
-    std::string tokens;  // for docs:bos
+    int tile = 0;
+    bool tile_given = false;  // else kDefaultTile, or the length when shorter
+    std::string tokens;       // for docs:bos
     int bos_id = -1;
     bool json = false;
 };
+
+constexpr int kDefaultTile = 4;
 
 char tile_char(TileClass c) {
     return c == TileClass::full ? 'F' : c == TileClass::partial ? 'P' : '.';
 }
 
-void run(const MaskOptions& o) {
+void run(MaskOptions o) {
     PLAB_CHECK(o.length >= 1 && o.length <= 4096,
                "--length " << o.length << " must be between 1 and 4096 positions");
+    // The default tile fits any length the user gives; a tile the user gave
+    // that does not fit is their mistake to hear about.
+    if (!o.tile_given) o.tile = std::min(kDefaultTile, o.length);
     PLAB_CHECK(o.tile >= 1 && o.tile <= o.length,
                "--tile " << o.tile << " must be between 1 and the length " << o.length);
     std::vector<int32_t> tokens(static_cast<std::size_t>(o.length), 0);
@@ -123,13 +130,18 @@ void add_mask_command(CLI::App& app) {
         "mask", "draw an attention mask: visible cells, tile map, pairs saved against causal");
     cmd->add_option("spec", o->spec, "the mask, e.g. window:8+sink:2 (grammar below)")->required();
     cmd->add_option("--length", o->length, "positions T")->capture_default_str();
-    cmd->add_option("--tile", o->tile, "tile size in positions for the tile map")
-        ->capture_default_str();
+    CLI::Option* tile =
+        cmd->add_option("--tile", o->tile,
+                        "tile size in positions for the tile map (default: 4, or the length when "
+                        "shorter)");
     cmd->add_option("--tokens", o->tokens, "token ids, one per position (for docs:bos)");
     cmd->add_option("--bos-id", o->bos_id, "which id is BOS (for docs:bos)");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->footer(kGrammar);
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o, tile] {
+        o->tile_given = tile->count() > 0;
+        run(*o);
+    });
 }
 
 }  // namespace plab::cli

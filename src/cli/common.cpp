@@ -17,8 +17,10 @@ void PromptOptions::add_to(CLI::App* cmd) {
     // Positional or --prompt TEXT (the viewer's spelling): one option, two names.
     text_option =
         cmd->add_option("prompt,--prompt", text, "prompt text (default: a built-in story opening)");
-    cmd->add_option("--prompt-file", file, "read the prompt text from this file (at most 16 MiB)");
-    cmd->add_option("--tokens", tokens, "token ids instead of text, e.g. 256,72,105");
+    file_option = cmd->add_option("--prompt-file", file,
+                                  "read the prompt text from this file (at most 16 MiB)");
+    tokens_option =
+        cmd->add_option("--tokens", tokens, "token ids instead of text, e.g. 256,72,105");
     cmd->add_flag("--no-bos", no_bos, "do not put the BOS token first");
 }
 
@@ -44,23 +46,39 @@ std::string read_text_file(const std::string& path, const std::string& what) {
     return t;
 }
 
+namespace {
+
+bool was_given(const CLI::Option* o) {
+    return o != nullptr && o->count() > 0;
+}
+
+}  // namespace
+
 bool PromptOptions::given() const {
-    return (text_option != nullptr && text_option->count() > 0) || !file.empty() || !tokens.empty();
+    return was_given(text_option) || was_given(file_option) || was_given(tokens_option) ||
+           !file.empty() || !tokens.empty();
 }
 
 std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
-    const bool text_given = text_option != nullptr && text_option->count() > 0;
-    const int given = text_given + !file.empty() + !tokens.empty();
-    PLAB_CHECK(given <= 1, "give the prompt one way: text, --prompt-file or --tokens");
+    const bool text_given = was_given(text_option);
+    const bool file_given = was_given(file_option) || !file.empty();
+    const bool tokens_given = was_given(tokens_option) || !tokens.empty();
+    PLAB_CHECK(text_given + file_given + tokens_given <= 1,
+               "give the prompt one way: text, --prompt-file or --tokens");
     // An empty prompt typed on purpose ("" or --prompt "", e.g. a shell
     // variable that was not set) is a mistake to report, not a request for
     // the built-in prompt: only a prompt left out gets the default.
     PLAB_CHECK(!text_given || !text.empty(),
                "the prompt is empty; give some text, or leave the prompt out for the built-in "
                "story opening");
+    PLAB_CHECK(!tokens_given || !tokens.empty(),
+               "--tokens is empty; give token ids like 256,72,105, or leave --tokens out for "
+               "the built-in story opening");
+    PLAB_CHECK(!file_given || !file.empty(),
+               "--prompt-file is empty; give the path of a text file");
     std::vector<int32_t> ids;
     const ModelConfig& c = model.weights.config;
-    if (!tokens.empty()) {
+    if (tokens_given) {
         for (int id : parse_int_list(tokens, "--tokens")) {
             PLAB_CHECK(id >= 0 && id < c.vocab_size,
                        "--tokens: token id " << id << " is out of range; valid ids are 0.."
@@ -69,7 +87,7 @@ std::vector<int32_t> PromptOptions::resolve(const Model& model) const {
         }
     } else {
         std::string t = text;
-        if (!file.empty()) {
+        if (file_given) {
             t = read_text_file(file, "prompt file");
             PLAB_CHECK(!t.empty(), "prompt file " << file << " is empty; a prompt needs text");
         } else if (t.empty()) {

@@ -31,7 +31,11 @@ struct PromptOptions {
     std::string file;
     std::string tokens;  // "1,2,3"
     bool no_bos = false;
-    CLI::Option* text_option = nullptr;  // set by add_to: was the text given, even empty?
+    // Set by add_to: was each form given, even empty ("" is a mistake to
+    // report, never a request for the default prompt)?
+    CLI::Option* text_option = nullptr;
+    CLI::Option* file_option = nullptr;
+    CLI::Option* tokens_option = nullptr;
     void add_to(CLI::App* cmd);
     // Whether any form of the prompt was given on the command line (even empty).
     bool given() const;

@@ -94,6 +94,28 @@ std::string plain_words(const CLI::App& cmd, const std::string& message) {
     return message;
 }
 
+// A prompt typed without quotes (plab prefill Once upon a time) reaches CLI11
+// as one positional and extra words, which it names in reverse order. The
+// words after the command that are neither options nor their values, in the
+// order typed; "" when the command takes no prompt or this is another error.
+std::string unquoted_prompt(const CLI::App& cmd, const std::vector<std::string>& args,
+                            const CLI::ParseError& e) {
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr ||
+        cmd.get_option_no_throw("prompt") == nullptr)
+        return "";
+    std::string words;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.size() > 1 && a[0] == '-') {
+            const CLI::Option* o = cmd.get_option_no_throw(a.substr(0, a.find('=')));
+            if (o != nullptr && o->get_type_size() > 0 && a.find('=') == std::string::npos) ++i;
+            continue;
+        }
+        words += (words.empty() ? "" : " ") + a;
+    }
+    return words;
+}
+
 }  // namespace
 
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
@@ -167,6 +189,9 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& e,
         return name + ": unknown option " + unknown +
                (guess.empty() ? "" : "; did you mean " + guess + "?") + hint;
     }
+    if (const std::string words = unquoted_prompt(*cmd, args, e); !words.empty())
+        return name + ": the prompt is several words; quote it: plab " + name + " \"" + words +
+               "\" (or give --prompt-file FILE)";
     return name + ": " + plain_words(*cmd, error_on_one_line(e.what())) + hint;
 }
 

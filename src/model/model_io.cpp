@@ -249,14 +249,24 @@ struct ModelFormat {
 };
 
 constexpr ModelFormat kFormats[] = {
-    {"GGUF file", [](const fs::path& p) { return is_gguf_path(p.string()); },
+    // By its magic, or by its name: an empty or damaged .gguf is then told
+    // what is wrong with it as a GGUF file, not that it is no directory.
+    {"GGUF file (.gguf)",
+     [](const fs::path& p) {
+         return is_gguf_path(p.string()) || (fs::is_regular_file(p) && p.extension() == ".gguf");
+     },
      [](const fs::path& p) { return load_gguf_model(p.string()); }},
-    {"llama2.c checkpoint",
+    {"llama2.c checkpoint (.bin)",
      [](const fs::path& p) { return fs::is_regular_file(p) && p.extension() == ".bin"; },
      load_llama2c_model},
-    // Last: any other path is read as (a file inside) a safetensors directory, so
-    // its errors ("has no config.json") name what such a directory needs.
-    {"safetensors directory", [](const fs::path&) { return true; }, load_hf_directory},
+    // A folder, or one of its two files: its errors ("has no config.json")
+    // name what such a directory needs.
+    {"safetensors directory (config.json + model.safetensors)",
+     [](const fs::path& p) {
+         return fs::is_directory(p) || p.filename() == "config.json" ||
+                p.filename() == "model.safetensors";
+     },
+     load_hf_directory},
 };
 
 }  // namespace
@@ -272,7 +282,7 @@ Model load_model(const std::string& path) {
     }
     std::string names;
     for (const ModelFormat& f : kFormats) names += std::string(names.empty() ? "" : ", ") + f.name;
-    throw Error("model path " + path + " is in no format plab reads (" + names + ")");
+    throw Error("model path " + path + " is in no format plab reads; give one of: " + names);
 }
 
 void save_model(const Weights& w, const std::string& tokenizer_name, const std::string& dir_text) {

@@ -81,6 +81,9 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
                     {"token", std::to_string(token)}});
         r.decode_step_us.push_back(trace.now_us() - t);
     }
+    const int made = static_cast<int>(r.new_tokens.size());
+    r.stopped_at_context_end = made < options.max_new_tokens && made >= steps &&
+                               !(options.stop_at_eos && token == tokenizer.eos_id());
     r.text = tokenizer.decode(r.new_tokens);
     trace.span("request", "request", t_request);
     return r;

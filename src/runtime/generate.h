@@ -47,6 +47,9 @@ struct GenerateResult {
     double prefill_us = 0;            // prefill chunks only
     std::vector<double> decode_step_us;
     std::vector<int> decode_step_positions;  // positions each decode step computed
+    // Fewer than max_new_tokens because the sequence reached max_seq_len (the
+    // model has no position past it), not because EOS was sampled.
+    bool stopped_at_context_end = false;
 };
 
 // Runs one request. `prompt_tokens` when non-empty is used instead of encoding `prompt`.

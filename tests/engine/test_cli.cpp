@@ -476,3 +476,61 @@ TEST_CASE("a model is named as the user gave it and the default one as assets/mo
         nlohmann::json::parse(test::run_cli_env("PLAB_MODEL=" + dir, {"info", "--json"}).out);
     CHECK(env["model"] == dir);
 }
+
+TEST_CASE(
+    "CLI edges a lecturer hit: an empty prompt option and unquoted words and a short mask and the "
+    "context end",
+    "[cli]") {
+    const std::string model = small_model_dir().string();
+    // "" is a mistake to report, never a request for the built-in prompt.
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--tokens", ""}),
+                               "--tokens is empty; give token ids like 256,72,105");
+    require_one_line_cli_error(run_cli({"prefill", "--model", model, "--prompt-file", ""}),
+                               "--prompt-file is empty");
+    // Unquoted words: named in the order typed, option values left out.
+    require_one_line_cli_error(
+        run_cli({"prefill", "--model", model, "--chunks", "4", "Once", "upon", "a", "time"}),
+        "prefill: the prompt is several words; quote it: plab prefill \"Once upon a time\"");
+    require_one_line_cli_error(run_cli({"generate", "Once", "upon", "-n", "3"}),
+                               "quote it: plab generate \"Once upon\"");
+
+    // The default tile fits a short mask; a tile the user gives must fit.
+    const auto short_mask = run_cli({"mask", "causal", "--length", "3", "--json"});
+    REQUIRE(short_mask.exit_code == 0);
+    CHECK(nlohmann::json::parse(short_mask.out)["tile"] == 3);
+    CHECK(nlohmann::json::parse(run_cli({"mask", "causal", "--json"}).out)["tile"] == 4);
+    require_one_line_cli_error(run_cli({"mask", "causal", "--length", "3", "--tile", "4"}),
+                               "--tile 4 must be between 1 and the length 3");
+
+    // -n past the context: generates to max_seq_len and says why on stderr.
+    const auto info = nlohmann::json::parse(run_cli({"info", "--model", model, "--json"}).out);
+    const int max_seq_len = info["config"]["max_position_embeddings"];
+    const auto longer = run_cli({"generate", "--model", model, "--tokens", "1,2,3", "-n",
+                                 "1000000000", "--no-stop", "--json"});
+    REQUIRE(longer.exit_code == 0);
+    CHECK(nlohmann::json::parse(longer.out)["new_tokens"].size() == std::size_t(max_seq_len - 3));
+    CHECK(longer.err.find("plab: note: stopped after " + std::to_string(max_seq_len - 3) +
+                          " new tokens of the 1000000000 asked: the sequence reached the "
+                          "model's max_seq_len of " +
+                          std::to_string(max_seq_len)) != std::string::npos);
+    const auto shorter = run_cli(
+        {"generate", "--model", model, "--tokens", "1,2,3", "-n", "4", "--no-stop", "--json"});
+    CHECK(shorter.err.empty());
+}
+
+TEST_CASE("a model file is diagnosed by its name and magic, not as a missing directory",
+          "[cli][model]") {
+    const fs::path dir = test::process_temp_dir("plab_cli_files");
+    test::write_bytes(dir / "empty.gguf", "");
+    test::write_bytes(dir / "noise.gguf", std::string("\x13\x37 not a gguf file at all", 25));
+    test::write_bytes(dir / "notes.txt", "hello");
+    for (const char* name : {"empty.gguf", "noise.gguf"}) {
+        INFO(name);
+        const auto r = run_cli({"info", "--model", (dir / name).string()});
+        require_one_line_cli_error(r, name);
+        CHECK(r.err.find("GGUF") != std::string::npos);
+        CHECK(r.err.find("config.json") == std::string::npos);
+    }
+    require_one_line_cli_error(run_cli({"info", "--model", (dir / "notes.txt").string()}),
+                               "is in no format plab reads; give one of: GGUF file (.gguf)");
+}

@@ -180,7 +180,54 @@ TEST_CASE("plab convert: both directions through the CLI keep the logits and the
     REQUIRE(r.err.find("should end in .bin") != std::string::npos);
 }
 
-namespace {}  // namespace
+TEST_CASE("plab convert: every tokenizer kind survives a trip through GGUF and back",
+          "[model][gguf][cli]") {
+    // Issue 61: a byte-tokenizer model written to GGUF came back with the ids
+    // tokenizer (GGUF's "none" says only that there is no vocabulary), so
+    // `plab prefill --model out.gguf` refused text.
+    const std::string golden = std::string(PLAB_TESTS_DIR) + "/golden/";
+    const std::pair<std::string, std::string> kinds[] = {
+        {"byte", "byte"},
+        {"ids", "ids"},
+        {"bpe", "bpe"},
+        {golden + "gguf/spm/tokenizer.bin", "llama2c"},
+        {golden + "hf_tokenizers/gpt2/tokenizer.json", "hf"},
+    };
+    const std::string text = "Tom had a red ball.";
+    for (const auto& [spec, kind] : kinds) {
+        INFO("tokenizer " << spec);
+        const std::string dir = tmp_path("tok_" + kind), gguf = tmp_path("tok_" + kind + ".gguf"),
+                          back = tmp_path("tok_" + kind + "_back");
+        auto r = run_cli({"random-model", dir, "--seed", "3", "--tokenizer", spec});
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        REQUIRE(run_cli({"convert", dir, gguf, "--to", "gguf"}).exit_code == 0);
+        if (kind == "hf") {
+            // GGUF keeps the vocabulary and merges, not the tokenizer.json: back to a
+            // directory it goes from the directory (the file copied), and from the
+            // GGUF file it is refused with nothing written.
+            require_one_line_cli_error(
+                run_cli({"convert", gguf, back, "--to", "safetensors"}),
+                "came from GGUF metadata, and plab writes no tokenizer.json");
+            CHECK_FALSE(fs::exists(back));
+            require_one_line_cli_error(
+                run_cli({"convert", dir, tmp_path("tok_hf.bin"), "--to", "llama2c"}),
+                "this model's tokenizer is a tokenizer.json");
+            REQUIRE(run_cli({"convert", dir, back, "--to", "safetensors"}).exit_code == 0);
+        } else {
+            REQUIRE(run_cli({"convert", gguf, back, "--to", "safetensors"}).exit_code == 0);
+        }
+        const Model a = load_model(dir), b = load_model(gguf), c = load_model(back);
+        CHECK(b.tokenizer->kind() == a.tokenizer->kind());
+        CHECK(c.tokenizer->kind() == a.tokenizer->kind());
+        if (kind == "ids") continue;  // prompts are ids: no text to encode
+        const auto tokens = a.tokenizer->encode(text, true);
+        CHECK(b.tokenizer->encode(text, true) == tokens);
+        CHECK(c.tokenizer->encode(text, true) == tokens);
+        // And the CLI takes text for the GGUF file, as for the directory.
+        CHECK(run_cli({"prefill", "--model", gguf, text, "--json"}).exit_code == 0);
+    }
+}
 
 TEST_CASE("plab convert --to llama2c writes the legacy header run.c reads by default",
           "[model][llama2c][cli]") {

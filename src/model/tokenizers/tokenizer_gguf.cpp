@@ -233,6 +233,10 @@ std::string byte_level_text(const std::string& bytes) {
     return s;
 }
 
+// GGUF's "none" says only that the file has no vocabulary; this key, which
+// llama.cpp ignores, says which of plab's vocabulary-free tokenizers it was.
+constexpr const char* kPlabTokenizerKey = "plab.tokenizer";
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const gguf::File& f, int vocab_size,
@@ -242,8 +246,21 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const gguf::File& f, int vocab_si
                                   : std::string("none");
     std::unique_ptr<Tokenizer> t;
     if (model == "none" || model == "no_vocab") {
-        if (vocab_size == ByteTokenizer().vocab_size()) return std::make_unique<ByteTokenizer>();
-        return std::make_unique<IdTokenizer>(vocab_size, -1, -1);
+        // No vocabulary in the file. plab writes which of its two tokenizers
+        // without one it was (kPlabTokenizerKey); a file from elsewhere gets
+        // bytes when its vocabulary is exactly the byte tokenizer's, else ids.
+        const std::string plab_kind =
+            f.find(kPlabTokenizerKey) != nullptr ? f.get_string(kPlabTokenizerKey) : std::string();
+        PLAB_CHECK(plab_kind.empty() || plab_kind == "byte" || plab_kind == "ids",
+                   where << ": " << kPlabTokenizerKey << " is '" << plab_kind
+                         << "'; plab writes \"byte\" or \"ids\" there");
+        const bool bytes = plab_kind == "byte" ||
+                           (plab_kind.empty() && vocab_size == ByteTokenizer().vocab_size());
+        if (!bytes) return std::make_unique<IdTokenizer>(vocab_size, -1, -1);
+        PLAB_CHECK(vocab_size >= ByteTokenizer().vocab_size(),
+                   where << ": the byte tokenizer needs " << ByteTokenizer().vocab_size()
+                         << " tokens but the model's vocabulary is " << vocab_size);
+        return std::make_unique<ByteTokenizer>();
     } else if (model == "llama") {
         t = llama_spm(f, where);
     } else if (model == "gpt2") {
@@ -347,6 +364,7 @@ std::vector<std::pair<std::string, gguf::Value>> tokenizer_to_gguf(const Tokeniz
     }
     if (tok.kind() == "byte" || tok.kind() == "ids") {
         kv.emplace_back("tokenizer.ggml.model", gguf::make_string("none"));
+        kv.emplace_back(kPlabTokenizerKey, gguf::make_string(tok.kind()));  // read back as it was
         return kv;
     }
     *why = "a " + tok.kind() +
