@@ -107,8 +107,8 @@ struct Product {
         : s(shape), handle(h), n_out(std::size_t(shape.m) * shape.n) {
         const std::size_t nx = std::size_t(s.m) * s.k, nw = std::size_t(s.n) * s.k;
         std::vector<float> hx(nx), hw(nw);
-        for (float& v : hx) v = float(plab::random::uniform(rng, -1, 1));
-        for (float& v : hw) v = float(plab::random::uniform(rng, -1, 1));
+        for (float& v : hx) v = plab::random::uniform(rng, -1.0f, 1.0f);
+        for (float& v : hw) v = plab::random::uniform(rng, -1.0f, 1.0f);
         PLAB_CUDA_CHECK(cudaMalloc(&x, nx * sizeof(float)));
         PLAB_CUDA_CHECK(cudaMalloc(&w, nw * sizeof(float)));
         PLAB_CUDA_CHECK(cudaMalloc(&out, n_out * sizeof(float)));

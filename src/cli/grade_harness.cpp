@@ -38,7 +38,7 @@ nlohmann::json to_arg(const Tensor& t, bool integer) {
 
 std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale) {
     std::vector<float> v(n);
-    for (float& x : v) x = float(random::uniform(rng, -scale, scale));
+    for (float& x : v) x = random::uniform(rng, -scale, scale);
     return v;
 }
 

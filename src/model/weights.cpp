@@ -51,13 +51,13 @@ void Weights::validate() const {
 Weights make_random_weights(const ModelConfig& config, std::uint64_t seed) {
     config.validate();
     random::Engine rng(seed);
-    // Linear weights: bell-shaped with std 1/sqrt(fan_in), so activations stay
-    // O(1) through the layers and logits are spread out (a clear greedy winner).
-    // random::standard_bell, not std::normal_distribution: a seed gives the
-    // same model with every C++ library (core/random.h).
+    // Linear weights: normal with std 1/sqrt(fan_in), so activations stay O(1)
+    // through the layers and logits are spread out (a clear greedy winner).
+    // core/random.h's samplers: a seed gives the same model with every C++ library.
     auto normal = [&](std::size_t n, float stddev) {
+        random::Normal<float> dist(0.0f, stddev);
         std::vector<float> w(n);
-        for (auto& x : w) x = float(stddev * random::standard_bell(rng));
+        for (auto& x : w) x = dist(rng);
         return w;
     };
     auto linear = [&](std::size_t out, std::size_t in) {
@@ -65,7 +65,7 @@ Weights make_random_weights(const ModelConfig& config, std::uint64_t seed) {
     };
     auto norm = [&](std::size_t n) {
         std::vector<float> w(n);
-        for (auto& x : w) x = float(random::uniform(rng, 0.8, 1.2));
+        for (auto& x : w) x = random::uniform(rng, 0.8f, 1.2f);
         return w;
     };
     const std::size_t d = config.dim, q = std::size_t(config.n_heads) * config.head_dim,

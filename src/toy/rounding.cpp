@@ -135,10 +135,11 @@ TilesScene tiles_scene(int cached, int fresh, int tile, std::uint32_t seed) {
     TilesScene s{cached, fresh, tile, {}, {}, {}, {}};
     const int n = cached + fresh;
     // Scores like a trained head's: mostly small, a few large (random, seeded).
-    random::Engine rng(seed);
+    std::mt19937 rng(seed);
+    random::Normal<float> score(0.0f, 2.0f);
     std::vector<float> scores(static_cast<std::size_t>(n));
     float max = -INFINITY;
-    for (float& x : scores) max = std::max(max, x = float(2.0 * random::standard_bell(rng)));
+    for (float& x : scores) max = std::max(max, x = score(rng));
     for (float x : scores) s.weights.push_back(std::exp(x - max));
     s.full = piece_sum("full prefill (" + std::to_string(n) + " keys in one chunk)", s.weights,
                        tile_starts(0, n, tile));
