@@ -126,7 +126,7 @@ TEST_CASE("layout check fails on text cut at a window's edge, naming what a read
 TEST_CASE("layout check fails on a word broken mid-word by the wrap", "[viewer][layout]") {
     // ImGui's own wrap breaks after '.': "24." / ".28" at --font-size 24.
     LayoutRecord r = record();
-    const std::string text = "chunk 3 of 4: queries 24..28 see cached keys";
+    const std::string text = "chunk 4 of 4: queries 24..28 see cached keys";
     r.texts.push_back(wrapped("mask panel", text, 200, {text.find("..") + 1, text.size()}));
     CHECK(has(checked(r, false),
               "text in mask panel broken mid-word: '24./.28' (200 px of room, about 25 "

@@ -373,6 +373,11 @@ int run(const Options& given) {
     io.IniFilename = nullptr;  // same layout every run: screenshots are reproducible
     ImGui::StyleColorsDark();
     ImGui::GetStyle().FrameRounding = 3.0f;
+    // A slider prints its value across its middle: a thin, half-transparent grab
+    // leaves the digits under it readable wherever the value puts it.
+    ImGui::GetStyle().GrabMinSize = 4.0f;
+    for (ImGuiCol c : {ImGuiCol_SliderGrab, ImGuiCol_SliderGrabActive})
+        ImGui::GetStyle().Colors[c].w = 0.55f;
     const ImGuiStyle base_style = ImGui::GetStyle();  // the scale-1 style, scaled from here
     // The monitor's content scale (2 on a high-DPI screen; 1 under Xvfb) times --scale.
     float content_x = 1, content_y = 1;

@@ -293,8 +293,11 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--step", opt.step,
                    "Engine calls to show as done (default: all; the KV panel's shared pool: the "
                    "first step that shares the most blocks)");
-    app.add_option("--layer", opt.layer, "Attention panel: layer (default: the last)");
-    app.add_option("--head", opt.head, "Attention panel: head (default 0)");
+    app.add_option("--layer", opt.layer,
+                   "Attention panel: layer (default: the model's viewer.json hint, e.g. the "
+                   "shipped model's induction head, else the last layer)");
+    app.add_option("--head", opt.head,
+                   "Attention panel: head (default: the viewer.json hint, else 0)");
     app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
     app.add_flag("--serving", opt.serving,
                  "KV and timeline panels: four requests through one engine and one shared "

@@ -41,9 +41,8 @@ void record_windows(LayoutRecord& record, int& sideways) {
     const float slack = 1.0f;  // sub-pixel rounding of window positions
     const ImRect display(ImVec2(0, 0), g.IO.DisplaySize);
     for (const ImGuiWindow* w : g.Windows) {
-        if (!w->WasActive || w->Hidden || (w->Flags & ImGuiWindowFlags_Tooltip) ||
-            (w->Flags & ImGuiWindowFlags_Popup))
-            continue;
+        // Tooltips count (one wider than the display would be cut); popups do not.
+        if (!w->WasActive || w->Hidden || (w->Flags & ImGuiWindowFlags_Popup)) continue;
         sideways += w->ScrollbarX;
         ImRect r = w->Rect();
         r.Expand(-slack);
@@ -159,6 +158,22 @@ void print_run_report(const RunReport& r) {
         const CheckResult readable = check_layout(r.layout);
         std::printf("%s\n", readable.line.c_str());
         r.state.checks_failed = r.state.checks_failed || !readable.ok;
+    }
+    if (r.headless && r.state.scene == Scene::kMask) {
+        // The panel's point (pairs, tile map, the chunking verdict) must not sit below
+        // the fold, where a lesson's reader never scrolls (issue 61).
+        float end = 0;
+        int items = 0;
+        for (const LayoutText& t : r.layout.texts)
+            if (t.where == "mask facts") {
+                end = std::max(end, t.rect.y1);
+                ++items;
+            }
+        if (items > 0)
+            std::printf(
+                "mask facts: %d items, the last ending at y %.0f of the %d-pixel window: "
+                "in view: %s\n",
+                items, end, r.opt.height, end <= r.opt.height ? "yes" : "NO");
     }
     if (r.opt.print_command) {
         // issue 17: the command for this view, and the numbers it must reproduce.

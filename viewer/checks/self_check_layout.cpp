@@ -209,8 +209,11 @@ CheckResult check_layout(const LayoutRecord& r) {
     check_tables(r, f);
     check_charts(r, f);
     check_steps(r, f);
-    int controls = 0, labels = 0, columns = 0;
-    for (const LayoutText& t : r.texts) controls += t.control ? 1 : 0;
+    int controls = 0, labels = 0, columns = 0, tooltips = 0;
+    for (const LayoutText& t : r.texts) {
+        controls += t.control ? 1 : 0;
+        tooltips += t.where == "tooltip" ? 1 : 0;
+    }
     for (const LayoutChart& c : r.charts) labels += static_cast<int>(c.labels.size());
     for (const LayoutTable& t : r.tables) columns += static_cast<int>(t.widths.size());
     std::ostringstream s;
@@ -221,7 +224,7 @@ CheckResult check_layout(const LayoutRecord& r) {
       << controls << " controls, " << r.tables.size() << " tables of " << columns << " columns, "
       << r.charts.size() << " charts with " << labels << " labels, " << r.legend.size()
       << " legend entries, " << r.steps.size() << " step numbers, " << r.windows.size()
-      << " windows)";
+      << " windows, " << tooltips << " tooltips)";
     if (!f.list.empty()) s << ": " << f.text();
     return CheckResult{f.list.empty(), s.str()};
 }

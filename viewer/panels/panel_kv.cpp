@@ -204,7 +204,7 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
                     } else {
                         tip += "\nno block allocated yet";
                     }
-                    ImGui::SetTooltip("%s", tip.c_str());
+                    tooltip(tip);
                 }
                 ImGui::PopID();
             }

@@ -314,7 +314,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
     // projector's scale - keeps a readable heatmap): beside the heatmap when it stays at
     // least kMinSide fonts wide, else the facts, then the legend too, move below it.
     const float font = ImGui::GetFontSize();
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    ImVec2 avail = ImGui::GetContentRegionAvail();
     const float margin_left = font * 4.5f, margin_top = font * 1.4f, gap = font;
     const float legend_w = font * (pinned >= 0 ? 15.5f : 11), facts_w = font * 18;
     const int panes = compare ? 2 : 1;
@@ -327,6 +327,18 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         side_with(font * 1.5f + legend_w + facts_w) >= font * kMinSide ? Place::kBothBeside
         : side_with(font * 1.5f + legend_w) >= font * kMinSide         ? Place::kLegendBeside
                                                                        : Place::kBelow;
+    // The facts (pairs, tile map, the chunking verdict) are the panel's point (lesson
+    // 13): where they fit beside nothing, they go above the heatmap, which then takes
+    // the height left, rather than under it, below the fold of a lesson's pane.
+    const bool facts_first =
+        place == Place::kLegendBeside || (place == Place::kBelow && legend_w + facts_w > avail.x);
+    if (facts_first) {
+        ImGui::BeginGroup();
+        draw_mask_facts(mask, state, avail.x);
+        ImGui::EndGroup();
+        ImGui::Spacing();
+        avail = ImGui::GetContentRegionAvail();
+    }
     const float beside = place == Place::kBothBeside     ? font * 1.5f + legend_w + facts_w
                          : place == Place::kLegendBeside ? font * 1.5f + legend_w
                                                          : font * 0.5f;
@@ -506,8 +518,9 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         std::snprintf(buf, sizeof buf,
                       "chunk %d of %zu: queries %d..%d see cached keys 0..%d and their own keys "
                       "%d..%d, %s",
-                      current, mask.plan.lengths.size(), starts[current], starts[current + 1] - 1,
-                      starts[current] - 1, starts[current], starts[current + 1] - 1,
+                      current + 1, mask.plan.lengths.size(),  // counted from 1, as the steps are
+                      starts[current], starts[current + 1] - 1, starts[current] - 1,
+                      starts[current], starts[current + 1] - 1,
                       mask.mask.is_causal() ? "each only up to itself" : "as the mask allows");
         wrapped_text(buf, colour::kChunk, under_w);
     } else {
@@ -565,7 +578,9 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
         }
         bottom = std::max(bottom, ImGui::GetItemRectMax().y);
     }
-    // 9. The explorer's facts: right of the legend, or under everything.
+    // 9. The explorer's facts: right of the legend, or under everything (unless drawn
+    //    above the heatmap).
+    if (facts_first) return;
     const bool facts_beside =
         place == Place::kBothBeside ||
         (place == Place::kBelow && l.x + legend_w + facts_w <= origin.x + avail.x);

@@ -336,6 +336,7 @@ void paint_cell(const MaskSnapshot& mask, ViewerState& state, int q, int k) {
 // 4. Beside the heatmap: first token, pairs saved, tile map, chunking verdict.
 void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) {
     (void)state;
+    const ProbeScope scope("mask facts");  // run_report says whether they are in view
     const float font = ImGui::GetFontSize();
     wrapped_with_tip("mask " + mask.mask.spec(),
                      "The spec the engine ran under (copy it to plab --mask).", 0, width);
@@ -389,13 +390,12 @@ void draw_mask_facts(const MaskSnapshot& mask, ViewerState& state, float width) 
             const int kt = std::clamp(static_cast<int>((m.x - o.x) / cell), 0, n - 1);
             const int qt = std::clamp(static_cast<int>((m.y - o.y) / cell), 0, n - 1);
             const TileClass c = mask.tiles[static_cast<std::size_t>(qt) * n + kt];
-            ImGui::SetTooltip("queries %d..%d x keys %d..%d: %s", qt * mask.tile,
-                              std::min(mask.n_tokens(), (qt + 1) * mask.tile) - 1, kt * mask.tile,
-                              std::min(mask.n_tokens(), (kt + 1) * mask.tile) - 1,
-                              c == TileClass::full ? "full - every key visible, no mask test needed"
-                              : c == TileClass::partial
-                                  ? "partial - computed, then masked cell by cell"
-                                  : "empty - no visible key: the kernel skips it");
+            tooltipf("queries %d..%d x keys %d..%d: %s", qt * mask.tile,
+                     std::min(mask.n_tokens(), (qt + 1) * mask.tile) - 1, kt * mask.tile,
+                     std::min(mask.n_tokens(), (kt + 1) * mask.tile) - 1,
+                     c == TileClass::full      ? "full - every key visible, no mask test needed"
+                     : c == TileClass::partial ? "partial - computed, then masked cell by cell"
+                                               : "empty - no visible key: the kernel skips it");
         }
     }
     // Its legend.

@@ -197,7 +197,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
         std::snprintf(label, sizeof label, "%d: %dp", row.id, row.prompt_tokens);
         chart.label(dl, ImVec2(label_x, top), request_colour(row.id), label);
         if (hovered(ImVec2(label_x, top), ImVec2(ax.x0, top + row_h)))
-            ImGui::SetTooltip(
+            tooltipf(
                 "request %d: prompt %d tokens (%d found in the prefix cache), %d new tokens, "
                 "%d tokens computed, %d preemption(s)",
                 row.id, row.prompt_tokens, row.cached_tokens, row.new_tokens, row.computed_tokens,
@@ -209,7 +209,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
                           kQueued);
         chart.mark(kQueued);
         if (hovered(ImVec2(qa, top), ImVec2(std::max(qb, qa + 2), lane_b)))
-            ImGui::SetTooltip(
+            tooltipf(
                 "request %d queued %.3f ms: from its arrival at the engine until its first "
                 "step began (waiting for room in a step's token budget, a running slot or KV "
                 "blocks). The queue is part of its TTFT.",
@@ -231,7 +231,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
             dl->AddRectFilled(ImVec2(a, top + 1), ImVec2(b, lane_b), c);
             chart.mark(c);
             if (hovered(ImVec2(a, top), ImVec2(b, lane_b)))
-                ImGui::SetTooltip(
+                tooltipf(
                     "request %d, step %d: %s of %d token(s), %.3f ms on the virtual clock.\n%s",
                     row.id, s.step,
                     s.decode    ? "a decode token"
@@ -251,7 +251,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
                         px(2.f));
             chart.mark(colour::kBad);
             if (hovered(ImVec2(x - 5, top), ImVec2(x + 5, lane_b)))
-                ImGui::SetTooltip(
+                tooltipf(
                     "request %d preempted: the pool had no free block for a running request, "
                     "so the newest one gave its KV blocks back and waits at the front of the "
                     "queue; its tokens are computed again (recompute).",
@@ -263,7 +263,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
             dl->AddLine(ImVec2(x, top), ImVec2(x, lane_b + 1), kTokenMark, px(2.f));
             chart.mark(kTokenMark);
             if (hovered(ImVec2(x - 3, top), ImVec2(x + 3, lane_b)))
-                ImGui::SetTooltip(
+                tooltipf(
                     "request %d: first token sampled at %.3f ms. TTFT at the engine = %.3f ms "
                     "(arrival -> sampled: queue + prefill).",
                     row.id, row.token_us.front() / 1e3,
@@ -279,7 +279,7 @@ void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, flo
             dl->AddLine(ImVec2(x, da - 2), ImVec2(x, db + 1), kClientMark, px(2.f));
             chart.mark(kClientMark);
             if (hovered(ImVec2(ax.x(row.token_us.front()), da), ImVec2(x + 3, db)))
-                ImGui::SetTooltip(
+                tooltipf(
                     "request %d: each token travels %.1f ms to the client while the engine "
                     "already computes its next step (the stages overlap). The client has the "
                     "first token at %.3f ms: its TTFT = %.3f ms.",
@@ -318,7 +318,7 @@ void draw_steps(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, float 
         chart.mark(colour::kDecode);
         chart.mark(colour::kChunk);
         if (hovered(ImVec2(a, y0), ImVec2(b, y0 + h)))
-            ImGui::SetTooltip(
+            tooltipf(
                 "step %d: %d decode + %d prefill tokens = %d of a token budget of %d, %zu "
                 "request(s) in one forward pass, %.3f ms.\nDecode tokens are scheduled first, "
                 "then prompt chunks in what is left of the budget.",
@@ -356,7 +356,7 @@ void draw_pool(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, float t
         chart.mark(colour::kCached);
         if (s.cached_free_blocks > 0) chart.mark(colour::kCachedFree);
         if (hovered(ImVec2(a, y0), ImVec2(b, y0 + h)))
-            ImGui::SetTooltip(
+            tooltipf(
                 "after step %d: %d blocks in use, %d cached free, of %d in the pool (a block "
                 "holds the K/V of %d positions in every layer). Cached free blocks hold K/V "
                 "nobody uses now: free to take, and a prefix-cache hit while they last.",
@@ -430,7 +430,7 @@ void draw_cdf(ImDrawList* dl, const char* name, const std::vector<double>& v, co
     chart.label(dl, ImVec2(x1 - text_width(end), y1 + font * 0.15f), kAxis, end);
     chart.label(dl, ImVec2(x0, y1 + font * 0.15f), kAxis, "0");
     if (hovered(a, b))
-        ImGui::SetTooltip(
+        tooltipf(
             "%s\n%zu values; p50 %.3f ms, p90 %.3f ms, p99 %.3f ms (nearest rank: "
             "the report's summary).",
             tip, v.size(), p.p50, p.p90, p.p99);

@@ -214,8 +214,7 @@ void draw_timeline(const Snapshot& snap, ViewerState& state) {
         bracket(p->start_us, p->start_us + p->dur_us, colour::kChunk, "prefill");
     ImGui::SetCursorScreenPos(ImVec2(o.x, y));
     ImGui::Dummy(ImVec2(1, 1));
-    if (hovered >= 0 && ImGui::IsWindowHovered())
-        ImGui::SetTooltip("%s", event_tip(tl.events[hovered]).c_str());
+    if (hovered >= 0 && ImGui::IsWindowHovered()) tooltip(event_tip(tl.events[hovered]));
     wrapped_text(
         "Hover a span for its start, duration and arguments (kv append: layer, positions, "
         "blocks). The TTFT bar starts at the request's arrival; the prefill bar covers only "

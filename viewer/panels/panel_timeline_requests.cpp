@@ -268,11 +268,7 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 6));
     ImGui::Dummy(ImVec2(1, 1));
     if (!hovered.empty() && ImGui::IsWindowHovered()) {
-        ImGui::BeginTooltip();
-        ImGui::PushTextWrapPos(font * 36.0f);
-        ImGui::TextUnformatted(hovered.c_str());
-        ImGui::PopTextWrapPos();
-        ImGui::EndTooltip();
+        tooltip(hovered);
     }
     wrapped_text(
         "Hover a box, a diamond (first token), a bar (finish) or a red cross (preemption). "

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <iterator>
 
@@ -44,28 +45,45 @@ ImU32 request_colour(int id) {
     return kPalette[static_cast<std::size_t>(id) % std::size(kPalette)];
 }
 
+void tooltip(const std::string& text) {
+    ImGui::BeginTooltip();
+    // ImGui keeps a tooltip inside the display by moving it, which cannot help one
+    // wider than the display: wrap it narrower than that, whatever the scale.
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float margin = 2 * (st.DisplaySafeAreaPadding.x + st.WindowPadding.x) + 2;
+    const float width =
+        std::max(ImGui::GetFontSize() * 8,
+                 std::min(ImGui::GetFontSize() * 36.0f, ImGui::GetIO().DisplaySize.x - margin));
+    // Wrapped here, by the rules wrapped_text keeps (break_allowed), not by ImGui.
+    const auto lines = wrap_lines(text, width);
+    std::string shown;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        shown.append(i ? "\n" : "").append(text, lines[i].first, lines[i].second - lines[i].first);
+    ImGui::TextUnformatted(shown.c_str(), shown.c_str() + shown.size());
+    const ProbeScope scope("tooltip");
+    probe_text(text, width, lines);
+    ImGui::EndTooltip();
+}
+
+void tooltipf(const char* fmt, ...) {
+    char buf[1024];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, args);
+    va_end(args);
+    tooltip(buf);
+}
+
 void help_marker(const char* text) {
     // Beside a one-line title when it fits; under a wrapped one.
     if (ImGui::GetItemRectSize().y <= ImGui::GetFrameHeightWithSpacing()) flow(text_width("(?)"));
     line_text("(?)", dim_colour());
-    if (ImGui::IsItemHovered()) {
-        ImGui::BeginTooltip();
-        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
-        ImGui::TextUnformatted(text);
-        ImGui::PopTextWrapPos();
-        ImGui::EndTooltip();
-    }
+    if (ImGui::IsItemHovered()) tooltip(text);
 }
 
 void item_tooltip(const std::string& text) {
     // Disabled items explain themselves too (why they cannot be changed).
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
-        ImGui::BeginTooltip();
-        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
-        ImGui::TextUnformatted(text.c_str());
-        ImGui::PopTextWrapPos();
-        ImGui::EndTooltip();
-    }
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) tooltip(text);
 }
 
 void text_with_tip(const std::string& text, const std::string& tip) {

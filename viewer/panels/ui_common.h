@@ -54,6 +54,12 @@ inline constexpr ImU32 kTryButton = IM_COL32(40, 120, 90, 255);
 // The colour of request `id` in the serving views (one per request, cycling).
 ImU32 request_colour(int id);
 
+// A tooltip of `text` (call while its item is hovered): wrapped to 36 ems, or to the
+// display less its margins when that is narrower, so it always fits beside the pointer;
+// recorded for the layout self-check ("tooltip"), which holds it inside the display.
+void tooltip(const std::string& text);
+// The same, printf-style.
+void tooltipf(const char* fmt, ...) IM_FMTARGS(1);
 // "(?)" that shows `text` when hovered; the first line should name the lesson.
 void help_marker(const char* text);
 // Tooltip for the last item, shown when it is hovered.
