@@ -72,7 +72,7 @@ deps-web:
 web: deps-web
 	$(WEB_ENV) emcmake cmake -S viewer/web -B $(WEB_DIR)/cmake -G Ninja
 	$(WEB_ENV) cmake --build $(WEB_DIR)/cmake -j$(JOBS) --target plab-viewer
-	@ls -l $(WEB_DIR)/index.html $(WEB_DIR)/plab-viewer.*
+	@ls -l $(WEB_DIR)/site/index.html $(WEB_DIR)/site/plab-viewer.*
 
 # The checks of the numbers that follow the machine (tests/README.md, "Machine-dependent
 # numbers"), as on two other machines. .ci/run runs it after `make test`:

@@ -512,6 +512,27 @@ def case_serving(lab, args):
           "TTFTs, bitwise: yes")
 
 
+def case_file_url(lab, args):
+    """Opened as a file, the page must say how to serve it instead of waiting at Loading..."""
+    url = "file://" + os.path.join(os.path.abspath(args.site), "index.html")
+    print(f"open {url}", flush=True)
+    lab.dt.call("Page.navigate", url=url)
+    deadline = time.time() + 30
+    text = ""
+    while time.time() < deadline:
+        text = lab.dt.evaluate("document.getElementById('status') ? "
+                               "document.getElementById('status').textContent : ''") or ""
+        if "http.server" in text:
+            break
+        time.sleep(0.25)
+    if "opened as a file" not in text or "python3 -m http.server -d build-web/site" not in text:
+        fail(f"the page opened from file:// says {text!r}, not how to serve it")
+    loaded = lab.dt.evaluate("typeof Module !== 'undefined' && !!Module.asm")
+    if loaded:
+        fail("the page opened from file:// went on to load the WebAssembly")
+    print(f"opened from file://, the page says: {text}")
+
+
 def case_toy(lab, args):
     st = run_to_exit(lab, args, [("scene", "toy"), ("frames", "6"), ("print-command", ""),
                                  ("width", args.width), ("height", args.height)])
@@ -586,7 +607,7 @@ def case_speed(lab, args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("case", choices=["scenes", "input", "bitwise", "serving", "toy", "lesson", "speed"])
+    p.add_argument("case", choices=["scenes", "input", "bitwise", "serving", "file_url", "toy", "lesson", "speed"])
     p.add_argument("--root", required=True, help="the repository")
     p.add_argument("--site", required=True, help="the page's folder (build-web)")
     p.add_argument("--out", required=True, help="where screenshots go")
@@ -609,7 +630,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     lab = Lab(args)
     try:
-        {"scenes": case_scenes, "input": case_input, "bitwise": case_bitwise, "serving": case_serving,
+        {"scenes": case_scenes, "input": case_input, "bitwise": case_bitwise, "serving": case_serving, "file_url": case_file_url,
          "toy": case_toy, "lesson": case_lesson,
          "speed": case_speed}[args.case](lab, args)
     finally:
