@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/random.h"
 #include "runtime/sampler.h"
 #include "test_util.h"
 
@@ -92,4 +93,67 @@ TEST_CASE("bad sampler options are rejected", "[sampler]") {
     o.temperature = 1;
     o.top_p = 0;
     REQUIRE_THROWS_WITH(Sampler(o), Catch::Contains("top-p"));
+}
+
+TEST_CASE("top-p's boundary is inclusive: the smallest prefix whose share reaches p", "[sampler]") {
+    // Probabilities 0.5, 0.25, 0.25, exact in float: top-p 0.5 keeps 1 (its mass
+    // reaches p exactly), 0.75 keeps 2, 0.76 keeps 3. A '>' for '>=' keeps one more
+    // at each exact boundary.
+    const float ln2 = std::log(2.0f);
+    SamplerOptions o;
+    o.temperature = 1.0f;
+    const std::vector<float> three = {ln2, 0.0f, 0.0f};
+    REQUIRE(sampling_candidates(three, o).probs == std::vector<float>{0.5f, 0.25f, 0.25f});
+    for (const auto& [p, keep] : {std::pair{0.5f, 1}, {0.75f, 2}, {0.76f, 3}, {1.0f, 3}}) {
+        INFO("top-p " << p);
+        o.top_p = p;
+        CHECK(sampling_candidates(three, o).keep == std::size_t(keep));
+    }
+    // The same after top-k: 0.25, 0.125, 0.125 kept of 11 tokens (eight of 0.0625
+    // cut), so the kept mass is 0.5 and the shares are again 0.5, 0.25, 0.25.
+    std::vector<float> eleven = {2 * ln2, ln2, ln2};
+    eleven.resize(11, 0.0f);
+    o.top_k = 3;
+    REQUIRE(sampling_candidates(eleven, o).probs[0] == 0.25f);
+    REQUIRE(sampling_candidates(eleven, o).probs[3] == 0.0625f);
+    for (const auto& [p, keep] : {std::pair{0.5f, 1}, {0.75f, 2}, {0.76f, 3}}) {
+        INFO("top-k 3, top-p " << p);
+        o.top_p = p;
+        CHECK(sampling_candidates(eleven, o).keep == std::size_t(keep));
+    }
+}
+
+TEST_CASE("top-k then top-p keep what a brute-force search over subsets keeps", "[sampler]") {
+    // The oracle knows nothing of sorting: among all subsets of the top-k tokens it
+    // finds the fewest whose mass reaches p times the top-k mass; the sampler must
+    // keep that many, and they must be its first `keep` candidates.
+    random::Engine g(2024);
+    for (int trial = 0; trial < 300; ++trial) {
+        const int v = 6;
+        std::vector<float> logits(v);
+        for (float& x : logits) x = random::uniform(g, -3.0f, 3.0f);
+        SamplerOptions o;
+        o.temperature = 1.0f;
+        o.top_k = int(random::uniform_int(g, 0, v));
+        o.top_p = random::uniform(g, 0.05f, 1.0f);
+        const SamplingCandidates c = sampling_candidates(logits, o);
+        const std::size_t k = o.top_k > 0 ? std::size_t(o.top_k) : std::size_t(v);
+        std::vector<int32_t> topk(c.ids.begin(), c.ids.begin() + std::ptrdiff_t(k));
+        double topk_mass = 0;
+        for (int32_t id : topk) topk_mass += c.probs[std::size_t(id)];
+        if (k == std::size_t(v)) topk_mass = 1.0;  // as the sampler: no cut, no renormalising
+        int best = int(k) + 1;
+        for (unsigned set = 1; set < (1u << k); ++set) {
+            double mass = 0;
+            int n = 0;
+            for (std::size_t i = 0; i < k; ++i)
+                if (set & (1u << i)) {
+                    mass += c.probs[std::size_t(topk[i])];
+                    ++n;
+                }
+            if (mass >= o.top_p * topk_mass && n < best) best = n;
+        }
+        INFO("trial " << trial << ", top-k " << o.top_k << ", top-p " << o.top_p);
+        CHECK(c.keep == std::size_t(std::min(best, int(k))));
+    }
 }
