@@ -75,13 +75,13 @@
 // part in the loads, the shuffles and the barriers (no early return before a
 // __syncthreads: the emulator reports that as an error).
 //
-// Shared memory (issue 14): the Q tile, and per group a K tile (later its
+// Shared memory: the Q tile, and per group a K tile (later its
 // P) and a V tile, all dynamic (their size depends on Dh): with 64 x 64
 // tiles 72704 B at Dh = 48, 84992 B at 64, 166912 B at 128 — over the 48 KiB
 // default, so the launcher opts in (simt::reserve_shared_memory, once per
 // instantiation) and the emulator checks it did.
 //
-// Any head size, every architecture (issue 47): Dh, the query tile and the
+// Any head size, every architecture: Dh, the query tile and the
 // key tile are template parameters. launch_attention_flash picks the
 // compiled Dh at or above the model's (a padded bucket: extra components
 // zero) and the tiles flash_tiles_for (kernels.h) finds for the device's
@@ -90,13 +90,13 @@
 // row's sums are its own), then the key tile (the bits change: tiles of
 // other sizes fold and rescale other runs of keys); chunked == whole holds
 // for every choice. kernels/README.md has the table.
-// Decode (issue 47): a call of at most 16 queries (a decode step, a small
+// Decode: a call of at most 16 queries (a decode step, a small
 // chunk) launches the instantiation with a 16-query tile and the same key
 // tile (flash_decode_tiles in kernels.h): each thread computes 1 row instead
 // of 4, where 3 of the 4 would be rows past the call, and every row's sums
 // are the ones it had (tests/gpu/test_decode_kernels.cpp checks decode-shaped
 // chunks against the whole prompt, bitwise).
-// Key segments (issue 47): a row's keys are folded in fixed, absolute
+// Key segments: a row's keys are folded in fixed, absolute
 // segments of kFlashSegmentKeys = 256 (kernels.h), each from a fresh running
 // max and sums; at a segment's end the groups merge (step 7) and the
 // segment's result is merged into the row's total (SegmentMerge, step 8b),

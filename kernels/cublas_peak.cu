@@ -4,8 +4,8 @@
 // builds only.
 //
 // What it teaches: a fraction of peak needs a peak measured on the same
-// device in the same run, by the fastest GEMM available there (issue 13's
-// rule for the CPU rows, applied to the GPU rows). cuBLAS is that GEMM on an
+// device in the same run, by the fastest GEMM available there (the CPU
+// rows' rule, applied to the GPU rows). cuBLAS is that GEMM on an
 // NVIDIA device. Its math mode is CUBLAS_DEFAULT_MATH, which keeps SGEMM in
 // float32 FMAs: TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH) would be a
 // different, lower-precision product than the one `gpu` computes.

@@ -19,7 +19,7 @@
 #      device's float32 GEMM peak (cuBLAS SGEMM, measured first), decode speed, and the
 #      device time of every op of one prefill per length (CUDA events) against
 #      its wall time — how much of a prefill the kernels themselves take; then
-#      gpu on the stories110M shape at 2048 tokens (issue 13's GPU target), and
+#      gpu on the stories110M shape at 2048 tokens (the GPU prefill target), and
 #      kernels/bench/gemm_kernels.cu: matmul_tiled and matmul_blocked against
 #      cuBLAS SGEMM on the products those prefills make (GFLOP/s, error), and
 #      matmul_tiled, matmul_rows and cuBLAS on a decode step's one-row
@@ -198,8 +198,8 @@ step "${steps[1]}"
 test_step gpu-tests env PLAB_REQUIRE_NATIVE=1 PLAB_CUDA_SYNC=1 \
     ctest --test-dir "$build" -L 'test_gpu|test_gpu_mask' -j 8 --output-on-failure
 
-# CUDA graphs ran natively for the first time in the tests above (issue 47;
-# tests/gpu/test_step_graph.cpp, tag [graph]). Should they fail there, the
+# CUDA graphs run natively in the tests above (tests/gpu/test_step_graph.cpp,
+# tag [graph]). Should they fail there, the
 # rest of the run launches kernel by kernel (PLAB_GPU_GRAPHS=0), so the
 # speed figures still come back, and says so.
 if ! "$build/tests/gpu/test_gpu" "[graph]" >"$logs/graph-tests.log" 2>&1; then
@@ -236,7 +236,7 @@ run_step bench "$plab" bench --backends gpu-ref,gpu --lengths "$lengths" --repea
 grep -A 1 "^Device" "$logs/bench.log" | grep -v "Device time by op" | head -n 2
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench.log" | head -n 12
 grep -A 14 "Device time by op" "$logs/bench.log" | head -n 60
-# Decode (issue 47, part 3): the rows against the bandwidth bound, and the op
+# Decode: the rows against the bandwidth bound, and the op
 # table of one decode step (launches and device time per op).
 decode_tables() {
     sed -n '/^Decode (one token per step/,/^$/p' "$1"
@@ -251,7 +251,7 @@ grep -A 1 "^Device" "$logs/bench-110m.log" | grep -v "Device time by op" | head 
 sed -n '/^  backend  *tokens  *runs/,/^  backend  *tokens  *worst/p' "$logs/bench-110m.log" | head -n 4
 grep -A 14 "Device time by op" "$logs/bench-110m.log" | head -n 16
 decode_tables "$logs/bench-110m.log"
-# CUDA graphs (issue 47, part 3; kernels/step_graph.h): decode rows with the
+# CUDA graphs (kernels/step_graph.h): decode rows with the
 # step replayed as one graph (the default) and with every kernel launched on
 # its own (PLAB_GPU_GRAPHS=0), same shape, same steps, one after the other.
 graph_settings="1 0"

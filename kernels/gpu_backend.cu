@@ -21,7 +21,7 @@
 //   argmax      argmax_ref_kernel                argmax_fast_kernel
 //   // clang-format on
 //
-// Timing that measures kernels (issue 14; gpu_host_state.h): the small integer arrays stay on
+// Timing that measures kernels (gpu_host_state.h): the small integer arrays stay on
 // the device between ops (ResidentArray) and cross the bus only when they
 // change — once per chunk for the KV slots and the block table, which every
 // layer shares — asynchronously from pinned host memory; and with
@@ -29,12 +29,12 @@
 // (OpClock), so `plab bench` can say how much of a prefill's wall time the
 // kernels themselves took.
 //
-// Decode (issue 47): a step of one or a few rows is latency-bound, so gpu
+// Decode: a step of one or a few rows is latency-bound, so gpu
 // gives it kernels of its own (matmul_rows) and fuses the small ops around
 // them (rope_kv_append, add_rmsnorm, matmul_swiglu): 8 launches a layer
 // where there were 16, with the same bits (tests/gpu/test_decode_kernels.cpp).
 //
-// A decode step as one CUDA graph (issue 47; step_graph.h): gpu records the
+// A decode step as one CUDA graph (step_graph.h): gpu records the
 // launches between begin_step_graph() and end_step_graph() and, from the
 // second identical step on, replays them as one graph. While recording, the
 // values a decode step changes reach the kernels through device memory (RoPE

@@ -10,7 +10,7 @@
 // Why it is emulated is never guessed: NativeProbe keeps "no device", "the
 // driver refused" and "built without CUDA" apart, because on a host whose
 // driver is too old for the runtime every native test would otherwise pass
-// silently in emulation (issue 14).
+// silently in emulation.
 // Host-only header: g++ and nvcc both include it.
 #pragma once
 

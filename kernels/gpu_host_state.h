@@ -2,7 +2,7 @@
 // op timing (OpClock, TimedOp) and small integer arrays kept on the device
 // between ops (ResidentArray).
 //
-// What it teaches: timing that measures kernels (issue 14). A host clock
+// What it teaches: timing that measures kernels. A host clock
 // around a launch times the launch, so each op is bracketed by two CUDA
 // events instead; and the arrays every layer of a chunk reads (its KV slots,
 // its block table) cross the bus once per chunk, asynchronously from pinned

@@ -57,7 +57,7 @@ constexpr int kFlashWarps = 8;         // attention_flash: warps per block (2 gr
 // (assets/), 48 stories15M's, 64..128 common Llama-family sizes, 160..256
 // larger heads; 2..8 the tiny random test models'.
 // Any other head_dim from 1 to kFlashMaxHeadDim runs on the smallest listed
-// size above it, its extra components zero (issue 47): a padded bucket adds
+// size above it, its extra components zero: a padded bucket adds
 // q·0·k = +0 to each score and never writes its extra output columns.
 inline constexpr int kFlashHeadDims[] = {1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 160, 192, 256};
 // 160 (Qwen, Phi), 192 and 256 (Gemma) too: every head_dim up to 256 runs on
@@ -122,7 +122,7 @@ constexpr FlashTiles flash_decode_tiles(const FlashTiles& prefill) {
 // decode tiles for n_queries <= kFlashDecodeQueries.
 FlashTiles flash_tiles(int head_dim, int n_queries);
 
-// Key segments (issue 47: a decode attention that fills the device). A row's
+// Key segments (a decode attention that fills the device). A row's
 // keys are folded in fixed, absolute segments of kFlashSegmentKeys (keys
 // 0-255, 256-511, ...), each from a fresh running max and sums, and the
 // segments' results are merged in order, one fixed expression

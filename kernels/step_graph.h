@@ -1,4 +1,4 @@
-// A decode step as one CUDA graph (issue 47): record, compare, replay.
+// A decode step as one CUDA graph: record, compare, replay.
 //
 // What it teaches: batch-1 decode is memory-bound work (each weight byte is
 // read for ~0.5 FLOP), but ~50 separate launches a step make the

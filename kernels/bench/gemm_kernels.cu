@@ -178,8 +178,8 @@ void decode_products(cublasHandle_t handle) {
     }
 }
 
-// Every matmul_blocked tile on the prefill shapes, whatever the rule picks
-// (issue 47, part 4): GFLOP/s, blocks, how many fit a multiprocessor at once
+// Every matmul_blocked tile on the prefill shapes, whatever the rule picks:
+// GFLOP/s, blocks, how many fit a multiprocessor at once
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor) and the waves that makes
 // (blocks / (multiprocessors x that)). A wave-aware tile rule needs each
 // tile's rate per resident block, which only a device gives.
@@ -228,7 +228,7 @@ int run() {
         {"110M Q/K/V/Wo @2048", 2048, 768, 768},
         {"110M gate/up @2048", 2048, 2048, 768},
         {"110M down @2048", 2048, 768, 2048},
-        // Q, K and V (gate and up) as one product: would one launch pay? (issue 13)
+        // Q, K and V (gate and up) as one product: would one launch pay?
         {"15M QKV one @2048", 2048, 864, 288},
         {"15M gate|up one @2048", 2048, 1536, 288},
         {"110M QKV one @2048", 2048, 2304, 768},

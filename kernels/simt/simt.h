@@ -22,11 +22,11 @@
 // (PLAB_SHARED, poisoned too), cudaMalloc/cudaMemcpy/cudaMemset/cudaFree, and
 // the shared-memory attributes cudaFuncGetAttributes/cudaFuncSetAttribute.
 //
-// Shared memory limits (issue 14): a block gets its static __shared__ bytes
+// Shared memory limits: a block gets its static __shared__ bytes
 // plus the launch's dynamic bytes, and by default the two together may not
 // exceed 48 KiB. More (up to the device's opt-in maximum: 64 KiB on sm_75,
 // 163 KiB on sm_80, 99 KiB on sm_86/89, 227 KiB on sm_90; the emulator
-// models each, PLAB_SIMT_ARCH chooses, issue 47)
+// models each, PLAB_SIMT_ARCH chooses)
 // needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
 // bytes) first. The emulator enforces the same rule with the same numbers, so a
 // kernel that forgets the opt-in fails here, naming itself, and not first on a
@@ -385,7 +385,7 @@ const char* cudaGetErrorName(cudaError_t err);
 const char* cudaGetErrorString(cudaError_t err);
 
 // The emulated device's limits, one profile per architecture the native build
-// targets (issue 47), chosen by PLAB_SIMT_ARCH=sm_75|sm_80|sm_86|sm_89|sm_90
+// targets, chosen by PLAB_SIMT_ARCH=sm_75|sm_80|sm_86|sm_89|sm_90
 // in the environment (default sm_90): what cudaDeviceGetAttribute answers and
 // what a launch is checked against, so a kernel that asks more shared memory
 // than a T4 gives fails here, on every machine, and not first in a classroom.

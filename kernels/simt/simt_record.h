@@ -1,4 +1,4 @@
-// Launch recording: the piece of simt.h that CUDA graphs build on (issue 47).
+// Launch recording: the piece of simt.h that CUDA graphs build on.
 //
 // What it teaches: a decode step launches the same ~50 kernels, with the same
 // arguments, every step; only values in device memory (the token, the

@@ -57,7 +57,7 @@ struct GenerateCliOptions {
 
 // A request's logits digest: SHA-256 of every logits row it sampled from, in
 // order, each float as IEEE 754 binary32 little-endian bytes. Equal digests:
-// the same bits in every row (issue 48: same request, same bits).
+// the same bits in every row (same request, same bits).
 std::string logits_sha256(const Request& r) {
     Sha256 h;
     for (const std::vector<float>& row : r.logits) {

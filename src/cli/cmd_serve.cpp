@@ -1,7 +1,7 @@
 // `plab serve`: replay a workload on the engine and report serving metrics
 // (serving/serve.h says where each clock starts and stops). With
 // --compare-policies the same workload runs under every scheduling policy in
-// one run: the chunked-prefill experiment of issue 11.
+// one run: the policy experiment of lessons 9 and 10.
 #include <unistd.h>
 
 #include <algorithm>

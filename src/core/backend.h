@@ -116,7 +116,7 @@ public:
     virtual void matmul(Buffer out, Buffer x, Buffer w, int m, int n, int k) = 0;
     // Several products of the same x — Q, K and V; gate and up — in one call,
     // so a backend may run them as one product: one pass over x, one parallel
-    // region, no thread waiting between them (issue 13: fused projections).
+    // region, no thread waiting between them (fused projections).
     // Each part's out equals matmul(out, x, w, m, n, k) bit for bit. The
     // default runs them one after the other.
     virtual void matmul_parts(Buffer x, int m, int k, std::span<const MatmulPart> parts);
@@ -216,7 +216,7 @@ public:
     // waits for the device first. Empty for backends that do not time ops.
     virtual std::vector<DeviceOpTime> take_device_op_times() { return {}; }
 
-    // ---- step graphs (CUDA graphs, issue 47; kernels/step_graph.h) ------------
+    // ---- step graphs (CUDA graphs; kernels/step_graph.h) ----------------------
     // A decode step launches the same kernels with the same arguments every
     // step; only values in device memory change. Between begin_step_graph()
     // and end_step_graph() a backend may record its launches instead of

@@ -1,7 +1,7 @@
 // How many threads a CPU op runs on: one rule for `cpu` and `cpu-ref`.
 //
 // What it teaches: a parallel region only pays when each thread's share of
-// the work is larger than the cost of waking a thread (issue 12). So the
+// the work is larger than the cost of waking a thread. So the
 // *engine* picks each op's thread count from the op's work, never the user
 // from an environment variable; both CPU backends ask this one function, and
 // `plab info` prints its answer. The threads themselves are the engine's one
@@ -23,8 +23,7 @@ namespace plab {
 // An op gets one more thread for every this many FLOPs of work, so each
 // thread's share is at least this much. Measured on the project's machine
 // kind (2-vCPU AMD EPYC VM, AVX-512, stories15M shapes, 200 interleaved calls
-// of cpu_fast.cpp's matmul on 1 thread vs 2 pool threads; /tmp harness,
-// numbers in the issue 12 report):
+// of cpu_fast.cpp's matmul on 1 thread vs 2 pool threads, a harness not kept):
 //   - one thread runs these GEMMs at ~110-150 GFLOP/s (29x288x288, 4.8 MFLOP:
 //     37 us; 128x768x288, 57 MFLOP: 370-440 us); so 8 MFLOP is ~55-70 us;
 //   - splitting into tiles costs 5-13 % more CPU time in total (re-packing
@@ -33,9 +32,9 @@ namespace plab {
 //     is free (and up to a scheduler slice, milliseconds, when it is not).
 // A second thread gains T/2 minus ~0.1 T of tiling minus the wake-up, so it
 // pays from roughly T > 2.5 x wake-up; at 2 x 8 MFLOP (~150 us) it does with
-// margin. Below that it cannot win even on a quiet machine: issue 12 measured
-// the shipped model's 29-token prefill (ops <= 2.8 MFLOP) at 1.08 ms on 1
-// thread and at best the same on 2. With the machine saturated (CPU pressure
+// margin. Below that it cannot win even on a quiet machine: the shipped
+// model's 29-token prefill (ops <= 2.8 MFLOP) measured 1.08 ms on 1 thread
+// and at best the same on 2. With the machine saturated (CPU pressure
 // 99.8 % during these measurements), 2 threads won nowhere below 113 MFLOP.
 constexpr double kMinFlopsPerThread = 8e6;
 
@@ -43,7 +42,7 @@ constexpr double kMinFlopsPerThread = 8e6;
 // few rows (a decode step), whose time is reading the weight, not its FLOPs:
 // one thread streams a weight it has not cached at ~38 GB/s (stories15M's
 // classifier, 36.9 MB in 0.97 ms, one row) while its GEMM runs at ~190
-// GFLOP/s: ~5 FLOPs of GEMM time per byte (issue 13). Counted by FLOPs
+// GFLOP/s: ~5 FLOPs of GEMM time per byte. Counted by FLOPs
 // alone, every layer product of a stories110M decode step ran on one thread.
 constexpr double kFlopsPerWeightByte = 5;
 

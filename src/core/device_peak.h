@@ -8,8 +8,8 @@
 
 namespace plab {
 
-// The device's float32 GEMM rate: the GPU rows' "peak" in `plab bench`
-// (issue 13), as the host's fastest GEMM is the CPU rows'. Measured, never
+// The device's float32 GEMM rate: the GPU rows' "peak" in `plab bench`,
+// as the host's fastest GEMM is the CPU rows'. Measured, never
 // looked up in a datasheet: cuBLAS's SGEMM of size^3 on device 0, best of a
 // few calls timed with CUDA events.
 struct DeviceGemmPeak {

@@ -1,5 +1,5 @@
 // Which kernels a fast backend runs: `invariant` (the default) or `fastest`
-// (issue 48, lesson 16: "Same request, different text").
+// (lesson 16: "Same request, different text").
 //
 // What it teaches: a library picks each product's kernel by the product's
 // shape — a GEMV for one row, a blocked GEMM for more, its blocking sized by

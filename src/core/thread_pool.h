@@ -6,7 +6,7 @@
 // program keeps a core busy, a woken thread may wait a whole time slice
 // (milliseconds) for a core. A region that splits its work statically into one
 // piece per thread and then waits at a barrier for every piece runs as slow as
-// its most delayed thread. Issue 12: the shipped model's 29-token prefill took
+// its most delayed thread. Measured: the shipped model's 29-token prefill took
 // 1 ms quiet and ~300 ms next to one spinning process. Timing its OpenMP
 // regions (an LD_PRELOAD wrapper around GOMP_parallel) on the busy machine
 // found 37 regions, of which the 28 inside Eigen's parallel GEMM (static
@@ -37,7 +37,7 @@
 //     follows within microseconds), then sleeps on a futex
 //     (std::atomic::wait), so it does not burn a core a competitor or the
 //     caller's own serial code could use. The caller waiting for a claimed
-//     task does the same. OpenMP's two policies each fail one way (issue 12):
+//     task does the same. OpenMP's two policies each fail one way:
 //     passive (sleep at once) pays a wake-up per region at every barrier,
 //     126 ms for that prefill; active (spin forever) keeps a core busy while
 //     the engine is idle, e.g. under the viewer's renderer.

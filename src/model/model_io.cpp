@@ -199,7 +199,7 @@ Model load_hf_directory(const fs::path& p) {
     // and not preferred: the weights' rows mean the ids of the tokenizer the
     // folder was written with, so reading prompts through another one would
     // run silently on wrong ids. A student who copied the file in meant it to
-    // be used, and is told the one key to change (issue 49).
+    // be used, and is told the one key to change.
     PLAB_CHECK(tok == "tokenizer.json" || !fs::exists(dir / "tokenizer.json"),
                dir.string() << " has tokenizer.json but config.json says \"plab_tokenizer\": \""
                             << tok << "\"; set plab_tokenizer to \"tokenizer.json\" to use it "

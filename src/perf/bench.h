@@ -14,7 +14,7 @@
 // batch from which a step is compute-bound here (lessons/08-batching-decode.md).
 //
 // With `load`, every row is measured a second time while a competitor process
-// spins on one CPU (issue 12: a prefill that collapses next to a busy core),
+// spins on one CPU (a prefill that collapses next to a busy core),
 // and reported as a ratio to the quiet run. The cpu backend is also measured
 // quietly on a single thread, the reference a loaded run is held against.
 #pragma once

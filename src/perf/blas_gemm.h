@@ -2,7 +2,7 @@
 // loaded at run time when it is installed (package libopenblas0-pthread, in
 // .ci/debian-packages.txt).
 //
-// What it teaches: "of peak" is only as honest as the peak. Issue 13 defines
+// What it teaches: "of peak" is only as honest as the peak. The lab defines
 // it as the fastest float32 GEMM available on the machine, measured in the
 // same run; a GEMM written for this engine (cpu_gemm.h) and Eigen's are two
 // candidates, and a tuned BLAS, with kernels and cache blocking chosen per

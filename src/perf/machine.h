@@ -91,7 +91,7 @@ private:
 // again after each paired prefill run): the size and OpenBLAS are gemms'.
 MachineSpeed measure_machine(PeakGemms& gemms, int repeats = 5);
 
-// The weight-sweep limit of a decode step (issue 13): the time for the
+// The weight-sweep limit of a decode step: the time for the
 // engine's threads to stream `bytes` of floats through a multiply-add —
 // exactly the bytes one decode step must read, in a buffer of that size.
 // Whatever the caches give (a model that fits in the last-level cache is

@@ -16,7 +16,7 @@
 // admitted running request is preempted (maybe itself): its blocks go back
 // and it waits at the front of the queue to be recomputed.
 //
-// Policies, to compare (issue 11): one request at a time; static batches (a
+// Policies, to compare: one request at a time; static batches (a
 // batch is admitted only when the last one has finished); continuous batching
 // (the group changes every step) with whole prompts; continuous batching with
 // chunked prefill (the default, as vLLM's V1 engine).

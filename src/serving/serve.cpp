@@ -433,7 +433,7 @@ Trace serve_trace(const ServeReport& report) {
                             {{"new_tokens", std::to_string(r.new_tokens.size())}}},
                            track);
         }
-        // Item 5 of issue 11: delivery is a stage of its own that overlaps the
+        // Delivery is a stage of its own that overlaps the
         // engine's next step (the engine samples the next token while this one
         // is still on the wire), so it gets a track of its own.
         if (network_delay_ms > 0) {

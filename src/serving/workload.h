@@ -42,7 +42,7 @@ struct WorkloadGenerator {
 };
 Workload generate_workload(const WorkloadGenerator& g);
 
-// The long-prompt experiment (issue 11, item 3): `decoders` short requests
+// The long-prompt experiment: `decoders` short requests
 // start decoding, then one prompt of `long_prompt` tokens arrives among them.
 Workload long_prompt_workload(int long_prompt, int decoders, int new_tokens);
 

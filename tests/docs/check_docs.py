@@ -316,8 +316,32 @@ def check_no_markup(root):
     return "%d Markdown files (%d with visible markup)" % (len(files), bad), problems
 
 
+HISTORY = re.compile(r"\b[Ii]ssue [0-9]+")
+
+
+def check_no_history(root):
+    """Code comments say what the code does and why, not which issue brought it: a
+    reader of src/, kernels/ or viewer/ has no issue tracker. History goes to the
+    folder READMEs (and assets/bench/README.md for past timings)."""
+    files = [f for d in ("src", "kernels", "viewer") for f in tracked(root, d + "/*")
+             if not f.endswith(".md") and os.path.isfile(os.path.join(root, f))]
+    problems = []
+    for f in files:
+        try:
+            text = read(os.path.join(root, f))
+        except UnicodeDecodeError:
+            continue  # a binary file (a font, a picture) has no comments
+        for n, line in enumerate(text.split("\n"), 1):
+            m = HISTORY.search(line)
+            if m:
+                problems.append("%s:%d: '%s' tells history; say what the code does (history "
+                                "goes to the folder's README)" % (f, n, m.group()))
+    return "%d files under src/, kernels/, viewer/" % len(files), problems
+
+
 CHECKS = {"readme_length": check_readme_length, "links": check_links, "map": check_map,
-          "src_readme": check_src_readme, "no_markup": check_no_markup}
+          "src_readme": check_src_readme, "no_markup": check_no_markup,
+          "no_history": check_no_history}
 
 
 def run(root, name):
@@ -357,6 +381,8 @@ FAULTS = [
     ("visible {{x}} in a lesson", "no_markup", "LESSON",
      ["Shown: {{planted_x}} ms.", "<!-- hidden {{hidden_y}}", "-->"],
      [(0, "{{planted_x}}")], [(1, "")]),
+    ("issue number in a code comment", "no_history", "src/core/error.h",
+     ["// fixed in issue 12", "// the issue: 12 rows"], [(0, "issue 12")], [(1, "")]),
     ("inline \u2026 in a console block", "no_markup", "LESSON",
      ["```console", "$ plab toy", "planted " + ELLIPSIS + " line", ELLIPSIS, "```"],
      [(2, ELLIPSIS)], [(3, "")]),

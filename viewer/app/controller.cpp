@@ -410,8 +410,8 @@ void Controller::refresh_equivalence(const ViewerState& state, EquivalenceSnapsh
     std::vector<ChunkPlan> plans = {parse_chunk_plan("full", t), parse_chunk_plan("1", t),
                                     parse_chunk_plan(state.chunks, t), irregular_plan(t)};
     for (const ChunkPlan& p : plans) out.plans.push_back(p.to_string());
-    // Held by shared_ptr: the lookups below may empty the cache (issue 8, item 10:
-    // a plain reference into the map dangled after many slider moves).
+    // Held by shared_ptr: the lookups below may empty the cache (a plain
+    // reference into the map dangled after many slider moves).
     const std::shared_ptr<const PrefillSnapshot> reference =
         prefill_snapshot("cpu-ref", tokens, plans[0]);
     out.reference_digest = logits_digest(reference->last_logits);

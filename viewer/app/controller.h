@@ -38,7 +38,7 @@ public:
 
     void refresh_toy(const ViewerState& state, ToySnapshot& out);
     void refresh_mask(const ViewerState& state, MaskSnapshot& out);
-    // issue 17 (mask_view.cpp): the mask panel's shown layer and head, pinned query and
+    // mask_view.cpp: the mask panel's shown layer and head, pinned query and
     // side-by-side run, asked again when one of them differs from `mask.view`'s; then
     // checked (check_mask_view) and its line printed. A no-op until `mask` is ready.
     void refresh_mask_view(const ViewerState& state, MaskSnapshot& mask, bool print_checks,

@@ -143,7 +143,7 @@ void refresh_dirty_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
 }
 
-// The shown scene, then (issue 17) the mask panel's shown layer, pinned row and
+// The shown scene, then the mask panel's shown layer, pinned row and
 // second run, asked again when they change, on top of the scene just refreshed.
 void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
     refresh_dirty_scene(ctrl, state, snap);
@@ -270,7 +270,7 @@ bool draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab, Lesson
     return state.scene != tab_scene;
 }
 
-// issue 17: text and scale -------------------------------------------------------------
+// text and scale -------------------------------------------------------------
 // Ctrl + / Ctrl - (also on the keypad) scale the UI by 1.25 within kScaleMin..kScaleMax,
 // Ctrl 0 goes back to the launch scale. Returns the scale asked for.
 float scale_keys(float scale, float launch) {
@@ -425,7 +425,7 @@ int run(const Options& given) {
     ScaleProbe at_one;
     std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
     ImGui_ImplGlfw_InitForOpenGL(window, true);
-    // issue 45: headless runs record what each frame lays out (panels/layout_probe.h);
+    // headless runs record what each frame lays out (panels/layout_probe.h);
     // the last frame's record is checked as a reader would read it (check_layout).
     LayoutRecord layout;
     if (state.print_checks) set_layout_record(&layout);

@@ -1,4 +1,4 @@
-// The mask panel's view asked of the engine (issue 17): the shown (layer, head), the
+// The mask panel's view asked of the engine: the shown (layer, head), the
 // pinned query's most-read keys and a second run side by side. See controller.h.
 //
 // What it teaches: a picture is only as good as its source. Each choice the student makes

@@ -110,7 +110,7 @@ std::vector<float> parse_floats(const std::string& text, const char* what) {
     return out;
 }
 
-// issue 17: text and scale
+// text and scale
 float parse_scale(const std::string& text) {
     float s = 0;
     std::size_t used = 0;
@@ -193,7 +193,7 @@ ViewerState state_from_options(const Options& opt) {
     if (!opt.toy_chunks.empty()) state.toy_chunks = opt.toy_chunks;
     state.toy.validate();
     if (opt.step >= 0) state.stage = opt.step;
-    // issue 17: heatmap, layers, side by side (the row and cell are checked against the
+    // heatmap, layers, side by side (the row and cell are checked against the
     // prompt's length when the engine has tokenized it: Controller::refresh_mask_view)
     PLAB_CHECK(opt.zoom >= 1 && opt.zoom <= 1000,
                "--zoom " << opt.zoom << " must be between 1 (the whole prompt) and 1000");
@@ -330,7 +330,7 @@ void add_options(CLI::App& app, Options& opt) {
                    "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-6)");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
-    // issue 17: text and scale
+    // text and scale
     app.add_option("--font", opt.font,
                    "Font file (.ttf/.otf) for all text; default: DejaVu Sans "
                    "(fonts-dejavu-core), with Latin, Greek and Cyrillic glyphs");
@@ -344,7 +344,7 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_flag("--print-command", opt.print_command,
                  "Headless: print the plab command that reproduces the shown panel's numbers");
 
-    // issue 17: heatmap, layers, side by side
+    // heatmap, layers, side by side
     app.add_option("--zoom", opt.zoom,
                    "Mask panel: heatmap magnified Z times (1 = the whole prompt; wheel, drag, F)");
     app.add_option("--zoom-centre", opt.zoom_centre,

@@ -52,12 +52,12 @@ struct Options {
     int token_budget = ReplayOptions{}.token_budget;
     double network_delay_ms = ReplayOptions{}.network_delay_ms;
     float font_size = 16.0f;
-    // issue 17: text and scale
+    // text and scale
     std::string font;            // --font PATH; "" = DejaVu Sans (fonts-dejavu-core)
     std::string fallback_font;   // --fallback-font PATH|none; "" = the first installed one
     std::string scale = "1";     // --scale S, checked by parse_scale (text: "abc" gets one line)
     bool print_command = false;  // --print-command: the shown panel's `plab` command, headless
-    // issue 17: heatmap, layers, side by side
+    // heatmap, layers, side by side
     float zoom = 1;               // --zoom Z: the mask panel's heatmap magnified Z times (1 = fit)
     std::string zoom_centre;      // --zoom-centre Q,K: the cell at the centre of the zoomed view
     int pin_query = -1;           // --pin-query N: pin query row N (its most-read keys listed)
@@ -65,7 +65,7 @@ struct Options {
     std::string compare_backend;  // --compare-backend NAME: a second run beside, this backend
 };
 
-// issue 17: text and scale
+// text and scale
 // The UI scale range: 0.5 (a laptop with a small font) to 4 (a 4K projector).
 inline constexpr float kScaleMin = 0.5f, kScaleMax = 4.0f;
 // "--scale" text -> factor; anything but a number in [kScaleMin, kScaleMax] throws

@@ -109,13 +109,13 @@ void print_run_report(const RunReport& r) {
         }
     }
     if (r.state.print_checks) {
-        // issue 17: the prompt's characters asked of the font atlas, one by one.
+        // the prompt's characters asked of the font atlas, one by one.
         bool ok = false;
         std::printf("%s\n", text_self_check(r.font, r.fonts, r.state.prompt, ok).c_str());
         r.state.checks_failed = r.state.checks_failed || !ok;
     }
     if (r.headless && r.measure_scale) {
-        // issue 17: sizes at scale 1 against sizes at the launch scale, and nothing cut off.
+        // sizes at scale 1 against sizes at the launch scale, and nothing cut off.
         const ScaleProbe now = probe_sizes(r.state);
         bool ok = true;
         const float s = r.scale;
@@ -154,14 +154,14 @@ void print_run_report(const RunReport& r) {
         r.state.checks_failed = r.state.checks_failed || !clipped.empty();
     }
     if (r.headless || r.opt.frames > 0) {
-        // issue 45: every text, control, table and chart of the last frame, as read.
+        // every text, control, table and chart of the last frame, as read.
         const CheckResult readable = check_layout(r.layout);
         std::printf("%s\n", readable.line.c_str());
         r.state.checks_failed = r.state.checks_failed || !readable.ok;
     }
     if (r.headless && r.state.scene == Scene::kMask) {
         // The panel's point (pairs, tile map, the chunking verdict) must not sit below
-        // the fold, where a lesson's reader never scrolls (issue 61).
+        // the fold, where a lesson's reader never scrolls.
         float end = 0;
         int items = 0;
         for (const LayoutText& t : r.layout.texts)
@@ -176,7 +176,7 @@ void print_run_report(const RunReport& r) {
                 items, end, r.opt.height, end <= r.opt.height ? "yes" : "NO");
     }
     if (r.opt.print_command) {
-        // issue 17: the command for this view, and the numbers it must reproduce.
+        // the command for this view, and the numbers it must reproduce.
         std::string why_not;
         const std::vector<std::string> words =
             view_command(r.state, r.snap, r.state.model_dir, why_not);
@@ -185,7 +185,7 @@ void print_run_report(const RunReport& r) {
         if (!numbers.empty()) std::printf("viewer computed: %s\n", numbers.c_str());
     }
     if (r.headless && r.state.scene == Scene::kKv && r.state.serving_view && r.snap.serving.ready) {
-        // issue 45: the shared pool opens where blocks are shared (opening_stage).
+        // the shared pool opens where blocks are shared (opening_stage).
         const StepView v = step_view(r.snap, r.state);
         const int most = opening_stage(r.snap.serving);
         std::printf(

@@ -1,5 +1,5 @@
 // Serving replay: a generated workload served by plab::serve on the virtual
-// clock, laid out for the viewer's Serving panel (issue 11, item 6).
+// clock, laid out for the viewer's Serving panel.
 //
 // What it teaches (the serving lessons: continuous batching, chunked prefill,
 // the metrics): a server's latency is made by its scheduler. The same Poisson

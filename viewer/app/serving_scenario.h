@@ -66,7 +66,7 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
 
 // Blocks that several requests hold at once (reference count > 1) after that stage.
 int shared_blocks(const ServingStage& stage);
-// The stage the shared pool opens at (issue 45): the first with the most shared
+// The stage the shared pool opens at: the first with the most shared
 // blocks, computed from the run, so a newcomer sees sharing at once instead of the
 // last step, where every request has finished and every block is free. 0 when no stage
 // shares a block.

@@ -48,7 +48,7 @@ struct ToySnapshot {
     std::string error;               // bad input, shown instead of the panel
 };
 
-// Panel 2's shown (layer, head), pinned query and side-by-side run (issue 17), asked of
+// Panel 2's shown (layer, head), pinned query and side-by-side run, asked of
 // the engine again whenever one of them changes, each in a Session of its own: the
 // self-check (check_mask_view) holds what the panel draws to these fresh answers.
 struct MaskViewSnapshot {

@@ -105,13 +105,13 @@ struct ViewerState {
     // pool) instead of one sequence.
     bool serving_view = false;
     HeatmapTexture heatmap;
-    // issue 17: text and scale. The model directory the viewer loaded (the "command for
+    // text and scale. The model directory the viewer loaded (the "command for
     // this view" names it) and the control bar's Reset button as last drawn, in pixels
     // (the --scale self-check measures a real widget, not the style's numbers).
     std::string model_dir;
     std::vector<int32_t> prompt_ids;  // Controller::encode of the prompt (main keeps it current)
     float reset_button_w = 0, reset_button_h = 0;
-    // issue 17: the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
+    // the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
     // the query row pinned by a click, and a second run beside it.
     HeatmapView heatmap_view;
     int heatmap_view_tokens = 0;     // the prompt length T it was sized for

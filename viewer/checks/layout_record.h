@@ -1,5 +1,5 @@
 // What one frame laid out, as a reader would see it: the texts, controls, tables and
-// charts a panel drew, each with the room it had (issue 45, "nothing cut off").
+// charts a panel drew, each with the room it had ("nothing cut off").
 //
 // What it teaches: a screenshot can hide a defect a student sees at once (a word cut
 // at a window's edge, a table squeezed to one character a column, a chart label under

@@ -30,7 +30,7 @@ CheckResult check_toy(const ToySnapshot& toy);
 // cell (empty: none visible, full: all, partial: some) and the pair count is
 // the visible cells'. A refused plan is named with the plan run instead.
 CheckResult check_mask(const MaskSnapshot& mask);
-// The mask panel's view (issue 17, self_check_mask.cpp), against mask.view's fresh
+// The mask panel's view (self_check_mask.cpp), against mask.view's fresh
 // probes: the shown (layer, head) map has the float bits of a fresh probe of that
 // layer and head (so ↓/↑ show that layer's values, not a neighbour's); the pinned
 // query's listed keys are that fresh row's largest, in order, and their listed
@@ -65,7 +65,7 @@ CheckResult check_timeline(const TimelineSnapshot& tl);
 // preemptions imply; every step is within the token budget; the drawn
 // distributions' p50/p90/p99 are the report's summary.
 CheckResult check_replay(const ReplaySnapshot& rp);
-// What a frame laid out (issue 45, self_check_layout.cpp), as a reader sees it: every
+// What a frame laid out (self_check_layout.cpp), as a reader sees it: every
 // window inside the display, none cut off or scrolled sideways; every text and control
 // inside the part of the screen it is drawn into; wrapped text broken between words,
 // never inside one ("positi/on"); every table column as wide as its widest word; chart

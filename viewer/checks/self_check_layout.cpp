@@ -1,4 +1,4 @@
-// The layout self-check (issue 45, point 6): what a frame laid out, held to what a
+// The layout self-check: what a frame laid out, held to what a
 // reader must be able to read. See self_check.h and layout_record.h.
 //
 // Each rule names a defect a new user found on the classroom screen: a word cut at a

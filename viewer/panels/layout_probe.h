@@ -1,4 +1,4 @@
-// Recording what a frame lays out, for the layout self-check (issue 45, point 6).
+// Recording what a frame lays out, for the layout self-check.
 //
 // What it teaches: nothing about prefill; it lets the viewer say "nothing cut off" only
 // when a reader would agree. Panels draw texts, controls, tables and charts through

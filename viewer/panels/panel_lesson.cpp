@@ -34,7 +34,7 @@ bool is_diagram(const std::string& text) {
 
 // A fenced block: a box with the code background, sized to its lines. A line wider
 // than the pane is wrapped between words, its continuation indented behind a dim
-// kCodeWrapMarker, so the pane never scrolls sideways (issue 45: at a classroom's
+// kCodeWrapMarker, so the pane never scrolls sideways (at a classroom's
 // 1280x800 or a projector's scale, console output is read, not scrolled to). A diagram
 // wider than the pane cannot be wrapped without breaking its columns: its box (and only
 // it, a child named "diagram") scrolls sideways.

@@ -310,7 +310,7 @@ void draw_mask(const Snapshot& snap, ViewerState& state) {
             "whose float bits differ are tinted; hover one for both values.",
             kDiffers);
     }
-    // Where the legend and the facts go (issue 45: a narrow panel - lesson mode, a
+    // Where the legend and the facts go (a narrow panel - lesson mode, a
     // projector's scale - keeps a readable heatmap): beside the heatmap when it stays at
     // least kMinSide fonts wide, else the facts, then the legend too, move below it.
     const float font = ImGui::GetFontSize();

@@ -1,7 +1,7 @@
 // The Mask panel's explorer: pick a mask, set its parameters, compose two, and
 // see what the engine and a fast kernel make of it.
 //
-// What it teaches (issue 9; the masks lesson): a mask is data — a rule
+// What it teaches (the masks lesson): a mask is data — a rule
 // visible(q, k) written as a spec (`window:8+sink:2`) that the engine, `plab
 // mask` and this panel all read the same way (runtime/mask_grammar.h). Beside the
 // heatmap: the tile map a tiled kernel works from (empty tiles are skipped:

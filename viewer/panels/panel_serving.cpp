@@ -372,7 +372,7 @@ void draw_pool(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, float t
 
 // 3d. A distribution as its sorted values (a CDF), with p50/p90/p99 marked. The marks'
 //     labels sit in a band above the plot, one row each unless they fit side by side, so
-//     no line of the plot crosses them and none leaves the frame (issue 45).
+//     no line of the plot crosses them and none leaves the frame.
 void draw_cdf(ImDrawList* dl, const char* name, const std::vector<double>& v, const Percentiles& p,
               ImVec2 a, ImVec2 b, const char* tip) {
     const float font = ImGui::GetFontSize();

@@ -332,7 +332,7 @@ void handle_keys(const Snapshot& snap, ViewerState& state) {
     }
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) apply_step(snap, state, Step::kNextChunk);
     if (pressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) apply_step(snap, state, Step::kPrevChunk);
-    // issue 17: one layer at a time in every panel where layers matter. The mask panel
+    // one layer at a time in every panel where layers matter. The mask panel
     // shows one layer's attention: down/up show the next/previous layer; F fits the
     // heatmap, Esc unpins its query row. The KV panel steps the forward pass.
     if (state.scene == Scene::kMask) {

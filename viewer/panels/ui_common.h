@@ -78,7 +78,7 @@ void wrapped_text(const std::string& text, ImU32 colour = 0, float width = 0);  
 void hint_text(const std::string& text);
 ImU32 dim_colour();  // the style's disabled-text colour
 
-// Rows of controls that flow like text (issue 45): flow(w) puts the next item, w pixels
+// Rows of controls that flow like text: flow(w) puts the next item, w pixels
 // wide with its label, on this line when it fits before the right edge, else on the
 // next; `spacing` < 0 is the style's. The widths of the usual widgets, label included:
 bool flow(float w, float spacing = -1);                  // true: on this line

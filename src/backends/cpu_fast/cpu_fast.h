@@ -35,10 +35,10 @@
 // But they are *chunk-invariant*: a token's every value is computed by the
 // same operations in the same order whichever chunk it is in, how many rows
 // share its GEMM, or which thread runs it. So every chunk plan gives the same
-// bits as full prefill on `cpu`, as on the reference backends (issue 9,
-// lesson 15: "Why fast kernels differ in the last bits").
+// bits as full prefill on `cpu`, as on the reference backends (lesson 15:
+// "Why fast kernels differ in the last bits").
 //
-// Threads (issue 12). Every op runs on the engine's one ThreadPool
+// Threads. Every op runs on the engine's one ThreadPool
 // (core/thread_pool.h: dynamic tasks, spin-then-sleep), never in an OpenMP
 // region, and no Eigen product runs here (one would start OpenMP threads of
 // its own; only Eigen's packet math is used) — except the `fastest` kernel
