@@ -23,7 +23,7 @@ struct BenchCliOptions {
     std::string model;                  // empty: random weights of the --random shape
     std::string random = "stories15m";  // the shape of those random weights
     std::string backends = "cpu,cpu-ref";
-    std::string kernels = "invariant";  // core/kernels.h, comma-separated
+    std::string kernels = "invariant";  // core/kernel_choice.h, comma-separated
     std::string lengths = "128,512,2048";
     std::string batch;
     bool batch_given = false;  // --batch "" is an empty list, not "no --batch"

@@ -17,7 +17,7 @@
 #include "cli/common.h"
 #include "cli/prompts_file.h"
 #include "core/error.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 #include "core/sha256.h"
 #include "runtime/cost_model.h"
 #include "runtime/engine.h"
@@ -32,7 +32,7 @@ struct GenerateCliOptions {
     std::string prompts;  // --prompts FILE: many requests through one engine
     std::string model;
     std::string backend = "cpu";
-    std::string kernels = "invariant";  // core/kernels.h
+    std::string kernels = "invariant";  // core/kernel_choice.h
     GenerateOptions gen;
     std::string trace;
     std::string mask = "causal";

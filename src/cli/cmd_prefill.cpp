@@ -28,7 +28,7 @@ struct PrefillOptions {
     std::string model;
     std::string chunks = "full";
     std::string backend = "cpu-ref";
-    std::string kernels = "invariant";  // core/kernels.h
+    std::string kernels = "invariant";  // core/kernel_choice.h
     int block_size = 16;
     int top = 5;
     std::string trace;

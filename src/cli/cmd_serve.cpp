@@ -24,7 +24,7 @@ namespace {
 struct ServeCliOptions {
     std::string model;
     std::string backend = "cpu";
-    std::string kernels = "invariant";  // core/kernels.h
+    std::string kernels = "invariant";  // core/kernel_choice.h
     std::string workload;
     double rate = 4;
     CLI::Option* rate_option = nullptr;  // given on the command line?

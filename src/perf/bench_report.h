@@ -9,7 +9,7 @@
 
 #include "core/backend.h"
 #include "core/device_peak.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 #include "model/config.h"
 #include "perf/machine.h"
 
@@ -17,7 +17,7 @@ namespace plab {
 
 struct BenchOptions {
     std::vector<std::string> backends{"cpu", "cpu-ref"};
-    // Kernel sets (core/kernels.h) each backend is benched with; `fastest`
+    // Kernel sets (core/kernel_choice.h) each backend is benched with; `fastest`
     // only on cpu (rows named "cpu-fastest"), skipped for the others.
     std::vector<Kernels> kernels{Kernels::invariant};
     std::vector<int> lengths{128, 512, 2048};

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/forward.h"
@@ -48,7 +48,7 @@ using StepDuration = std::function<double(const ModelConfig&, const Schedule&)>;
 
 struct EngineOptions {
     std::string backend = "cpu";  // runtime/registry.h names; for an engine that loads its model
-    Kernels kernels = Kernels::invariant;  // core/kernels.h; likewise
+    Kernels kernels = Kernels::invariant;  // core/kernel_choice.h; likewise
     int block_size = 16;                   // B: positions per KV block
     // Blocks in the shared pool; 0 = enough for 4 sequences of max_seq_len.
     int kv_blocks = 0;

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "core/backend.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 
@@ -30,7 +30,7 @@ namespace plab {
 class LoadedModel {
 public:
     // The backend of that name (runtime/registry.h), with that kernel set
-    // (core/kernels.h), and the weights uploaded to it.
+    // (core/kernel_choice.h), and the weights uploaded to it.
     LoadedModel(const Weights& weights, const std::string& backend_name,
                 Kernels kernels = Kernels::invariant);
     // A backend the caller made (or wrapped), with the weights uploaded to it.

@@ -7,7 +7,7 @@
 #include "backends/cpu_ref.h"
 #include "core/error.h"
 #include "gpu_backend.h"
-#include "runtime/device_peak.h"
+#include "runtime/measure_device_peak.h"
 
 namespace plab {
 

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 
 namespace plab {
 
 // Names accepted by make_backend: "cpu-ref", "cpu", then the GPU ones.
 std::vector<std::string> backend_names();
 // Throws plab::Error listing the valid names for an unknown one. `kernels`
-// (core/kernels.h): `fastest` only for "cpu" (its name then "cpu-fastest");
+// (core/kernel_choice.h): `fastest` only for "cpu" (its name then "cpu-fastest");
 // asked of another backend, one plab::Error line.
 std::unique_ptr<Backend> make_backend(const std::string& name,
                                       Kernels kernels = Kernels::invariant);

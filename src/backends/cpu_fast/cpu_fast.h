@@ -62,7 +62,7 @@
 #include "backends/cpu_fast/cpu_library_gemm.h"
 #include "backends/cpu_ref.h"
 #include "core/cpu_threads.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 
 namespace plab {
 

@@ -1,4 +1,4 @@
-// The `fastest` kernel set's products (core/kernels.h): each one handed to
+// The `fastest` kernel set's products (core/kernel_choice.h): each one handed to
 // Eigen, the library, which picks the kernel for the product's shape.
 //
 // What it teaches (lesson 16): the library's order follows the shape. One

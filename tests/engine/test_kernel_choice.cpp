@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cpu_threads.h"
-#include "core/kernels.h"
+#include "core/kernel_choice.h"
 #include "runtime/engine.h"
 #include "runtime/registry.h"
 #include "test_util.h"
