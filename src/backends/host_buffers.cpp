@@ -1,6 +1,6 @@
 #include "backends/host_buffers.h"
 
-#include "backends/host_memory.h"
+#include "core/host_memory.h"
 
 namespace plab {
 

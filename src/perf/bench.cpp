@@ -13,7 +13,7 @@
 #include <memory>
 #include <thread>
 
-#include "backends/cpu_fast/cpu_fast.h"
+#include "core/cpu_threads.h"
 #include "core/error.h"
 #include "perf/bench_batch.h"
 #include "perf/bench_util.h"

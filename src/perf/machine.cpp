@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "backends/host_memory.h"
 #include "core/backend.h"
 #include "core/cpu_threads.h"
 #include "core/error.h"
+#include "core/host_memory.h"
 #include "core/machine_override.h"
 #include "perf/blas_gemm.h"
 #include "runtime/registry.h"
@@ -140,7 +140,7 @@ MachineSpeed measure_machine(PeakGemms& gemms, int repeats) {
     m.gemm_gflops = std::max({m.eigen_gemm_gflops, m.openblas_gemm_gflops, m.engine_gemm_gflops});
     // 256 MiB source: far larger than any cache level. The bandwidths are
     // measured in the memory the engine keeps its weights and cache in (huge
-    // pages where the kernel gives them, backends/host_memory.h).
+    // pages where the kernel gives them, core/host_memory.h).
     const std::size_t bytes = std::size_t(256) << 20;
     std::vector<char, HostAllocator<char>> src(bytes, 1), dst(bytes, 0);
     for (int r = 0; r < repeats; ++r) {

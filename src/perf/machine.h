@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/host_memory.h"
+#include "core/host_memory.h"
 
 namespace plab {
 
@@ -102,7 +102,7 @@ MachineSpeed measure_machine(PeakGemms& gemms, int repeats = 5);
 // second set of steps with one (DecodeBenchRow's paired_*), so that a step
 // and its limit are timed on the machine as it is at that moment. Made in
 // the memory the engine keeps its weights in (huge pages where the kernel
-// gives them, backends/host_memory.h), filled, and swept once untimed.
+// gives them, core/host_memory.h), filled, and swept once untimed.
 class WeightSweep {
 public:
     explicit WeightSweep(double bytes);

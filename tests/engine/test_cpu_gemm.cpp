@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backends/cpu_fast/cpu_gemm.h"
-#include "backends/host_memory.h"
 #include "core/backend.h"
+#include "core/host_memory.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 

@@ -14,7 +14,7 @@
 
 #include "backends/cpu_fast/cpu_fast.h"
 #include "backends/host_buffers.h"
-#include "backends/host_memory.h"
+#include "core/host_memory.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/session.h"

@@ -11,8 +11,8 @@
 #   3. Folder rules (issue 44). The engine and what it stands on (src/core,
 #      model, backends, runtime, trace; kernels/) include no client (src/perf,
 #      cli, python, serving; viewer/): a client wraps or measures the engine
-#      from outside. And no front end (src/cli, src/python, viewer/) reaches
-#      past the registry into src/backends/ or kernels/.
+#      from outside. And no client reaches past the registry into
+#      src/backends/ or kernels/.
 #   4. Names say what a file holds: no source file ends in _spec or _test
 #      (issue 44 renamed attention_spec.h and mask_spec.*; tests live in tests/).
 # Every quoted include must resolve (beside the file, then src/, the repo root,
@@ -190,7 +190,7 @@ endforeach()
 # 3. Folder rules, edge by edge.
 set(_ground "^(src/(core|model|backends|runtime|trace)|kernels)/")
 set(_client "^(src/(perf|cli|python|serving)|viewer)/")
-set(_front "^(src/(cli|python)|viewer)/")
+set(_front "^(src/(cli|python|perf|serving)|viewer)/")
 set(_backend "^(src/backends|kernels)/")
 set(_n_folder_edges 0)
 foreach(_e IN LISTS _edges)
@@ -201,8 +201,8 @@ foreach(_e IN LISTS _edges)
     problem("${_e}: the engine must not include a client (src/perf, cli, python, serving, "
             "viewer/): the client calls or wraps the engine from outside")
   elseif(_from MATCHES "${_front}" AND _to MATCHES "${_backend}")
-    problem("${_e}: a front end (src/cli, src/python, viewer/) must not include a backend or "
-            "kernel: it asks the registry (runtime/registry.h) or a loaded model")
+    problem("${_e}: a client (src/cli, python, perf, serving, viewer/) must not include a "
+            "backend or kernel: it asks the registry (runtime/registry.h) or a loaded model")
   else()
     math(EXPR _n_folder_edges "${_n_folder_edges} + 1")
   endif()

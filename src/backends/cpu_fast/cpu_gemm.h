@@ -38,7 +38,7 @@
 
 #include <cstddef>
 
-#include "backends/host_memory.h"
+#include "core/host_memory.h"
 
 namespace plab::cpu_gemm {
 

@@ -1,4 +1,4 @@
-#include "backends/host_memory.h"
+#include "core/host_memory.h"
 
 #include <algorithm>
 
