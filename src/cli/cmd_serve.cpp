@@ -402,11 +402,10 @@ void run(const ServeCliOptions& o) {
                    "or --trace");
         nlohmann::json all;
         std::vector<std::pair<std::string, ServeSummary>> rows;
-        for (Policy p :
-             {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
-            const ServeReport r = serve(model, workload, options_for(p));
-            all[policy_name(p)] = summary_json(r.summary);
-            rows.emplace_back(policy_name(p), r.summary);
+        for (const PolicyRow& p : kPolicies) {
+            const ServeReport r = serve(model, workload, options_for(p.policy));
+            all[p.name] = summary_json(r.summary);
+            rows.emplace_back(p.name, r.summary);
         }
         if (o.json) {
             print_json({{"policies", all},
@@ -520,8 +519,7 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--long-prompt", o->long_prompt,
                     "the chunked-prefill experiment: 4 short requests decode, then a prompt of "
                     "N tokens arrives");
-    cmd->add_option("--policy", o->policy, "one-at-a-time, static, continuous, chunked")
-        ->capture_default_str();
+    cmd->add_option("--policy", o->policy, policy_names())->capture_default_str();
     cmd->add_flag("--compare-policies", o->compare, "run the workload under every policy");
     cmd->add_option("--clock", o->clock, "virtual (deterministic) or real")->capture_default_str();
     cmd->add_option("--token-budget", o->token_budget, "tokens per step (chunked policy)")

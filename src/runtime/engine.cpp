@@ -45,7 +45,7 @@ void Engine::check_options(const EngineOptions& o, int max_seq_len) {
                                      << o.kv_blocks
                                      << " (0 picks a pool for 4 full-length sequences)");
     scheduler_options_of(o).validate();  // at once, though the scheduler comes with the pool
-    PLAB_CHECK(o.policy == Policy::chunked || o.max_step_tokens >= max_seq_len,
+    PLAB_CHECK(policy_row(o.policy).chunks_prompts || o.max_step_tokens >= max_seq_len,
                "policy " << policy_name(o.policy)
                          << " prefills whole prompts, so its token budget must hold the longest, "
                             "max_seq_len "

@@ -6,28 +6,27 @@
 
 namespace plab {
 
+const PolicyRow& policy_row(Policy p) {
+    for (const PolicyRow& r : kPolicies)
+        if (r.policy == p) return r;
+    PLAB_ASSERT(false);  // every enumerator has its row (test_scheduler checks)
+    return kPolicies[0];
+}
+
 std::string policy_name(Policy p) {
-    switch (p) {
-        case Policy::one_at_a_time:
-            return "one-at-a-time";
-        case Policy::static_batch:
-            return "static";
-        case Policy::continuous:
-            return "continuous";
-        case Policy::chunked:
-            return "chunked";
-    }
-    return "";
+    return policy_row(p).name;
+}
+
+std::string policy_names() {
+    std::string s;
+    for (const PolicyRow& r : kPolicies) s += (s.empty() ? "" : ", ") + std::string(r.name);
+    return s;
 }
 
 Policy parse_policy(std::string_view name) {
-    for (Policy p :
-         {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked}) {
-        if (name == policy_name(p)) return p;
-    }
-    PLAB_CHECK(false, "unknown policy '" << name
-                                         << "'; valid policies: one-at-a-time, static, "
-                                            "continuous, chunked");
+    for (const PolicyRow& r : kPolicies)
+        if (name == r.name) return r.policy;
+    PLAB_CHECK(false, "unknown policy '" << name << "'; valid policies: " << policy_names());
     return Policy::chunked;
 }
 
@@ -117,7 +116,7 @@ bool Scheduler::admit(Request& r, Schedule& s, int& budget) {
     const int cached = static_cast<int>(hits.size()) * B;
     const int remaining = len - cached;
     // Without chunking a prompt is computed whole in one step, or not yet.
-    if (options_.policy != Policy::chunked && remaining > budget) return false;
+    if (!policy_row(options_.policy).chunks_prompts && remaining > budget) return false;
     const int n = std::min(remaining, budget);
     int hits_on_free = 0;  // cached free blocks leave the free count when shared
     for (int b : hits) hits_on_free += pool_.ref_count(b) == 0 ? 1 : 0;
@@ -197,11 +196,10 @@ Schedule Scheduler::schedule() {
     }
     // 3. Waiting requests, first come first served — not in a step that had to
     //    preempt. Static batches admit only into an empty engine.
-    const bool batch_policy =
-        options_.policy == Policy::static_batch || options_.policy == Policy::one_at_a_time;
+    const PolicyRow& policy = policy_row(options_.policy);
+    const bool batch_policy = policy.admits_into_empty;
     const int max_running =
-        std::min(options_.policy == Policy::one_at_a_time ? 1 : options_.max_running,
-                 options_.max_step_tokens);
+        std::min(policy.one_at_a_time ? 1 : options_.max_running, options_.max_step_tokens);
     if (s.preempted.empty() && !(batch_policy && !running_.empty())) {
         while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < max_running) {
             if (!admit(*waiting_.front(), s, budget)) break;

@@ -36,8 +36,33 @@ namespace plab {
 
 enum class Policy { one_at_a_time, static_batch, continuous, chunked };
 
-// "one-at-a-time", "static", "continuous", "chunked" (the names of `plab serve --policy`).
+// The policies, one row each: the one list that `plab serve --policy` and
+// --compare-policies, the viewer's Serving panel and parse_policy read, and
+// what makes each differ in the scheduler. A new policy is a row here and its
+// behaviour in scheduler.cpp.
+struct PolicyRow {
+    Policy policy;
+    const char* name;        // `plab serve --policy NAME`
+    bool chunks_prompts;     // a prompt may be split across steps within the budget
+    bool admits_into_empty;  // waiting requests join only an empty engine (a batch)
+    bool one_at_a_time;      // at most one running request
+    const char* what;        // one line for help texts and tooltips
+};
+inline constexpr PolicyRow kPolicies[] = {
+    {Policy::one_at_a_time, "one-at-a-time", false, true, true,
+     "one request at a time, its whole prompt in one step"},
+    {Policy::static_batch, "static", false, true, false,
+     "a batch admitted only when the last one has finished"},
+    {Policy::continuous, "continuous", false, false, false,
+     "continuous batching: the group changes every step, whole prompts"},
+    {Policy::chunked, "chunked", true, false, false,
+     "continuous batching with chunked prefill (vLLM's V1 default)"},
+};
+const PolicyRow& policy_row(Policy p);
+// The row's name: "one-at-a-time", "static", "continuous", "chunked".
 std::string policy_name(Policy p);
+// "one-at-a-time, static, continuous, chunked": every name, for help and errors.
+std::string policy_names();
 // Throws plab::Error listing the valid names for an unknown one.
 Policy parse_policy(std::string_view name);
 

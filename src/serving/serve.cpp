@@ -369,7 +369,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
 }  // namespace
 
 int policy_step_tokens(Policy p, int token_budget, int max_seq_len) {
-    return p == Policy::chunked ? token_budget : max_seq_len;
+    return policy_row(p).chunks_prompts ? token_budget : max_seq_len;
 }
 
 ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {

@@ -195,3 +195,28 @@ TEST_CASE("scheduler: policy names", "[scheduler]") {
 }
 
 }  // namespace plab::test
+
+namespace plab::test {
+
+TEST_CASE("the policy table: one row per policy, and its users read it", "[scheduler][policy]") {
+    // Every enumerator once, names unique and parsed back, the scheduler's flags
+    // consistent with each name's meaning.
+    std::set<int> seen;
+    std::set<std::string> names;
+    for (const PolicyRow& r : kPolicies) {
+        INFO(r.name);
+        CHECK(seen.insert(static_cast<int>(r.policy)).second);
+        CHECK(names.insert(r.name).second);
+        CHECK(parse_policy(r.name) == r.policy);
+        CHECK(policy_name(r.policy) == r.name);
+        CHECK(policy_names().find(r.name) != std::string::npos);
+        CHECK(std::string(r.what).size() > 10);
+    }
+    CHECK(seen == std::set<int>{0, 1, 2, 3});  // Policy's four enumerators
+    CHECK(policy_row(Policy::chunked).chunks_prompts);
+    CHECK(policy_row(Policy::one_at_a_time).one_at_a_time);
+    require_error([] { parse_policy("fifo"); },
+                  "unknown policy 'fifo'; valid policies: " + policy_names());
+}
+
+}  // namespace plab::test

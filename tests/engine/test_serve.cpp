@@ -158,8 +158,12 @@ TEST_CASE("serve: chunked prefill keeps a long prompt from stalling the others' 
                  continuous = j["continuous"]["itl_ms"]["p99"];
     INFO("p99 ITL chunked " << chunked << " ms, continuous " << continuous << " ms");
     REQUIRE(chunked < continuous);
-    for (const char* p : {"one-at-a-time", "static", "continuous", "chunked"})
-        REQUIRE(j[p]["goodput"].is_number());
+    // One entry per row of the policy table, no other.
+    REQUIRE(j.size() == std::size(kPolicies));
+    for (const PolicyRow& p : kPolicies) REQUIRE(j[p.name]["goodput"].is_number());
+    // The help names every policy too.
+    const std::string help = run_cli({"serve", "--help"}).out;
+    CHECK(help.find(policy_names()) != std::string::npos);
 }
 
 TEST_CASE("serve --trace: a track per request, spans in order, steps within the budget",

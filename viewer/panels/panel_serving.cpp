@@ -52,26 +52,28 @@ bool hovered(ImVec2 a, ImVec2 b) {
 // 1. The inputs: policy, rate, budget, delay, requests. A change re-runs the
 // replay when the slider is let go (a re-run takes about 0.1-0.4 s, too long
 // for every frame of a drag).
+// "The scheduling policy (--policy). NAME: what it does. ..." from the one table.
+std::string policy_tooltip() {
+    std::string s = "The scheduling policy (--policy).";
+    for (const PolicyRow& p : kPolicies) s += std::string(" ") + p.name + ": " + p.what + ".";
+    return s;
+}
+
 void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
     ReplayOptions& o = state.replay;
     bool changed = false;
     const float em = ImGui::GetFontSize();
     ImGui::SetNextItemWidth(em * 8);
     if (ImGui::BeginCombo("policy", policy_name(o.policy).c_str())) {
-        for (Policy p :
-             {Policy::one_at_a_time, Policy::static_batch, Policy::continuous, Policy::chunked})
-            if (ImGui::Selectable(policy_name(p).c_str(), p == o.policy)) {
-                o.policy = p;
+        for (const PolicyRow& p : kPolicies)
+            if (ImGui::Selectable(p.name, p.policy == o.policy)) {
+                o.policy = p.policy;
                 changed = true;
             }
         ImGui::EndCombo();
     }
     probe_control("policy");
-    item_tooltip(
-        "The scheduling policy (--policy). one-at-a-time: a request runs alone to its end. "
-        "static: a batch is admitted only when the last one has finished. continuous: the "
-        "group changes every step, whole prompts. chunked: continuous, and a long prompt is "
-        "split across steps within the token budget, beside other requests' decode tokens.");
+    item_tooltip(policy_tooltip());
     flow(labelled_width(em * 9, "rate /s"));
     ImGui::SetNextItemWidth(em * 9);
     float rate = static_cast<float>(o.rate);
@@ -84,7 +86,7 @@ void draw_inputs(const ReplaySnapshot& rp, ViewerState& state) {
         "seed. A higher rate means more requests in flight at once: longer queues, fuller "
         "steps, a fuller KV pool.");
     flow(labelled_width(em * 8, "token budget"));
-    ImGui::BeginDisabled(o.policy != Policy::chunked);
+    ImGui::BeginDisabled(!policy_row(o.policy).chunks_prompts);
     ImGui::SetNextItemWidth(em * 8);
     ImGui::SliderInt("token budget", &o.token_budget, 8, 256);
     probe_control("token budget");
