@@ -45,6 +45,19 @@ ImU32 request_colour(int id) {
     return kPalette[static_cast<std::size_t>(id) % std::size(kPalette)];
 }
 
+namespace {
+
+// `text` cut at `lines` (wrap_lines), the lines joined by newlines: as drawn.
+std::string joined(const std::string& text,
+                   const std::vector<std::pair<std::size_t, std::size_t>>& lines) {
+    std::string shown;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        shown.append(i ? "\n" : "").append(text, lines[i].first, lines[i].second - lines[i].first);
+    return shown;
+}
+
+}  // namespace
+
 void tooltip(const std::string& text) {
     ImGui::BeginTooltip();
     // ImGui keeps a tooltip inside the display by moving it, which cannot help one
@@ -56,9 +69,7 @@ void tooltip(const std::string& text) {
                  std::min(ImGui::GetFontSize() * 36.0f, ImGui::GetIO().DisplaySize.x - margin));
     // Wrapped here, by the rules wrapped_text keeps (break_allowed), not by ImGui.
     const auto lines = wrap_lines(text, width);
-    std::string shown;
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        shown.append(i ? "\n" : "").append(text, lines[i].first, lines[i].second - lines[i].first);
+    const std::string shown = joined(text, lines);
     ImGui::TextUnformatted(shown.c_str(), shown.c_str() + shown.size());
     const ProbeScope scope("tooltip");
     probe_text(text, width, lines);
@@ -113,9 +124,7 @@ void wrapped_text(const std::string& text, ImU32 colour, float width) {
     const float avail = ImGui::GetContentRegionAvail().x;
     const float wrap = std::max(1.0f, width > 0 ? std::min(width, avail) : avail);
     const auto lines = wrap_lines(text, wrap);
-    std::string shown;
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        shown.append(i ? "\n" : "").append(text, lines[i].first, lines[i].second - lines[i].first);
+    const std::string shown = joined(text, lines);
     if (colour != 0) ImGui::PushStyleColor(ImGuiCol_Text, colour);
     ImGui::TextUnformatted(shown.c_str(), shown.c_str() + shown.size());
     if (colour != 0) ImGui::PopStyleColor();
