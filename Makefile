@@ -23,7 +23,7 @@ CMAKE_FLAGS ?= $(if $(CI),-DPLAB_WERROR=ON -DPLAB_CUDA_ARCHITECTURES=90,)
 PLAB := $(BUILD_DIR)/plab
 VIEWER := $(BUILD_DIR)/plab-viewer
 
-.PHONY: web deps-web test-web test-other-machines run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean handout
+.PHONY: web deps-web test-web test-other-machines run test test-asan test-asan-gpu fuzz deps deps-run install-packages build build-run configure configure-run bench notebooks format format-check screenshots clean handout longest-functions
 
 # `make run` builds only what the demo and the viewer need (plab, plab-viewer):
 # the tests, the Python module and the fuzz harnesses wait for `make test`. With
@@ -91,6 +91,11 @@ test-other-machines: build
 	  -DPLAB_CUDA=OFF -DPLAB_VIEWER=OFF $(if $(CI),-DPLAB_WERROR=ON,)
 	cmake --build $(PORTABLE_DIR) -j$(JOBS) --target plab_cli lesson_runner near_tie_search
 	ctest --test-dir $(PORTABLE_DIR) -j$(JOBS) -L '^lessons$$' --output-on-failure --timeout 900
+
+# The ten longest functions of src/ and viewer/, in lines of code (comments and blank
+# lines not counted): the house's limit is 100 (tests/layering/function_lengths.py).
+longest-functions:
+	@/usr/bin/python3 tests/layering/function_lengths.py . --top 10
 
 # The assignments for students (lessons/INSTRUCTORS.md, "Handing out the assignments"):
 # lessons/assignments/ without any solution.* file, into DIR (new or empty).
