@@ -2,11 +2,13 @@
 #   make run    install missing Debian packages, build, run the main demo
 #   make test   install missing Debian packages, build, run every test (ctest)
 # Other targets: deps, build, bench, notebooks, format, format-check, screenshots, clean,
-#   web         the viewer and the engine as one static page in build-web/ (viewer/web/README.md)
+#   web         the viewer and the engine as one static page in build-web/site/ (viewer/web/README.md)
 #   test-web    that page in headless Chromium (ctest label web; make test runs it too)
 #   test-other-machines  the lessons and engine tests as on two other CPUs (tests/README.md)
 #   test-asan   the suite again under AddressSanitizer + UBSan (preset asan, build-asan/)
 #   fuzz        every parser's libFuzzer harness FUZZ_SECONDS each (preset fuzz, build-fuzz/)
+#   handout DIR=PATH    the assignments for students, no solution.* (lessons/INSTRUCTORS.md)
+#   longest-functions   the ten longest functions of src/ and viewer/ (limit 100 lines)
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
