@@ -465,48 +465,41 @@ def native_command(line, args):
     return r.stdout
 
 
-def case_bitwise(lab, args):
-    st = run_to_exit(lab, args, [("scene", "mask"), ("frames", "8"), ("print-command", ""),
+def check_against_native(lab, args, scene, command_prefix, numbers_prefix, name):
+    """Runs `scene` in the page with --print-command, runs its command natively and has
+    plab_view_command_check compare the page's "viewer computed:" line with the JSON;
+    returns whether they agree bit for bit."""
+    st = run_to_exit(lab, args, [("scene", scene), ("frames", "8"), ("print-command", ""),
                                  ("width", args.width), ("height", args.height)])
     lines = st["lines"]
-    command = next((l for l in lines if l.startswith("command: plab prefill")), None)
-    numbers = next((l for l in lines if l.startswith("viewer computed: ")), None)
+    command = next((l for l in lines if l.startswith(command_prefix)), None)
+    numbers = next((l for l in lines if l.startswith(numbers_prefix)), None)
     if not command or not numbers:
-        fail("no 'command: plab prefill' and 'viewer computed:' lines from the page")
-    out_dir = args.out
-    viewer_out = os.path.join(out_dir, "web_viewer_out.txt")
+        fail(f"no '{command_prefix}' and '{numbers_prefix}' lines from the page")
+    viewer_out = os.path.join(args.out, f"web_{name}_out.txt")
     with open(viewer_out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    native_json = os.path.join(out_dir, "web_native_plab.json")
+    native_json = os.path.join(args.out, f"web_native_{name}.json")
     with open(native_json, "w") as f:
         f.write(native_command(command, args))
     r = subprocess.run([args.command_check, viewer_out, native_json], capture_output=True, text=True)
     print(r.stdout + r.stderr, flush=True)
-    if r.returncode != 0:
+    return r.returncode == 0
+
+
+def case_bitwise(lab, args):
+    if not check_against_native(lab, args, "mask", "command: plab prefill", "viewer computed: ",
+                                "plab"):
         fail("the page's first token and top-5 are not native cpu-ref's, bit for bit")
     print("page (WebAssembly) == native cpu-ref: first token and top-5 probabilities, bitwise: yes")
 
 
 def case_serving(lab, args):
     """The serving scene's seeded workload and result == native `plab serve --json`'s, bit
-    for bit (issue 61: the page, built with libc++, drew other prompts from the same seed
-    while the generator used <random>'s distributions)."""
-    st = run_to_exit(lab, args, [("scene", "serving"), ("frames", "8"), ("print-command", ""),
-                                 ("width", args.width), ("height", args.height)])
-    lines = st["lines"]
-    command = next((l for l in lines if l.startswith("command: plab serve")), None)
-    numbers = next((l for l in lines if l.startswith("viewer computed: serving: ")), None)
-    if not command or not numbers:
-        fail("no 'command: plab serve' and 'viewer computed: serving:' lines from the page")
-    viewer_out = os.path.join(args.out, "web_serving_out.txt")
-    with open(viewer_out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    native_json = os.path.join(args.out, "web_native_serve.json")
-    with open(native_json, "w") as f:
-        f.write(native_command(command, args))
-    r = subprocess.run([args.command_check, viewer_out, native_json], capture_output=True, text=True)
-    print(r.stdout + r.stderr, flush=True)
-    if r.returncode != 0:
+    for bit (the page, built with libc++, once drew other prompts from the same seed while
+    the generator used <random>'s distributions)."""
+    if not check_against_native(lab, args, "serving", "command: plab serve",
+                                "viewer computed: serving: ", "serve"):
         fail("the page's serving workload and result are not native plab serve's, bit for bit")
     print("page (WebAssembly) == native plab serve: steps, preemptions, prompts, arrivals and "
           "TTFTs, bitwise: yes")
