@@ -308,6 +308,11 @@ TEST_CASE("GGUF: unsupported architectures, tokenizers and RoPE variants are nam
     require_error([&] { load_model(gguf_write_with(keys, true, "bert.gguf")); },
                   "tokenizer.ggml.model is 'bert'");
     keys = gguf_llama_keys();
+    keys.emplace_back("tokenizer.ggml.model", gguf::make_string("none"));
+    keys.emplace_back("plab.tokenizer", gguf::make_string("bpe"));
+    require_error([&] { load_model(gguf_write_with(keys, true, "plab_tok.gguf")); },
+                  "plab.tokenizer is 'bpe'; plab writes \"byte\" or \"ids\" there");
+    keys = gguf_llama_keys();
     keys.emplace_back("tokenizer.ggml.model", gguf::make_string("gpt2"));
     keys.emplace_back("tokenizer.ggml.pre", gguf::make_string("falcon"));
     keys.emplace_back("tokenizer.ggml.tokens", gguf::make_string_array({"a", "b"}));
