@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "core/cpu_threads.h"
@@ -35,7 +37,7 @@ struct BenchCliOptions {
 
 // The prefill table (its columns unchanged since lesson 6 shows them), then
 // the worst run of each row: a noisy neighbour shows up there first.
-void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
+void print_bench_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
     std::printf("  %-22s %7s %5s %12s %12s %10s %9s\n", "backend", "tokens", "runs", "median ms",
                 "tokens/s", "GFLOP/s", "of peak");
     for (const auto& p : rows) {
@@ -58,7 +60,7 @@ void print_prefill_rows(const std::vector<PrefillBenchRow>& rows) {
 // The paired runs (perf/bench.h, PrefillBenchRow::paired_*): the rows of the
 // tuned host backend again, each run followed by one product of the peak's
 // GEMM. Lesson 6, "Two measurements, one machine".
-void print_paired_rows(const std::vector<PrefillBenchRow>& rows, const MachineSpeed& m) {
+void print_bench_paired_rows(const std::vector<PrefillBenchRow>& rows, const MachineSpeed& m) {
     if (std::none_of(rows.begin(), rows.end(),
                      [](const PrefillBenchRow& p) { return !p.paired_prefill_s.empty(); }))
         return;
@@ -78,18 +80,13 @@ void print_paired_rows(const std::vector<PrefillBenchRow>& rows, const MachineSp
     }
 }
 
-// A figure that does not apply to a row (0) is null in the JSON.
-nlohmann::json or_null(double v) {
-    return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 // Time by op: one more prefill per length with every op timed. GPU backends:
 // a CUDA event before and after every op; what the events do not cover (host
 // work between launches, launch latency) is the wall time minus their sum.
 // Host backends (cpu-ref, cpu): a host clock around every call, which returns
 // when the op is done; the rest of the wall time is the forward pass's own
 // host work between ops.
-void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_s) {
+void print_bench_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_s) {
     for (const auto& b : rows) {
         const bool host = b.clock == "host";
         const bool emulated = b.backend.find("(emulated)") != std::string::npos;
@@ -139,7 +136,7 @@ void print_device_ops(const std::vector<DeviceOpBreakdown>& rows, double budget_
 }
 
 // Batched decode: one row per (backend, batch), then the roofline crossover.
-void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
+void print_bench_decode_batch(const BenchReport& r, const BenchOptions& o) {
     std::printf(
         "\nDecode, batched: b requests in one engine (%d-token random prompts, prefix cache off,\n"
         "  no EOS); median of the steps with exactly b decode tokens and no prefill, after %d "
@@ -185,198 +182,256 @@ void print_decode_batch(const BenchReport& r, const BenchOptions& o) {
 }
 
 // "stories15m" -> "stories15M": the shapes as llama2.c's model names spell them.
-std::string shape_label(std::string shape) {
+std::string bench_shape_label(std::string shape) {
     if (shape.rfind("stories", 0) == 0 && shape.back() == 'm') shape.back() = 'M';
     return shape;
 }
 
-void run(BenchCliOptions o) {
-    o.bench.backends = split_list(o.backends);
-    o.bench.kernels.clear();
-    for (const std::string& k : split_list(o.kernels)) o.bench.kernels.push_back(parse_kernels(k));
-    o.bench.lengths = parse_int_list(o.lengths, "--lengths");
+// Everything `plab bench` shows, text or JSON: the report of perf/bench.h
+// and the request it answers.
+struct BenchResult {
+    BenchReport report;
+    BenchOptions bench;   // the request as run: mask, chunk plan, budget, batches, load
+    std::string model;    // the --model path; empty: random weights of `shape`
+    std::string shape;    // "stories15M": the shape as llama2.c's model names spell it
+    bool gpu = false;     // a GPU backend among the backends (benches_a_gpu)
+    int cpu_threads = 0;  // the CPUs this process may run on (core/cpu_threads.h)
+    std::string plot;     // the roofline PNG written; empty: none
+};
+
+// "random stories15M shape", or the --model path: the JSON's and the plot's label.
+std::string bench_model_label(const BenchResult& r) {
+    return r.model.empty() ? "random " + r.shape + " shape" : r.model;
+}
+
+// The options turned into the bench's request, checked before the bench (it
+// takes minutes).
+BenchOptions bench_request(const BenchCliOptions& o) {
+    BenchOptions bench = o.bench;
+    bench.backends = split_list(o.backends);
+    bench.kernels.clear();
+    for (const std::string& k : split_list(o.kernels)) bench.kernels.push_back(parse_kernels(k));
+    bench.lengths = parse_int_list(o.lengths, "--lengths");
     // --batch 1,4,16,64: the sizes themselves are checked by run_bench (at
     // least 1, a pool and max_seq_len that fit).
-    if (o.batch_given) o.bench.batches = parse_int_list(o.batch, "--batch");
-    PLAB_CHECK(o.bench.repeats >= 1, "--repeats must be at least 1");
+    if (o.batch_given) bench.batches = parse_int_list(o.batch, "--batch");
+    PLAB_CHECK(bench.repeats >= 1, "--repeats must be at least 1");
     if (!o.plot.empty()) {
-        // Before the bench: it takes minutes, and the plot is its last step.
+        // Before the bench: the plot is its last step.
         check_plot_path(o.plot);
-        PLAB_CHECK(
-            std::any_of(o.bench.backends.begin(), o.bench.backends.end(), held_to_host_limits),
-            "--plot draws this host's roofline, which bounds only the cpu backends; add "
-            "cpu or cpu-ref to --backends '"
-                << o.backends << "'");
+        PLAB_CHECK(std::any_of(bench.backends.begin(), bench.backends.end(), held_to_host_limits),
+                   "--plot draws this host's roofline, which bounds only the cpu backends; add "
+                   "cpu or cpu-ref to --backends '"
+                       << o.backends << "'");
     }
+    return bench;
+}
+
+BenchResult compute_bench(const BenchCliOptions& o) {
+    BenchResult r;
+    r.bench = bench_request(o);
     const Weights w = o.model.empty() ? make_random_weights(named_shape(o.random), o.seed)
                                       : load_model_or_default(o.model).weights;
-    const BenchReport r = run_bench(w, o.bench);
-    const std::string model_label =
-        o.model.empty() ? "random " + shape_label(o.random) + " shape" : o.model;
+    r.report = run_bench(w, r.bench);
+    r.model = o.model;
+    r.shape = bench_shape_label(o.random);
+    r.gpu = benches_a_gpu(r.bench);
+    r.cpu_threads = cpu_threads();
+    r.plot = o.plot;
     if (!o.plot.empty())
-        write_roofline_png(roofline_figure(r, model_label, o.bench.chunks), o.plot);
-    if (o.json) {
-        nlohmann::json j;
-        j["model"] = model_label;
-        j["mask"] = o.bench.mask;
-        j["threads"] = r.machine.threads;
-        j["gemm_peak_gflops"] = r.machine.gemm_gflops;
-        j["gemm_peak_eigen_gflops"] = r.machine.eigen_gemm_gflops;
-        j["gemm_peak_engine_gflops"] = r.machine.engine_gemm_gflops;
-        j["gemm_peak_openblas_gflops"] = r.machine.openblas_gemm_gflops;
-        j["openblas"] = r.machine.openblas;
-        j["gemm_peak_source"] = peak_source(r.machine);
-        j["gemm_peak_size"] = r.machine.gemm_size;
-        j["copy_gb_per_s"] = r.machine.copy_gb_per_s;
-        j["read_gb_per_s"] = r.machine.read_gb_per_s;
-        j["ridge_flops_per_byte"] = r.machine.gemm_gflops / r.machine.read_gb_per_s;
-        if (benches_a_gpu(o.bench)) {
-            // The GPU rows' peak: the device's cuBLAS SGEMM, null where the
-            // GPU backends run emulated (the note says why).
-            const DeviceGemmPeak& d = r.device_peak;
-            j["device_gemm_peak_gflops"] = or_null(d.gflops);
-            j["device_gemm_peak_size"] = d.size;
-            j["device_gemm_peak_source"] = d.source;
-            j["device"] = d.device;
-            j["device_gemm_peak_note"] = d.why_not;
-            j["device_copy_gb_per_s"] = or_null(d.copy_gb_per_s);
-        }
-        j["cpu_threads"] = cpu_threads();
-        j["min_flops_per_thread"] = kMinFlopsPerThread;
-        const auto prefill_json = [](const PrefillBenchRow& p) {
-            nlohmann::json row = {
-                {"backend", p.backend},
-                {"tokens", p.tokens},
-                {"runs", p.runs},
-                {"median_s", p.median_s},
-                {"worst_s", p.worst_s},
-                {"tokens_per_s", p.tokens_per_s},
-                {"gflops", p.gflops},
-                {"fraction_of_peak", p.fraction_of_peak > 0 ? nlohmann::json(p.fraction_of_peak)
-                                                            : nlohmann::json(nullptr)}};
-            if (!p.paired_prefill_s.empty()) {
-                row["paired_prefill_s"] = p.paired_prefill_s;
-                row["paired_peak_run_gflops"] = p.paired_peak_run_gflops;
-                row["paired_gflops"] = p.paired_gflops;
-                row["paired_peak_gflops"] = p.paired_peak_gflops;
-                row["fraction_of_paired_peak"] = p.fraction_of_paired_peak;
-            }
-            if (p.ratio_to_quiet > 0) row["ratio_to_quiet"] = p.ratio_to_quiet;
-            if (p.ratio_to_quiet_single_thread > 0)
-                row["ratio_to_quiet_single_thread"] = p.ratio_to_quiet_single_thread;
-            return row;
-        };
-        const auto decode_json = [](const DecodeBenchRow& d) {
-            nlohmann::json row = {{"backend", d.backend},
-                                  {"context", d.context},
-                                  {"steps", d.steps},
-                                  {"median_step_s", d.median_step_s},
-                                  {"tokens_per_s", d.tokens_per_s},
-                                  {"bytes_per_token", d.bytes_per_token},
-                                  {"bound_tokens_per_s", or_null(d.bound_tokens_per_s)},
-                                  {"fraction_of_bound", or_null(d.fraction_of_bound)},
-                                  {"read_bound_tokens_per_s", or_null(d.read_bound_tokens_per_s)},
-                                  {"fraction_of_read_bound", or_null(d.fraction_of_read_bound)},
-                                  {"sweep_s", or_null(d.sweep_s)},
-                                  {"sweep_bound_tokens_per_s", or_null(d.sweep_bound_tokens_per_s)},
-                                  {"fraction_of_weight_sweep", or_null(d.fraction_of_sweep_bound)},
-                                  {"graph_steps",
-                                   {{"direct", d.graphs.direct},
-                                    {"captured", d.graphs.captured},
-                                    {"replayed", d.graphs.replayed}}}};
-            if (!d.paired_step_s.empty()) {  // the tuned host backend's rows only
-                row["paired_step_s"] = d.paired_step_s;
-                row["paired_sweep_s"] = d.paired_sweep_s;
-                row["paired_step_ms"] = d.paired_step_ms;
-                row["paired_sweep_ms"] = d.paired_sweep_ms;
-                row["fraction_of_paired_sweep"] = d.fraction_of_paired_sweep;
-            }
-            if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
-            return row;
-        };
-        for (const auto& p : r.prefill) j["prefill"].push_back(prefill_json(p));
-        for (const auto& d : r.decode) j["decode"].push_back(decode_json(d));
-        for (const auto& d : r.decode_batch) {
-            j["decode_batch"].push_back({{"backend", d.backend},
-                                         {"batch", d.batch},
-                                         {"tokens_per_s", d.tokens_per_s},
-                                         {"tokens_per_s_per_request", d.tokens_per_s_per_request},
-                                         {"step_ms_median", d.median_step_s * 1e3},
-                                         {"steps", d.steps},
-                                         {"context", d.context},
-                                         {"prompt_tokens", o.bench.batch_prompt},
-                                         {"new_tokens", d.new_tokens},
-                                         {"kv_blocks", d.kv_blocks},
-                                         {"flops_per_step", d.flops_per_step},
-                                         {"bytes_per_step", d.bytes_per_step},
-                                         {"bound_tokens_per_s", or_null(d.bound_tokens_per_s)},
-                                         {"fraction_of_bound", or_null(d.fraction_of_bound)}});
-        }
-        if (r.has_crossover) {
-            const DecodeCrossover& x = r.crossover;
-            // null: no batch makes the step compute-bound (JSON has no infinity).
-            j["decode_crossover"] = {
-                {"context", x.context},
-                {"flops_per_token", x.per_token_flops},
-                {"weight_bytes", x.weight_bytes},
-                {"bytes_per_token", x.per_token_bytes},
-                {"ridge_flops_per_byte", x.ridge_flops_per_byte},
-                {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
-        }
-        // A breakdown's common part; the prefill rows add tokens and
-        // prefills, the decode-step rows context (keys in the cache before
-        // the step) and steps.
-        const auto breakdown_json = [](const DeviceOpBreakdown& b) {
-            nlohmann::json row = {{"backend", b.backend},
-                                  {"clock", b.clock},
-                                  {"wall_ms", b.wall_ms},
-                                  {"ops_ms", b.ops_ms},
-                                  {"ops", nlohmann::json::array()}};
-            for (const auto& op : b.ops)
-                row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
-            return row;
-        };
-        for (const auto& b : r.device_ops) {
-            nlohmann::json row = breakdown_json(b);
-            row["tokens"] = b.tokens;
-            row["prefills"] = b.runs;
-            j["device_ops"].push_back(row);
-        }
-        // A decode step's: the context it ran at and the steps it is the
-        // median of; a batched step's also its batch.
-        const auto step_json = [&](const DeviceOpBreakdown& b) {
-            nlohmann::json row = breakdown_json(b);
-            row["context"] = b.context;
-            row["steps"] = b.runs;
-            return row;
-        };
-        j["decode_device_ops"] = nlohmann::json::array();
-        for (const auto& b : r.decode_ops) j["decode_device_ops"].push_back(step_json(b));
-        j["decode_batch_device_ops"] = nlohmann::json::array();
-        for (const auto& b : r.decode_batch_ops) {
-            nlohmann::json row = step_json(b);
-            row["batch"] = b.tokens;
-            j["decode_batch_device_ops"].push_back(row);
-        }
-        if (o.bench.load) {
-            j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
-            j["prefill_single_thread"] = nlohmann::json::array();
-            for (const auto& p : r.prefill_single_thread)
-                j["prefill_single_thread"].push_back(prefill_json(p));
-            for (const auto& p : r.prefill_load) j["prefill_load"].push_back(prefill_json(p));
-            for (const auto& d : r.decode_load) j["decode_load"].push_back(decode_json(d));
-        }
-        print_json(j);
-        return;
+        write_roofline_png(roofline_figure(r.report, bench_model_label(r), r.bench.chunks), o.plot);
+    return r;
+}
+
+// A figure that does not apply to a row (0) is null in the JSON.
+nlohmann::json bench_or_null(double v) {
+    return v != 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// The machine: the host's GEMM peak and bandwidths, the device's where a GPU
+// backend is benched, and the threading rule.
+void bench_machine_json(const BenchResult& r, nlohmann::json& j) {
+    const MachineSpeed& m = r.report.machine;
+    j["threads"] = m.threads;
+    j["gemm_peak_gflops"] = m.gemm_gflops;
+    j["gemm_peak_eigen_gflops"] = m.eigen_gemm_gflops;
+    j["gemm_peak_engine_gflops"] = m.engine_gemm_gflops;
+    j["gemm_peak_openblas_gflops"] = m.openblas_gemm_gflops;
+    j["openblas"] = m.openblas;
+    j["gemm_peak_source"] = peak_source(m);
+    j["gemm_peak_size"] = m.gemm_size;
+    j["copy_gb_per_s"] = m.copy_gb_per_s;
+    j["read_gb_per_s"] = m.read_gb_per_s;
+    j["ridge_flops_per_byte"] = m.gemm_gflops / m.read_gb_per_s;
+    if (r.gpu) {
+        // The GPU rows' peak: the device's cuBLAS SGEMM, null where the GPU
+        // backends run emulated (the note says why).
+        const DeviceGemmPeak& d = r.report.device_peak;
+        j["device_gemm_peak_gflops"] = bench_or_null(d.gflops);
+        j["device_gemm_peak_size"] = d.size;
+        j["device_gemm_peak_source"] = d.source;
+        j["device"] = d.device;
+        j["device_gemm_peak_note"] = d.why_not;
+        j["device_copy_gb_per_s"] = bench_or_null(d.copy_gb_per_s);
     }
-    std::printf(
-        "Model: %s (%s, %zu parameters)\n",
-        o.model.empty() ? ("random, " + shape_label(o.random) + " shape").c_str() : o.model.c_str(),
-        r.config.summary().c_str(), r.config.n_params());
+    j["cpu_threads"] = r.cpu_threads;
+    j["min_flops_per_thread"] = kMinFlopsPerThread;
+}
+
+nlohmann::json bench_prefill_row_json(const PrefillBenchRow& p) {
+    nlohmann::json row = {
+        {"backend", p.backend},
+        {"tokens", p.tokens},
+        {"runs", p.runs},
+        {"median_s", p.median_s},
+        {"worst_s", p.worst_s},
+        {"tokens_per_s", p.tokens_per_s},
+        {"gflops", p.gflops},
+        {"fraction_of_peak",
+         p.fraction_of_peak > 0 ? nlohmann::json(p.fraction_of_peak) : nlohmann::json(nullptr)}};
+    if (!p.paired_prefill_s.empty()) {
+        row["paired_prefill_s"] = p.paired_prefill_s;
+        row["paired_peak_run_gflops"] = p.paired_peak_run_gflops;
+        row["paired_gflops"] = p.paired_gflops;
+        row["paired_peak_gflops"] = p.paired_peak_gflops;
+        row["fraction_of_paired_peak"] = p.fraction_of_paired_peak;
+    }
+    if (p.ratio_to_quiet > 0) row["ratio_to_quiet"] = p.ratio_to_quiet;
+    if (p.ratio_to_quiet_single_thread > 0)
+        row["ratio_to_quiet_single_thread"] = p.ratio_to_quiet_single_thread;
+    return row;
+}
+
+nlohmann::json bench_decode_row_json(const DecodeBenchRow& d) {
+    nlohmann::json row = {{"backend", d.backend},
+                          {"context", d.context},
+                          {"steps", d.steps},
+                          {"median_step_s", d.median_step_s},
+                          {"tokens_per_s", d.tokens_per_s},
+                          {"bytes_per_token", d.bytes_per_token},
+                          {"bound_tokens_per_s", bench_or_null(d.bound_tokens_per_s)},
+                          {"fraction_of_bound", bench_or_null(d.fraction_of_bound)},
+                          {"read_bound_tokens_per_s", bench_or_null(d.read_bound_tokens_per_s)},
+                          {"fraction_of_read_bound", bench_or_null(d.fraction_of_read_bound)},
+                          {"sweep_s", bench_or_null(d.sweep_s)},
+                          {"sweep_bound_tokens_per_s", bench_or_null(d.sweep_bound_tokens_per_s)},
+                          {"fraction_of_weight_sweep", bench_or_null(d.fraction_of_sweep_bound)},
+                          {"graph_steps",
+                           {{"direct", d.graphs.direct},
+                            {"captured", d.graphs.captured},
+                            {"replayed", d.graphs.replayed}}}};
+    if (!d.paired_step_s.empty()) {  // the tuned host backend's rows only
+        row["paired_step_s"] = d.paired_step_s;
+        row["paired_sweep_s"] = d.paired_sweep_s;
+        row["paired_step_ms"] = d.paired_step_ms;
+        row["paired_sweep_ms"] = d.paired_sweep_ms;
+        row["fraction_of_paired_sweep"] = d.fraction_of_paired_sweep;
+    }
+    if (d.ratio_to_quiet > 0) row["ratio_to_quiet"] = d.ratio_to_quiet;
+    return row;
+}
+
+nlohmann::json bench_decode_batch_row_json(const DecodeBatchRow& d, int prompt_tokens) {
+    return {{"backend", d.backend},
+            {"batch", d.batch},
+            {"tokens_per_s", d.tokens_per_s},
+            {"tokens_per_s_per_request", d.tokens_per_s_per_request},
+            {"step_ms_median", d.median_step_s * 1e3},
+            {"steps", d.steps},
+            {"context", d.context},
+            {"prompt_tokens", prompt_tokens},
+            {"new_tokens", d.new_tokens},
+            {"kv_blocks", d.kv_blocks},
+            {"flops_per_step", d.flops_per_step},
+            {"bytes_per_step", d.bytes_per_step},
+            {"bound_tokens_per_s", bench_or_null(d.bound_tokens_per_s)},
+            {"fraction_of_bound", bench_or_null(d.fraction_of_bound)}};
+}
+
+// null batch: no batch makes the step compute-bound (JSON has no infinity).
+nlohmann::json bench_crossover_json(const DecodeCrossover& x) {
+    return {{"context", x.context},
+            {"flops_per_token", x.per_token_flops},
+            {"weight_bytes", x.weight_bytes},
+            {"bytes_per_token", x.per_token_bytes},
+            {"ridge_flops_per_byte", x.ridge_flops_per_byte},
+            {"batch", std::isinf(x.batch) ? nlohmann::json(nullptr) : nlohmann::json(x.batch)}};
+}
+
+// A breakdown's common part; the prefill rows add tokens and prefills, the
+// decode-step rows context (keys in the cache before the step) and steps.
+nlohmann::json bench_breakdown_json(const DeviceOpBreakdown& b) {
+    nlohmann::json row = {{"backend", b.backend},
+                          {"clock", b.clock},
+                          {"wall_ms", b.wall_ms},
+                          {"ops_ms", b.ops_ms},
+                          {"ops", nlohmann::json::array()}};
+    for (const auto& op : b.ops)
+        row["ops"].push_back({{"op", op.op}, {"launches", op.launches}, {"ms", op.ms}});
+    return row;
+}
+
+// A decode step's: the context it ran at and the steps it is the median of.
+nlohmann::json bench_step_breakdown_json(const DeviceOpBreakdown& b) {
+    nlohmann::json row = bench_breakdown_json(b);
+    row["context"] = b.context;
+    row["steps"] = b.runs;
+    return row;
+}
+
+// Time by op of a prefill, a decode step and a batched step (its batch too).
+void bench_ops_json(const BenchReport& r, nlohmann::json& j) {
+    for (const auto& b : r.device_ops) {
+        nlohmann::json row = bench_breakdown_json(b);
+        row["tokens"] = b.tokens;
+        row["prefills"] = b.runs;
+        j["device_ops"].push_back(row);
+    }
+    j["decode_device_ops"] = nlohmann::json::array();
+    for (const auto& b : r.decode_ops)
+        j["decode_device_ops"].push_back(bench_step_breakdown_json(b));
+    j["decode_batch_device_ops"] = nlohmann::json::array();
+    for (const auto& b : r.decode_batch_ops) {
+        nlohmann::json row = bench_step_breakdown_json(b);
+        row["batch"] = b.tokens;
+        j["decode_batch_device_ops"].push_back(row);
+    }
+}
+
+// Keys with a list of rows appear only when the list has rows (null never).
+nlohmann::json bench_json(const BenchResult& res) {
+    const BenchReport& r = res.report;
+    nlohmann::json j;
+    j["model"] = bench_model_label(res);
+    j["mask"] = res.bench.mask;
+    bench_machine_json(res, j);
+    for (const auto& p : r.prefill) j["prefill"].push_back(bench_prefill_row_json(p));
+    for (const auto& d : r.decode) j["decode"].push_back(bench_decode_row_json(d));
+    for (const auto& d : r.decode_batch)
+        j["decode_batch"].push_back(bench_decode_batch_row_json(d, res.bench.batch_prompt));
+    if (r.has_crossover) j["decode_crossover"] = bench_crossover_json(r.crossover);
+    bench_ops_json(r, j);
+    if (res.bench.load) {
+        j["load"] = {{"competitor", "one process spinning"}, {"cpu", r.load_cpu}};
+        j["prefill_single_thread"] = nlohmann::json::array();
+        for (const auto& p : r.prefill_single_thread)
+            j["prefill_single_thread"].push_back(bench_prefill_row_json(p));
+        for (const auto& p : r.prefill_load) j["prefill_load"].push_back(bench_prefill_row_json(p));
+        for (const auto& d : r.decode_load) j["decode_load"].push_back(bench_decode_row_json(d));
+    }
+    return j;
+}
+
+// The model, this machine's measured peak and bandwidths, the ridge point.
+void print_bench_machine_text(const BenchResult& res) {
+    const MachineSpeed& m = res.report.machine;
+    std::printf("Model: %s (%s, %zu parameters)\n",
+                res.model.empty() ? ("random, " + res.shape + " shape").c_str() : res.model.c_str(),
+                res.report.config.summary().c_str(), res.report.config.n_params());
     // OpenBLAS's figure, or "-" where it was not measured (the next line says why).
     char openblas[32] = "-";
-    if (r.machine.openblas_gemm_gflops > 0)
-        std::snprintf(openblas, sizeof(openblas), "%.1f", r.machine.openblas_gemm_gflops);
+    if (m.openblas_gemm_gflops > 0)
+        std::snprintf(openblas, sizeof(openblas), "%.1f", m.openblas_gemm_gflops);
     std::printf(
         "Machine (measured now, %d threads): float32 GEMM peak %.1f GFLOP/s (best of %d, %d^3: "
         "Eigen %.1f, OpenBLAS %s, the engine's own %.1f),\n"
@@ -385,42 +440,76 @@ void run(BenchCliOptions o) {
         "  read bandwidth %.1f GB/s (1 GiB summed)\n"
         "Ridge point: %.1f GFLOP/s / %.1f GB/s = %.1f FLOP per byte read: an op doing fewer\n"
         "  FLOPs per byte it reads is memory-bound here (roofline model, Williams et al. 2009)\n\n",
-        r.machine.threads, r.machine.gemm_gflops, r.machine.gemm_repeats, r.machine.gemm_size,
-        r.machine.eigen_gemm_gflops, openblas, r.machine.engine_gemm_gflops,
-        peak_source(r.machine).c_str(), r.machine.openblas.c_str(), r.machine.copy_gb_per_s,
-        r.machine.read_gb_per_s, r.machine.gemm_gflops, r.machine.read_gb_per_s,
-        r.machine.gemm_gflops / r.machine.read_gb_per_s);
-    if (benches_a_gpu(o.bench)) {
-        const DeviceGemmPeak& d = r.device_peak;
-        if (d.gflops > 0)
-            std::printf(
-                "Device (measured now): float32 GEMM peak %.1f GFLOP/s on %s (best of %d, %d^3,\n"
-                "  %s): the gpu rows' \"of peak\"\n",
-                d.gflops, d.device.c_str(), kDevicePeakRepeats, d.size, d.source.c_str());
-        else
-            std::printf("Device GEMM peak: not measured (%s); the gpu rows have no \"of peak\"\n",
-                        d.why_not.c_str());
-        if (d.copy_gb_per_s > 0)
-            std::printf(
-                "  copy bandwidth %.1f GB/s (read + written, %zu MiB cudaMemcpy device to device): "
-                "the gpu\n  rows' decode bound\n",
-                d.copy_gb_per_s, d.copy_bytes >> 20);
-        std::printf("\n");
-    }
+        m.threads, m.gemm_gflops, m.gemm_repeats, m.gemm_size, m.eigen_gemm_gflops, openblas,
+        m.engine_gemm_gflops, peak_source(m).c_str(), m.openblas.c_str(), m.copy_gb_per_s,
+        m.read_gb_per_s, m.gemm_gflops, m.read_gb_per_s, m.gemm_gflops / m.read_gb_per_s);
+}
+
+// The device's peak and bandwidth, the gpu rows' yardsticks.
+void print_bench_device_text(const DeviceGemmPeak& d) {
+    if (d.gflops > 0)
+        std::printf(
+            "Device (measured now): float32 GEMM peak %.1f GFLOP/s on %s (best of %d, %d^3,\n"
+            "  %s): the gpu rows' \"of peak\"\n",
+            d.gflops, d.device.c_str(), kDevicePeakRepeats, d.size, d.source.c_str());
+    else
+        std::printf("Device GEMM peak: not measured (%s); the gpu rows have no \"of peak\"\n",
+                    d.why_not.c_str());
+    if (d.copy_gb_per_s > 0)
+        std::printf(
+            "  copy bandwidth %.1f GB/s (read + written, %zu MiB cudaMemcpy device to device): "
+            "the gpu\n  rows' decode bound\n",
+            d.copy_gb_per_s, d.copy_bytes >> 20);
+    std::printf("\n");
+}
+
+// The prefill rows, how their FLOPs are counted, and where their time goes.
+void print_bench_prefill_text(const BenchResult& res) {
+    const BenchOptions& o = res.bench;
     // Under another mask the attention term counts the pairs it lets through
     // (plab mask SPEC --length T prints them), so GFLOP/s stays useful work.
-    const bool causal = o.bench.mask == "causal";
+    const bool causal = o.mask == "causal";
     std::printf(
         "Prefill of a cold prompt (plan %s), FLOPs counted as\n"
         "  2*T*L*(D*H*Dh + 2*D*Hkv*Dh + H*Dh*D + 3*D*F)   projections and SwiGLU\n"
         "  + 4*Dh*H*L * %-34s %s\n"
         "  + 2*D*V                                         logits of the last position\n",
-        o.bench.chunks.c_str(), causal ? "T(T+1)/2" : "visible pairs",
+        o.chunks.c_str(), causal ? "T(T+1)/2" : "visible pairs",
         causal ? "causal attention pairs"
-               : ("attention pairs " + o.bench.mask + " lets through").c_str());
-    print_prefill_rows(r.prefill);
-    print_paired_rows(r.prefill, r.machine);
-    print_device_ops(r.device_ops, o.bench.budget_s);
+               : ("attention pairs " + o.mask + " lets through").c_str());
+    print_bench_prefill_rows(res.report.prefill);
+    print_bench_paired_rows(res.report.prefill, res.report.machine);
+    print_bench_device_ops(res.report.device_ops, o.budget_s);
+}
+
+// Each decode row against the host's read bandwidth and a weight sweep, and
+// the paired runs of the tuned host backend.
+void print_bench_decode_bounds(const BenchResult& res) {
+    for (const auto& d : res.report.decode) {
+        if (d.read_bound_tokens_per_s == 0) continue;
+        std::printf(
+            "  %s against the read bandwidth (%.1f GB/s, 1 GiB summed): bound %.1f tok/s, "
+            "reached %.1f%%\n",
+            d.backend.c_str(), res.report.machine.read_gb_per_s, d.read_bound_tokens_per_s,
+            100 * d.fraction_of_read_bound);
+        std::printf(
+            "  %s against a weight sweep (the same bytes through a multiply-add, %d threads, "
+            "%.3f ms): bound %.1f tok/s, reached %.1f%%\n",
+            d.backend.c_str(), res.cpu_threads, d.sweep_s * 1e3, d.sweep_bound_tokens_per_s,
+            100 * d.fraction_of_sweep_bound);
+        if (d.paired_step_s.empty()) continue;
+        std::printf(
+            "  %s paired with the sweep: %zu steps again, each followed by one sweep (each "
+            "evicts the other from the caches);\n    the median pair: step %.3f ms, sweep %.3f "
+            "ms, reached %.1f%%\n",
+            d.backend.c_str(), d.paired_step_s.size(), d.paired_step_ms, d.paired_sweep_ms,
+            100 * d.fraction_of_paired_sweep);
+    }
+}
+
+// One token per step: the rows, how gpu steps were launched, the bounds.
+void print_bench_decode_text(const BenchResult& res) {
+    const BenchReport& r = res.report;
     std::printf(
         "\nDecode (one token per step; bound = copy bandwidth / bytes read per token:\n"
         "  every weight + the K/V of the context; the host's bandwidth for cpu rows, the\n"
@@ -446,41 +535,16 @@ void run(BenchCliOptions o) {
             "%lld captured); PLAB_GPU_GRAPHS=0 launches every kernel on its own\n",
             d.backend.c_str(), g.replayed, d.steps, g.direct, g.captured);
     }
-    for (const auto& d : r.decode) {
-        if (d.read_bound_tokens_per_s == 0) continue;
-        std::printf(
-            "  %s against the read bandwidth (%.1f GB/s, 1 GiB summed): bound %.1f tok/s, "
-            "reached %.1f%%\n",
-            d.backend.c_str(), r.machine.read_gb_per_s, d.read_bound_tokens_per_s,
-            100 * d.fraction_of_read_bound);
-        std::printf(
-            "  %s against a weight sweep (the same bytes through a multiply-add, %d threads, "
-            "%.3f ms): bound %.1f tok/s, reached %.1f%%\n",
-            d.backend.c_str(), cpu_threads(), d.sweep_s * 1e3, d.sweep_bound_tokens_per_s,
-            100 * d.fraction_of_sweep_bound);
-        if (d.paired_step_s.empty()) continue;
-        std::printf(
-            "  %s paired with the sweep: %zu steps again, each followed by one sweep (each "
-            "evicts the other from the caches);\n    the median pair: step %.3f ms, sweep %.3f "
-            "ms, reached %.1f%%\n",
-            d.backend.c_str(), d.paired_step_s.size(), d.paired_step_ms, d.paired_sweep_ms,
-            100 * d.fraction_of_paired_sweep);
-    }
-    // Where a decode step's time goes, the same way as the prefill's above.
-    print_device_ops(r.decode_ops, o.bench.budget_s);
-    if (!r.decode_batch.empty()) print_decode_batch(r, o.bench);
-    // Where the largest batch's step goes: the weights read once, the FLOPs b times.
-    print_device_ops(r.decode_batch_ops, o.bench.budget_s);
-    std::printf(
-        "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "
-        "%.0f MFLOP of an op's work\n",
-        cpu_threads(), kMinFlopsPerThread / 1e6);
-    if (!o.plot.empty()) std::printf("\nRoofline written to %s\n", o.plot.c_str());
-    if (!o.bench.load) return;
+    print_bench_decode_bounds(res);
+}
+
+// --load: the quiet single-thread reference, then every row next to one
+// spinning process, as ratios to the quiet runs.
+void print_bench_load_text(const BenchReport& r) {
     std::printf("\nQuiet, capped at 1 thread (the reference for the loaded runs):\n");
-    print_prefill_rows(r.prefill_single_thread);
+    print_bench_prefill_rows(r.prefill_single_thread);
     std::printf("\nUnder load: one other process spinning on CPU %d\n", r.load_cpu);
-    print_prefill_rows(r.prefill_load);
+    print_bench_prefill_rows(r.prefill_load);
     std::printf("  %-22s %7s %18s %22s\n", "backend", "tokens", "median / quiet",
                 "median / quiet 1-thr");
     for (const auto& p : r.prefill_load) {
@@ -494,6 +558,33 @@ void run(BenchCliOptions o) {
         std::printf("  %s decode under load: %.1f tokens/s, median step %.2fx the quiet one\n",
                     d.backend.c_str(), d.tokens_per_s, d.ratio_to_quiet);
     }
+}
+
+void print_bench_text(const BenchResult& res) {
+    const BenchReport& r = res.report;
+    print_bench_machine_text(res);
+    if (res.gpu) print_bench_device_text(r.device_peak);
+    print_bench_prefill_text(res);
+    print_bench_decode_text(res);
+    // Where a decode step's time goes, the same way as the prefill's.
+    print_bench_device_ops(r.decode_ops, res.bench.budget_s);
+    if (!r.decode_batch.empty()) print_bench_decode_batch(r, res.bench);
+    // Where the largest batch's step goes: the weights read once, the FLOPs b times.
+    print_bench_device_ops(r.decode_batch_ops, res.bench.budget_s);
+    std::printf(
+        "\nThreads: cpu and cpu-ref use up to %d (the CPUs this process may run on), one per "
+        "%.0f MFLOP of an op's work\n",
+        res.cpu_threads, kMinFlopsPerThread / 1e6);
+    if (!res.plot.empty()) std::printf("\nRoofline written to %s\n", res.plot.c_str());
+    if (res.bench.load) print_bench_load_text(r);
+}
+
+void run(const BenchCliOptions& o) {
+    const BenchResult r = compute_bench(o);
+    if (o.json)
+        print_json(bench_json(r));
+    else
+        print_bench_text(r);
 }
 
 }  // namespace

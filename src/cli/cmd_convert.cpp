@@ -77,31 +77,36 @@ std::string save_tokenizer(const Tokenizer& tok, const std::string& in, const fs
     return tok.kind();  // "byte" or "ids": nothing to write
 }
 
-void run(const ConvertOptions& o) {
-    const Model m = load_model(o.in);
-    if (o.to == "safetensors") {
-        const std::string tok_name = save_tokenizer(*m.tokenizer, o.in, o.out);
-        save_model(m.weights, tok_name, o.out);
-        std::printf(
-            "wrote %s/config.json + model.safetensors (half-split RoPE rows, tokenizer %s)\n",
-            o.out.c_str(), tok_name.c_str());
-        return;
-    }
-    if (o.to == "gguf") {
-        PLAB_CHECK(fs::path(o.out).extension() == ".gguf",
-                   "GGUF output '" << o.out << "' should end in .gguf (e.g. model.gguf)");
-        const fs::path dir = fs::absolute(o.out).parent_path();
-        fs::create_directories(dir);
-        const bool f16 = o.outtype == "f16";
-        const std::string why =
-            save_gguf_model(m, o.out, f16 ? GgufWeightType::kF16 : GgufWeightType::kF32);
-        std::printf("wrote %s (GGUF v3, %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
-                    o.out.c_str(), f16 ? "F16 matrices, F32 norms" : "F32",
-                    m.weights.config.tied_embeddings ? "shared" : "separate",
-                    why.empty() ? ("in the metadata (" + m.tokenizer->kind() + ")").c_str()
-                                : ("not written: " + why).c_str());
-        return;
-    }
+// What `plab convert` wrote, for its one line of text (it has no --json):
+// the file, the choices its format made, and where the tokenizer went.
+struct ConvertResult {
+    std::string to;                   // safetensors, gguf or llama2c
+    std::string out;                  // the output as given
+    bool tied = false;                // the classifier shares the embedding matrix
+    std::string tokenizer;            // the tokenizer's file name ("byte" or "ids": none written)
+    fs::path out_dir;                 // llama2c: the folder the tokenizer file went into
+    int header_version = 0;           // llama2c: 0 legacy, 1 "ak42"
+    bool f16 = false;                 // gguf: F16 matrices
+    std::string tokenizer_kind;       // gguf: the kind written into the metadata
+    std::string tokenizer_not_saved;  // gguf: why the tokenizer was not written ("" if it was)
+};
+
+void convert_to_safetensors(const ConvertOptions& o, const Model& m, ConvertResult& r) {
+    r.tokenizer = save_tokenizer(*m.tokenizer, o.in, o.out);
+    save_model(m.weights, r.tokenizer, o.out);
+}
+
+void convert_to_gguf(const ConvertOptions& o, const Model& m, ConvertResult& r) {
+    PLAB_CHECK(fs::path(o.out).extension() == ".gguf",
+               "GGUF output '" << o.out << "' should end in .gguf (e.g. model.gguf)");
+    fs::create_directories(fs::absolute(o.out).parent_path());
+    r.f16 = o.outtype == "f16";
+    r.tokenizer_not_saved =
+        save_gguf_model(m, o.out, r.f16 ? GgufWeightType::kF16 : GgufWeightType::kF32);
+    r.tokenizer_kind = m.tokenizer->kind();
+}
+
+void convert_to_llama2c(const ConvertOptions& o, const Model& m, ConvertResult& r) {
     PLAB_CHECK(o.outtype == "f32", "--outtype applies to --to gguf only");
     PLAB_CHECK(fs::path(o.out).extension() == ".bin",
                "llama2.c output '" << o.out << "' should end in .bin (e.g. model.bin)");
@@ -109,18 +114,57 @@ void run(const ConvertOptions& o) {
                "a llama2.c checkpoint carries a tokenizer.bin or tokenizer.bpe beside it, and "
                "this model's tokenizer is a tokenizer.json ("
                    << m.tokenizer->kind() << "); convert to safetensors or .gguf instead");
-    const fs::path dir = fs::absolute(o.out).parent_path();
-    const int version = o.header == "v1" ? 1 : 0;
-    const std::string tok_name = save_tokenizer(*m.tokenizer, o.in, dir);
-    write_llama2c_checkpoint(m.weights, o.out, version);
+    r.out_dir = fs::absolute(o.out).parent_path();
+    r.header_version = o.header == "v1" ? 1 : 0;
+    r.tokenizer = save_tokenizer(*m.tokenizer, o.in, r.out_dir);
+    write_llama2c_checkpoint(m.weights, o.out, r.header_version);
+}
+
+ConvertResult compute_convert(const ConvertOptions& o) {
+    const Model m = load_model(o.in);
+    ConvertResult r;
+    r.to = o.to;
+    r.out = o.out;
+    r.tied = m.weights.config.tied_embeddings;
+    if (o.to == "safetensors") {
+        convert_to_safetensors(o, m, r);
+    } else if (o.to == "gguf") {
+        convert_to_gguf(o, m, r);
+    } else {
+        convert_to_llama2c(o, m, r);
+    }
+    return r;
+}
+
+void print_convert_text(const ConvertResult& r) {
+    if (r.to == "safetensors") {
+        std::printf(
+            "wrote %s/config.json + model.safetensors (half-split RoPE rows, tokenizer %s)\n",
+            r.out.c_str(), r.tokenizer.c_str());
+        return;
+    }
+    const char* classifier = r.tied ? "shared" : "separate";
+    if (r.to == "gguf") {
+        const std::string tokenizer = r.tokenizer_not_saved.empty()
+                                          ? "in the metadata (" + r.tokenizer_kind + ")"
+                                          : "not written: " + r.tokenizer_not_saved;
+        std::printf("wrote %s (GGUF v3, %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
+                    r.out.c_str(), r.f16 ? "F16 matrices, F32 norms" : "F32", classifier,
+                    tokenizer.c_str());
+        return;
+    }
+    const std::string tokenizer = r.tokenizer == "byte" || r.tokenizer == "ids"
+                                      ? "none written (load it back with prompts as token ids)"
+                                      : (r.out_dir / r.tokenizer).string();
     std::printf("wrote %s (llama2.c %s, interleaved RoPE rows, %s classifier); tokenizer: %s\n",
-                o.out.c_str(),
-                version == 0 ? "legacy header, the one llama2.c's run.c reads"
-                             : "v1 \"ak42\" header, which llama2.c's run.c does not read",
-                m.weights.config.tied_embeddings ? "shared" : "separate",
-                tok_name == "byte" || tok_name == "ids"
-                    ? "none written (load it back with prompts as token ids)"
-                    : (dir / tok_name).string().c_str());
+                r.out.c_str(),
+                r.header_version == 0 ? "legacy header, the one llama2.c's run.c reads"
+                                      : "v1 \"ak42\" header, which llama2.c's run.c does not read",
+                classifier, tokenizer.c_str());
+}
+
+void run(const ConvertOptions& o) {
+    print_convert_text(compute_convert(o));
 }
 
 }  // namespace

@@ -35,7 +35,18 @@ struct EvalCliOptions {
     bool json = false;
 };
 
-void run(const EvalCliOptions& o) {
+// Everything `plab eval` shows, text or JSON: the report of serving/eval.h
+// and the run it came from.
+struct EvalResult {
+    std::string model;    // where the weights came from
+    std::string backend;  // as the backend names itself
+    std::string mask;     // the spec every prefill ran under
+    std::string heldout;  // the held-out stories' file
+    int induction_len = 0;
+    EvalReport report;
+};
+
+EvalResult compute_eval(const EvalCliOptions& o) {
     const Model m = load_model_or_default(o.model);
     EvalOptions eo = default_eval_options(o.model.empty() ? default_model_path() : o.model);
     if (!o.heldout.empty()) eo.heldout_path = o.heldout;
@@ -46,42 +57,71 @@ void run(const EvalCliOptions& o) {
     eo.induction_len = o.induction_len;
     eo.mask = o.mask;
     const LoadedModel loaded(m.weights, o.backend);
-    const Backend* backend = &loaded.backend();
-    const EvalReport r = evaluate(loaded.device(), *m.tokenizer, eo);
+    EvalResult r;
+    r.report = evaluate(loaded.device(), *m.tokenizer, eo);
+    r.model = m.source;
+    r.backend = loaded.backend().name();
+    r.mask = o.mask;
+    r.heldout = eo.heldout_path;
+    r.induction_len = eo.induction_len;
+    return r;
+}
 
-    if (o.json) {
-        nlohmann::json j;
-        j["model"] = m.source;
-        j["backend"] = backend->name();
-        j["mask"] = o.mask;
-        j["heldout"] = eo.heldout_path;
-        j["stories"] = r.n_stories;
-        j["predictions"] = r.n_predictions;
-        j["next_token_accuracy"] = r.next_token_accuracy;
-        j["loss"] = r.loss;
-        j["completions"] = {{"correct", r.completions_correct},
-                            {"total", r.completions_total},
-                            {"accuracy", r.completion_accuracy()}};
-        for (const auto& f : r.families)
-            j["completions"]["families"][f.family] = {{"correct", f.correct}, {"total", f.total}};
-        for (const auto& h : r.heads)
-            j["heads"].push_back({{"layer", h.layer},
-                                  {"head", h.head},
-                                  {"induction", h.induction},
-                                  {"previous_token", h.previous_token}});
-        j["best_induction"] = {{"layer", r.best_induction.layer},
-                               {"head", r.best_induction.head},
-                               {"score", r.best_induction.induction}};
-        j["best_previous_token"] = {{"layer", r.best_previous_token.layer},
-                                    {"head", r.best_previous_token.head},
-                                    {"score", r.best_previous_token.previous_token}};
-        print_json(j);
-        return;
-    }
-    std::printf("Model: %s (backend %s)\n", m.source.c_str(), backend->name().c_str());
-    if (o.mask != "causal")
+nlohmann::json eval_json(const EvalResult& res) {
+    const EvalReport& r = res.report;
+    nlohmann::json j;
+    j["model"] = res.model;
+    j["backend"] = res.backend;
+    j["mask"] = res.mask;
+    j["heldout"] = res.heldout;
+    j["stories"] = r.n_stories;
+    j["predictions"] = r.n_predictions;
+    j["next_token_accuracy"] = r.next_token_accuracy;
+    j["loss"] = r.loss;
+    j["completions"] = {{"correct", r.completions_correct},
+                        {"total", r.completions_total},
+                        {"accuracy", r.completion_accuracy()}};
+    for (const auto& f : r.families)
+        j["completions"]["families"][f.family] = {{"correct", f.correct}, {"total", f.total}};
+    for (const auto& h : r.heads)
+        j["heads"].push_back({{"layer", h.layer},
+                              {"head", h.head},
+                              {"induction", h.induction},
+                              {"previous_token", h.previous_token}});
+    j["best_induction"] = {{"layer", r.best_induction.layer},
+                           {"head", r.best_induction.head},
+                           {"score", r.best_induction.induction}};
+    j["best_previous_token"] = {{"layer", r.best_previous_token.layer},
+                                {"head", r.best_previous_token.head},
+                                {"score", r.best_previous_token.previous_token}};
+    return j;
+}
+
+// "Best induction head: layer 2 head 0 (0.659); best previous-token head: ...".
+// A head scoring 0 is not a "best" anything (a window shorter than the
+// distance to the earlier copy hides it from every head): say so instead.
+std::string eval_best_heads_line(const EvalReport& r) {
+    auto best = [](const char* what, int layer, int head, double score) {
+        if (score > 0)
+            return std::string("best ") + what + " head: layer " + std::to_string(layer) +
+                   " head " + std::to_string(head) + " (" + fixed3(score) + ")";
+        return std::string("no ") + what + " head (every head scores 0.000)";
+    };
+    std::string line = best("induction", r.best_induction.layer, r.best_induction.head,
+                            r.best_induction.induction) +
+                       "; " +
+                       best("previous-token", r.best_previous_token.layer,
+                            r.best_previous_token.head, r.best_previous_token.previous_token);
+    line[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(line[0])));
+    return line;
+}
+
+void print_eval_text(const EvalResult& res) {
+    const EvalReport& r = res.report;
+    std::printf("Model: %s (backend %s)\n", res.model.c_str(), res.backend.c_str());
+    if (res.mask != "causal")
         std::printf("Mask: %s (the model was trained causal: this is an experiment)\n",
-                    o.mask.c_str());
+                    res.mask.c_str());
     if (r.n_stories > 0) {
         std::printf("Held-out next-token prediction (%d stories, %lld predictions):\n", r.n_stories,
                     r.n_predictions);
@@ -100,28 +140,23 @@ void run(const EvalCliOptions& o) {
     std::printf(
         "Attention heads (induction: attention to the token after the previous occurrence\n"
         "  on [BOS] s s with %d random tokens; previous token: attention to position t-1):\n",
-        eo.induction_len);
+        res.induction_len);
     std::printf("  layer head  induction  prev-token\n");
     for (const auto& h : r.heads) {
         std::printf("  %5d %4d  %9.3f  %10.3f%s%s\n", h.layer, h.head, h.induction,
                     h.previous_token, h.induction >= 0.5 ? "  <- induction head" : "",
                     h.previous_token >= 0.5 ? "  <- previous-token head" : "");
     }
-    // A head scoring 0 is not a "best" anything (a window shorter than the
-    // distance to the earlier copy hides it from every head): say so instead.
-    auto best = [](const char* what, int layer, int head, double score) {
-        if (score > 0)
-            return std::string("best ") + what + " head: layer " + std::to_string(layer) +
-                   " head " + std::to_string(head) + " (" + fixed3(score) + ")";
-        return std::string("no ") + what + " head (every head scores 0.000)";
-    };
-    std::string line = best("induction", r.best_induction.layer, r.best_induction.head,
-                            r.best_induction.induction) +
-                       "; " +
-                       best("previous-token", r.best_previous_token.layer,
-                            r.best_previous_token.head, r.best_previous_token.previous_token);
-    line[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(line[0])));
-    std::printf("%s\n", line.c_str());
+    std::printf("%s\n", eval_best_heads_line(r).c_str());
+}
+
+void run(const EvalCliOptions& o) {
+    const EvalResult r = compute_eval(o);
+    if (o.json) {
+        print_json(eval_json(r));
+    } else {
+        print_eval_text(r);
+    }
 }
 
 }  // namespace

@@ -96,7 +96,43 @@ std::string one_line(const std::string& s) {
     return out;
 }
 
-void run_one(GenerateCliOptions o) {
+// ---- One prompt: timed runs of runtime/generate.h's generate() ----
+//
+// No tokens stream while they are made: the text is printed once every run
+// is done, so a run's timing never includes writing to the terminal.
+
+// Everything `plab generate` shows for one prompt, text or JSON.
+struct GenerateOneResult {
+    std::string backend;  // as the loaded backend names itself
+    std::string kernels;  // --kernels
+    std::string mask;     // --mask
+    std::string chunks;   // the prefill's chunk plan
+    bool kv_cache = true;
+    int warm_runs = 0;
+    std::string prompt_text;  // the prompt tokens decoded
+    GenerateResult last;      // the last warm run: tokens, text, steps (every run makes the same)
+    // Medians of the warm runs; each run's TTFT contains its prefill, so the
+    // medians keep that order too.
+    double ttft_ms = 0, prefill_ms = 0, decode_tokens_per_s = 0;
+    double cold_ttft_ms = 0, cold_prefill_ms = 0;  // the first, cold run, apart
+    std::vector<double> step_ms;                   // each decode step's median over the warm runs
+    std::vector<double> step_flops;                // what each step computed (runtime/cost_model.h)
+    long long positions_computed = 0;
+    // What the first and last decode steps would cost with the cache (one position each).
+    double cached_first_step_flops = 0, cached_last_step_flops = 0;
+    std::string trace;  // where the last warm run's trace went ("" for none)
+};
+
+// The runs of one request: a cold first run, then the warm runs that are timed.
+struct GenerateRuns {
+    GenerateResult cold;
+    GenerateResult last;                                  // the last warm run
+    std::vector<double> ttft_us, prefill_us, decode_tps;  // one per warm run
+    std::vector<std::vector<double>> step_us;             // per decode step, per warm run
+    Trace trace;                                          // the last warm run's
+};
+
+void check_generate_one_options(const GenerateCliOptions& o) {
     PLAB_CHECK(o.logits_digest_opt->count() == 0 && o.token_budget_opt->count() == 0,
                "--logits-digest and --token-budget are for requests served together through the "
                "engine: give --prompts FILE (a file of one line serves one prompt)");
@@ -104,130 +140,194 @@ void run_one(GenerateCliOptions o) {
                "--kv-blocks and --prefix-cache set up the engine's shared pool for --prompts "
                "FILE; a single prompt runs in a session of its own (put it in a prompts file of "
                "one line to serve it through the engine)");
-    const Model model = load_model_or_default(o.model);
-    const std::vector<int32_t> tokens = o.prompt.resolve(model);
-    o.gen.stop_at_eos = !o.no_stop;
-    o.gen.session.mask = resolve_mask(o.mask, tokens, model);
-    // The model loaded once on the backend (runtime/loaded_model.h); every run
-    // below is a session on it with a KV cache of its own.
-    PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
-               "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
-    const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
-    o.gen.kv_cache = !o.no_kv_cache;
-    // The first run is cold (caches, allocator and thread pool not yet warm);
-    // the times reported are the medians of the warm runs after it, and the
-    // cold one is printed apart: two measurement conditions, never averaged.
-    // Every run is the same request on a fresh KV cache, with the same tokens.
+}
+
+// The first run is cold (caches, allocator and thread pool not yet warm);
+// the times reported are the medians of the warm runs after it, and the
+// cold one is reported apart: two measurement conditions, never averaged.
+// Every run is the same request on a fresh KV cache, with the same tokens.
+GenerateRuns time_generate_runs(const LoadedModel& loaded, const Tokenizer& tok,
+                                const std::vector<int32_t>& tokens, const GenerateOptions& gen,
+                                int repeats) {
+    GenerateRuns runs;
     Trace cold_trace;
-    const GenerateResult cold =
-        generate(loaded.device(), *model.tokenizer, "", tokens, o.gen, cold_trace);
-    std::vector<double> ttft_us, prefill_us, decode_tps;
-    std::vector<std::vector<double>> step_us(cold.decode_step_us.size());  // per step, per run
-    Trace trace;  // the last warm run's, for --trace
-    GenerateResult r;
-    for (int i = 0; i < o.repeats; ++i) {
-        trace = Trace();
-        r = generate(loaded.device(), *model.tokenizer, "", tokens, o.gen, trace);
-        PLAB_ASSERT(r.new_tokens == cold.new_tokens);  // same request, same seed
+    runs.cold = generate(loaded.device(), tok, "", tokens, gen, cold_trace);
+    runs.step_us.resize(runs.cold.decode_step_us.size());
+    for (int i = 0; i < repeats; ++i) {
+        runs.trace = Trace();
+        const GenerateResult r = generate(loaded.device(), tok, "", tokens, gen, runs.trace);
+        PLAB_ASSERT(r.new_tokens == runs.cold.new_tokens);  // same request, same seed
         double decode_total = 0;
         for (double s : r.decode_step_us) decode_total += s;
         for (std::size_t k = 0; k < r.decode_step_us.size(); ++k)
-            step_us[k].push_back(r.decode_step_us[k]);
-        ttft_us.push_back(r.ttft_us);
-        prefill_us.push_back(r.prefill_us);
-        decode_tps.push_back(
+            runs.step_us[k].push_back(r.decode_step_us[k]);
+        runs.ttft_us.push_back(r.ttft_us);
+        runs.prefill_us.push_back(r.prefill_us);
+        runs.decode_tps.push_back(
             r.decode_step_us.empty() ? 0 : double(r.decode_step_us.size()) / (decode_total * 1e-6));
+        runs.last = r;
     }
-    if (!o.trace.empty()) trace.write_chrome_json(o.trace);
+    return runs;
+}
+
+// What each decode step computed: one position with the KV cache, the whole
+// sequence without it (runtime/cost_model.h counts the FLOPs).
+void add_generate_step_costs(const ModelConfig& c, const GenerateRuns& runs,
+                             GenerateOneResult& res) {
+    const GenerateResult& r = runs.last;
+    const int prompt_len = static_cast<int>(r.prompt_tokens.size());
+    for (std::size_t k = 0; k < runs.step_us.size(); ++k) {
+        const int computed = r.decode_step_positions[k];
+        const int before = prompt_len + static_cast<int>(k) + 1 - computed;  // cached positions
+        res.step_ms.push_back(percentile(runs.step_us[k], 0.5) / 1000);
+        res.step_flops.push_back(prefill_cost(c, computed, before).total());
+        res.positions_computed += computed;
+    }
+    if (res.step_ms.empty()) return;
+    const int last = static_cast<int>(res.step_ms.size()) - 1;
+    res.cached_first_step_flops = prefill_cost(c, 1, prompt_len).total();
+    res.cached_last_step_flops = prefill_cost(c, 1, prompt_len + last).total();
+}
+
+GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
+    check_generate_one_options(o);
+    const Model model = load_model_or_default(o.model);
+    const std::vector<int32_t> tokens = o.prompt.resolve(model);
+    GenerateOptions gen = o.gen;
+    gen.stop_at_eos = !o.no_stop;
+    gen.session.mask = resolve_mask(o.mask, tokens, model);
+    // The model loaded once on the backend (runtime/loaded_model.h); every run
+    // is a session on it with a KV cache of its own.
+    PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
+               "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
+    const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
+    gen.kv_cache = !o.no_kv_cache;
+    const GenerateRuns runs = time_generate_runs(loaded, *model.tokenizer, tokens, gen, o.repeats);
+    const GenerateResult& r = runs.last;
+    if (!o.trace.empty()) runs.trace.write_chrome_json(o.trace);
     if (r.stopped_at_context_end) {
         // On stderr: the output (text or --json) is what was generated; this
         // says why it is shorter than asked, without changing it.
         std::fprintf(stderr,
                      "plab: note: stopped after %zu new tokens of the %d asked: the sequence "
                      "reached the model's max_seq_len of %d positions (%zu prompt tokens)\n",
-                     r.new_tokens.size(), o.gen.max_new_tokens, model.weights.config.max_seq_len,
+                     r.new_tokens.size(), gen.max_new_tokens, model.weights.config.max_seq_len,
                      r.prompt_tokens.size());
     }
-    // Each run's TTFT contains its prefill, so the medians keep that order too.
-    const double ttft_ms = percentile(ttft_us, 0.5) / 1000;
-    const double prefill_ms = percentile(prefill_us, 0.5) / 1000;
-    const double decode_tps_median = percentile(decode_tps, 0.5);
-    const std::string backend = loaded.backend().name();
-    // What each decode step computed: one position with the KV cache, the
-    // whole sequence without it (runtime/cost_model.h counts the FLOPs).
-    const ModelConfig& c = model.weights.config;
-    const int prompt_len = static_cast<int>(r.prompt_tokens.size());
-    std::vector<double> step_ms, step_flops;
-    long long positions_computed = 0;
-    for (std::size_t k = 0; k < step_us.size(); ++k) {
-        const int computed = r.decode_step_positions[k];
-        const int before = prompt_len + static_cast<int>(k) + 1 - computed;  // cached positions
-        step_ms.push_back(percentile(step_us[k], 0.5) / 1000);
-        step_flops.push_back(prefill_cost(c, computed, before).total());
-        positions_computed += computed;
-    }
-    if (o.json) {
-        nlohmann::json j;
-        j["backend"] = backend;
-        j["kernels"] = o.kernels;
-        j["mask"] = o.mask;
-        j["prompt_tokens"] = r.prompt_tokens;
-        j["new_tokens"] = r.new_tokens;
-        j["text"] = r.text;
-        j["ttft_ms"] = ttft_ms;  // medians of the warm runs
-        j["prefill_ms"] = prefill_ms;
-        j["decode_tokens_per_s"] = decode_tps_median;
-        j["warm_runs"] = o.repeats;
-        j["cold_ttft_ms"] = cold.ttft_us / 1000;  // the first run, apart
-        j["cold_prefill_ms"] = cold.prefill_us / 1000;
-        j["kv_cache"] = o.gen.kv_cache;
-        j["decode_step_positions"] = r.decode_step_positions;  // computed by each step
-        j["decode_step_flops"] = step_flops;
-        j["decode_step_ms"] = step_ms;  // medians of the warm runs, step by step
-        print_json(j);
-        return;
-    }
-    std::printf("%s%s\n\n", model.tokenizer->decode(r.prompt_tokens).c_str(), r.text.c_str());
+    GenerateOneResult res;
+    res.backend = loaded.backend().name();
+    res.kernels = o.kernels;
+    res.mask = o.mask;
+    res.chunks = gen.chunks;
+    res.kv_cache = gen.kv_cache;
+    res.warm_runs = o.repeats;
+    res.prompt_text = model.tokenizer->decode(r.prompt_tokens);
+    res.last = r;
+    res.ttft_ms = percentile(runs.ttft_us, 0.5) / 1000;
+    res.prefill_ms = percentile(runs.prefill_us, 0.5) / 1000;
+    res.decode_tokens_per_s = percentile(runs.decode_tps, 0.5);
+    res.cold_ttft_ms = runs.cold.ttft_us / 1000;
+    res.cold_prefill_ms = runs.cold.prefill_us / 1000;
+    add_generate_step_costs(model.weights.config, runs, res);
+    res.trace = o.trace;
+    return res;
+}
+
+nlohmann::json generate_one_json(const GenerateOneResult& res) {
+    const GenerateResult& r = res.last;
+    nlohmann::json j;
+    j["backend"] = res.backend;
+    j["kernels"] = res.kernels;
+    j["mask"] = res.mask;
+    j["prompt_tokens"] = r.prompt_tokens;
+    j["new_tokens"] = r.new_tokens;
+    j["text"] = r.text;
+    j["ttft_ms"] = res.ttft_ms;  // medians of the warm runs
+    j["prefill_ms"] = res.prefill_ms;
+    j["decode_tokens_per_s"] = res.decode_tokens_per_s;
+    j["warm_runs"] = res.warm_runs;
+    j["cold_ttft_ms"] = res.cold_ttft_ms;  // the first run, apart
+    j["cold_prefill_ms"] = res.cold_prefill_ms;
+    j["kv_cache"] = res.kv_cache;
+    j["decode_step_positions"] = r.decode_step_positions;  // computed by each step
+    j["decode_step_flops"] = res.step_flops;
+    j["decode_step_ms"] = res.step_ms;  // medians of the warm runs, step by step
+    return j;
+}
+
+void print_generate_one_text(const GenerateOneResult& res) {
+    const GenerateResult& r = res.last;
+    std::printf("%s%s\n\n", res.prompt_text.c_str(), r.text.c_str());
     std::printf("backend %s, %zu prompt tokens, %zu new tokens (chunk plan %s%s)\n",
-                backend.c_str(), r.prompt_tokens.size(), r.new_tokens.size(), o.gen.chunks.c_str(),
-                o.gen.kv_cache ? "" : ", no KV cache");
+                res.backend.c_str(), r.prompt_tokens.size(), r.new_tokens.size(),
+                res.chunks.c_str(), res.kv_cache ? "" : ", no KV cache");
     std::printf(
         "prefill %.3f ms, time to first token %.3f ms (TTFT also counts tokenize, copies,\n"
         "sampling and delivery), decode %.1f tokens/s\n",
-        prefill_ms, ttft_ms, decode_tps_median);
+        res.prefill_ms, res.ttft_ms, res.decode_tokens_per_s);
     std::printf(
         "  (medians of %d warm runs, each on a fresh KV cache; the first, cold run: prefill "
         "%.3f ms, TTFT %.3f ms)\n",
-        o.repeats, cold.prefill_us / 1000, cold.ttft_us / 1000);
-    if (!o.gen.kv_cache && !step_ms.empty()) {
+        res.warm_runs, res.cold_prefill_ms, res.cold_ttft_ms);
+    if (!res.kv_cache && !res.step_ms.empty()) {
         // The cost of forgetting K/V: step k recomputes all prompt_len + k
         // positions (attention pairs grow with the square of that), where the
         // cache would compute one.
-        const std::size_t last = step_ms.size() - 1;
+        const std::size_t last = res.step_ms.size() - 1;
         std::printf(
             "no KV cache: each decode step recomputed the whole sequence, %d to %d positions "
             "(%lld in all; with the cache: %zu, one a step)\n",
-            r.decode_step_positions.front(), r.decode_step_positions.back(), positions_computed,
-            step_ms.size());
+            r.decode_step_positions.front(), r.decode_step_positions.back(), res.positions_computed,
+            res.step_ms.size());
         std::printf("  first decode step %.3f ms, %.3f MFLOP; last %.3f ms, %.3f MFLOP\n",
-                    step_ms.front(), step_flops.front() / 1e6, step_ms[last],
-                    step_flops[last] / 1e6);
+                    res.step_ms.front(), res.step_flops.front() / 1e6, res.step_ms[last],
+                    res.step_flops[last] / 1e6);
         std::printf("  with the cache those steps would be %.3f and %.3f MFLOP\n",
-                    prefill_cost(c, 1, prompt_len).total() / 1e6,
-                    prefill_cost(c, 1, prompt_len + static_cast<int>(last)).total() / 1e6);
+                    res.cached_first_step_flops / 1e6, res.cached_last_step_flops / 1e6);
     }
-    if (!o.trace.empty())
-        std::printf("Trace written to %s (the last warm run; open in Perfetto)\n", o.trace.c_str());
+    if (!res.trace.empty())
+        std::printf("Trace written to %s (the last warm run; open in Perfetto)\n",
+                    res.trace.c_str());
 }
 
-// A latency figure, or JSON null where there is nothing to measure (the gaps
-// between tokens of a request that made one token): a 0 would pull averages down.
-nlohmann::json ms_or_null(double ms, bool measured) {
-    return measured ? nlohmann::json(ms) : nlohmann::json(nullptr);
-}
+// ---- Many prompts (--prompts FILE): one Engine serves them together ----
 
-void run_many(const GenerateCliOptions& o) {
-    // 1. What does not apply to many requests, refused before any work.
+// One request of the prompts file, as its report shows it.
+struct GenerateManyRequest {
+    int id = 0;
+    int line = 0;  // of the prompts file
+    std::vector<int32_t> prompt;
+    int cached_tokens = 0, computed_tokens = 0;
+    std::vector<int32_t> new_tokens;
+    std::string text;  // the new tokens decoded
+    std::string finish_reason;
+    int preemptions = 0;
+    RequestLatency latency;
+    bool gaps_measured = false;  // two tokens or more: inter-token gaps to report
+    std::string logits_sha256;   // with --logits-digest
+};
+
+// Everything `plab generate --prompts` shows, text or JSON.
+struct GenerateManyResult {
+    std::string backend;  // as the engine's backend names itself
+    std::string kernels;
+    std::string prompts_file;
+    bool prefix_cache = true;
+    bool logits_digest = false;
+    std::size_t steps = 0;
+    int prefill_tokens = 0, decode_tokens = 0;  // computed over every step
+    std::vector<GenerateManyRequest> requests;
+    PoolStats pool;
+    std::string trace;  // where the trace went ("" for none)
+};
+
+// Where every request's clock starts and stops (both outputs say it).
+constexpr const char* kGenerateManyClock =
+    "each request's clock starts at its arrival at the engine (all were added at once, "
+    "before the first step) and stops when a token is sampled";
+
+// 1. What does not apply to many requests, refused before any work.
+void check_generate_many_options(const GenerateCliOptions& o) {
     PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
@@ -248,16 +348,16 @@ void run_many(const GenerateCliOptions& o) {
                "--kv-blocks " << o.kv_blocks
                               << ": the pool needs at least one block; leave the option out for "
                                  "the engine's default (4 full-length sequences)");
-    const Model model = load_model_or_default(o.model);
-    const Tokenizer& tok = *model.tokenizer;
-    const ModelConfig& c = model.weights.config;
-    const std::vector<PromptLine> lines =
-        parse_prompts(read_text_file(o.prompts, "prompts file"), o.prompts);
+}
 
-    // 2. Tokenize every prompt as the single-prompt path does (BOS first unless --no-bos).
+// 2. Tokenize every prompt as the single-prompt path does (BOS first unless --no-bos).
+std::vector<std::vector<int32_t>> tokenize_generate_prompts(const GenerateCliOptions& o,
+                                                            const Model& model,
+                                                            const std::vector<PromptLine>& lines) {
+    const ModelConfig& c = model.weights.config;
     std::vector<std::vector<int32_t>> prompts;
     for (const PromptLine& l : lines) {
-        std::vector<int32_t> ids = tok.encode(l.text, !o.prompt.no_bos);
+        std::vector<int32_t> ids = model.tokenizer->encode(l.text, !o.prompt.no_bos);
         PLAB_CHECK(!ids.empty(), o.prompts << " line " << l.line << ": the prompt encodes to no "
                                            << "token; give text (or drop --no-bos)");
         PLAB_CHECK(static_cast<int>(ids.size()) <= c.max_seq_len,
@@ -274,8 +374,11 @@ void run_many(const GenerateCliOptions& o) {
                                               "prefix cache shares K/V computed under the causal "
                                               "mask); give --mask causal, or run one prompt "
                                               "(text, --prompt-file or --tokens) with this mask");
+    return prompts;
+}
 
-    // 3. One engine; every request arrives before the first step.
+// 3. One engine; every request arrives before the first step.
+EngineOptions generate_many_engine_options(const GenerateCliOptions& o) {
     EngineOptions eo;
     eo.backend = o.backend;
     eo.kernels = parse_kernels(o.kernels);
@@ -287,8 +390,12 @@ void run_many(const GenerateCliOptions& o) {
                    "--token-budget " << o.token_budget << " must be at least 1 token a step");
         eo.max_step_tokens = o.token_budget;
     }
-    Trace trace;
-    Engine engine(model.weights, eo, o.trace.empty() ? nullptr : &trace);
+    return eo;
+}
+
+void add_generate_requests(const GenerateCliOptions& o, const Tokenizer& tok,
+                           const std::vector<PromptLine>& lines,
+                           const std::vector<std::vector<int32_t>>& prompts, Engine& engine) {
     for (std::size_t i = 0; i < prompts.size(); ++i) {
         RequestOptions ro;
         ro.max_new_tokens = lines[i].max_new_tokens.value_or(o.gen.max_new_tokens);
@@ -304,91 +411,142 @@ void run_many(const GenerateCliOptions& o) {
             throw Error(o.prompts + " line " + std::to_string(lines[i].line) + ": " + e.what());
         }
     }
+}
+
+// 4. The report: per request, then the steps and the pool.
+GenerateManyRequest generate_many_request(const Request& r, int line, const Tokenizer& tok,
+                                          bool digest) {
+    GenerateManyRequest q;
+    q.id = r.id;
+    q.line = line;
+    q.prompt = r.prompt;
+    q.cached_tokens = r.cached_tokens;
+    q.computed_tokens = r.computed_tokens;
+    q.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
+    q.text = tok.decode(q.new_tokens);
+    q.finish_reason = r.finish_reason;
+    q.preemptions = r.preemptions;
+    q.latency = latency_of(r);
+    q.gaps_measured = r.token_us.size() >= 2;
+    if (digest) q.logits_sha256 = logits_sha256(r);
+    return q;
+}
+
+GenerateManyResult compute_generate_many(const GenerateCliOptions& o) {
+    check_generate_many_options(o);
+    const Model model = load_model_or_default(o.model);
+    const Tokenizer& tok = *model.tokenizer;
+    const std::vector<PromptLine> lines =
+        parse_prompts(read_text_file(o.prompts, "prompts file"), o.prompts);
+    const std::vector<std::vector<int32_t>> prompts = tokenize_generate_prompts(o, model, lines);
+    const EngineOptions eo = generate_many_engine_options(o);
+    Trace trace;
+    Engine engine(model.weights, eo, o.trace.empty() ? nullptr : &trace);
+    add_generate_requests(o, tok, lines, prompts, engine);
     engine.run();
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
 
-    // 4. Report: per request, then the steps and the pool.
-    int prefill_tokens = 0, decode_tokens = 0;
+    GenerateManyResult res;
+    res.backend = engine.backend().name();
+    res.kernels = kernels_name(eo.kernels);
+    res.prompts_file = o.prompts;
+    res.prefix_cache = eo.prefix_cache;
+    res.logits_digest = o.logits_digest;
+    res.steps = engine.steps().size();
     for (const StepRecord& s : engine.steps()) {
-        prefill_tokens += s.prefill_tokens;
-        decode_tokens += s.decode_tokens;
+        res.prefill_tokens += s.prefill_tokens;
+        res.decode_tokens += s.decode_tokens;
     }
-    const PoolStats pool = engine.pool_stats();
-    const std::string clock =
-        "each request's clock starts at its arrival at the engine (all were added at once, "
-        "before the first step) and stops when a token is sampled";
-    if (o.json) {
-        nlohmann::json j;
-        j["backend"] = engine.backend().name();
-        j["kernels"] = kernels_name(eo.kernels);
-        j["prefix_cache"] = eo.prefix_cache;
-        j["clock"] = clock;
-        j["steps"] = engine.steps().size();
-        j["prefill_tokens"] = prefill_tokens;
-        j["decode_tokens"] = decode_tokens;
-        j["requests"] = nlohmann::json::array();
-        for (int id = 0; id < engine.num_requests(); ++id) {
-            const Request& r = engine.request(id);
-            const RequestLatency l = latency_of(r);
-            const bool gaps = r.token_us.size() >= 2;
-            const std::vector<int32_t> made(r.new_tokens().begin(), r.new_tokens().end());
-            j["requests"].push_back({{"id", r.id},
-                                     {"line", lines[static_cast<std::size_t>(id)].line},
-                                     {"prompt_tokens", r.prompt.size()},
-                                     {"prompt_ids", r.prompt},
-                                     {"cached_tokens", r.cached_tokens},
-                                     {"computed_tokens", r.computed_tokens},
-                                     {"new_tokens", made},
-                                     {"text", tok.decode(made)},
-                                     {"finish_reason", r.finish_reason},
-                                     {"preemptions", r.preemptions},
-                                     {"ttft_ms", l.ttft_ms},
-                                     {"itl_ms",
-                                      {{"mean", ms_or_null(l.itl_mean_ms, gaps)},
-                                       {"p90", ms_or_null(l.itl_p90_ms, gaps)}}},
-                                     {"tpot_ms", ms_or_null(l.tpot_ms, gaps)},
-                                     {"e2e_ms", l.e2e_ms}});
-            if (o.logits_digest) j["requests"].back()["logits_sha256"] = logits_sha256(r);
-        }
-        j["pool"] = {
-            {"blocks", pool.num_blocks},           {"block_size", pool.block_size},
-            {"blocks_in_use", pool.blocks_in_use}, {"cached_free_blocks", pool.cached_free_blocks},
-            {"free_blocks", pool.free_blocks},     {"hit_blocks", pool.hit_blocks},
-            {"miss_blocks", pool.miss_blocks},     {"evictions", pool.evictions},
-            {"preemptions", pool.preemptions}};
-        print_json(j);
-        return;
-    }
+    for (int id = 0; id < engine.num_requests(); ++id)
+        res.requests.push_back(generate_many_request(
+            engine.request(id), lines[static_cast<std::size_t>(id)].line, tok, o.logits_digest));
+    res.pool = engine.pool_stats();
+    res.trace = o.trace;
+    return res;
+}
+
+// A latency figure, or JSON null where there is nothing to measure (the gaps
+// between tokens of a request that made one token): a 0 would pull averages down.
+nlohmann::json ms_or_null(double ms, bool measured) {
+    return measured ? nlohmann::json(ms) : nlohmann::json(nullptr);
+}
+
+nlohmann::json generate_many_request_json(const GenerateManyRequest& q) {
+    const RequestLatency& l = q.latency;
+    const bool gaps = q.gaps_measured;
+    nlohmann::json j = {
+        {"id", q.id},
+        {"line", q.line},
+        {"prompt_tokens", q.prompt.size()},
+        {"prompt_ids", q.prompt},
+        {"cached_tokens", q.cached_tokens},
+        {"computed_tokens", q.computed_tokens},
+        {"new_tokens", q.new_tokens},
+        {"text", q.text},
+        {"finish_reason", q.finish_reason},
+        {"preemptions", q.preemptions},
+        {"ttft_ms", l.ttft_ms},
+        {"itl_ms",
+         {{"mean", ms_or_null(l.itl_mean_ms, gaps)}, {"p90", ms_or_null(l.itl_p90_ms, gaps)}}},
+        {"tpot_ms", ms_or_null(l.tpot_ms, gaps)},
+        {"e2e_ms", l.e2e_ms}};
+    if (!q.logits_sha256.empty()) j["logits_sha256"] = q.logits_sha256;
+    return j;
+}
+
+nlohmann::json generate_many_json(const GenerateManyResult& res) {
+    nlohmann::json j;
+    j["backend"] = res.backend;
+    j["kernels"] = res.kernels;
+    j["prefix_cache"] = res.prefix_cache;
+    j["clock"] = kGenerateManyClock;
+    j["steps"] = res.steps;
+    j["prefill_tokens"] = res.prefill_tokens;
+    j["decode_tokens"] = res.decode_tokens;
+    j["requests"] = nlohmann::json::array();
+    for (const GenerateManyRequest& q : res.requests)
+        j["requests"].push_back(generate_many_request_json(q));
+    const PoolStats& pool = res.pool;
+    j["pool"] = {
+        {"blocks", pool.num_blocks},           {"block_size", pool.block_size},
+        {"blocks_in_use", pool.blocks_in_use}, {"cached_free_blocks", pool.cached_free_blocks},
+        {"free_blocks", pool.free_blocks},     {"hit_blocks", pool.hit_blocks},
+        {"miss_blocks", pool.miss_blocks},     {"evictions", pool.evictions},
+        {"preemptions", pool.preemptions}};
+    return j;
+}
+
+void print_generate_many_request(const GenerateManyRequest& q) {
+    const RequestLatency& l = q.latency;
     std::printf(
-        "backend %s, %d requests from %s, prefix cache %s: %zu steps, %d prefill tokens "
-        "and %d decode tokens computed\n",
-        engine.backend().name().c_str(), engine.num_requests(), o.prompts.c_str(),
-        o.prefix_cache.c_str(), engine.steps().size(), prefill_tokens, decode_tokens);
-    std::printf("Times in ms: %s.\n", clock.c_str());
-    for (int id = 0; id < engine.num_requests(); ++id) {
-        const Request& r = engine.request(id);
-        const RequestLatency l = latency_of(r);
-        const std::vector<int32_t> made(r.new_tokens().begin(), r.new_tokens().end());
+        "\nrequest %d (line %d): %zu prompt tokens, %d cached (%s), %zu new tokens "
+        "(%s), %d preemptions\n",
+        q.id, q.line, q.prompt.size(), q.cached_tokens,
+        q.cached_tokens > 0 ? "warm: prefix hit" : "cold", q.new_tokens.size(),
+        q.finish_reason.c_str(), q.preemptions);
+    if (q.new_tokens.size() >= 2) {
         std::printf(
-            "\nrequest %d (line %d): %zu prompt tokens, %d cached (%s), %zu new tokens "
-            "(%s), %d preemptions\n",
-            r.id, lines[static_cast<std::size_t>(id)].line, r.prompt.size(), r.cached_tokens,
-            r.cached_tokens > 0 ? "warm: prefix hit" : "cold", made.size(), r.finish_reason.c_str(),
-            r.preemptions);
-        if (made.size() >= 2) {
-            std::printf(
-                "  TTFT %.3f ms, inter-token latency mean %.3f ms p90 %.3f ms, TPOT %.3f "
-                "ms, end-to-end %.3f ms\n",
-                l.ttft_ms, l.itl_mean_ms, l.itl_p90_ms, l.tpot_ms, l.e2e_ms);
-        } else {
-            std::printf("  TTFT %.3f ms (one new token: no inter-token gap), end-to-end %.3f ms\n",
-                        l.ttft_ms, l.e2e_ms);
-        }
-        std::printf("  output: \"%s\"\n", one_line(tok.decode(made)).c_str());
-        if (o.logits_digest)
-            std::printf("  logits sha256 %s (every row it sampled from)\n",
-                        logits_sha256(r).c_str());
+            "  TTFT %.3f ms, inter-token latency mean %.3f ms p90 %.3f ms, TPOT %.3f "
+            "ms, end-to-end %.3f ms\n",
+            l.ttft_ms, l.itl_mean_ms, l.itl_p90_ms, l.tpot_ms, l.e2e_ms);
+    } else {
+        std::printf("  TTFT %.3f ms (one new token: no inter-token gap), end-to-end %.3f ms\n",
+                    l.ttft_ms, l.e2e_ms);
     }
+    std::printf("  output: \"%s\"\n", one_line(q.text).c_str());
+    if (!q.logits_sha256.empty())
+        std::printf("  logits sha256 %s (every row it sampled from)\n", q.logits_sha256.c_str());
+}
+
+void print_generate_many_text(const GenerateManyResult& res) {
+    std::printf(
+        "backend %s, %zu requests from %s, prefix cache %s: %zu steps, %d prefill tokens "
+        "and %d decode tokens computed\n",
+        res.backend.c_str(), res.requests.size(), res.prompts_file.c_str(),
+        res.prefix_cache ? "on" : "off", res.steps, res.prefill_tokens, res.decode_tokens);
+    std::printf("Times in ms: %s.\n", kGenerateManyClock);
+    for (const GenerateManyRequest& q : res.requests) print_generate_many_request(q);
+    const PoolStats& pool = res.pool;
     std::printf(
         "\npool: %d blocks of %d positions, %d in use, %d cached free; prefix cache %lld "
         "block hits, %lld misses; %lld evictions, %lld preemptions\n",
@@ -397,7 +555,26 @@ void run_many(const GenerateCliOptions& o) {
     std::printf(
         "A warm request (prefix hit) and a cold one are two measurement conditions: "
         "compare times within one, never average them together.\n");
-    if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
+    if (!res.trace.empty())
+        std::printf("Trace written to %s (open in Perfetto)\n", res.trace.c_str());
+}
+
+void run_generate(const GenerateCliOptions& o) {
+    if (o.prompts_opt->count() > 0) {
+        const GenerateManyResult r = compute_generate_many(o);
+        if (o.json) {
+            print_json(generate_many_json(r));
+        } else {
+            print_generate_many_text(r);
+        }
+        return;
+    }
+    const GenerateOneResult r = compute_generate_one(o);
+    if (o.json) {
+        print_json(generate_one_json(r));
+    } else {
+        print_generate_one_text(r);
+    }
 }
 
 }  // namespace
@@ -457,13 +634,7 @@ void add_generate_command(CLI::App& app) {
             ->capture_default_str();
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
-    cmd->callback([o] {
-        if (o->prompts_opt->count() > 0) {
-            run_many(*o);
-        } else {
-            run_one(*o);
-        }
-    });
+    cmd->callback([o] { run_generate(*o); });
 }
 
 }  // namespace plab::cli

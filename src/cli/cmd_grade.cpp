@@ -60,8 +60,22 @@ const grade::Assignment& find_assignment(const std::string& name) {
                 " (lessons/assignments/README.md)");
 }
 
-void run_grade(const GradeOptions& o) {
-    const grade::Assignment& a = find_assignment(o.assignment);
+// Everything `plab grade` shows, text or JSON: the assignment, the file and
+// every check's result, with the totals the score is made of.
+struct GradeResult {
+    std::string assignment;  // its name
+    std::string summary;     // what it asks for
+    std::string file;        // the student's file
+    std::uint64_t seed = 1;  // of the generated cases
+    std::vector<grade::CheckResult> checks;
+    int checks_passed = 0;  // checks whose every case passed
+    int cases = 0, cases_passed = 0;
+    bool all_pass() const { return checks_passed == static_cast<int>(checks.size()); }
+};
+
+// The student's file as the harness will run it: a .py as it is, a .cpp
+// through the assignment's adapter (refused where there is none).
+grade::Submission grade_submission(const GradeOptions& o, const grade::Assignment& a) {
     PLAB_CHECK(
         access(o.file.c_str(), R_OK) == 0,
         o.file << ": no such file (or not readable); give the student's .py (or .cpp) file, e.g. "
@@ -80,12 +94,18 @@ void run_grade(const GradeOptions& o) {
                    "assignment " << a.name << " has no C++ variant (those with one: " << with_cpp
                                  << "); give a .py file");
     }
+    return student;
+}
+
+GradeResult compute_grade(const GradeOptions& o) {
+    const grade::Assignment& a = find_assignment(o.assignment);
+    grade::Submission student = grade_submission(o, a);
     std::mt19937_64 rng(o.seed);
     const std::vector<grade::Check> checks = a.make_checks(rng);
     nlohmann::json reply;
     {
         // A C++ file: compiled into a temporary library, removed at the end of
-        // this block (before any exit below, which would skip the destructor).
+        // this block (before the exit run_grade makes, which would skip the destructor).
         std::unique_ptr<grade::CppBuild> build;
         if (!student.adapter.empty()) {
             build = std::make_unique<grade::CppBuild>(o.cxx, o.file, std::max(60, o.timeout_s));
@@ -93,57 +113,72 @@ void run_grade(const GradeOptions& o) {
         }
         reply = grade::run_harness(o.python, student, checks, o.timeout_s);
     }
-    const std::vector<grade::CheckResult> results = grade::grade_checks(checks, reply);
-    int checks_passed = 0, cases = 0, cases_passed = 0;
-    for (const grade::CheckResult& r : results) {
-        checks_passed += r.passed == r.cases ? 1 : 0;
-        cases += r.cases;
-        cases_passed += r.passed;
+    GradeResult r;
+    r.assignment = a.name;
+    r.summary = a.summary;
+    r.file = o.file;
+    r.seed = o.seed;
+    r.checks = grade::grade_checks(checks, reply);
+    for (const grade::CheckResult& c : r.checks) {
+        r.checks_passed += c.passed == c.cases ? 1 : 0;
+        r.cases += c.cases;
+        r.cases_passed += c.passed;
     }
-    const bool all = checks_passed == static_cast<int>(results.size());
+    return r;
+}
+
+nlohmann::json grade_json(const GradeResult& g) {
+    nlohmann::json j;
+    j["assignment"] = g.assignment;
+    j["file"] = g.file;
+    j["seed"] = g.seed;
+    j["checks"] = nlohmann::json::array();
+    for (const grade::CheckResult& r : g.checks) {
+        nlohmann::json c = {{"name", r.name},
+                            {"pass", r.passed == r.cases},
+                            {"cases", r.cases},
+                            {"cases_passed", r.passed},
+                            {"score", double(r.passed) / r.cases}};
+        if (r.passed < r.cases)
+            c["first_failure"] = {{"case", r.failure_where},
+                                  {"what", r.failure_what},
+                                  {"detail", r.failure_detail},
+                                  {"hint", r.hint}};
+        j["checks"].push_back(c);
+    }
+    j["checks_passed"] = g.checks_passed;
+    j["score"] = double(g.checks_passed) / g.checks.size();
+    j["pass"] = g.all_pass();
+    return j;
+}
+
+void print_grade_text(const GradeResult& g) {
+    std::printf("Grading %s (%s): %s, seed %llu\n\n", g.assignment.c_str(), g.summary.c_str(),
+                g.file.c_str(), static_cast<unsigned long long>(g.seed));
+    std::printf("  %-44s %7s  %s\n", "check", "cases", "result");
+    for (const grade::CheckResult& r : g.checks)
+        std::printf("  %-44s %3d/%-3d  %s\n", r.name.c_str(), r.passed, r.cases,
+                    r.passed == r.cases ? "pass" : "FAIL");
+    for (const grade::CheckResult& r : g.checks) {
+        if (r.passed == r.cases) continue;
+        std::printf("\n%s: %s\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
+                    r.failure_is_first ? "first failure" : "first failure a known mistake explains",
+                    r.failure_where.c_str(), r.failure_what.c_str(), r.failure_detail.c_str(),
+                    r.hint.c_str());
+    }
+    std::printf("\nScore: %d of %zu checks pass (%d of %d cases)\n", g.checks_passed,
+                g.checks.size(), g.cases_passed, g.cases);
+}
+
+void run_grade(const GradeOptions& o) {
+    const GradeResult r = compute_grade(o);
     if (o.json) {
-        nlohmann::json j;
-        j["assignment"] = a.name;
-        j["file"] = o.file;
-        j["seed"] = o.seed;
-        j["checks"] = nlohmann::json::array();
-        for (const grade::CheckResult& r : results) {
-            nlohmann::json c = {{"name", r.name},
-                                {"pass", r.passed == r.cases},
-                                {"cases", r.cases},
-                                {"cases_passed", r.passed},
-                                {"score", double(r.passed) / r.cases}};
-            if (r.passed < r.cases)
-                c["first_failure"] = {{"case", r.failure_where},
-                                      {"what", r.failure_what},
-                                      {"detail", r.failure_detail},
-                                      {"hint", r.hint}};
-            j["checks"].push_back(c);
-        }
-        j["checks_passed"] = checks_passed;
-        j["score"] = double(checks_passed) / results.size();
-        j["pass"] = all;
-        print_json(j);
+        print_json(grade_json(r));
     } else {
-        std::printf("Grading %s (%s): %s, seed %llu\n\n", a.name.c_str(), a.summary.c_str(),
-                    o.file.c_str(), static_cast<unsigned long long>(o.seed));
-        std::printf("  %-44s %7s  %s\n", "check", "cases", "result");
-        for (const grade::CheckResult& r : results)
-            std::printf("  %-44s %3d/%-3d  %s\n", r.name.c_str(), r.passed, r.cases,
-                        r.passed == r.cases ? "pass" : "FAIL");
-        for (const grade::CheckResult& r : results) {
-            if (r.passed == r.cases) continue;
-            std::printf(
-                "\n%s: %s\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
-                r.failure_is_first ? "first failure" : "first failure a known mistake explains",
-                r.failure_where.c_str(), r.failure_what.c_str(), r.failure_detail.c_str(),
-                r.hint.c_str());
-        }
-        std::printf("\nScore: %d of %zu checks pass (%d of %d cases)\n", checks_passed,
-                    results.size(), cases_passed, cases);
+        print_grade_text(r);
     }
     std::fflush(stdout);
-    if (!all) std::exit(1);
+    if (!r.all_pass()) std::exit(1);
 }
 
 }  // namespace

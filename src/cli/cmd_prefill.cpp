@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "core/error.h"
@@ -73,27 +75,159 @@ std::vector<std::vector<float>> whole_map(const PrefillResult& r, const Attentio
     return rows;
 }
 
-void run(const PrefillOptions& o) {
-    const Model model = load_model_or_default(o.model);
-    const std::vector<int32_t> tokens = o.prompt.resolve(model);
-    const int t = static_cast<int>(tokens.size());
-    const ChunkPlan plan = parse_chunk_plan(o.chunks, t);
-    const BoundMask mask = resolve_mask(o.mask, tokens, model);
-    check_plan_for_mask(mask.view(), plan);
+// Where one chunk's K/V went, as the engine's "kv append" trace event of
+// layer 0 records it (every layer uses the same slots).
+struct PrefillChunkSlots {
+    std::string positions;  // "0-3"
+    std::string blocks;     // "0" or "0,1"
+};
+
+struct PrefillTopToken {
+    int32_t id = 0;
+    std::string text;  // the tokenizer's text of the token
+    float prob = 0;
+};
+
+// Everything `plab prefill` shows, text or JSON. (PrefillResult is the
+// engine's: one prefill's logits and time.)
+struct PrefillCliResult {
+    // The request: model, prompt, plans, mask, backend.
+    std::string model_source;
+    ModelConfig config;
+    std::string tokenizer;  // its kind
+    std::vector<int32_t> tokens;
+    ChunkPlan plan;
+    ChunkPlan compared_plan;  // the whole prompt, or one token at a time when `plan` is whole
+    std::string mask_spec;    // as given on the command line
+    BoundMask mask;           // bound to the prompt
+    std::string backend;
+    bool reference_backend = false;
+    std::string kernels;  // core/kernel_choice.h: invariant or fastest
+    // Time: the median of the warm runs, and the first, cold one.
+    double prefill_us = 0;
+    double cold_prefill_us = 0;
+    int warm_runs = 0;
+    // Work: FLOPs and pairs under the mask, the causal pairs beside them, weight reads.
+    PrefillCost cost;
+    PrefillCost causal_cost;
+    PrefillWeightReads reads;
+    // The KV cache after the prefill, and where each chunk's K/V went.
+    int kv_blocks = 0;
+    int kv_block_size = 0;
+    std::size_t kv_bytes = 0;
+    std::size_t kv_bytes_per_token = 0;
+    std::vector<PrefillChunkSlots> chunk_slots;
+    // The first token and the top of the last position's distribution.
+    int32_t first_token = 0;  // greedy: the argmax of the last position's logits
+    std::string first_text;
+    int top_n = 0;
+    std::vector<PrefillTopToken> top;
+    // This plan against `compared_plan` on the same backend.
+    Difference equivalence;
+    // --attention: each probe's (T, T) probabilities.
+    std::vector<AttentionProbe> probes;
+    std::vector<std::vector<std::vector<float>>> attention;
+    std::string trace_path;  // empty: no trace written
+};
+
+// The request checked before any work: the prompt, its plan and the plan it
+// is compared against, the mask, --top and --repeats.
+PrefillCliResult prefill_request(const PrefillOptions& o, const Model& model) {
+    PrefillCliResult r;
+    r.tokens = o.prompt.resolve(model);
+    const int t = static_cast<int>(r.tokens.size());
+    r.plan = parse_chunk_plan(o.chunks, t);
+    r.mask = resolve_mask(o.mask, r.tokens, model);
+    check_plan_for_mask(r.mask.view(), r.plan);
     // The plan we compare against: the whole prompt at once, or, when the
     // plan *is* the whole prompt, one token at a time (as far as the mask
     // allows: a prefix-LM prefix stays in one chunk).
-    const ChunkPlan other = plan.lengths.size() == 1
-                                ? nearest_valid_plan(mask.view(), fixed_chunk_plan(t, 1))
-                                : ChunkPlan{{t}};
+    r.compared_plan = r.plan.lengths.size() == 1
+                          ? nearest_valid_plan(r.mask.view(), fixed_chunk_plan(t, 1))
+                          : ChunkPlan{{t}};
     PLAB_CHECK(o.top >= 1, "--top " << o.top << " must be at least 1");
     PLAB_CHECK(o.repeats >= 1 && o.repeats <= 1000,
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
+    r.model_source = model.source;
+    r.config = model.weights.config;
+    r.tokenizer = model.tokenizer->kind();
+    r.mask_spec = o.mask;
+    r.kernels = o.kernels;
+    r.top_n = o.top;
+    r.warm_runs = o.repeats;
+    r.trace_path = o.trace;
+    return r;
+}
 
+// FLOPs and attention pairs of this prompt under its mask: a window or a
+// document boundary removes pairs (the causal count stays beside it). Each
+// chunk reads every layer's weights again: what small chunks cost besides
+// the pairs (which any plan adds up to the same).
+void prefill_work(PrefillCliResult& r) {
+    const int t = static_cast<int>(r.tokens.size());
+    r.causal_cost = prefill_cost(r.config, t);
+    r.reads = prefill_weight_reads(r.config, static_cast<int>(r.plan.lengths.size()));
+    r.cost = r.mask.is_causal() ? r.causal_cost
+                                : with_visible_pairs(r.causal_cost, r.config,
+                                                     double(count_visible_pairs(r.mask.view(), t)));
+}
+
+// Timing: the run in compute_prefill is the first, cold one (caches, the
+// allocator and the thread pool not yet warm); what a prompt's prefill costs
+// is the median of warm runs, each on a fresh KV cache (a cold prompt, not a
+// prefix hit). Both are shown: they are different measurement conditions.
+double prefill_warm_median_us(const DeviceModel& dm, const SessionOptions& so,
+                              const PrefillCliResult& r) {
+    std::vector<double> warm_us;
+    for (int i = 0; i < r.warm_runs; ++i) {
+        Session warm(dm, so, nullptr);
+        warm_us.push_back(warm.prefill(r.tokens, r.plan).prefill_us);
+    }
+    return percentile(warm_us, 0.5);
+}
+
+// The KV cache's use after the prefill and layer 0's "kv append" events.
+void prefill_kv_use(const Session& session, const Trace& trace, PrefillCliResult& r) {
+    const KvCache& cache = session.cache();
+    r.kv_blocks = cache.blocks_in_use();
+    r.kv_block_size = cache.block_size();
+    r.kv_bytes = cache.bytes_in_use();
+    r.kv_bytes_per_token = cache.bytes_per_token();
+    for (const TraceEvent& e : trace.events()) {
+        if (e.name != "kv append" || e.args.at("layer") != "0") continue;
+        r.chunk_slots.push_back({e.args.at("positions"), e.args.at("blocks")});
+    }
+}
+
+void prefill_first_tokens(const Tokenizer& tok, const std::vector<float>& logits,
+                          PrefillCliResult& r) {
+    r.first_token = argmax(logits);
+    r.first_text = tok.token_text(r.first_token);
+    for (const TokenProb& p : top_probs(logits, r.top_n))
+        r.top.push_back({p.token, tok.token_text(p.token), p.prob});
+}
+
+// Attention probes: one more run of the same plan (the timed ones stay unprobed).
+void prefill_attention(const DeviceModel& dm, const SessionOptions& so,
+                       const std::string& attention, PrefillCliResult& r) {
+    r.probes = parse_probes(attention, r.config);
+    if (r.probes.empty()) return;
+    ForwardProbes fp;
+    fp.attention = r.probes;
+    Session s(dm, so, nullptr);
+    const PrefillResult probed = s.prefill(r.tokens, r.plan, fp);
+    for (const AttentionProbe& p : r.probes)
+        r.attention.push_back(whole_map(probed, p, static_cast<int>(r.tokens.size())));
+}
+
+PrefillCliResult compute_prefill(const PrefillOptions& o) {
+    const Model model = load_model_or_default(o.model);
+    PrefillCliResult r = prefill_request(o, model);
     // The model loaded once on the backend (runtime/loaded_model.h); each session
-    // below keeps a KV cache of its own, whose block numbers the chunk lines print.
+    // below keeps a KV cache of its own, whose block numbers the chunk lines show.
     const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
-    const Backend* backend = &loaded.backend();
+    r.backend = loaded.backend().name();
+    r.reference_backend = loaded.backend().is_reference();
     const DeviceModel& dm = loaded.device();
     Trace trace;
     // A trace file also gets the GPU backends' device time of every op, on its
@@ -101,149 +235,139 @@ void run(const PrefillOptions& o) {
     trace.device_ops = !o.trace.empty();
     SessionOptions so;
     so.block_size = o.block_size;
-    so.mask = mask;
+    so.mask = r.mask;
     Session session(dm, so, &trace);
-    const PrefillResult r = session.prefill(tokens, plan);
-    // Timing: the run above is the first, cold one (caches, the allocator and
-    // the thread pool not yet warm); what a prompt's prefill costs is the
-    // median of warm runs, each on a fresh KV cache (a cold prompt, not a
-    // prefix hit). Both are printed: they are different measurement conditions.
-    std::vector<double> warm_us;
-    for (int i = 0; i < o.repeats; ++i) {
-        Session warm(dm, so, nullptr);
-        warm_us.push_back(warm.prefill(tokens, plan).prefill_us);
-    }
-    const double prefill_us = percentile(warm_us, 0.5);
-    const PrefillSnapshot mine = snapshot_of(session, r);
-    const PrefillSnapshot ref = run_prefill_snapshot(dm, tokens, other, so);
-    const Difference d = compare_snapshots(mine, ref);
-    const int32_t first = argmax(r.last_logits);
-    const auto top = top_probs(r.last_logits, o.top);
-    // FLOPs and attention pairs of this prompt under its mask: a window or
-    // a document boundary removes pairs (the causal count stays beside it).
-    const PrefillCost causal_cost = prefill_cost(model.weights.config, t);
-    // Each chunk reads every layer's weights again: what small chunks cost
-    // besides the pairs (which any plan adds up to the same).
-    const PrefillWeightReads reads =
-        prefill_weight_reads(model.weights.config, static_cast<int>(plan.lengths.size()));
-    const PrefillCost cost = mask.is_causal()
-                                 ? causal_cost
-                                 : with_visible_pairs(causal_cost, model.weights.config,
-                                                      double(count_visible_pairs(mask.view(), t)));
+    const PrefillResult cold = session.prefill(r.tokens, r.plan);
+    r.cold_prefill_us = cold.prefill_us;
+    r.prefill_us = prefill_warm_median_us(dm, so, r);
+    const PrefillSnapshot mine = snapshot_of(session, cold);
+    const PrefillSnapshot ref = run_prefill_snapshot(dm, r.tokens, r.compared_plan, so);
+    r.equivalence = compare_snapshots(mine, ref);
+    prefill_first_tokens(*model.tokenizer, cold.last_logits, r);
+    prefill_work(r);
     if (!o.trace.empty()) trace.write_chrome_json(o.trace);
-    const Tokenizer& tok = *model.tokenizer;
-    // Attention probes: one more run of the same plan (the timed ones stay unprobed).
-    const std::vector<AttentionProbe> probes = parse_probes(o.attention, model.weights.config);
-    PrefillResult probed;
-    if (!probes.empty()) {
-        ForwardProbes fp;
-        fp.attention = probes;
-        Session s(dm, so, nullptr);
-        probed = s.prefill(tokens, plan, fp);
-    }
+    prefill_kv_use(session, trace, r);
+    prefill_attention(dm, so, o.attention, r);
+    return r;
+}
 
-    if (o.json) {
-        nlohmann::json j;
-        j["backend"] = backend->name();
-        j["model"] = model.source;
-        j["tokens"] = tokens;
-        j["mask"] = o.mask;
-        j["plan"] = plan.to_string();
-        j["compared_plan"] = other.to_string();
-        j["prefill_ms"] = prefill_us / 1000;  // median of the warm runs
-        j["cold_prefill_ms"] = r.prefill_us / 1000;
-        j["warm_runs"] = o.repeats;
-        j["flops"] = cost.total();
-        j["attention_pairs"] = cost.attention_pairs;  // visible under the mask
-        j["causal_attention_pairs"] = causal_cost.attention_pairs;
-        j["weight_bytes_read"] = reads.total();  // every chunk reads every layer's weights
-        j["kv_blocks"] = session.cache().blocks_in_use();
-        j["kv_bytes"] = session.cache().bytes_in_use();
-        j["first_token"] = {{"id", first}, {"text", tok.token_text(first)}};
-        nlohmann::json tj = nlohmann::json::array();
-        for (const auto& p : top)
-            tj.push_back({{"id", p.token}, {"text", tok.token_text(p.token)}, {"prob", p.prob}});
-        j["top"] = tj;
-        j["equivalence"] = {{"logits_max_abs_diff", d.logits_max_abs},
-                            {"kv_max_abs_diff", d.kv_max_abs},
-                            {"logits_bitwise", d.logits_bitwise},
-                            {"kv_bitwise", d.kv_bitwise},
-                            {"same_first_token", d.same_argmax}};
-        if (!probes.empty()) {
-            nlohmann::json aj = nlohmann::json::array();
-            for (const AttentionProbe& p : probes)
-                aj.push_back(
-                    {{"layer", p.layer}, {"head", p.head}, {"probs", whole_map(probed, p, t)}});
-            j["attention"] = aj;
-        }
-        print_json(j);
-        return;
+nlohmann::json prefill_json(const PrefillCliResult& r) {
+    nlohmann::json j;
+    j["backend"] = r.backend;
+    j["model"] = r.model_source;
+    j["tokens"] = r.tokens;
+    j["mask"] = r.mask_spec;
+    j["plan"] = r.plan.to_string();
+    j["compared_plan"] = r.compared_plan.to_string();
+    j["prefill_ms"] = r.prefill_us / 1000;  // median of the warm runs
+    j["cold_prefill_ms"] = r.cold_prefill_us / 1000;
+    j["warm_runs"] = r.warm_runs;
+    j["flops"] = r.cost.total();
+    j["attention_pairs"] = r.cost.attention_pairs;  // visible under the mask
+    j["causal_attention_pairs"] = r.causal_cost.attention_pairs;
+    j["weight_bytes_read"] = r.reads.total();  // every chunk reads every layer's weights
+    j["kv_blocks"] = r.kv_blocks;
+    j["kv_bytes"] = r.kv_bytes;
+    j["first_token"] = {{"id", r.first_token}, {"text", r.first_text}};
+    nlohmann::json tj = nlohmann::json::array();
+    for (const PrefillTopToken& p : r.top)
+        tj.push_back({{"id", p.id}, {"text", p.text}, {"prob", p.prob}});
+    j["top"] = tj;
+    const Difference& d = r.equivalence;
+    j["equivalence"] = {{"logits_max_abs_diff", d.logits_max_abs},
+                        {"kv_max_abs_diff", d.kv_max_abs},
+                        {"logits_bitwise", d.logits_bitwise},
+                        {"kv_bitwise", d.kv_bitwise},
+                        {"same_first_token", d.same_argmax}};
+    if (!r.probes.empty()) {
+        nlohmann::json aj = nlohmann::json::array();
+        for (std::size_t i = 0; i < r.probes.size(); ++i)
+            aj.push_back({{"layer", r.probes[i].layer},
+                          {"head", r.probes[i].head},
+                          {"probs", r.attention[i]}});
+        j["attention"] = aj;
     }
-    const ModelConfig& c = model.weights.config;
-    std::printf("Model: %s (%s)\nBackend: %s\n", model.source.c_str(), c.summary().c_str(),
-                backend->name().c_str());
+    return j;
+}
+
+// The model, the prompt, the time and the work of the prefill.
+void print_prefill_cost_text(const PrefillCliResult& r) {
+    const int t = static_cast<int>(r.tokens.size());
+    std::printf("Model: %s (%s)\nBackend: %s\n", r.model_source.c_str(), r.config.summary().c_str(),
+                r.backend.c_str());
     std::printf("Prompt: %d tokens (%s tokenizer); chunk plan %s (%zu chunk%s)%s%s\n", t,
-                tok.kind().c_str(), plan.to_string().c_str(), plan.lengths.size(),
-                plan.lengths.size() == 1 ? "" : "s", mask.is_causal() ? "" : "; mask ",
-                mask.is_causal() ? "" : o.mask.c_str());
+                r.tokenizer.c_str(), r.plan.to_string().c_str(), r.plan.lengths.size(),
+                r.plan.lengths.size() == 1 ? "" : "s", r.mask.is_causal() ? "" : "; mask ",
+                r.mask.is_causal() ? "" : r.mask_spec.c_str());
+    const PrefillCost& cost = r.cost;
     // Whole numbers below 2^53, so %.0f prints them exactly.
-    if (mask.is_causal()) {
+    if (r.mask.is_causal()) {
         std::printf(
             "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f causal attention pairs per head "
             "and layer)\n",
-            prefill_us / 1000, t / (prefill_us * 1e-6), cost.total(), cost.attention_pairs);
+            r.prefill_us / 1000, t / (r.prefill_us * 1e-6), cost.total(), cost.attention_pairs);
     } else {
         std::printf(
             "Prefill: %.3f ms, %.0f tokens/s, %.0f FLOP (%.0f attention pairs per head and layer "
             "visible under %s; causal: %.0f)\n",
-            prefill_us / 1000, t / (prefill_us * 1e-6), cost.total(), cost.attention_pairs,
-            o.mask.c_str(), causal_cost.attention_pairs);
+            r.prefill_us / 1000, t / (r.prefill_us * 1e-6), cost.total(), cost.attention_pairs,
+            r.mask_spec.c_str(), r.causal_cost.attention_pairs);
     }
     std::printf("  FLOP = projections %.0f + attention %.0f + logits %.0f\n", cost.projection_flops,
                 cost.attention_flops, cost.logits_flops);
     std::printf(
         "  weights read: %d chunk%s x %.0f bytes of layers + %.0f bytes of final norm and "
         "classifier (the last chunk only) = %.0f bytes\n",
-        reads.chunks, reads.chunks == 1 ? "" : "s", reads.layer_bytes, reads.head_bytes,
-        reads.total());
+        r.reads.chunks, r.reads.chunks == 1 ? "" : "s", r.reads.layer_bytes, r.reads.head_bytes,
+        r.reads.total());
     std::printf(
         "  time: median of %d warm runs, each on a fresh KV cache; the first, cold run "
         "took %.3f ms\n",
-        o.repeats, r.prefill_us / 1000);
+        r.warm_runs, r.cold_prefill_us / 1000);
+}
+
+// The KV cache in use and where each chunk's K/V went (the first 12 chunks).
+void print_prefill_kv_text(const PrefillCliResult& r) {
     std::printf("KV cache: %d block%s of %d positions in use, %zu bytes (%zu bytes per token)\n",
-                session.cache().blocks_in_use(), session.cache().blocks_in_use() == 1 ? "" : "s",
-                session.cache().block_size(), session.cache().bytes_in_use(),
-                session.cache().bytes_per_token());
-    // Where each chunk's K/V went (layer 0; every layer uses the same slots).
-    int chunk = 0;
+                r.kv_blocks, r.kv_blocks == 1 ? "" : "s", r.kv_block_size, r.kv_bytes,
+                r.kv_bytes_per_token);
     const int shown_chunks = 12;
-    for (const TraceEvent& e : trace.events()) {
-        if (e.name != "kv append" || e.args.at("layer") != "0") continue;
-        if (chunk < shown_chunks) {
-            const std::string& blocks = e.args.at("blocks");
-            std::printf("  chunk %d: positions %s -> block%s %s\n", chunk,
-                        e.args.at("positions").c_str(),
-                        blocks.find(',') == std::string::npos ? "" : "s", blocks.c_str());
-        }
-        ++chunk;
+    const int chunks = static_cast<int>(r.chunk_slots.size());
+    for (int chunk = 0; chunk < chunks && chunk < shown_chunks; ++chunk) {
+        const PrefillChunkSlots& s = r.chunk_slots[std::size_t(chunk)];
+        std::printf("  chunk %d: positions %s -> block%s %s\n", chunk, s.positions.c_str(),
+                    s.blocks.find(',') == std::string::npos ? "" : "s", s.blocks.c_str());
     }
-    if (chunk > shown_chunks) std::printf("  ... %d more chunks\n", chunk - shown_chunks);
+    if (chunks > shown_chunks) std::printf("  ... %d more chunks\n", chunks - shown_chunks);
+}
+
+// The first token and the top of the distribution, as quoted token texts.
+void print_prefill_tokens_text(const PrefillCliResult& r) {
+    const auto quoted = [](const std::string& text) { return "'" + text + "'"; };
     std::printf("First token (greedy, from the last position's distribution): %s (id %d)\n",
-                quoted_token(tok, first).c_str(), first);
-    std::printf("Top-%d:", o.top);
-    for (const auto& p : top) std::printf("  %s %.4f", quoted_token(tok, p.token).c_str(), p.prob);
-    std::printf("\n\nEquivalence: plan %s vs plan %s on %s\n", plan.to_string().c_str(),
-                other.to_string().c_str(), backend->name().c_str());
+                quoted(r.first_text).c_str(), r.first_token);
+    std::printf("Top-%d:", r.top_n);
+    for (const PrefillTopToken& p : r.top) std::printf("  %s %.4f", quoted(p.text).c_str(), p.prob);
+    std::printf("\n");
+}
+
+// This plan against the compared one, and why the backend keeps (or may
+// lose) the bits.
+void print_prefill_equivalence_text(const PrefillCliResult& r) {
+    const Difference& d = r.equivalence;
+    std::printf("\nEquivalence: plan %s vs plan %s on %s\n", r.plan.to_string().c_str(),
+                r.compared_plan.to_string().c_str(), r.backend.c_str());
     std::printf("  last-position logits: max |diff| %.3g, bitwise equal: %s\n", d.logits_max_abs,
                 d.logits_bitwise ? "yes" : "no");
     std::printf("  K/V cache (%d layers x %d positions): max |diff| %.3g, bitwise equal: %s\n",
-                c.n_layers, t, d.kv_max_abs, d.kv_bitwise ? "yes" : "no");
+                r.config.n_layers, static_cast<int>(r.tokens.size()), d.kv_max_abs,
+                d.kv_bitwise ? "yes" : "no");
     std::printf("  same first token: %s\n", d.same_argmax ? "yes" : "no");
-    if (backend->is_reference()) {
+    if (r.reference_backend) {
         std::printf(
             "  (reference backend: every sum in one fixed order, so chunking cannot change a "
             "bit)\n");
-    } else if (o.kernels == "fastest") {
+    } else if (r.kernels == "fastest") {
         std::printf(
             "  (fastest kernels: each product goes to the library's kernel for its shape, and\n"
             "   the order of its adds with it, so a chunk plan can change the bits: lesson 16)\n");
@@ -253,19 +377,38 @@ void run(const PrefillOptions& o) {
             "   logits), but its key tiles and vector lanes are aligned to position 0, so\n"
             "   chunking cannot change a bit: lesson 15)\n");
     }
-    for (const AttentionProbe& p : probes) {
+}
+
+void print_prefill_attention_text(const PrefillCliResult& r) {
+    for (std::size_t i = 0; i < r.probes.size(); ++i) {
         std::printf(
             "\nAttention of layer %d, head %d (row: query position; column: key; "
             "masked cells 0)\n",
-            p.layer, p.head);
-        const auto rows = whole_map(probed, p, t);
-        for (int q = 0; q < t; ++q) {
-            std::printf("  q%-3d", q);
-            for (float x : rows[std::size_t(q)]) std::printf(" %5.3f", x);
+            r.probes[i].layer, r.probes[i].head);
+        for (std::size_t q = 0; q < r.attention[i].size(); ++q) {
+            std::printf("  q%-3d", static_cast<int>(q));
+            for (float x : r.attention[i][q]) std::printf(" %5.3f", x);
             std::printf("\n");
         }
     }
-    if (!o.trace.empty()) std::printf("Trace written to %s (open in Perfetto)\n", o.trace.c_str());
+}
+
+void print_prefill_text(const PrefillCliResult& r) {
+    print_prefill_cost_text(r);
+    print_prefill_kv_text(r);
+    print_prefill_tokens_text(r);
+    print_prefill_equivalence_text(r);
+    print_prefill_attention_text(r);
+    if (!r.trace_path.empty())
+        std::printf("Trace written to %s (open in Perfetto)\n", r.trace_path.c_str());
+}
+
+void run(const PrefillOptions& o) {
+    const PrefillCliResult r = compute_prefill(o);
+    if (o.json)
+        print_json(prefill_json(r));
+    else
+        print_prefill_text(r);
 }
 
 }  // namespace

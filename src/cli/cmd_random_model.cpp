@@ -145,12 +145,21 @@ ModelConfig shape_of(const RandomModelOptions& o) {
     return c;
 }
 
-void run(const RandomModelOptions& o) {
-    ModelConfig c = shape_of(o);
+// What `plab random-model` wrote, for its one line of text (it has no --json).
+struct RandomModelResult {
+    std::string dir;
+    ModelConfig config;   // the shape written
+    std::string shape;    // --shape, named when no flag changed it
+    bool custom = false;  // a flag changed the shape, classifier, RoPE or tokenizer
+    bool rope_theta_given = false;
+    std::uint64_t seed = 1;
+    std::string tokenizer;       // as config.json names it ("byte": the default)
+    std::string tokenizer_kind;  // Tokenizer::kind()
+};
 
-    // 4. The tokenizer, and the vocabulary it needs: its size unless --vocab says more.
-    const std::string spec = o.tokenizer.empty() ? "byte" : o.tokenizer;
-    const TokenizerSource tok = open_tokenizer_source(spec, c.vocab_size);
+// 4. The tokenizer, and the vocabulary it needs: its size unless --vocab says more.
+void fit_random_model_vocab(const RandomModelOptions& o, const TokenizerSource& tok,
+                            const std::string& spec, ModelConfig& c) {
     const int need = tok.tokenizer->vocab_size();
     if (!o.tokenizer.empty() && !given(o.vocab_opt)) c.vocab_size = need;
     PLAB_CHECK(!tok.exact_vocab || c.vocab_size == need,
@@ -164,17 +173,11 @@ void run(const RandomModelOptions& o) {
                    << "--vocab " << need << " or more"
                    << (o.tokenizer.empty() ? ", or --tokenizer ids (prompts as token ids)"
                                            : ", or leave --vocab out"));
-    c.validate();
-    PLAB_CHECK(c.n_params() <= kMaxRandomParams,
-               "this shape has " << c.n_params() << " parameters ("
-                                 << double(c.n_params()) * 4 / 1e9
-                                 << " GB as float32); plab random-model writes at most "
-                                 << kMaxRandomParams << " (a smaller --dim, --layers, --hidden "
-                                 << "or --vocab)");
+}
 
-    // 5. The folder: a tokenizer.json there that config.json would not name is
-    // refused when the model is loaded (model_io.cpp), so refuse it now.
-    const fs::path dir(o.dir);
+// 5. The folder: a tokenizer.json there that config.json would not name is
+// refused when the model is loaded (model_io.cpp), so refuse it now.
+void check_random_model_folder(const fs::path& dir, const TokenizerSource& tok) {
     PLAB_CHECK(!fs::exists(dir) || fs::is_directory(dir),
                dir.string() << " is a file; give a folder for the model");
     bool copies_json = false, copies_config = false;
@@ -189,7 +192,24 @@ void run(const RandomModelOptions& o) {
     PLAB_CHECK(!copies_json || copies_config || !fs::exists(dir / "tokenizer_config.json"),
                dir.string() << " has a tokenizer_config.json that would be read with the new "
                             << "tokenizer.json (its BOS, EOS, add_bos_token); remove it");
+}
 
+RandomModelResult compute_random_model(const RandomModelOptions& o) {
+    ModelConfig c = shape_of(o);
+    const std::string spec = o.tokenizer.empty() ? "byte" : o.tokenizer;
+    const TokenizerSource tok = open_tokenizer_source(spec, c.vocab_size);
+    fit_random_model_vocab(o, tok, spec, c);
+    c.validate();
+    PLAB_CHECK(c.n_params() <= kMaxRandomParams,
+               "this shape has " << c.n_params() << " parameters ("
+                                 << double(c.n_params()) * 4 / 1e9
+                                 << " GB as float32); plab random-model writes at most "
+                                 << kMaxRandomParams << " (a smaller --dim, --layers, --hidden "
+                                 << "or --vocab)");
+    const fs::path dir(o.dir);
+    check_random_model_folder(dir, tok);
+
+    // 6. The weights, then the tokenizer's files beside them.
     save_model(make_random_weights(c, o.seed), tok.config_name, o.dir);
     for (const auto& [from, name] : tok.files) {
         const fs::path to = dir / name;
@@ -197,17 +217,34 @@ void run(const RandomModelOptions& o) {
         fs::copy_file(from, to, fs::copy_options::overwrite_existing);
     }
 
-    const bool custom = given(o.dim_opt) || given(o.layers_opt) || given(o.heads_opt) ||
-                        given(o.kv_heads_opt) || given(o.hidden_opt) || given(o.vocab_opt) ||
-                        given(o.head_dim_opt) || given(o.max_seq_len_opt) ||
-                        given(o.rope_theta_opt) || o.tied || o.untied || !o.tokenizer.empty();
+    RandomModelResult r;
+    r.dir = o.dir;
+    r.config = c;
+    r.shape = o.shape;
+    r.custom = given(o.dim_opt) || given(o.layers_opt) || given(o.heads_opt) ||
+               given(o.kv_heads_opt) || given(o.hidden_opt) || given(o.vocab_opt) ||
+               given(o.head_dim_opt) || given(o.max_seq_len_opt) || given(o.rope_theta_opt) ||
+               o.tied || o.untied || !o.tokenizer.empty();
+    r.rope_theta_given = given(o.rope_theta_opt);
+    r.seed = o.seed;
+    r.tokenizer = tok.config_name;
+    r.tokenizer_kind = tok.tokenizer->kind();
+    return r;
+}
+
+void print_random_model_text(const RandomModelResult& r) {
+    const ModelConfig& c = r.config;
     std::string extra;
-    if (tok.config_name != "byte") extra += ", tokenizer " + tok.tokenizer->kind();
-    if (custom) extra += c.tied_embeddings ? ", tied classifier" : ", separate classifier";
-    if (given(o.rope_theta_opt)) extra += ", rope_theta " + exact(float(c.rope_theta));
+    if (r.tokenizer != "byte") extra += ", tokenizer " + r.tokenizer_kind;
+    if (r.custom) extra += c.tied_embeddings ? ", tied classifier" : ", separate classifier";
+    if (r.rope_theta_given) extra += ", rope_theta " + exact(float(c.rope_theta));
     std::printf("wrote a random %smodel (%s%s, seed %llu) to %s\n",
-                custom ? "" : (o.shape + " ").c_str(), c.summary().c_str(), extra.c_str(),
-                static_cast<unsigned long long>(o.seed), o.dir.c_str());
+                r.custom ? "" : (r.shape + " ").c_str(), c.summary().c_str(), extra.c_str(),
+                static_cast<unsigned long long>(r.seed), r.dir.c_str());
+}
+
+void run(const RandomModelOptions& o) {
+    print_random_model_text(compute_random_model(o));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <variant>
 
 #include "cli/common.h"
 #include "core/error.h"
@@ -63,6 +64,58 @@ struct ServeCliOptions {
     CLI::Option* kv_blocks_opt = nullptr;
     CLI::Option* util_opt = nullptr;
 };
+
+// What a serve report says besides its metrics: which workload ran on which
+// backend, and what its clock charged: the coefficients of serving/step_cost.h
+// or a roofline (serving/roofline.h).
+struct ServeSetup {
+    std::string workload;      // Workload::source
+    std::size_t requests = 0;  // in the workload
+    std::string backend;       // as the engine names it
+    std::string clock;         // --clock: virtual or real
+    StepCost step_cost;        // the coefficients (the clock without a roofline)
+    // --hardware's clock, else null; it charges its own shape for the loaded
+    // model's tokens (tokens_from).
+    std::shared_ptr<const RooflineCost> roofline;
+    std::string tokens_from;
+    int kv_blocks = 0;  // the engine's pool
+    int block_size = 0;
+    double gpu_memory_utilization = 0;
+};
+
+// --calibrate: this machine's step cost, to replay with as --step-cost.
+struct ServeCalibration {
+    std::string backend;
+    StepCost cost;
+};
+
+// --validate-cost: the roofline clock's errors against this machine's real one.
+struct ServeValidation {
+    ServeSetup setup;
+    std::string policy;  // --policy, as given
+    CostValidation errors;
+};
+
+// --compare-policies: the same workload under every policy, one summary each.
+struct ServeComparison {
+    ServeSetup setup;
+    std::vector<std::pair<std::string, ServeSummary>> policies;  // in kPolicies' order
+    // Tokens a step: the chunked policy's budget; the others', a whole prompt.
+    int token_budget = 0;
+    int max_seq_len = 0;
+    double ttft_slo_ms = 0, itl_slo_ms = 0;
+};
+
+// One policy's replay: serving/serve.h's report of every request and step.
+struct ServeReplay {
+    ServeSetup setup;
+    ServeReport report;
+    bool disaggregate = false;
+};
+
+// What `plab serve` computed, one of its four reports; text and --json are
+// both printed from it. (The preset lists are tables printed as they are.)
+using ServeResult = std::variant<ServeCalibration, ServeValidation, ServeComparison, ServeReplay>;
 
 // The backend as the engine names it: "cpu-fastest" under --kernels fastest.
 std::string backend_label(const ServeCliOptions& o) {
@@ -123,27 +176,6 @@ void print_summary_row(const std::string& name, const ServeSummary& s) {
     std::printf("%-14s %9.2f %9.2f %9.2f %9.2f %9.2f %10.1f %8.2f %6d\n", name.c_str(),
                 s.ttft_ms.p50, s.ttft_ms.p99, s.itl_ms.p50, s.itl_ms.p99, s.e2e_ms.p99,
                 s.output_tokens_per_s, s.goodput, s.steps);
-}
-
-void run_calibrate(const ServeCliOptions& o) {
-    const Model model = load_model_or_default(o.model);
-    EngineOptions eo;
-    eo.backend = o.backend;
-    eo.kernels = parse_kernels(o.kernels);
-    eo.block_size = o.block_size;
-    const StepCost cost = calibrate_step_cost(model, eo);
-    if (o.json) {
-        print_json({{"step_us", cost.step_us},
-                    {"per_sequence_us", cost.per_sequence_us},
-                    {"gflops", cost.gflops},
-                    {"step_cost", cost.to_string()}});
-        return;
-    }
-    std::printf(
-        "step cost on this machine, backend %s: %.1f us per step + %.1f us per sequence "
-        "+ its FLOPs at %.2f GFLOP/s\n",
-        backend_label(o).c_str(), cost.step_us, cost.per_sequence_us, cost.gflops);
-    std::printf("replay with it: plab serve --step-cost %s ...\n", cost.to_string().c_str());
 }
 
 void list_hardware() {
@@ -228,45 +260,111 @@ std::shared_ptr<const RooflineCost> roofline_of(const ServeCliOptions& o, const 
     return cost;
 }
 
-nlohmann::json cost_model_json(const ServeCliOptions& o, const RooflineCost* cost) {
-    if (cost == nullptr) {
-        StepCost sc;
-        if (!o.step_cost.empty()) sc = StepCost::parse(o.step_cost);
-        return {{"kind", "coefficients"},     {"hardware", nullptr},
-                {"shape", nullptr},           {"dtype", nullptr},
-                {"peak_tflops", nullptr},     {"bandwidth_gb_per_s", nullptr},
-                {"step_cost", sc.to_string()}};
-    }
-    return {{"kind", "roofline"},
-            {"hardware", cost->hardware.name},
-            {"shape", cost->shape_name},
-            {"dtype", dtype_name(cost->dtype)},
-            {"peak_tflops", cost->hardware.peak_tflops(cost->dtype)},
-            {"bandwidth_gb_per_s", cost->hardware.bandwidth_gb_per_s},
-            {"compute_efficiency", cost->hardware.compute_efficiency},
-            {"bandwidth_efficiency", cost->hardware.bandwidth_efficiency},
-            {"step_overhead_us", cost->hardware.step_overhead_us},
-            {"cold_step_us", cost->hardware.cold_step_us}};
+// 1. Compute: options -> workload, engine options and clock -> one report.
+
+ServeCalibration calibrate_serve(const ServeCliOptions& o) {
+    const Model model = load_model_or_default(o.model);
+    EngineOptions eo;
+    eo.backend = o.backend;
+    eo.kernels = parse_kernels(o.kernels);
+    eo.block_size = o.block_size;
+    const StepCost cost = calibrate_step_cost(model, eo);
+    return {backend_label(o), cost};
 }
 
-// One line: what the clock charges, and whose tokens run.
-void print_clock_line(const RooflineCost& cost, const Model& model, int kv_blocks, int block_size,
-                      double utilization) {
-    std::printf("clock: %s; tokens: %s\n", cost.describe().c_str(), model.source.c_str());
-    std::printf(
-        "  %.1f TFLOP/s x %.0f %%, %.0f GB/s x %.0f %%, %.1f us a step; weights %.2f GB; KV pool "
-        "%d "
-        "blocks of %d (%.0f %% of %.0f GB less the weights, or what the workload can fill)\n",
-        cost.hardware.peak_tflops(cost.dtype), cost.hardware.compute_efficiency * 100,
-        cost.hardware.bandwidth_gb_per_s, cost.hardware.bandwidth_efficiency * 100,
-        cost.hardware.step_overhead_us, weights_bytes(cost.shape, cost.dtype) / 1e9, kv_blocks,
-        block_size, utilization * 100, cost.hardware.memory_gb);
+// The workload first: a bad file is reported before a model is loaded.
+Workload serve_workload(const ServeCliOptions& o) {
+    const bool rate_given = o.rate_option->count() > 0;
+    PLAB_CHECK(o.workload.empty() || (!rate_given && o.long_prompt == 0),
+               "give one workload: --workload FILE, --rate R (generated), or --long-prompt N");
+    PLAB_CHECK(!rate_given || o.long_prompt == 0,
+               "give one workload: --rate R (generated) or --long-prompt N, not both");
+    if (!o.workload.empty())
+        return parse_workload(read_text_file(o.workload, "workload file"), o.workload);
+    if (o.long_prompt > 0) return long_prompt_workload(o.long_prompt, 4, 32);
+    WorkloadGenerator g;
+    g.rate = o.rate;
+    g.requests = o.requests;
+    g.seed = o.seed;
+    std::tie(g.prompt_min, g.prompt_max) = parse_range(o.prompt_len, "--prompt-len");
+    std::tie(g.new_min, g.new_max) = parse_range(o.new_tokens, "--new-tokens");
+    return generate_workload(g);
+}
+
+void check_serve_engine_flags(const ServeCliOptions& o) {
+    PLAB_CHECK(o.clock == "virtual" || o.clock == "real",
+               "--clock " << o.clock << " is not a clock; valid: virtual, real");
+    PLAB_CHECK(o.prefix_cache == "on" || o.prefix_cache == "off",
+               "--prefix-cache " << o.prefix_cache << " must be on or off");
+    PLAB_CHECK(o.kv_blocks >= 0, "--kv-blocks " << o.kv_blocks << " must be at least 1");
+}
+
+// The engine and the clock it is charged on; with a roofline and no
+// --kv-blocks, the pool the card's memory holds.
+ServeOptions serve_clock_options(const ServeCliOptions& o, const Model& model,
+                                 const Workload& workload) {
+    ServeOptions so;
+    so.engine.backend = o.backend;
+    so.engine.kernels = parse_kernels(o.kernels);
+    so.engine.block_size = o.block_size;
+    so.engine.kv_blocks = o.kv_blocks;
+    so.engine.prefix_cache = o.prefix_cache == "on";
+    so.engine.max_running = o.max_running;
+    so.virtual_clock = o.clock == "virtual";
+    if (!o.step_cost.empty()) so.cost = StepCost::parse(o.step_cost);
+    EngineOptions profiled = so.engine;  // this machine is profiled at the chunk size
+    profiled.max_step_tokens = o.token_budget;
+    so.roofline = roofline_of(o, model, profiled);
+    if (so.roofline && o.kv_blocks_opt->count() == 0)
+        so.engine.kv_blocks =
+            kv_blocks_on_card(*so.roofline, o.gpu_memory_utilization, o.block_size, workload);
+    return so;
+}
+
+// What a replay is measured against: the seed, the objectives, the network,
+// and the disaggregated KV link.
+void add_serve_objectives(const ServeCliOptions& o, ServeOptions& so) {
+    so.seed = o.seed;
+    so.ttft_slo_ms = o.ttft_slo_ms;
+    so.itl_slo_ms = o.itl_slo_ms;
+    so.network_delay_ms = o.network_delay_ms;
+    so.disaggregate = o.disaggregate;
+    // The KV link: the given bandwidth, else this machine's copy bandwidth
+    // (serving measures nothing itself; perf/machine.h does).
+    so.link_gb_per_s = o.disaggregate && o.link_gb_per_s <= 0
+                           ? measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s
+                           : o.link_gb_per_s;
+}
+
+// A policy's options: --token-budget is the chunked policy's (policy_step_tokens).
+ServeOptions serve_options_for(const ServeOptions& so, Policy p, int token_budget,
+                               int max_seq_len) {
+    ServeOptions s = so;
+    s.engine.policy = p;
+    s.engine.max_step_tokens = policy_step_tokens(p, token_budget, max_seq_len);
+    return s;
+}
+
+ServeSetup serve_setup(const ServeCliOptions& o, const Model& model, const Workload& workload,
+                       const ServeOptions& so) {
+    ServeSetup s;
+    s.workload = workload.source;
+    s.requests = workload.requests.size();
+    s.backend = backend_label(o);
+    s.clock = o.clock;
+    s.step_cost = so.cost;
+    s.roofline = so.roofline;
+    s.tokens_from = model.source;
+    s.kv_blocks = so.engine.kv_blocks;
+    s.block_size = o.block_size;
+    s.gpu_memory_utilization = o.gpu_memory_utilization;
+    return s;
 }
 
 // --validate-cost: the roofline clock against this machine's real one, as
 // Vidur validates its simulator (serving/validate_cost.h).
-void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workload& workload,
-                       ServeOptions so) {
+ServeValidation validate_serve_cost(const ServeCliOptions& o, const Model& model,
+                                    const Workload& workload, ServeOptions so) {
     PLAB_CHECK(o.hardware.empty() || o.hardware == "this-machine",
                "--validate-cost compares the clock with this machine's real one: it uses "
                "--hardware this-machine (leave --hardware out)");
@@ -283,185 +381,209 @@ void run_validate_cost(const ServeCliOptions& o, const Model& model, const Workl
         profiled.max_step_tokens = o.token_budget;
         so.roofline = roofline_of(here, model, profiled);
     }
-    so.engine.policy = parse_policy(o.policy);
-    so.engine.max_step_tokens =
-        policy_step_tokens(so.engine.policy, o.token_budget, model.weights.config.max_seq_len);
-    const CostValidation v = validate_cost(model, workload, so);
-    if (o.json) {
-        print_json({{"median_step_rel_error", v.median_step_rel_error},
-                    {"p90_step_rel_error", v.p90_step_rel_error},
-                    {"median_ttft_rel_error", v.median_ttft_rel_error},
-                    {"p90_ttft_rel_error", v.p90_ttft_rel_error},
-                    {"median_itl_rel_error", v.median_itl_rel_error},
-                    {"p90_itl_rel_error", v.p90_itl_rel_error},
-                    {"steps", v.steps},
-                    {"median_step_rel_noise", v.median_step_rel_noise},
-                    {"p90_step_rel_noise", v.p90_step_rel_noise},
-                    {"noise_steps", v.noise_steps},
-                    {"requests", v.requests},
-                    {"cost_model", cost_model_json(o, so.roofline.get())}});
-        return;
+    so = serve_options_for(so, parse_policy(o.policy), o.token_budget,
+                           model.weights.config.max_seq_len);
+    ServeValidation v;
+    v.errors = validate_cost(model, workload, so);
+    v.setup = serve_setup(o, model, workload, so);
+    v.policy = o.policy;
+    return v;
+}
+
+ServeComparison compare_serve_policies(const ServeCliOptions& o, const Model& model,
+                                       const Workload& workload, const ServeOptions& so) {
+    PLAB_CHECK(o.trace.empty(),
+               "--trace records one policy's run; drop --compare-policies "
+               "or --trace");
+    ServeComparison c;
+    c.token_budget = o.token_budget;
+    c.max_seq_len = model.weights.config.max_seq_len;
+    for (const PolicyRow& p : kPolicies) {
+        const ServeOptions po = serve_options_for(so, p.policy, c.token_budget, c.max_seq_len);
+        c.policies.emplace_back(p.name, serve(model, workload, po).summary);
     }
-    std::printf("workload: %s, %zu requests, policy %s, backend %s\n", workload.source.c_str(),
-                workload.requests.size(), o.policy.c_str(), backend_label(o).c_str());
-    std::printf("clock under test: %s\n  (%s)\n", so.roofline->describe().c_str(),
-                so.roofline->hardware.source.c_str());
+    c.setup = serve_setup(o, model, workload, so);
+    c.ttft_slo_ms = o.ttft_slo_ms;
+    c.itl_slo_ms = o.itl_slo_ms;
+    return c;
+}
+
+ServeReplay replay_serve(const ServeCliOptions& o, const Model& model, const Workload& workload,
+                         const ServeOptions& so) {
+    const Policy policy = parse_policy(o.policy);
+    ServeReplay r;
+    r.report =
+        serve(model, workload,
+              serve_options_for(so, policy, o.token_budget, model.weights.config.max_seq_len));
+    if (!o.trace.empty()) serve_trace(r.report).write_chrome_json(o.trace);
+    r.setup = serve_setup(o, model, workload, so);
+    r.disaggregate = o.disaggregate;
+    return r;
+}
+
+ServeResult compute_serve(const ServeCliOptions& o) {
+    if (o.calibrate) return calibrate_serve(o);
+    const Workload workload = serve_workload(o);
+    check_serve_engine_flags(o);
+    const Model model = load_model_or_default(o.model);
+    ServeOptions so = serve_clock_options(o, model, workload);
+    if (o.validate_cost) return validate_serve_cost(o, model, workload, so);
+    add_serve_objectives(o, so);
+    if (o.compare) return compare_serve_policies(o, model, workload, so);
+    return replay_serve(o, model, workload, so);
+}
+
+// 2. JSON: one object per report.
+
+nlohmann::json cost_model_json(const ServeSetup& s) {
+    const RooflineCost* cost = s.roofline.get();
+    if (cost == nullptr) {
+        return {{"kind", "coefficients"},
+                {"hardware", nullptr},
+                {"shape", nullptr},
+                {"dtype", nullptr},
+                {"peak_tflops", nullptr},
+                {"bandwidth_gb_per_s", nullptr},
+                {"step_cost", s.step_cost.to_string()}};
+    }
+    return {{"kind", "roofline"},
+            {"hardware", cost->hardware.name},
+            {"shape", cost->shape_name},
+            {"dtype", dtype_name(cost->dtype)},
+            {"peak_tflops", cost->hardware.peak_tflops(cost->dtype)},
+            {"bandwidth_gb_per_s", cost->hardware.bandwidth_gb_per_s},
+            {"compute_efficiency", cost->hardware.compute_efficiency},
+            {"bandwidth_efficiency", cost->hardware.bandwidth_efficiency},
+            {"step_overhead_us", cost->hardware.step_overhead_us},
+            {"cold_step_us", cost->hardware.cold_step_us}};
+}
+
+nlohmann::json serve_json(const ServeCalibration& c) {
+    return {{"step_us", c.cost.step_us},
+            {"per_sequence_us", c.cost.per_sequence_us},
+            {"gflops", c.cost.gflops},
+            {"step_cost", c.cost.to_string()}};
+}
+
+nlohmann::json serve_json(const ServeValidation& v) {
+    const CostValidation& e = v.errors;
+    return {{"median_step_rel_error", e.median_step_rel_error},
+            {"p90_step_rel_error", e.p90_step_rel_error},
+            {"median_ttft_rel_error", e.median_ttft_rel_error},
+            {"p90_ttft_rel_error", e.p90_ttft_rel_error},
+            {"median_itl_rel_error", e.median_itl_rel_error},
+            {"p90_itl_rel_error", e.p90_itl_rel_error},
+            {"steps", e.steps},
+            {"median_step_rel_noise", e.median_step_rel_noise},
+            {"p90_step_rel_noise", e.p90_step_rel_noise},
+            {"noise_steps", e.noise_steps},
+            {"requests", e.requests},
+            {"cost_model", cost_model_json(v.setup)}};
+}
+
+nlohmann::json serve_json(const ServeComparison& c) {
+    nlohmann::json all;
+    for (const auto& [name, summary] : c.policies) all[name] = summary_json(summary);
+    return {{"policies", all},
+            {"clock", c.setup.clock},
+            {"workload", c.setup.workload},
+            {"cost_model", cost_model_json(c.setup)}};
+}
+
+nlohmann::json serve_json(const ServeReplay& replay) {
+    const ServeReport& r = replay.report;
+    nlohmann::json j = report_json(r);
+    j["cost_model"] = cost_model_json(replay.setup);
+    j["steps"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.steps.size(); ++i) {
+        const StepRecord& st = r.steps[i];
+        j["steps"].push_back({{"index", st.index},
+                              {"start_ms", st.start_us / 1000},
+                              {"ms", st.us / 1000},
+                              {"predicted_ms", st.predicted_us / 1000},
+                              {"prefill_tokens", st.prefill_tokens},
+                              {"decode_tokens", st.decode_tokens},
+                              {"bound", i < r.step_bounds.size() ? nlohmann::json(r.step_bounds[i])
+                                                                 : nlohmann::json(nullptr)}});
+    }
+    return j;
+}
+
+nlohmann::json serve_json(const ServeResult& r) {
+    return std::visit([](const auto& report) { return serve_json(report); }, r);
+}
+
+// 3. Text: the same reports, as tables for a person.
+
+// One line: what the clock charges, and whose tokens run.
+void print_clock_line(const ServeSetup& s) {
+    const RooflineCost& cost = *s.roofline;
+    std::printf("clock: %s; tokens: %s\n", cost.describe().c_str(), s.tokens_from.c_str());
+    std::printf(
+        "  %.1f TFLOP/s x %.0f %%, %.0f GB/s x %.0f %%, %.1f us a step; weights %.2f GB; KV pool "
+        "%d "
+        "blocks of %d (%.0f %% of %.0f GB less the weights, or what the workload can fill)\n",
+        cost.hardware.peak_tflops(cost.dtype), cost.hardware.compute_efficiency * 100,
+        cost.hardware.bandwidth_gb_per_s, cost.hardware.bandwidth_efficiency * 100,
+        cost.hardware.step_overhead_us, weights_bytes(cost.shape, cost.dtype) / 1e9, s.kv_blocks,
+        s.block_size, s.gpu_memory_utilization * 100, cost.hardware.memory_gb);
+}
+
+void print_serve_text(const ServeCalibration& c) {
+    std::printf(
+        "step cost on this machine, backend %s: %.1f us per step + %.1f us per sequence "
+        "+ its FLOPs at %.2f GFLOP/s\n",
+        c.backend.c_str(), c.cost.step_us, c.cost.per_sequence_us, c.cost.gflops);
+    std::printf("replay with it: plab serve --step-cost %s ...\n", c.cost.to_string().c_str());
+}
+
+void print_serve_text(const ServeValidation& v) {
+    const CostValidation& e = v.errors;
+    std::printf("workload: %s, %zu requests, policy %s, backend %s\n", v.setup.workload.c_str(),
+                v.setup.requests, v.policy.c_str(), v.setup.backend.c_str());
+    std::printf("clock under test: %s\n  (%s)\n", v.setup.roofline->describe().c_str(),
+                v.setup.roofline->hardware.source.c_str());
     std::printf("%-22s %8s %8s\n", "|predicted - measured|", "median", "p90");
     std::printf("%-22s %7.1f%% %7.1f%%   (%d steps of the real run, each predicted)\n", "step time",
-                v.median_step_rel_error * 100, v.p90_step_rel_error * 100, v.steps);
+                e.median_step_rel_error * 100, e.p90_step_rel_error * 100, e.steps);
     std::printf("%-22s %7.1f%% %7.1f%%   (%d requests: real clock vs roofline replay)\n", "TTFT",
-                v.median_ttft_rel_error * 100, v.p90_ttft_rel_error * 100, v.requests);
+                e.median_ttft_rel_error * 100, e.p90_ttft_rel_error * 100, e.requests);
     std::printf("%-22s %7.1f%% %7.1f%%   (each request's mean ITL)\n", "ITL",
-                v.median_itl_rel_error * 100, v.p90_itl_rel_error * 100);
+                e.median_itl_rel_error * 100, e.p90_itl_rel_error * 100);
     std::printf("%-22s %7.1f%% %7.1f%%   (%d steps run twice: the real clock against itself)\n",
-                "real run vs real run", v.median_step_rel_noise * 100, v.p90_step_rel_noise * 100,
-                v.noise_steps);
+                "real run vs real run", e.median_step_rel_noise * 100, e.p90_step_rel_noise * 100,
+                e.noise_steps);
     std::printf(
         "errors are relative to the measured value; Vidur reports < 9 %% for vLLM on GPUs; no "
         "model of a step errs less than the machine's own noise\n");
 }
 
-void run(const ServeCliOptions& o) {
-    if (o.list_hardware || o.list_shapes) {
-        if (o.list_hardware) list_hardware();
-        if (o.list_shapes) list_shapes();
-        return;
-    }
-    if (o.calibrate) {
-        run_calibrate(o);
-        return;
-    }
-    // The workload first: a bad file is reported before a model is loaded.
-    const bool rate_given = o.rate_option->count() > 0;
-    PLAB_CHECK(o.workload.empty() || (!rate_given && o.long_prompt == 0),
-               "give one workload: --workload FILE, --rate R (generated), or --long-prompt N");
-    PLAB_CHECK(!rate_given || o.long_prompt == 0,
-               "give one workload: --rate R (generated) or --long-prompt N, not both");
-    Workload workload;
-    if (!o.workload.empty()) {
-        workload = parse_workload(read_text_file(o.workload, "workload file"), o.workload);
-    } else if (o.long_prompt > 0) {
-        workload = long_prompt_workload(o.long_prompt, 4, 32);
-    } else {
-        WorkloadGenerator g;
-        g.rate = o.rate;
-        g.requests = o.requests;
-        g.seed = o.seed;
-        std::tie(g.prompt_min, g.prompt_max) = parse_range(o.prompt_len, "--prompt-len");
-        std::tie(g.new_min, g.new_max) = parse_range(o.new_tokens, "--new-tokens");
-        workload = generate_workload(g);
-    }
-    PLAB_CHECK(o.clock == "virtual" || o.clock == "real",
-               "--clock " << o.clock << " is not a clock; valid: virtual, real");
-    PLAB_CHECK(o.prefix_cache == "on" || o.prefix_cache == "off",
-               "--prefix-cache " << o.prefix_cache << " must be on or off");
-    PLAB_CHECK(o.kv_blocks >= 0, "--kv-blocks " << o.kv_blocks << " must be at least 1");
+void print_serve_text(const ServeComparison& c) {
+    std::printf("workload: %s, %zu requests, %s clock, backend %s\n", c.setup.workload.c_str(),
+                c.setup.requests, c.setup.clock.c_str(), c.setup.backend.c_str());
+    std::printf("token budget per step: chunked %d; the others prefill whole prompts (%d)\n",
+                c.token_budget, c.max_seq_len);
+    std::printf("%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
+                "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
+    for (const auto& [name, s] : c.policies) print_summary_row(name, s);
+    const ServeSummary& cont = c.policies[2].second;
+    const ServeSummary& chunk = c.policies[3].second;
+    std::printf(
+        "chunked prefill vs continuous without it: ITL p99 %.2f ms vs %.2f ms, "
+        "TTFT p99 %.2f ms vs %.2f ms\n",
+        chunk.itl_ms.p99, cont.itl_ms.p99, chunk.ttft_ms.p99, cont.ttft_ms.p99);
+    std::printf(
+        "times in ms from each request's arrival at the engine to a token sampled;\n"
+        "goodput = requests/s meeting TTFT <= %g ms and mean ITL <= %g ms\n",
+        c.ttft_slo_ms, c.itl_slo_ms);
+    if (c.setup.roofline) print_clock_line(c.setup);
+}
 
-    const Model model = load_model_or_default(o.model);
-    ServeOptions so;
-    so.engine.backend = o.backend;
-    so.engine.kernels = parse_kernels(o.kernels);
-    so.engine.block_size = o.block_size;
-    so.engine.kv_blocks = o.kv_blocks;
-    so.engine.prefix_cache = o.prefix_cache == "on";
-    so.engine.max_running = o.max_running;
-    so.virtual_clock = o.clock == "virtual";
-    if (!o.step_cost.empty()) so.cost = StepCost::parse(o.step_cost);
-    EngineOptions profiled = so.engine;  // this machine is profiled at the chunk size
-    profiled.max_step_tokens = o.token_budget;
-    so.roofline = roofline_of(o, model, profiled);
-    if (so.roofline && o.kv_blocks_opt->count() == 0)
-        so.engine.kv_blocks =
-            kv_blocks_on_card(*so.roofline, o.gpu_memory_utilization, o.block_size, workload);
-    if (o.validate_cost) {
-        run_validate_cost(o, model, workload, so);
-        return;
-    }
-    so.seed = o.seed;
-    so.ttft_slo_ms = o.ttft_slo_ms;
-    so.itl_slo_ms = o.itl_slo_ms;
-    so.network_delay_ms = o.network_delay_ms;
-    so.disaggregate = o.disaggregate;
-    // The KV link: the given bandwidth, else this machine's copy bandwidth
-    // (serving measures nothing itself; perf/machine.h does).
-    so.link_gb_per_s = o.disaggregate && o.link_gb_per_s <= 0
-                           ? measure_machine(256, 1, /*with_blas=*/false).copy_gb_per_s
-                           : o.link_gb_per_s;
-    const int max_seq = model.weights.config.max_seq_len;
-    // --token-budget is the chunked policy's (policy_step_tokens).
-    auto options_for = [&](Policy p) {
-        ServeOptions s = so;
-        s.engine.policy = p;
-        s.engine.max_step_tokens = policy_step_tokens(p, o.token_budget, max_seq);
-        return s;
-    };
-
-    if (o.compare) {
-        PLAB_CHECK(o.trace.empty(),
-                   "--trace records one policy's run; drop --compare-policies "
-                   "or --trace");
-        nlohmann::json all;
-        std::vector<std::pair<std::string, ServeSummary>> rows;
-        for (const PolicyRow& p : kPolicies) {
-            const ServeReport r = serve(model, workload, options_for(p.policy));
-            all[p.name] = summary_json(r.summary);
-            rows.emplace_back(p.name, r.summary);
-        }
-        if (o.json) {
-            print_json({{"policies", all},
-                        {"clock", o.clock},
-                        {"workload", workload.source},
-                        {"cost_model", cost_model_json(o, so.roofline.get())}});
-            return;
-        }
-        std::printf("workload: %s, %zu requests, %s clock, backend %s\n", workload.source.c_str(),
-                    workload.requests.size(), o.clock.c_str(), backend_label(o).c_str());
-        std::printf("token budget per step: chunked %d; the others prefill whole prompts (%d)\n",
-                    o.token_budget, max_seq);
-        std::printf("%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
-                    "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
-        for (const auto& [name, s] : rows) print_summary_row(name, s);
-        const ServeSummary& cont = rows[2].second;
-        const ServeSummary& chunk = rows[3].second;
-        std::printf(
-            "chunked prefill vs continuous without it: ITL p99 %.2f ms vs %.2f ms, "
-            "TTFT p99 %.2f ms vs %.2f ms\n",
-            chunk.itl_ms.p99, cont.itl_ms.p99, chunk.ttft_ms.p99, cont.ttft_ms.p99);
-        std::printf(
-            "times in ms from each request's arrival at the engine to a token sampled;\n"
-            "goodput = requests/s meeting TTFT <= %g ms and mean ITL <= %g ms\n",
-            o.ttft_slo_ms, o.itl_slo_ms);
-        if (so.roofline)
-            print_clock_line(*so.roofline, model, so.engine.kv_blocks, o.block_size,
-                             o.gpu_memory_utilization);
-        return;
-    }
-
-    const Policy policy = parse_policy(o.policy);
-    const ServeReport r = serve(model, workload, options_for(policy));
-    if (!o.trace.empty()) serve_trace(r).write_chrome_json(o.trace);
-    if (o.json) {
-        nlohmann::json j = report_json(r);
-        j["cost_model"] = cost_model_json(o, so.roofline.get());
-        j["steps"] = nlohmann::json::array();
-        for (std::size_t i = 0; i < r.steps.size(); ++i) {
-            const StepRecord& st = r.steps[i];
-            j["steps"].push_back(
-                {{"index", st.index},
-                 {"start_ms", st.start_us / 1000},
-                 {"ms", st.us / 1000},
-                 {"predicted_ms", st.predicted_us / 1000},
-                 {"prefill_tokens", st.prefill_tokens},
-                 {"decode_tokens", st.decode_tokens},
-                 {"bound", i < r.step_bounds.size() ? nlohmann::json(r.step_bounds[i])
-                                                    : nlohmann::json(nullptr)}});
-        }
-        print_json(j);
-        return;
-    }
+void print_serve_text(const ServeReplay& replay) {
+    const ServeReport& r = replay.report;
     std::printf("workload: %s, %zu requests, policy %s, %s clock, backend %s\n",
-                workload.source.c_str(), workload.requests.size(), r.policy.c_str(),
-                r.clock.c_str(), backend_label(o).c_str());
+                replay.setup.workload.c_str(), replay.setup.requests, r.policy.c_str(),
+                r.clock.c_str(), replay.setup.backend.c_str());
     std::printf("%4s %9s %7s %7s %5s %9s %9s %9s %9s\n", "id", "arrival_s", "prompt", "cached",
                 "new", "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms");
     for (const ServedRequest& s : r.requests) {
@@ -472,7 +594,7 @@ void run(const ServeCliOptions& o) {
     std::printf("\n%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
     print_summary_row(r.policy, r.summary);
-    if (o.disaggregate) {
+    if (replay.disaggregate) {
         const long long per_block = r.summary.kv_transfer_blocks > 0
                                         ? r.summary.kv_transfer_bytes / r.summary.kv_transfer_blocks
                                         : 0;
@@ -485,10 +607,74 @@ void run(const ServeCliOptions& o) {
             r.summary.link_gb_per_s);
     }
     std::printf("clocks start at arrival at the engine and stop when a token is sampled%s\n",
-                o.network_delay_ms > 0 ? " (TTFT: delivered, network delay added)" : "");
-    if (so.roofline)
-        print_clock_line(*so.roofline, model, so.engine.kv_blocks, o.block_size,
-                         o.gpu_memory_utilization);
+                r.network_delay_ms > 0 ? " (TTFT: delivered, network delay added)" : "");
+    if (replay.setup.roofline) print_clock_line(replay.setup);
+}
+
+void print_serve_text(const ServeResult& r) {
+    std::visit([](const auto& report) { print_serve_text(report); }, r);
+}
+
+void run(const ServeCliOptions& o) {
+    // The presets are reference tables, not a run: printed as they are (text only).
+    if (o.list_hardware || o.list_shapes) {
+        if (o.list_hardware) list_hardware();
+        if (o.list_shapes) list_shapes();
+        return;
+    }
+    const ServeResult r = compute_serve(o);
+    if (o.json) {
+        print_json(serve_json(r));
+    } else {
+        print_serve_text(r);
+    }
+}
+
+// Where the requests come from: a file, a generated Poisson stream, or the
+// long-prompt experiment.
+void add_serve_workload_options(CLI::App* cmd, ServeCliOptions& o) {
+    cmd->add_option("--workload", o.workload,
+                    "JSON Lines: arrival_s, prompt or prompt_tokens, "
+                    "max_new_tokens");
+    o.rate_option =
+        cmd->add_option("--rate", o.rate, "generated workload: Poisson arrivals per second")
+            ->capture_default_str();
+    cmd->add_option("--requests", o.requests, "generated workload: how many")
+        ->capture_default_str();
+    cmd->add_option("--seed", o.seed, "arrivals, lengths and random prompt ids")
+        ->capture_default_str();
+    cmd->add_option("--prompt-len", o.prompt_len, "generated: prompt tokens MIN,MAX")
+        ->capture_default_str();
+    cmd->add_option("--new-tokens", o.new_tokens, "generated: new tokens MIN,MAX")
+        ->capture_default_str();
+    cmd->add_option("--long-prompt", o.long_prompt,
+                    "the chunked-prefill experiment: 4 short requests decode, then a prompt of "
+                    "N tokens arrives");
+}
+
+// The roofline clock (serving/roofline.h): a card, a shape, a precision, and
+// how far the clock is from this machine's.
+void add_serve_roofline_options(CLI::App* cmd, ServeCliOptions& o) {
+    cmd->add_option(
+        "--hardware", o.hardware,
+        "charge the virtual clock as a roofline on this card: h100-sxm, a100-80gb, h200, "
+        "l4, t4, rtx-4090, or this-machine (measured); see --list-hardware");
+    o.shape_opt = cmd->add_option("--shape", o.shape,
+                                  "with --hardware: the model shape charged (llama3-8b, ...; "
+                                  "model: the loaded one); see --list-shapes")
+                      ->capture_default_str();
+    o.dtype_opt = cmd->add_option("--dtype", o.dtype,
+                                  "with --hardware: bf16, fp16, fp32 or int8 (default bf16; "
+                                  "fp32 on this-machine)");
+    o.util_opt = cmd->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                                 "with --hardware: share of the card's memory for weights and "
+                                 "the KV pool (vLLM's default 0.9)")
+                     ->capture_default_str();
+    cmd->add_flag("--list-hardware", o.list_hardware, "print the hardware presets and exit");
+    cmd->add_flag("--list-shapes", o.list_shapes, "print the model-shape presets and exit");
+    cmd->add_flag("--validate-cost", o.validate_cost,
+                  "replay on the real clock and on the roofline clock of this machine; print "
+                  "the clock's errors");
 }
 
 }  // namespace
@@ -502,23 +688,7 @@ void add_serve_command(CLI::App& app) {
                     "invariant, or fastest (cpu: the library's kernel for each product's shape; "
                     "lesson 16)")
         ->capture_default_str();
-    cmd->add_option("--workload", o->workload,
-                    "JSON Lines: arrival_s, prompt or prompt_tokens, "
-                    "max_new_tokens");
-    o->rate_option =
-        cmd->add_option("--rate", o->rate, "generated workload: Poisson arrivals per second")
-            ->capture_default_str();
-    cmd->add_option("--requests", o->requests, "generated workload: how many")
-        ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "arrivals, lengths and random prompt ids")
-        ->capture_default_str();
-    cmd->add_option("--prompt-len", o->prompt_len, "generated: prompt tokens MIN,MAX")
-        ->capture_default_str();
-    cmd->add_option("--new-tokens", o->new_tokens, "generated: new tokens MIN,MAX")
-        ->capture_default_str();
-    cmd->add_option("--long-prompt", o->long_prompt,
-                    "the chunked-prefill experiment: 4 short requests decode, then a prompt of "
-                    "N tokens arrives");
+    add_serve_workload_options(cmd, *o);
     cmd->add_option("--policy", o->policy, policy_names())->capture_default_str();
     cmd->add_flag("--compare-policies", o->compare, "run the workload under every policy");
     cmd->add_option("--clock", o->clock, "virtual (deterministic) or real")->capture_default_str();
@@ -548,26 +718,7 @@ void add_serve_command(CLI::App& app) {
                     "write a Chrome trace: one track per request, one for the engine's steps");
     cmd->add_flag("--calibrate", o->calibrate,
                   "measure this machine's step cost (for --step-cost) and exit");
-    cmd->add_option(
-        "--hardware", o->hardware,
-        "charge the virtual clock as a roofline on this card: h100-sxm, a100-80gb, h200, "
-        "l4, t4, rtx-4090, or this-machine (measured); see --list-hardware");
-    o->shape_opt = cmd->add_option("--shape", o->shape,
-                                   "with --hardware: the model shape charged (llama3-8b, ...; "
-                                   "model: the loaded one); see --list-shapes")
-                       ->capture_default_str();
-    o->dtype_opt = cmd->add_option("--dtype", o->dtype,
-                                   "with --hardware: bf16, fp16, fp32 or int8 (default bf16; "
-                                   "fp32 on this-machine)");
-    o->util_opt = cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
-                                  "with --hardware: share of the card's memory for weights and "
-                                  "the KV pool (vLLM's default 0.9)")
-                      ->capture_default_str();
-    cmd->add_flag("--list-hardware", o->list_hardware, "print the hardware presets and exit");
-    cmd->add_flag("--list-shapes", o->list_shapes, "print the model-shape presets and exit");
-    cmd->add_flag("--validate-cost", o->validate_cost,
-                  "replay on the real clock and on the roofline clock of this machine; print "
-                  "the clock's errors");
+    add_serve_roofline_options(cmd, *o);
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run(*o); });
 }

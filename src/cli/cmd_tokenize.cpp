@@ -50,7 +50,25 @@ std::string pad(const std::string& s, std::size_t width) {
     return n >= width ? s : s + std::string(width - n, ' ');
 }
 
-void run(const TokenizeOptions& o) {
+// One token of the text: its id, how the tokenizer shows it, the bytes it
+// decodes to, and the bytes [start, end) of the text it was made from.
+struct TokenizeToken {
+    TokenSpan span;
+    std::string text;   // Tokenizer::token_text
+    std::string bytes;  // Tokenizer::token_bytes
+};
+
+// Everything `plab tokenize` shows, text or JSON.
+struct TokenizeResult {
+    std::string tokenizer;  // Tokenizer::kind()
+    int vocab_size = 0;
+    std::string text;  // what was tokenized
+    std::vector<TokenizeToken> tokens;
+    std::size_t bos = 0;  // tokens put before the text (a BOS is no part of it)
+};
+
+// The text: given, or read from --prompt-file.
+std::string tokenize_input_text(const TokenizeOptions& o) {
     const bool text_given = o.text_option != nullptr && o.text_option->count() > 0;
     PLAB_CHECK(text_given != !o.file.empty(),
                (text_given ? "give the text one way: as text or --prompt-file, not both"
@@ -58,7 +76,12 @@ void run(const TokenizeOptions& o) {
                              "time\" (or --prompt-file FILE)"));
     PLAB_CHECK(o.model.empty() || o.tokenizer.empty(),
                "give --model or --tokenizer, not both (a model folder names its tokenizer)");
-    const std::string text = text_given ? o.text : read_text_file(o.file, "prompt file");
+    return text_given ? o.text : read_text_file(o.file, "prompt file");
+}
+
+TokenizeResult compute_tokenize(const TokenizeOptions& o) {
+    TokenizeResult r;
+    r.text = tokenize_input_text(o);
 
     // The tokenizer: a model folder's, or one named alone (no weights read).
     Model model;
@@ -69,55 +92,77 @@ void run(const TokenizeOptions& o) {
         model = load_model_or_default(o.model);
     const Tokenizer& tok = named ? *named : *model.tokenizer;
 
-    const std::vector<TokenSpan> spans = tok.encode_with_spans(text, !o.no_bos);
-    if (o.json) {
-        // Keys in the documented order: {"id", "text", "bytes", "start", "end"}.
-        nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
-        for (const TokenSpan& s : spans) {
-            nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
-            for (unsigned char b : tok.token_bytes(s.id)) bytes.push_back(int(b));
-            tokens.push_back({{"id", s.id},
-                              {"text", tok.token_text(s.id)},
-                              {"bytes", bytes},
-                              {"start", s.start},
-                              {"end", s.end}});
-        }
-        const nlohmann::ordered_json j = {{"tokens", tokens}};
-        // Ill-formed UTF-8 in a token's text (a llama2.c piece) is replaced, not fatal.
-        std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-                  << "\n";
-        return;
+    r.tokenizer = tok.kind();
+    r.vocab_size = tok.vocab_size();
+    for (const TokenSpan& s : tok.encode_with_spans(r.text, !o.no_bos))
+        r.tokens.push_back({s, tok.token_text(s.id), tok.token_bytes(s.id)});
+    r.bos = tok.encode("", !o.no_bos).size();
+    return r;
+}
+
+nlohmann::ordered_json tokenize_json(const TokenizeResult& r) {
+    // Keys in the documented order: {"id", "text", "bytes", "start", "end"}.
+    nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
+    for (const TokenizeToken& t : r.tokens) {
+        nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
+        for (unsigned char b : t.bytes) bytes.push_back(int(b));
+        tokens.push_back({{"id", t.span.id},
+                          {"text", t.text},
+                          {"bytes", bytes},
+                          {"start", t.span.start},
+                          {"end", t.span.end}});
     }
-    std::printf("Tokenizer: %s, vocabulary of %d tokens\n", tok.kind().c_str(), tok.vocab_size());
+    return {{"tokens", tokens}};
+}
+
+// One row of the table: span, the token as shown, its bytes in hex.
+std::string tokenize_row(const TokenizeToken& t, const std::string& text) {
+    const TokenSpan& s = t.span;
+    const std::string_view covered = std::string_view(text).substr(s.start, s.end - s.start);
+    std::string hex;
+    for (unsigned char b : t.bytes) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%s%02X", hex.empty() ? "" : " ", b);
+        hex += buf;
+    }
+    const std::string span = "[" + std::to_string(s.start) + "," + std::to_string(s.end) + ")";
+    std::string line =
+        pad(span, 9) + " " + pad("'" + printable_bytes(t.text) + "'", 16) + " " + hex;
+    // Where the token's bytes are not the text it covers, that text too:
+    // SentencePiece's inserted '▁', an added token's stripped spaces, a
+    // special token typed in the text (decode() drops it: no bytes).
+    if (t.bytes != covered) line += "  (covers '" + printable_bytes(covered) + "')";
+    while (!line.empty() && line.back() == ' ') line.pop_back();  // no bytes: no hex
+    return line;
+}
+
+void print_tokenize_text(const TokenizeResult& r) {
+    std::printf("Tokenizer: %s, vocabulary of %d tokens\n", r.tokenizer.c_str(), r.vocab_size);
     std::printf("%6s %7s  %-9s %-16s %s\n", "token", "id", "span", "text", "bytes");
-    for (std::size_t k = 0; k < spans.size(); ++k) {
-        const TokenSpan& s = spans[k];
-        const std::string bytes = tok.token_bytes(s.id);
-        const std::string_view covered = std::string_view(text).substr(s.start, s.end - s.start);
-        std::string hex;
-        for (unsigned char b : bytes) {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, "%s%02X", hex.empty() ? "" : " ", b);
-            hex += buf;
-        }
-        const std::string span = "[" + std::to_string(s.start) + "," + std::to_string(s.end) + ")";
-        std::string line = pad(span, 9) + " " +
-                           pad("'" + printable_bytes(tok.token_text(s.id)) + "'", 16) + " " + hex;
-        // Where the token's bytes are not the text it covers, that text too:
-        // SentencePiece's inserted '▁', an added token's stripped spaces, a
-        // special token typed in the text (decode() drops it: no bytes).
-        if (bytes != covered) line += "  (covers '" + printable_bytes(covered) + "')";
-        while (!line.empty() && line.back() == ' ') line.pop_back();  // no bytes: no hex
-        std::printf("%6zu %7d  %s\n", k, s.id, line.c_str());
-    }
+    for (std::size_t k = 0; k < r.tokens.size(); ++k)
+        std::printf("%6zu %7d  %s\n", k, r.tokens[k].span.id,
+                    tokenize_row(r.tokens[k], r.text).c_str());
     // The summary: tokens for bytes and characters; a BOS is no part of the text.
-    const std::size_t n = spans.size(), bos = tok.encode("", !o.no_bos).size();
-    const std::size_t from_text = n - bos;
+    const std::size_t n = r.tokens.size();
+    const std::size_t from_text = n - r.bos;
     std::printf("%zu %s", n, n == 1 ? "token" : "tokens");
-    if (bos > 0) std::printf(" (BOS + %zu from the text)", from_text);
-    std::printf(" for %zu bytes, %zu characters", text.size(), count_chars(text));
-    if (from_text > 0) std::printf(": %.2f bytes a token", double(text.size()) / double(from_text));
+    if (r.bos > 0) std::printf(" (BOS + %zu from the text)", from_text);
+    std::printf(" for %zu bytes, %zu characters", r.text.size(), count_chars(r.text));
+    if (from_text > 0)
+        std::printf(": %.2f bytes a token", double(r.text.size()) / double(from_text));
     std::printf("\n");
+}
+
+void run(const TokenizeOptions& o) {
+    const TokenizeResult r = compute_tokenize(o);
+    if (o.json) {
+        // Ill-formed UTF-8 in a token's text (a llama2.c piece) is replaced, not fatal.
+        std::cout << tokenize_json(r).dump(2, ' ', false,
+                                           nlohmann::ordered_json::error_handler_t::replace)
+                  << "\n";
+    } else {
+        print_tokenize_text(r);
+    }
 }
 
 }  // namespace

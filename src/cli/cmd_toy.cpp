@@ -1,8 +1,11 @@
 // `plab toy`: the one-head, dimension-1 attention example, full and chunked.
 // Lesson: lessons/01-toy-example.md.
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "core/error.h"
@@ -23,11 +26,26 @@ struct ToyOptions {
     bool json = false;
 };
 
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+bool toy_bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-void run(const ToyOptions& o) {
+// Everything `plab toy` shows, text or JSON: the input, the full prefill, and
+// one run per chunk plan with its verdict against the full one.
+struct ToyResult {
+    std::string backend;
+    std::string mask_spec;  // as given on the command line
+    BoundMask mask;
+    ToyInput input;
+    int refused = 0;                 // plans the mask does not allow (--chunks all)
+    ToyRun full;                     // the whole prompt as one chunk
+    std::vector<std::string> exact;  // (T): the exact output as a fraction, or ""
+    std::vector<ToyRun> runs;        // one per chunk plan
+    std::vector<bool> equal;         // (runs): bitwise equal to `full`
+    bool all_equal = true;
+};
+
+ToyInput toy_input(const ToyOptions& o) {
     ToyInput in;
     in.values = parse_float_list(o.values, "--values");
     const std::size_t n = in.values.size();
@@ -35,110 +53,140 @@ void run(const ToyOptions& o) {
         o.queries.empty() ? std::vector<float>(n, 1.0f) : parse_float_list(o.queries, "--queries");
     in.keys = o.keys.empty() ? std::vector<float>(n, 1.0f) : parse_float_list(o.keys, "--keys");
     in.validate();
-    const int t = in.n_tokens();
+    return in;
+}
 
+// The plans to run: every plan of t positions the mask allows (counting the
+// refused ones), or the one plan given.
+std::vector<ChunkPlan> toy_plans(const std::string& chunks, const Mask& mask, int t, int* refused) {
+    std::vector<ChunkPlan> plans;
+    if (chunks != "all") {
+        plans.push_back(parse_chunk_plan(chunks, t));
+        check_plan_for_mask(mask, plans.back());  // refused with the rule and a plan that works
+        return plans;
+    }
+    PLAB_CHECK(t <= 12, "--chunks all: " << t
+                                         << " positions have too many plans to list; give a "
+                                            "plan such as 2,2 or a chunk size");
+    // Every plan the mask allows (a prefix-LM prefix must stay in one chunk).
+    for (ChunkPlan& p : all_chunk_plans(t)) {
+        try {
+            check_plan_for_mask(mask, p);
+            plans.push_back(std::move(p));
+        } catch (const Error&) {
+            ++*refused;
+        }
+    }
+    return plans;
+}
+
+ToyResult compute_toy(const ToyOptions& o) {
+    ToyResult r;
+    r.input = toy_input(o);
+    const ToyInput& in = r.input;
+    const int t = in.n_tokens();
     // The toy has no tokenizer (docs:bos cannot apply) and one head (ALiBi slope 1/256).
     const std::vector<int32_t> positions(static_cast<std::size_t>(t), 0);
     MaskContext mc;
     mc.tokens = positions;
     mc.n_heads = 1;
-    const BoundMask bound = make_mask(o.mask, mc);
-    const Mask mask = bound.view();
-    std::vector<ChunkPlan> plans;
-    int refused = 0;
-    if (o.chunks == "all") {
-        PLAB_CHECK(t <= 12, "--chunks all: " << t
-                                             << " positions have too many plans to list; give a "
-                                                "plan such as 2,2 or a chunk size");
-        // Every plan the mask allows (a prefix-LM prefix must stay in one chunk).
-        for (ChunkPlan& p : all_chunk_plans(t)) {
-            try {
-                check_plan_for_mask(mask, p);
-                plans.push_back(std::move(p));
-            } catch (const Error&) {
-                ++refused;
-            }
-        }
-    } else {
-        plans.push_back(parse_chunk_plan(o.chunks, t));
-        check_plan_for_mask(mask, plans.back());  // refused with the rule and a plan that works
-    }
+    r.mask_spec = o.mask;
+    r.mask = make_mask(o.mask, mc);
+    const Mask mask = r.mask.view();
+    const std::vector<ChunkPlan> plans = toy_plans(o.chunks, mask, t, &r.refused);
     auto backend = make_backend(o.backend);
-    const ToyRun full = run_toy(*backend, in, ChunkPlan{{t}}, mask);
-    std::vector<ToyRun> runs;
-    bool all_equal = true;
+    r.backend = backend->name();
+    r.full = run_toy(*backend, in, ChunkPlan{{t}}, mask);
+    for (int p = 0; p < t; ++p) r.exact.push_back(toy_exact_output(in, p, mask));
     for (const ChunkPlan& p : plans) {
-        runs.push_back(run_toy(*backend, in, p, mask));
-        all_equal = all_equal && bitwise_equal(runs.back().outputs, full.outputs);
+        r.runs.push_back(run_toy(*backend, in, p, mask));
+        r.equal.push_back(toy_bitwise_equal(r.runs.back().outputs, r.full.outputs));
+        r.all_equal = r.all_equal && r.equal.back();
     }
+    return r;
+}
 
-    if (o.json) {
-        nlohmann::json j;
-        j["backend"] = backend->name();
-        j["mask"] = o.mask;
-        j["plans_refused_by_mask"] = refused;
-        j["values"] = in.values;
-        j["queries"] = in.queries;
-        j["keys"] = in.keys;
-        j["full"] = full.outputs;
-        j["probs"] = full.probs;
-        nlohmann::json exacts = nlohmann::json::array();
-        for (int p = 0; p < t; ++p) exacts.push_back(toy_exact_output(in, p, mask));
-        j["exact"] = exacts;
-        nlohmann::json chunked = nlohmann::json::array();
-        for (const ToyRun& r : runs) {
-            chunked.push_back({{"plan", r.plan.to_string()},
-                               {"outputs", r.outputs},
-                               {"bitwise_equal_to_full", bitwise_equal(r.outputs, full.outputs)}});
-        }
-        j["chunked"] = chunked;
-        j["all_bitwise_equal"] = all_equal;
-        print_json(j);
-        return;
+nlohmann::json toy_json(const ToyResult& r) {
+    nlohmann::json j;
+    j["backend"] = r.backend;
+    j["mask"] = r.mask_spec;
+    j["plans_refused_by_mask"] = r.refused;
+    j["values"] = r.input.values;
+    j["queries"] = r.input.queries;
+    j["keys"] = r.input.keys;
+    j["full"] = r.full.outputs;
+    j["probs"] = r.full.probs;
+    j["exact"] = r.exact;
+    nlohmann::json chunked = nlohmann::json::array();
+    for (std::size_t i = 0; i < r.runs.size(); ++i) {
+        chunked.push_back({{"plan", r.runs[i].plan.to_string()},
+                           {"outputs", r.runs[i].outputs},
+                           {"bitwise_equal_to_full", bool(r.equal[i])}});
     }
-    if (bound.is_causal()) {
+    j["chunked"] = chunked;
+    j["all_bitwise_equal"] = r.all_equal;
+    return j;
+}
+
+// The heading: which keys a query sees, and the score each weight comes from
+// as the mask's modifiers change it (core/mask.h: ALiBi adds -slope * distance,
+// soft-capping squashes).
+void print_toy_heading(const ToyResult& r) {
+    if (r.mask.is_causal()) {
         std::cout << "Toy example: one head, head dimension 1, causal attention (backend "
-                  << backend->name() << ")\n"
+                  << r.backend << ")\n"
                   << "Query p attends to keys 0..p only; weights are softmax(q_p * k_j) over "
                      "those.\n\n";
-    } else {
-        // The score each weight comes from, as the mask's modifiers change it
-        // (core/mask.h: ALiBi adds -slope * distance, soft-capping squashes).
-        const Mask m = bound.view();
-        std::string score = "q_p * k_j";
-        if (m.alibi) score += " - slope * |p - j|";
-        if (m.softcap > 0) score = "cap * tanh((" + score + ") / cap)";
-        std::cout << "Toy example: one head, head dimension 1, mask " << o.mask << " (backend "
-                  << backend->name() << ")\n"
-                  << "Query p attends to the keys the mask lets it see; weights are softmax("
-                  << score << ") over those.\n\n";
+        return;
     }
+    const Mask m = r.mask.view();
+    std::string score = "q_p * k_j";
+    if (m.alibi) score += " - slope * |p - j|";
+    if (m.softcap > 0) score = "cap * tanh((" + score + ") / cap)";
+    std::cout << "Toy example: one head, head dimension 1, mask " << r.mask_spec << " (backend "
+              << r.backend << ")\n"
+              << "Query p attends to the keys the mask lets it see; weights are softmax(" << score
+              << ") over those.\n\n";
+}
+
+void print_toy_text(const ToyResult& r) {
+    print_toy_heading(r);
+    const ToyInput& in = r.input;
     std::cout << "  pos        q        k        v   output (full prefill)   exact\n";
-    for (int p = 0; p < t; ++p) {
+    for (int p = 0; p < in.n_tokens(); ++p) {
         std::printf("  %3d %8s %8s %8s   %-22s  %s\n", p, exact(in.queries[p]).c_str(),
                     exact(in.keys[p]).c_str(), exact(in.values[p]).c_str(),
-                    exact(full.outputs[p]).c_str(), toy_exact_output(in, p, mask).c_str());
+                    exact(r.full.outputs[p]).c_str(), r.exact[std::size_t(p)].c_str());
     }
     std::cout << "\nChunked prefill: each chunk's queries read earlier keys from the KV cache.\n";
-    for (const ToyRun& r : runs) {
-        std::printf("  plan %-10s outputs", r.plan.to_string().c_str());
-        for (float x : r.outputs) std::printf(" %s", exact(x).c_str());
-        std::printf("   bitwise equal to full: %s\n",
-                    bitwise_equal(r.outputs, full.outputs) ? "yes" : "NO");
+    for (std::size_t i = 0; i < r.runs.size(); ++i) {
+        std::printf("  plan %-10s outputs", r.runs[i].plan.to_string().c_str());
+        for (float x : r.runs[i].outputs) std::printf(" %s", exact(x).c_str());
+        std::printf("   bitwise equal to full: %s\n", r.equal[i] ? "yes" : "NO");
     }
-    if (runs.size() == 1) {
-        std::cout << "\nThe chunk plan " << runs[0].plan.to_string()
-                  << (all_equal ? " is" : " is NOT") << " bitwise equal to the full prefill.\n";
+    if (r.runs.size() == 1) {
+        std::cout << "\nThe chunk plan " << r.runs[0].plan.to_string()
+                  << (r.all_equal ? " is" : " is NOT") << " bitwise equal to the full prefill.\n";
     } else {
         std::cout << "\n"
-                  << (all_equal ? "All " : "NOT all ") << runs.size()
+                  << (r.all_equal ? "All " : "NOT all ") << r.runs.size()
                   << " chunk plans are bitwise equal to the full prefill.\n";
     }
-    if (refused > 0) {
-        std::cout << refused << " plans were refused: they split the mask's bidirectional part, "
+    if (r.refused > 0) {
+        std::cout << r.refused << " plans were refused: they split the mask's bidirectional part, "
                   << "where a query needs keys after its chunk.\n";
     }
-    if (!all_equal) throw Error("toy: a chunked run differs from the full run");
+}
+
+void run(const ToyOptions& o) {
+    const ToyResult r = compute_toy(o);
+    if (o.json) {
+        print_json(toy_json(r));
+        return;
+    }
+    print_toy_text(r);
+    // After the table, so the differing run can be read.
+    if (!r.all_equal) throw Error("toy: a chunked run differs from the full run");
 }
 
 }  // namespace

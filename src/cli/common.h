@@ -64,20 +64,7 @@ std::string quoted_token(const Tokenizer& tok, int32_t id);
 
 void print_json(const nlohmann::json& j);
 
-// Each command adds itself to the app (src/cli/cmd_*.cpp).
-void add_toy_command(CLI::App& app);
-void add_prefill_command(CLI::App& app);
-void add_generate_command(CLI::App& app);
-void add_bench_command(CLI::App& app);
-void add_info_command(CLI::App& app);
-void add_eval_command(CLI::App& app);     // cmd_eval.cpp: held-out evaluation, head scores
-void add_convert_command(CLI::App& app);  // cmd_convert.cpp: safetensors <-> llama2.c
-void add_random_model_command(CLI::App& app);
-void add_tokenize_command(CLI::App& app);  // cmd_tokenize.cpp: a text's tokens and their spans
-void add_compare_command(CLI::App& app);   // cmd_compare.cpp: backends x plans vs cpu-ref
-void add_mask_command(CLI::App& app);      // cmd_mask.cpp: print a mask, its tile map, its grammar
-void add_rounding_command(CLI::App& app);  // cmd_rounding.cpp: the reduction-order lab
-void add_serve_command(CLI::App& app);     // cmd_serve.cpp: replay a workload, serving metrics
-void add_grade_command(CLI::App& app);     // cmd_grade.cpp: grade a student's assignment file
+// Each command adds itself to the app (src/cli/cmd_*.cpp): its add function is
+// declared in the table of commands (commands.cpp), the one list of them.
 
 }  // namespace plab::cli

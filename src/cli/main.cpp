@@ -1,4 +1,5 @@
-// `plab`: the Prefill Lab command line. One subcommand per file (cmd_*.cpp);
+// `plab`: the Prefill Lab command line. One subcommand per file (cmd_*.cpp),
+// listed in one table (commands.h);
 // how it introduces itself and answers a usage mistake: front_door.h.
 //
 // Exit codes: 0 done (and for `plab`, `plab --help`, `plab --version`);
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/common.h"
+#include "cli/commands.h"
 #include "cli/front_door.h"
 #include "core/error.h"
 #include "core/machine_override.h"
@@ -17,22 +18,8 @@
 int main(int argc, char** argv) {
     CLI::App app{"how an LLM processes its prompt before the first new token"};
     app.require_subcommand(1);
-    plab::cli::add_toy_command(app);
-    plab::cli::add_prefill_command(app);
-    plab::cli::add_generate_command(app);
-    plab::cli::add_bench_command(app);
-    plab::cli::add_info_command(app);
-    plab::cli::add_eval_command(app);
-    plab::cli::add_convert_command(app);
-    plab::cli::add_random_model_command(app);
-    plab::cli::add_tokenize_command(app);
-    plab::cli::add_compare_command(app);
-    plab::cli::add_mask_command(app);
-    plab::cli::add_rounding_command(app);
-    plab::cli::add_serve_command(app);
-    plab::cli::add_grade_command(app);
-    app.add_subcommand("version", "print plab's version and the model files it reads")
-        ->callback([] { std::cout << plab::cli::version_text(); });
+    // One row per command, in the order `plab --help` lists them (cli/commands.h).
+    for (const plab::cli::CommandEntry& c : plab::cli::command_table()) c.add(app);
 
     const std::vector<std::string> args(argv + 1, argv + argc);
     // `plab` alone introduces itself, as `plab --help` does; the version flag
