@@ -340,14 +340,8 @@ std::vector<std::pair<std::string, Kernels>> bench_runs(const BenchOptions& o) {
     return runs;
 }
 
-}  // namespace
-
-bool benches_a_gpu(const BenchOptions& o) {
-    return !std::all_of(o.backends.begin(), o.backends.end(), held_to_host_limits);
-}
-
-BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
-    const ModelConfig& c = weights.config;
+// The options' limits, against the model's shape.
+void check_bench_options(const ModelConfig& c, const BenchOptions& o) {
     for (int n : o.lengths) {
         PLAB_CHECK(n >= 1 && n <= c.max_seq_len,
                    "bench length " << n << " must be between 1 and max_seq_len " << c.max_seq_len);
@@ -364,6 +358,147 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
                "--peak-size " << o.peak_size << " must be in " << kMinPeakSize << ".."
                               << kMaxPeakSize << " (the n of the n^3 GEMMs that measure the peak; "
                               << kDefaultPeakSize << " by default)");
+}
+
+// One backend (with one kernel set) as the bench runs it: the model loaded
+// on it, whose backend times its ops when asked.
+struct BenchedBackend {
+    const std::string& name;  // as --backends names it
+    Kernels kernels;
+    Backend& backend;
+    const DeviceModel& model;
+};
+
+// The prefill rows of one backend, one per length, after an untimed
+// warm-up; for the tuned host backend, each row's runs again, each paired
+// with the peak's product.
+void add_prefill_rows(BenchReport& r, const BenchedBackend& b, PeakGemms& gemms,
+                      const BenchOptions& o) {
+    const ModelConfig& c = r.config;
+    {
+        // Warm-up, untimed: starts the thread pool and touches every weight once.
+        const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
+        Session warm(b.model, session_for(warm_tokens, c, o));
+        warm.prefill(warm_tokens, ChunkPlan{{16}});
+    }
+    for (int n : o.lengths) {
+        r.prefill.push_back(prefill_row(
+            b.backend.name(), c, n, time_prefills(b.model, n, o),
+            held_to_host_limits(b.backend.name()) ? r.machine.gemm_gflops : r.device_peak.gflops,
+            o));
+    }
+    // The tuned host backend's rows again, each run paired with the
+    // peak's product (PrefillBenchRow::paired_*). Not cpu-ref's: it is
+    // not tuned (a few percent of peak), and its 2048-token rows take
+    // ~15 s a run.
+    if (held_to_host_limits(b.backend.name()) && !b.backend.is_reference()) {
+        for (PrefillBenchRow& row : r.prefill) {
+            if (row.backend != b.backend.name()) continue;
+            PeakBeside beside{gemms, peak_gemm_source(r.machine), {}};
+            const std::vector<double> times = time_prefills(b.model, row.tokens, o, &beside);
+            add_paired_runs(row, c, times, beside.gflops, o);
+        }
+    }
+}
+
+// The decode-batch rows of one backend, one per --batch; the largest
+// batch's row also times one step op by op.
+void add_decode_batch_rows(BenchReport& r, const Weights& weights, const BenchedBackend& b,
+                           const BenchOptions& o) {
+    const int largest_batch =
+        o.batches.empty() ? 0 : *std::max_element(o.batches.begin(), o.batches.end());
+    bool step_timed = false;  // once, should --batch list the largest twice
+    for (int batch : o.batches) {
+        DeviceOpBreakdown step_ops;
+        const bool with_ops = batch == largest_batch && !step_timed;
+        r.decode_batch.push_back(decode_batch_row(weights, b.name, b.kernels, batch, o, r.machine,
+                                                  with_ops ? &step_ops : nullptr));
+        if (with_ops) r.decode_batch_ops.push_back(step_ops);
+        step_timed = step_timed || with_ops;
+    }
+}
+
+// Every quiet row of one backend: prefill (and paired), time by op, decode,
+// decode batches, and with --load the single-thread prefill rows.
+void bench_backend(BenchReport& r, const Weights& weights, const BenchedBackend& b,
+                   PeakGemms& gemms, const BenchOptions& o) {
+    const ModelConfig& c = r.config;
+    add_prefill_rows(r, b, gemms, o);
+    // Time by op: one more prefill per length, then one decode step.
+    PLAB_ASSERT(b.backend.times_device_ops());  // timing_ops saw to it
+    for (int n : o.lengths) r.device_ops.push_back(device_op_breakdown(b.backend, b.model, n, o));
+    if (o.decode_steps > 0) r.decode_ops.push_back(decode_op_breakdown(b.backend, b.model, o));
+    r.decode.push_back(decode_row(b.backend, b.model, o, r.machine, r.device_peak.copy_gb_per_s));
+    add_decode_batch_rows(r, weights, b, o);
+    if (o.load && (b.name == "cpu" || b.name == "cpu-ref")) {
+        // The backends whose thread count the engine decides per op
+        // (core/cpu_threads.h).
+        CpuThreadCap cap(1);
+        for (int n : o.lengths) {
+            PrefillBenchRow row = prefill_row(b.backend.name(), c, n, time_prefills(b.model, n, o),
+                                              r.machine.gemm_gflops, o);
+            r.prefill_single_thread.push_back(row);
+        }
+    }
+}
+
+// The crossover at the context of the largest batch of the first CPU
+// backend (the K/V term, the only one that depends on it, is small).
+void add_crossover(BenchReport& r) {
+    const ModelConfig& c = r.config;
+    const DecodeBatchRow* largest = nullptr;
+    for (const DecodeBatchRow& row : r.decode_batch) {
+        if (!held_to_host_limits(row.backend)) continue;
+        if (largest != nullptr && row.backend != largest->backend) break;
+        if (largest == nullptr || row.batch > largest->batch) largest = &row;
+    }
+    if (largest == nullptr) return;
+    const DecodeStepCost k = decode_step_cost(c, 1, largest->context);
+    r.has_crossover = true;
+    r.crossover.context = largest->context;
+    r.crossover.per_token_flops = k.per_token_flops;
+    r.crossover.weight_bytes = k.weight_bytes;
+    r.crossover.per_token_bytes = k.per_token_bytes;
+    // The ridge point the bench prints: GEMM peak over read bandwidth.
+    r.crossover.ridge_flops_per_byte = r.machine.gemm_gflops / r.machine.read_gb_per_s;
+    r.crossover.batch =
+        decode_compute_bound_batch(c, largest->context, r.crossover.ridge_flops_per_byte);
+}
+
+// One backend's prefill and decode rows again, next to the competitor,
+// each with its ratio to the quiet row (and to the single-thread one).
+void add_loaded_rows(BenchReport& r, const LoadedModel& l, const BenchOptions& o) {
+    const ModelConfig& c = r.config;
+    const std::string name = l.backend().name();
+    for (int n : o.lengths) {
+        PrefillBenchRow row =
+            prefill_row(name, c, n, time_prefills(l.device(), n, o), r.machine.gemm_gflops, o);
+        for (const auto& q : r.prefill) {
+            if (q.backend == name && q.tokens == n) row.ratio_to_quiet = row.median_s / q.median_s;
+        }
+        for (const auto& q : r.prefill_single_thread) {
+            if (q.backend == name && q.tokens == n)
+                row.ratio_to_quiet_single_thread = row.median_s / q.median_s;
+        }
+        r.prefill_load.push_back(row);
+    }
+    DecodeBenchRow d =
+        decode_row(l.backend(), l.device(), o, r.machine, r.device_peak.copy_gb_per_s);
+    for (const auto& q : r.decode) {
+        if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
+    }
+    r.decode_load.push_back(d);
+}
+
+}  // namespace
+
+bool benches_a_gpu(const BenchOptions& o) {
+    return !std::all_of(o.backends.begin(), o.backends.end(), held_to_host_limits);
+}
+
+BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
+    const ModelConfig& c = weights.config;
+    check_bench_options(c, o);
     BenchReport r;
     r.config = c;
     // The peak's products stay ready for the paired rows (PrefillBenchRow::paired_*).
@@ -385,107 +520,15 @@ BenchReport run_bench(const Weights& weights, const BenchOptions& o) {
     for (const auto& [name, kernels] : bench_runs(o)) {
         auto engine =
             std::make_unique<LoadedModel>(weights, timing_ops(make_backend(name, kernels)));
-        Backend* backend = &engine->backend();
-        const DeviceModel* model = &engine->device();
-        {
-            // Warm-up, untimed: starts the thread pool and touches every weight once.
-            const std::vector<int32_t> warm_tokens = bench_tokens(16, c.vocab_size);
-            Session warm(*model, session_for(warm_tokens, c, o));
-            warm.prefill(warm_tokens, ChunkPlan{{16}});
-        }
-        for (int n : o.lengths) {
-            r.prefill.push_back(prefill_row(
-                backend->name(), c, n, time_prefills(*model, n, o),
-                held_to_host_limits(backend->name()) ? r.machine.gemm_gflops : r.device_peak.gflops,
-                o));
-        }
-        // The tuned host backend's rows again, each run paired with the
-        // peak's product (PrefillBenchRow::paired_*). Not cpu-ref's: it is
-        // not tuned (a few percent of peak), and its 2048-token rows take
-        // ~15 s a run.
-        if (held_to_host_limits(backend->name()) && !backend->is_reference()) {
-            for (PrefillBenchRow& row : r.prefill) {
-                if (row.backend != backend->name()) continue;
-                PeakBeside beside{gemms, peak_gemm_source(r.machine), {}};
-                const std::vector<double> times = time_prefills(*model, row.tokens, o, &beside);
-                add_paired_runs(row, c, times, beside.gflops, o);
-            }
-        }
-        // Time by op: one more prefill per length, then one decode step.
-        PLAB_ASSERT(backend->times_device_ops());  // timing_ops saw to it
-        for (int n : o.lengths) r.device_ops.push_back(device_op_breakdown(*backend, *model, n, o));
-        if (o.decode_steps > 0) r.decode_ops.push_back(decode_op_breakdown(*backend, *model, o));
-        r.decode.push_back(decode_row(*backend, *model, o, r.machine, r.device_peak.copy_gb_per_s));
-        // The largest batch's row also times one step op by op.
-        const int largest_batch =
-            o.batches.empty() ? 0 : *std::max_element(o.batches.begin(), o.batches.end());
-        bool step_timed = false;  // once, should --batch list the largest twice
-        for (int b : o.batches) {
-            DeviceOpBreakdown step_ops;
-            const bool with_ops = b == largest_batch && !step_timed;
-            r.decode_batch.push_back(decode_batch_row(weights, name, kernels, b, o, r.machine,
-                                                      with_ops ? &step_ops : nullptr));
-            if (with_ops) r.decode_batch_ops.push_back(step_ops);
-            step_timed = step_timed || with_ops;
-        }
-        if (o.load && (name == "cpu" || name == "cpu-ref")) {
-            // The backends whose thread count the engine decides per op
-            // (core/cpu_threads.h).
-            CpuThreadCap cap(1);
-            for (int n : o.lengths) {
-                PrefillBenchRow row = prefill_row(
-                    backend->name(), c, n, time_prefills(*model, n, o), r.machine.gemm_gflops, o);
-                r.prefill_single_thread.push_back(row);
-            }
-        }
+        bench_backend(r, weights, {name, kernels, engine->backend(), engine->device()}, gemms, o);
         if (o.load) loaded.push_back(std::move(engine));
     }
-    // The crossover at the context of the largest batch of the first CPU
-    // backend (the K/V term, the only one that depends on it, is small).
-    const DecodeBatchRow* largest = nullptr;
-    for (const DecodeBatchRow& row : r.decode_batch) {
-        if (!held_to_host_limits(row.backend)) continue;
-        if (largest != nullptr && row.backend != largest->backend) break;
-        if (largest == nullptr || row.batch > largest->batch) largest = &row;
-    }
-    if (largest != nullptr) {
-        const DecodeStepCost k = decode_step_cost(c, 1, largest->context);
-        r.has_crossover = true;
-        r.crossover.context = largest->context;
-        r.crossover.per_token_flops = k.per_token_flops;
-        r.crossover.weight_bytes = k.weight_bytes;
-        r.crossover.per_token_bytes = k.per_token_bytes;
-        // The ridge point the bench prints: GEMM peak over read bandwidth.
-        r.crossover.ridge_flops_per_byte = r.machine.gemm_gflops / r.machine.read_gb_per_s;
-        r.crossover.batch =
-            decode_compute_bound_batch(c, largest->context, r.crossover.ridge_flops_per_byte);
-    }
+    add_crossover(r);
     if (!o.load) return r;
     r.load_cpu = last_allowed_cpu();
     // An hour: longer than any bench here (each row stops after budget_s).
     SpinningCompetitor competitor(r.load_cpu, 3600);
-    for (const auto& l : loaded) {
-        const std::string name = l->backend().name();
-        for (int n : o.lengths) {
-            PrefillBenchRow row =
-                prefill_row(name, c, n, time_prefills(l->device(), n, o), r.machine.gemm_gflops, o);
-            for (const auto& q : r.prefill) {
-                if (q.backend == name && q.tokens == n)
-                    row.ratio_to_quiet = row.median_s / q.median_s;
-            }
-            for (const auto& q : r.prefill_single_thread) {
-                if (q.backend == name && q.tokens == n)
-                    row.ratio_to_quiet_single_thread = row.median_s / q.median_s;
-            }
-            r.prefill_load.push_back(row);
-        }
-        DecodeBenchRow d =
-            decode_row(l->backend(), l->device(), o, r.machine, r.device_peak.copy_gb_per_s);
-        for (const auto& q : r.decode) {
-            if (q.backend == name) d.ratio_to_quiet = d.median_step_s / q.median_step_s;
-        }
-        r.decode_load.push_back(d);
-    }
+    for (const auto& l : loaded) add_loaded_rows(r, *l, o);
     return r;
 }
 
