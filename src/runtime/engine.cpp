@@ -95,7 +95,7 @@ void Engine::advance_clock_to(double us) {
     virtual_now_ = std::max(virtual_now_, us);
 }
 
-KvCache& Engine::pool() {
+KvCache& Engine::ensure_pool() {
     if (!cache_) {
         const ModelConfig& c = model().config();
         const int per_seq = (c.max_seq_len + options_.block_size - 1) / options_.block_size;
@@ -159,7 +159,7 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, dou
     PLAB_CHECK(limit == 0 || positions <= limit,
                "request " << id << ": mask '" << options.mask.spec() << "' covers positions 0.."
                           << limit - 1 << " but the request needs " << positions);
-    KvCache& cache = pool();
+    KvCache& cache = ensure_pool();
     const int B = cache.block_size();
     const int blocks = (positions + B - 1) / B;
     PLAB_CHECK(blocks <= cache.num_blocks(),
@@ -213,17 +213,37 @@ std::vector<std::vector<float>> Engine::take_handed_over_kv(int id) {
     return std::move(r.kv);
 }
 
+// A step reads as the lifecycle of its tokens: intake (the scheduler picks the
+// spans, handed-over K/V land, the clocks start), run (one forward over every
+// span), sample (each finished prompt or decode token picks its next token),
+// finish (a done request leaves, its K/V kept if asked), and the step's record.
 const StepRecord& Engine::step() {
     PLAB_CHECK(has_unfinished(), "step() with no unfinished request");
-    KvCache& cache = pool();
     StepRecord rec;
     rec.index = static_cast<int>(steps_.size());
     rec.start_us = now_us();
     const double trace_t0 = trace_ ? trace_->now_us() : 0;
 
-    // 1. The scheduler picks the spans and reserves their positions.
-    Schedule schedule = scheduler_->schedule();
+    // 1. Intake: the scheduler picks the spans and reserves their positions.
     double predictor_us = 0;
+    const Schedule schedule = take_in(rec, predictor_us);
+    // 2. Run: one forward step over every scheduled sequence.
+    const std::vector<StepItem> items = step_items(schedule, rec);
+    const bool on_device = samples_on_device(schedule);
+    ForwardProbes probes;
+    probes.logits_stay_on_device = on_device;
+    const ChunkOutput out = forward_step(model(), *cache_, items, *ws_, probes, trace_);
+    // 3. Sample, and 4. finish the requests that are done.
+    sample_and_finish(schedule, items, out, on_device, rec);
+    // 5. The step's record: its measured time, the pool after it.
+    close_step(rec, predictor_us, trace_t0);
+    steps_.push_back(std::move(rec));
+    return steps_.back();
+}
+
+Schedule Engine::take_in(StepRecord& rec, double& predictor_us) {
+    KvCache& cache = ensure_pool();
+    Schedule schedule = scheduler_->schedule();
     schedule.idle_before_us = rec.start_us - last_step_end_us_;
     // K/V handed over from a prefill engine go into their reserved slots now,
     // before the step reads them (the scheduler decided; the engine writes).
@@ -244,7 +264,7 @@ const StepRecord& Engine::step() {
         virtual_now_ += rec.predicted_us;
     } else if (predictor_) {
         // The prediction is the lab's instrument, not the engine's work: its
-        // own microseconds are taken out of the measured step below.
+        // own microseconds are taken out of the measured step (close_step).
         const double t = now_us();
         rec.predicted_us = predictor_(model().config(), schedule);
         predictor_us = now_us() - t;
@@ -263,8 +283,10 @@ const StepRecord& Engine::step() {
     PLAB_CHECK(!schedule.spans.empty(),
                "the engine could schedule nothing: a request needs more blocks than the pool "
                "can free");
+    return schedule;
+}
 
-    // 2. One forward step over every scheduled sequence.
+std::vector<StepItem> Engine::step_items(const Schedule& schedule, StepRecord& rec) const {
     std::vector<StepItem> items;
     items.reserve(schedule.spans.size());
     for (const ScheduledSpan& span : schedule.spans) {
@@ -281,22 +303,28 @@ const StepRecord& Engine::step() {
         rec.tokens.push_back(span.n_tokens);
         rec.decode.push_back(span.decode);
     }
-    // Greedy sampling on the device: when every request of the step samples
-    // greedily and keeps no logits, each one's token is the backend's argmax
-    // of its logits row, and no logits cross back to the host (on a GPU: 4
-    // bytes per request instead of V floats). Same rule as the host's argmax
-    // (the lowest index among equal maxima), so the same tokens.
+    return items;
+}
+
+// Greedy sampling on the device: when every request of the step samples
+// greedily and keeps no logits, each one's token is the backend's argmax
+// of its logits row, and no logits cross back to the host (on a GPU: 4
+// bytes per request instead of V floats). Same rule as the host's argmax
+// (the lowest index among equal maxima), so the same tokens.
+bool Engine::samples_on_device(const Schedule& schedule) {
     bool on_device = true;
     for (const ScheduledSpan& span : schedule.spans) {
         const Request& r = *span.request;
         on_device = on_device && r.options.sampler.temperature == 0.0f && !r.options.keep_logits;
     }
-    ForwardProbes probes;
-    probes.logits_stay_on_device = on_device;
-    const ChunkOutput out = forward_step(model(), cache, items, *ws_, probes, trace_);
+    return on_device;
+}
 
-    // 3. A request whose known tokens are all computed samples its next one
-    //    from its last position's logits; done at EOS or at its limit.
+// A request whose known tokens are all computed samples its next one from its
+// last position's logits; it is done at EOS or at its limit.
+void Engine::sample_and_finish(const Schedule& schedule, const std::vector<StepItem>& items,
+                               const ChunkOutput& out, bool on_device, StepRecord& rec) {
+    KvCache& cache = *cache_;
     const std::size_t V = static_cast<std::size_t>(model().config().vocab_size);
     // On the device: every row's greedy token in one call (a batched step's
     // rows side by side); a row whose prompt is not done yet is not used.
@@ -325,25 +353,32 @@ const StepRecord& Engine::step() {
         const int made = static_cast<int>(r.tokens.size() - r.prompt.size());
         const bool eos = r.options.eos_id >= 0 && token == r.options.eos_id;
         if (eos || made >= r.new_limit) {
-            r.finish_reason = eos ? "eos" : "length";
-            if (r.options.hand_over_kv) {
-                // Positions 0..length-1: the prompt (the new token is not fed back here).
-                r.kv_positions = r.seq.length;
-                for (int l = 0; l < model().config().n_layers; ++l) {
-                    r.kv.push_back(cache.read(r.seq, l, KvPart::K));
-                    r.kv.push_back(cache.read(r.seq, l, KvPart::V));
-                }
-            }
-            scheduler_->finish(r);
-            r.finish_us = now_us();
+            finish(r, eos ? "eos" : "length");
             rec.finished.push_back(r.id);
         }
     }
+}
+
+void Engine::finish(Request& r, const char* reason) {
+    r.finish_reason = reason;
+    if (r.options.hand_over_kv) {
+        // Positions 0..length-1: the prompt (the new token is not fed back here).
+        r.kv_positions = r.seq.length;
+        for (int l = 0; l < model().config().n_layers; ++l) {
+            r.kv.push_back(cache_->read(r.seq, l, KvPart::K));
+            r.kv.push_back(cache_->read(r.seq, l, KvPart::V));
+        }
+    }
+    scheduler_->finish(r);
+    r.finish_us = now_us();
+}
+
+void Engine::close_step(StepRecord& rec, double predictor_us, double trace_t0) {
     backend().synchronize();
     last_step_end_us_ = now_us();
     rec.us = last_step_end_us_ - rec.start_us - predictor_us;
-    rec.blocks_in_use = cache.blocks_in_use();
-    rec.cached_free_blocks = cache.cached_free_blocks();
+    rec.blocks_in_use = cache_->blocks_in_use();
+    rec.cached_free_blocks = cache_->cached_free_blocks();
     if (trace_ != nullptr) {
         trace_->span("step", "engine", trace_t0,
                      {{"step", std::to_string(rec.index)},
@@ -352,8 +387,6 @@ const StepRecord& Engine::step() {
                       {"decode_tokens", std::to_string(rec.decode_tokens)},
                       {"blocks_in_use", std::to_string(rec.blocks_in_use)}});
     }
-    steps_.push_back(std::move(rec));
-    return steps_.back();
 }
 
 void Engine::run() {

@@ -152,7 +152,17 @@ public:
     void advance_clock_to(double us);
 
 private:
-    KvCache& pool();
+    // The block pool, the scheduler over it and the activations' workspace,
+    // made at the first request (the pool's size may depend on its options).
+    KvCache& ensure_pool();
+    // The jobs of one step(), in order.
+    Schedule take_in(StepRecord& rec, double& predictor_us);
+    std::vector<StepItem> step_items(const Schedule& schedule, StepRecord& rec) const;
+    static bool samples_on_device(const Schedule& schedule);
+    void sample_and_finish(const Schedule& schedule, const std::vector<StepItem>& items,
+                           const ChunkOutput& out, bool on_device, StepRecord& rec);
+    void finish(Request& r, const char* reason);
+    void close_step(StepRecord& rec, double predictor_us, double trace_t0);
     static void check_options(const EngineOptions& o, int max_seq_len);
     static std::unique_ptr<LoadedModel> load_checked(const Weights& weights,
                                                      const EngineOptions& o);

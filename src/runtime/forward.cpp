@@ -239,21 +239,33 @@ private:
     Backend* be_;
 };
 
-}  // namespace
+// What watches a step from outside its layer loop: the trace of each layer's
+// K/V appends and the attention probes a caller asked for. The loop tells it
+// "layer l has attended"; what is recorded is decided here.
+struct LayerWatch {
+    Backend& be;
+    const Workspace& ws;
+    const KvCache& cache;
+    const StepPlan& plan;
+    std::span<const StepItem> items;
+    const ForwardProbes& probes;
+    Trace* trace;
+    ChunkOutput& out;
+    void attended(int layer) const {
+        trace_kv_appends(trace, layer, plan, items, cache.block_size());
+        probe_attention(be, ws, cache, layer, plan, items, probes, out);
+    }
+};
 
-// The forward pass, narrated. Shapes: n rows (every item's tokens stacked),
-// D model dim, H/Hkv query/KV heads of Dh, F SwiGLU hidden dim, V vocabulary.
-ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
-                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
+// The layers, narrated. Shapes: n rows (every item's tokens stacked), D model
+// dim, H/Hkv query/KV heads of Dh, F SwiGLU hidden dim. Leaves the last
+// layer's output in x.
+void run_layers(const DeviceModel& model, KvCache& cache, Workspace& ws, const StepPlan& plan,
+                const LayerWatch& watch) {
     const ModelConfig& c = model.config();
     Backend& be = model.backend();
-    const StepPlan plan = plan_step(model, cache, items, ws, probes);
     const int n = plan.rows, D = c.dim, F = c.hidden_dim;
     const int qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
-    ChunkOutput out;
-    StepGraphScope graph(be, plan.rows == static_cast<int>(items.size()) &&
-                                 probes.attention.empty() && !probes.all_logits);
-
     // 1. Token embeddings: x (n, D), one row of the table per token.
     be.embed(ws.x.buf(), plan.tokens, model.tok_embeddings.buf(), D);
     // The first layer's attention norm into xb (n, D); every later norm comes
@@ -273,12 +285,11 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
         be.rope_kv_append({ws.q.buf(), ws.k.buf(), ws.v.buf(), n, c.n_heads, c.n_kv_heads,
                            c.head_dim, plan.rope_positions, model.rope_cos.buf(),
                            model.rope_sin.buf(), cache.k_pool(l), cache.v_pool(l), plan.slots});
-        trace_kv_appends(trace, l, plan, items, cache.block_size());
         // 5. Masked attention into att (n, H, Dh), per sequence: its queries
         //    over its own cache positions 0..p+C-1 through its own block table
         //    (one call for all, so a backend may run them side by side).
         be.attention_batch(cache.k_pool(l), cache.v_pool(l), plan.calls);
-        probe_attention(be, ws, cache, l, plan, items, probes, out);
+        watch.attended(l);
         // 6. Output projection (n, D), residual into x, the MLP's norm into xb.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);
         be.add_rmsnorm(ws.x.buf(), ws.proj.buf(), ws.xb.buf(), w.ffn_norm.buf(), n, D, c.norm_eps);
@@ -295,35 +306,58 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
             be.add(ws.x.buf(), ws.proj.buf(), std::size_t(n) * D);
         }
     }
-    order_probes(out, probes, c.n_layers);
-    // An earlier chunk of a prompt: its K/V were the point, nobody reads its logits.
-    if (probes.skip_logits) {
-        graph.end();
-        return out;
-    }
+}
 
-    // 9. Final norm and classifier: logits (rows, V) of each sequence's last
-    //    position only — the first new token comes from its distribution —
-    //    and only for sequences whose prompt this step finishes or that decode.
+// 9. Final norm and classifier: logits (rows, V) of each sequence's last
+//    position only — the first new token comes from its distribution — and
+//    only for sequences whose prompt this step finishes or that decode.
+//    Returns the number of logits rows (0: nobody reads logits this step).
+int classify(const DeviceModel& model, Workspace& ws, const StepPlan& plan,
+             std::span<const StepItem> items, const ForwardProbes& probes) {
+    // An earlier chunk of a prompt: its K/V were the point, nobody reads its logits.
+    if (probes.skip_logits) return 0;
+    Backend& be = model.backend();
+    const ModelConfig& c = model.config();
     const int rows = final_norm_rows(be, model, ws, plan, items, probes);
-    if (rows == 0) {
-        graph.end();
-        return out;
-    }
-    const int V = c.vocab_size;
-    ws.ensure_logits(rows, V);
-    be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, V, D);
-    graph.end();
-    // 10. The one copy back per step: rows x V floats of logits to the host,
-    //     where the sampler reads them (a span of its own, so the trace shows
-    //     what a copy costs next to the compute around it).
-    if (probes.logits_stay_on_device) return out;
+    if (rows == 0) return 0;
+    ws.ensure_logits(rows, c.vocab_size);
+    be.matmul(ws.logits.buf(), ws.xb.buf(), model.classifier_buf(), rows, c.vocab_size, c.dim);
+    return rows;
+}
+
+// 10. The one copy back per step: rows x V floats of logits to the host, where
+//     the sampler reads them (a span of its own, so the trace shows what a copy
+//     costs next to the compute around it).
+void copy_logits_to_host(Backend& be, const Workspace& ws, int rows, int V, Trace* trace,
+                         ChunkOutput& out) {
     out.logits.resize(std::size_t(rows) * V);
     const double t_copy = trace != nullptr ? trace->now_us() : 0;
     be.download(out.logits.data(), ws.logits.buf(), out.logits.size());
     if (trace != nullptr && trace->enabled)
         trace->span("copy logits to host", "copy", t_copy,
                     {{"bytes", std::to_string(out.logits.size() * sizeof(float))}});
+}
+
+}  // namespace
+
+// One step of the forward pass: the layers (run_layers, the numbered loop),
+// the classifier on the rows that sample, the logits copied back. Around them,
+// not inside: the CUDA graph that may record a decode step's launches, and the
+// watch that traces and probes each layer.
+ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
+    Backend& be = model.backend();
+    const StepPlan plan = plan_step(model, cache, items, ws, probes);
+    ChunkOutput out;
+    const LayerWatch watch{be, ws, cache, plan, items, probes, trace, out};
+    StepGraphScope graph(be, plan.rows == static_cast<int>(items.size()) &&
+                                 probes.attention.empty() && !probes.all_logits);
+    run_layers(model, cache, ws, plan, watch);
+    const int rows = classify(model, ws, plan, items, probes);
+    graph.end();
+    order_probes(out, probes, model.config().n_layers);
+    if (rows > 0 && !probes.logits_stay_on_device)
+        copy_logits_to_host(be, ws, rows, model.config().vocab_size, trace, out);
     return out;
 }
 

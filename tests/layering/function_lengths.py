@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The longest functions of the tree, counted as a reader counts them.
 
-    function_lengths.py ROOT [--top N] [--dirs src viewer ...]
+    function_lengths.py ROOT [--top N] [--max N] [--dirs src viewer ...]
     function_lengths.py --self-test FIXTURE
 
 A function's length is its lines of code from the line of its opening brace to
@@ -14,6 +14,8 @@ before it, back to the previous ';', '{' or '}', ends in a parameter list
 constructor's ': member(init)' list) and is not a control statement's.
 `make longest-functions` prints the longest ten of src/ and viewer/
 (kernels/ and tests/ are left out: the kernel ladder splits the kernels).
+With --max N it fails (exit 1) when a function is longer than N, naming each:
+the test `function_lengths.within_the_limit` holds the tree to 100.
 """
 import os
 import re
@@ -178,10 +180,12 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
-    root, top, dirs = argv[1], 10, ["src", "viewer"]
+    root, top, limit, dirs = argv[1], 10, None, ["src", "viewer"]
     args = argv[2:]
     if "--top" in args:
         top = int(args[args.index("--top") + 1])
+    if "--max" in args:
+        limit = int(args[args.index("--max") + 1])
     if "--dirs" in args:
         dirs = args[args.index("--dirs") + 1:]
     rows = scan(root, dirs)
@@ -191,6 +195,12 @@ def main(argv):
         print("  %4d  %s:%d  %s" % (n, path, first, name))
     over = sum(1 for r in rows if r[0] > 100)
     print("%d functions in all, %d over 100 lines" % (len(rows), over))
+    if limit is not None:
+        long = [r for r in rows if r[0] > limit]
+        for n, path, first, name in long:
+            print("%s:%d: %s is %d lines of code, more than %d: split it by job" %
+                  (path, first, name, n, limit))
+        return 1 if long else 0
     return 0
 
 
