@@ -14,10 +14,6 @@
 namespace plab {
 namespace {
 
-constexpr const char* kKinds =
-    "causal, window:W, sink:S, dilated:W,D, chunked:L, prefix:P, docs:N1,N2,..., docs:bos, "
-    "file:PATH, alibi, softcap:C";
-
 // A whole-string integer; `what` names it in the message.
 int parse_int(std::string_view text, std::string_view item, const char* what) {
     int value = 0;
@@ -50,99 +46,202 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
     return out;
 }
 
+// One item as written, split at its first ':'.
+struct ItemText {
+    std::string_view item, kind, arg;
+    bool has_arg = false;
+    void needs_arg(const char* example) const {
+        PLAB_CHECK(has_arg && !arg.empty(),
+                   "mask item '" << item << "' needs a value, e.g. " << example);
+    }
+};
+using Sinks = std::vector<std::pair<int, std::string>>;
+
+// Each kind's reader fills `m` and returns true for a mask item; a sink goes to
+// its group's window and a modifier to the whole spec (both return false).
+bool read_causal(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    PLAB_CHECK(!t.has_arg, "mask item '" << t.item << "': causal takes no value; write causal");
+    m.kind = MaskKind::causal;
+    return true;
+}
+
+bool read_window(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("window:8");
+    m.kind = MaskKind::window;
+    m.a = parse_positive(t.arg, t.item, "the window W");
+    return true;
+}
+
+bool read_sink(const ItemText& t, MaskSpec&, Sinks& sinks, MaskItem&) {
+    t.needs_arg("window:8+sink:2");
+    const int s = parse_positive(t.arg, t.item, "the number of sinks S");
+    sinks.emplace_back(s, std::string(t.item));
+    return false;
+}
+
+bool read_dilated(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("dilated:4,2 (4 keys, every 2nd)");
+    const auto parts = split(t.arg, ',');
+    PLAB_CHECK(parts.size() == 2, "mask item '" << t.item
+                                                << "' needs two values W,D (W keys spaced D "
+                                                   "apart), e.g. dilated:4,2");
+    m.kind = MaskKind::dilated;
+    m.a = parse_positive(parts[0], t.item, "the number of keys W");
+    m.b = parse_positive(parts[1], t.item, "the spacing D");
+    return true;
+}
+
+bool read_chunked(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("chunked:16");
+    m.kind = MaskKind::chunked;
+    m.a = parse_positive(t.arg, t.item, "the chunk size L");
+    return true;
+}
+
+bool read_prefix(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("prefix:6");
+    m.kind = MaskKind::prefix;
+    m.a = parse_positive(t.arg, t.item, "the prefix length P");
+    return true;
+}
+
+bool read_docs(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("docs:5,7,3 or docs:bos");
+    m.kind = MaskKind::docs;
+    if (t.arg == "bos") {
+        m.split_at_bos = true;
+    } else {
+        for (std::string_view part : split(t.arg, ','))
+            m.lengths.push_back(parse_positive(part, t.item, "a document length"));
+    }
+    return true;
+}
+
+bool read_file(const ItemText& t, MaskSpec&, Sinks&, MaskItem& m) {
+    t.needs_arg("file:mask.txt");
+    m.kind = MaskKind::custom;
+    m.path = std::string(t.arg);
+    return true;
+}
+
+bool read_alibi(const ItemText& t, MaskSpec& spec, Sinks&, MaskItem&) {
+    PLAB_CHECK(!t.has_arg, "mask item '" << t.item
+                                         << "': alibi takes no value (the slopes follow from "
+                                            "the number of heads); write alibi");
+    PLAB_CHECK(!spec.alibi, "mask spec '" << spec.text << "' names alibi twice; once is enough");
+    spec.alibi = true;
+    return false;
+}
+
+bool read_softcap(const ItemText& t, MaskSpec& spec, Sinks&, MaskItem&) {
+    t.needs_arg("softcap:30");
+    PLAB_CHECK(spec.softcap == 0.0f,
+               "mask spec '" << spec.text << "' names softcap twice; give one cap");
+    const std::string s(t.arg);
+    char* end = nullptr;
+    const double cap = std::strtod(s.c_str(), &end);
+    PLAB_CHECK(end == s.c_str() + s.size() && std::isfinite(cap) && cap > 0 && cap < 1e30,
+               "mask item '" << t.item << "': the cap must be a positive number, e.g. softcap:30");
+    spec.softcap = static_cast<float>(cap);
+    return false;
+}
+
+struct MaskItemRow {
+    MaskItemKind kind;
+    bool (*read)(const ItemText&, MaskSpec&, Sinks&, MaskItem&);
+};
+
+// The table of item kinds: the grammar's help, the list in messages and the
+// parser all read it. Adding a kind: a row here, its MaskKind and its
+// visibility in core/mask.h, and its test (src/runtime/README.md).
+// clang-format off
+const MaskItemRow kMaskItems[] = {
+    {{"causal", "causal", false,
+      "  causal          query q sees keys 0..q (the default)\n"}, read_causal},
+    {{"window", "window:W", false,
+      "  window:W        the last W keys, itself included: q-W < k <= q (Mistral, Gemma local layers)\n"},
+     read_window},
+    {{"sink", "sink:S", false,
+      "  sink:S          beside a window in its group (window:8+sink:2): keys 0..S-1 stay visible\n"
+      "                  (attention sinks, StreamingLLM)\n"}, read_sink},
+    {{"dilated", "dilated:W,D", false,
+      "  dilated:W,D     W keys spaced D apart: q, q-D, ..., q-(W-1)D (Longformer)\n"}, read_dilated},
+    {{"chunked", "chunked:L", false,
+      "  chunked:L       causal inside chunks of L positions (Llama 4 local layers)\n"}, read_chunked},
+    {{"prefix", "prefix:P", false,
+      "  prefix:P        positions 0..P-1 see each other both ways (prefix-LM, PaliGemma);\n"
+      "                  a chunk plan may not split the prefix\n"}, read_prefix},
+    {{"docs", "docs:N1,N2,..., docs:bos", false,
+      "  docs:N1,N2,...  packed documents of these lengths (they must sum to the prompt):\n"
+      "                  causal inside a document, nothing across\n"
+      "  docs:bos        a new document at every BOS token of the prompt\n"}, read_docs},
+    {{"file", "file:PATH", false,
+      "  file:PATH       a T x T matrix of 0/1, one row per query ('0110' or '0 1 1 0';\n"
+      "                  '#' comments and blank lines skipped; every row needs a 1)\n"}, read_file},
+    {{"alibi", "alibi", true,
+      "  alibi           modifier: adds -slope_h * |q - k| to each score (Press et al. 2022)\n"},
+     read_alibi},
+    {{"softcap", "softcap:C", true,
+      "  softcap:C       modifier: score -> C * tanh(score / C) (Gemma 2)\n"}, read_softcap},
+};
+// clang-format on
+
+// "causal, window:W, ...": every form, for the message about an unknown kind.
+std::string known_kinds() {
+    std::string out;
+    for (const MaskItemRow& r : kMaskItems)
+        out += (out.empty() ? "" : ", ") + std::string(r.kind.forms);
+    return out;
+}
+
 // One item; modifiers go to the spec, sinks to their group's window (done by the caller).
-void parse_item(std::string_view item, bool new_group, MaskSpec& spec,
-                std::vector<std::pair<int, std::string>>& sinks) {
+void parse_item(std::string_view item, bool new_group, MaskSpec& spec, Sinks& sinks) {
     PLAB_CHECK(!item.empty(), "mask spec '" << spec.text
                                             << "' has an empty item (two operators in a row, "
                                                "or one at an end); write e.g. window:8+sink:2");
     const std::size_t colon = item.find(':');
-    const std::string_view kind = item.substr(0, colon);
-    const std::string_view arg =
-        colon == std::string_view::npos ? std::string_view{} : item.substr(colon + 1);
-    const bool has_arg = colon != std::string_view::npos;
-    auto needs_arg = [&](const char* example) {
-        PLAB_CHECK(has_arg && !arg.empty(),
-                   "mask item '" << item << "' needs a value, e.g. " << example);
-    };
-    MaskItem m;
-    m.new_group = new_group;
-    m.text = std::string(item);
-    if (kind == "causal") {
-        PLAB_CHECK(!has_arg, "mask item '" << item << "': causal takes no value; write causal");
-        m.kind = MaskKind::causal;
-    } else if (kind == "window") {
-        needs_arg("window:8");
-        m.kind = MaskKind::window;
-        m.a = parse_positive(arg, item, "the window W");
-    } else if (kind == "sink") {
-        needs_arg("window:8+sink:2");
-        const int s = parse_positive(arg, item, "the number of sinks S");
-        sinks.emplace_back(s, std::string(item));
+    ItemText t;
+    t.item = item;
+    t.kind = item.substr(0, colon);
+    t.has_arg = colon != std::string_view::npos;
+    t.arg = t.has_arg ? item.substr(colon + 1) : std::string_view{};
+    for (const MaskItemRow& r : kMaskItems) {
+        if (t.kind != r.kind.name) continue;
+        MaskItem m;
+        m.new_group = new_group;
+        m.text = std::string(item);
+        if (r.read(t, spec, sinks, m)) spec.items.push_back(std::move(m));
         return;
-    } else if (kind == "dilated") {
-        needs_arg("dilated:4,2 (4 keys, every 2nd)");
-        const auto parts = split(arg, ',');
-        PLAB_CHECK(parts.size() == 2, "mask item '" << item
-                                                    << "' needs two values W,D (W keys spaced D "
-                                                       "apart), e.g. dilated:4,2");
-        m.kind = MaskKind::dilated;
-        m.a = parse_positive(parts[0], item, "the number of keys W");
-        m.b = parse_positive(parts[1], item, "the spacing D");
-    } else if (kind == "chunked") {
-        needs_arg("chunked:16");
-        m.kind = MaskKind::chunked;
-        m.a = parse_positive(arg, item, "the chunk size L");
-    } else if (kind == "prefix") {
-        needs_arg("prefix:6");
-        m.kind = MaskKind::prefix;
-        m.a = parse_positive(arg, item, "the prefix length P");
-    } else if (kind == "docs") {
-        needs_arg("docs:5,7,3 or docs:bos");
-        m.kind = MaskKind::docs;
-        if (arg == "bos") {
-            m.split_at_bos = true;
-        } else {
-            for (std::string_view part : split(arg, ','))
-                m.lengths.push_back(parse_positive(part, item, "a document length"));
-        }
-    } else if (kind == "file") {
-        needs_arg("file:mask.txt");
-        m.kind = MaskKind::custom;
-        m.path = std::string(arg);
-    } else if (kind == "alibi") {
-        PLAB_CHECK(!has_arg, "mask item '" << item
-                                           << "': alibi takes no value (the slopes follow from "
-                                              "the number of heads); write alibi");
-        PLAB_CHECK(!spec.alibi,
-                   "mask spec '" << spec.text << "' names alibi twice; once is enough");
-        spec.alibi = true;
-        return;
-    } else if (kind == "softcap") {
-        needs_arg("softcap:30");
-        PLAB_CHECK(spec.softcap == 0.0f,
-                   "mask spec '" << spec.text << "' names softcap twice; give one cap");
-        const std::string s(arg);
-        char* end = nullptr;
-        const double cap = std::strtod(s.c_str(), &end);
-        PLAB_CHECK(
-            end == s.c_str() + s.size() && std::isfinite(cap) && cap > 0 && cap < 1e30,
-            "mask item '" << item << "': the cap must be a positive number, e.g. softcap:30");
-        spec.softcap = static_cast<float>(cap);
-        return;
-    } else {
-        PLAB_CHECK(false, "unknown mask kind '" << kind << "' in '" << spec.text
-                                                << "'; known: " << kKinds);
     }
-    spec.items.push_back(std::move(m));
+    PLAB_CHECK(false, "unknown mask kind '" << t.kind << "' in '" << spec.text
+                                            << "'; known: " << known_kinds());
 }
 
 bool is_modifier(std::string_view item) {
-    return item == "alibi" || item.starts_with("alibi:") || item.starts_with("softcap:") ||
-           item == "softcap";
+    const std::string_view kind = item.substr(0, item.find(':'));
+    for (const MaskItemRow& r : kMaskItems)
+        if (kind == r.kind.name) return r.kind.modifier;
+    return false;
 }
 
 }  // namespace
+
+std::vector<MaskItemKind> mask_item_kinds() {
+    std::vector<MaskItemKind> out;
+    for (const MaskItemRow& r : kMaskItems) out.push_back(r.kind);
+    return out;
+}
+
+std::string mask_grammar_help() {
+    std::string out =
+        "Mask grammar (the same for --mask on prefill, generate, compare, toy, bench, eval):\n"
+        "  spec  := group ( '|' group )*     OR of groups (FlexAttention's or_masks)\n"
+        "  group := item ( '+' item )*       AND of the group's masks (and_masks)\n";
+    for (const MaskItemRow& r : kMaskItems) out += r.kind.help;
+    return out +
+           "Modifiers apply to the whole mask wherever written. Examples:\n"
+           "  window:8+sink:2    chunked:16|prefix:4    docs:5,7,3+alibi    causal+softcap:30";
+}
 
 MaskSpec parse_mask_spec(std::string_view text) {
     MaskSpec spec;
@@ -157,7 +256,7 @@ MaskSpec parse_mask_spec(std::string_view text) {
     const std::vector<std::string_view> groups = split(text, '|');
     for (std::size_t g = 0; g < groups.size(); ++g) {
         const std::size_t items_before = spec.items.size();
-        std::vector<std::pair<int, std::string>> sinks;
+        Sinks sinks;
         const std::vector<std::string_view> items = split(groups[g], '+');
         bool only_modifiers = true;
         for (std::string_view item : items) {

@@ -57,6 +57,18 @@ struct MaskSpec {
     float softcap = 0.0f;
 };
 
+// One kind of item in the grammar: a row of the table parse_mask_spec reads
+// (mask_grammar.cpp), so the help, the messages and the parser never disagree.
+struct MaskItemKind {
+    const char* name;   // before the ':' ("window")
+    const char* forms;  // as written, comma-separated ("window:W")
+    bool modifier;      // changes scores, not which keys are seen (alibi, softcap)
+    const char* help;   // its lines of the grammar `plab mask --help` prints
+};
+std::vector<MaskItemKind> mask_item_kinds();
+// The grammar as `plab mask --help` prints it, from the table.
+std::string mask_grammar_help();
+
 // Parses the grammar above; throws plab::Error naming what is wrong and what would be right.
 MaskSpec parse_mask_spec(std::string_view text);
 

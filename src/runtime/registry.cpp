@@ -66,14 +66,33 @@ std::unique_ptr<Backend> make_gpu(GpuVariant variant) {
 
 }  // namespace
 
+std::span<const BackendEntry> backend_table() {
+    // clang-format off
+    static const BackendEntry kBackends[] = {
+        {"cpu-ref", "the CPU reference: plain loops, one fixed order of the adds", true, true,
+         [](Kernels) -> std::unique_ptr<Backend> { return std::make_unique<CpuRefBackend>(); }},
+        {"cpu", "the fast CPU backend: packed GEMMs, tiled attention, threads", false, true,
+         [](Kernels k) -> std::unique_ptr<Backend> { return std::make_unique<CpuFastBackend>(k); }},
+        {"gpu-ref", "the GPU reference kernels: cpu-ref's order of the adds, in CUDA", true, false,
+         [](Kernels) { return make_gpu(GpuVariant::reference); }},
+        {"gpu", "the fast GPU kernels: tiled GEMMs, flash attention, CUDA graphs", false, false,
+         [](Kernels) { return make_gpu(GpuVariant::fast); }},
+    };
+    // clang-format on
+    return kBackends;
+}
+
 std::vector<std::string> backend_names() {
+    std::vector<std::string> names;
+    for (const BackendEntry& b : backend_table()) {
 #ifdef __EMSCRIPTEN__
-    // The web build (viewer/web): no CUDA, and the SIMT emulator's fibers need
-    // ucontext, which WebAssembly lacks. make_backend refuses gpu-ref and gpu below.
-    return {"cpu-ref", "cpu"};
-#else
-    return {"cpu-ref", "cpu", "gpu-ref", "gpu"};
+        // The web build (viewer/web): no CUDA, and the SIMT emulator's fibers need
+        // ucontext, which WebAssembly lacks. make_backend refuses gpu-ref and gpu.
+        if (!b.in_web_build) continue;
 #endif
+        names.push_back(b.name);
+    }
+    return names;
 }
 
 std::string gpu_form_description() {
@@ -108,16 +127,17 @@ void require_native_gpu_if_asked() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, Kernels kernels) {
-    if (name == "cpu") return std::make_unique<CpuFastBackend>(kernels);
-    PLAB_CHECK(kernels == Kernels::invariant,
-               "--kernels fastest is a choice of the cpu backend; "
-                   << name
-                   << (name == "gpu" ? " has invariant kernels only"
-                                     : " has one order of the adds by design (a reference)")
-                   << ": give --backend cpu, or leave --kernels out");
-    if (name == "cpu-ref") return std::make_unique<CpuRefBackend>();
-    if (name == "gpu-ref") return make_gpu(GpuVariant::reference);
-    if (name == "gpu") return make_gpu(GpuVariant::fast);
+    for (const BackendEntry& b : backend_table()) {
+        if (name != b.name) continue;
+        // Only the fast CPU backend has a second kernel set (core/kernel_choice.h).
+        PLAB_CHECK(kernels == Kernels::invariant || name == "cpu",
+                   "--kernels fastest is a choice of the cpu backend; "
+                       << name
+                       << (b.reference ? " has one order of the adds by design (a reference)"
+                                       : " has invariant kernels only")
+                       << ": give --backend cpu, or leave --kernels out");
+        return b.make(kernels);
+    }
     std::ostringstream valid;
     for (const auto& n : backend_names()) valid << (valid.tellp() > 0 ? ", " : "") << n;
     PLAB_CHECK(false, "unknown backend '" << name << "'; valid backends: " << valid.str());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,20 @@
 
 namespace plab {
 
-// Names accepted by make_backend: "cpu-ref", "cpu", then the GPU ones.
+// One row per backend: the table make_backend, backend_names and the docs read.
+// Adding a backend: its class (src/backends/ or kernels/), its row here, and a
+// column in tests/engine/backend_op_rows.h for its tolerance (src/runtime/README.md).
+struct BackendEntry {
+    const char* name;     // as --backend takes it
+    const char* summary;  // one line: what it is
+    bool reference;       // promises cpu-ref's bits (Backend::is_reference)
+    bool in_web_build;    // the browser page (viewer/web) has no CUDA and no emulator
+    std::unique_ptr<Backend> (*make)(Kernels kernels);
+};
+std::span<const BackendEntry> backend_table();
+
+// Names accepted by make_backend, in the table's order: "cpu-ref", "cpu", then
+// the GPU ones (the web build: the CPU ones only).
 std::vector<std::string> backend_names();
 // Throws plab::Error listing the valid names for an unknown one. `kernels`
 // (core/kernel_choice.h): `fastest` only for "cpu" (its name then "cpu-fastest");
