@@ -140,15 +140,13 @@ void prefill_into(PySession& s, const std::vector<int32_t>& tokens, const std::s
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
 }
 
-void bind_session(pyb::module_& m) {
-    pyb::class_<PySession, std::shared_ptr<PySession>>(
-        m, "Session",
-        "One sequence on an engine: its paged KV cache, what its last prefill returned\n"
-        "and its trace. Made by Engine.prefill(); continue it with extend() (more prompt)\n"
-        "or decode_step() (one new token). Arrays are float32 numpy arrays, row-major.")
-        .def_property_readonly(
-            "backend", [](const PySession& s) { return s.engine->loaded.backend().name(); },
-            "The backend's name, e.g. 'cpu-ref' or 'gpu (emulated)'.")
+using SessionClass = pyb::class_<PySession, std::shared_ptr<PySession>>;
+
+// What the session is: its backend, mask, tokens, length and last chunk plan.
+void bind_session_state(SessionClass& c) {
+    c.def_property_readonly(
+         "backend", [](const PySession& s) { return s.engine->loaded.backend().name(); },
+         "The backend's name, e.g. 'cpu-ref' or 'gpu (emulated)'.")
         .def_property_readonly(
             "mask", [](const PySession& s) { return s.session->mask().spec(); },
             "The mask spec every prefill and decode step of this session uses.")
@@ -163,14 +161,18 @@ void bind_session(pyb::module_& m) {
             "The chunk lengths of the last prefill.")
         .def_property_readonly(
             "prefill_ms", [](const PySession& s) { return s.last.prefill_us / 1000; },
-            "Wall time of the last prefill's chunks (one cold run), milliseconds.")
-        .def_property_readonly(
-            "last_logits",
-            [](const PySession& s) {
-                return to_numpy(std::vector(s.last.last_logits),
-                                {static_cast<pyb::ssize_t>(s.last.last_logits.size())});
-            },
-            "(V,) logits of the last prefilled position: the first new token's distribution.")
+            "Wall time of the last prefill's chunks (one cold run), milliseconds.");
+}
+
+// The last prefill's logits: the first new token comes from the last position's row.
+void bind_session_logits(SessionClass& c) {
+    c.def_property_readonly(
+         "last_logits",
+         [](const PySession& s) {
+             return to_numpy(std::vector(s.last.last_logits),
+                             {static_cast<pyb::ssize_t>(s.last.last_logits.size())});
+         },
+         "(V,) logits of the last prefilled position: the first new token's distribution.")
         .def_property_readonly(
             "logits",
             [](const PySession& s) -> pyb::object {
@@ -197,16 +199,20 @@ void bind_session(pyb::module_& m) {
             },
             "k"_a = 5,
             "The k most likely first tokens as (id, text, probability), as `plab prefill`\n"
-            "prints its Top-k.")
-        .def_property_readonly(
-            "probes",
-            [](const PySession& s) {
-                std::vector<std::pair<int, int>> out;
-                for (const AttentionProbe& p : s.probes) out.emplace_back(p.layer, p.head);
-                return out;
-            },
-            "The (layer, head) pairs the last prefill probed, in the order of\n"
-            "attention_probs.")
+            "prints its Top-k.");
+}
+
+// The attention maps the last prefill probed, as the viewer draws them.
+void bind_session_attention(SessionClass& c) {
+    c.def_property_readonly(
+         "probes",
+         [](const PySession& s) {
+             std::vector<std::pair<int, int>> out;
+             for (const AttentionProbe& p : s.probes) out.emplace_back(p.layer, p.head);
+             return out;
+         },
+         "The (layer, head) pairs the last prefill probed, in the order of\n"
+         "attention_probs.")
         .def_property_readonly(
             "query_pos0", [](const PySession& s) { return s.last_pos0; },
             "Position of the last prefill's first query: row i of an attention map is\n"
@@ -233,13 +239,16 @@ void bind_session(pyb::module_& m) {
             "With attention='all', reshape to (L, H, Tq, Tk).")
         .def_property_readonly(
             "attention_scores", [](const PySession& s) { return attention_stack(s, true); },
-            "(P, Tq, Tk): every probed head's scores (scores=True), in the order of probes.")
-        .def(
-            "k", [](const PySession& s, int layer) { return kv_of(s, layer, KvPart::K); },
-            "layer"_a,
-            "(T, Hkv, Dh) keys of every cached position of one layer, in position order\n"
-            "(read through the block table). Freed positions (a sliding window's old\n"
-            "blocks) read as 0.")
+            "(P, Tq, Tk): every probed head's scores (scores=True), in the order of probes.");
+}
+
+// The KV cache as it is: keys and values by position, the pools, the block table.
+void bind_session_kv(SessionClass& c) {
+    c.def(
+         "k", [](const PySession& s, int layer) { return kv_of(s, layer, KvPart::K); }, "layer"_a,
+         "(T, Hkv, Dh) keys of every cached position of one layer, in position order\n"
+         "(read through the block table). Freed positions (a sliding window's old\n"
+         "blocks) read as 0.")
         .def(
             "v", [](const PySession& s, int layer) { return kv_of(s, layer, KvPart::V); },
             "layer"_a, "(T, Hkv, Dh) values of every cached position of one layer.")
@@ -265,21 +274,23 @@ void bind_session(pyb::module_& m) {
         .def_property_readonly(
             "kv_bytes_per_token",
             [](const PySession& s) { return s.session->cache().bytes_per_token(); },
-            "Bytes of K and V one position takes across all layers.")
-        .def(
-            "extend",
-            [](PySession& s, const pyb::object& prompt, const std::string& chunks, bool bos,
-               bool all_logits, const pyb::object& attention, bool scores) {
-                const std::vector<int32_t> ids =
-                    resolve_prompt(s.engine->model->model, prompt, bos);
-                prefill_into(s, ids, chunks,
-                             probes_from(config_of(s), attention, scores, all_logits));
-            },
-            "prompt"_a, "chunks"_a = "full", "bos"_a = false, "all_logits"_a = false,
-            "attention"_a = pyb::none(), "scores"_a = false,
-            "Prefills more tokens after the cached ones (a prompt given in parts), chunk\n"
-            "plan `chunks`; the session's last_logits, logits and attention now describe\n"
-            "this prefill (its queries attend to every cached key the mask allows).")
+            "Bytes of K and V one position takes across all layers.");
+}
+
+// Going on: more prompt (extend), one decode step, and the trace of both.
+void bind_session_steps(SessionClass& c) {
+    c.def(
+         "extend",
+         [](PySession& s, const pyb::object& prompt, const std::string& chunks, bool bos,
+            bool all_logits, const pyb::object& attention, bool scores) {
+             const std::vector<int32_t> ids = resolve_prompt(s.engine->model->model, prompt, bos);
+             prefill_into(s, ids, chunks, probes_from(config_of(s), attention, scores, all_logits));
+         },
+         "prompt"_a, "chunks"_a = "full", "bos"_a = false, "all_logits"_a = false,
+         "attention"_a = pyb::none(), "scores"_a = false,
+         "Prefills more tokens after the cached ones (a prompt given in parts), chunk\n"
+         "plan `chunks`; the session's last_logits, logits and attention now describe\n"
+         "this prefill (its queries attend to every cached key the mask allows).")
         .def(
             "decode_step",
             [](PySession& s, int32_t token) {
@@ -305,6 +316,19 @@ void bind_session(pyb::module_& m) {
                    std::to_string(s.session->length()) + " positions, " +
                    std::to_string(s.session->cache().blocks_in_use()) + " KV blocks>";
         });
+}
+
+void bind_session(pyb::module_& m) {
+    SessionClass c(
+        m, "Session",
+        "One sequence on an engine: its paged KV cache, what its last prefill returned\n"
+        "and its trace. Made by Engine.prefill(); continue it with extend() (more prompt)\n"
+        "or decode_step() (one new token). Arrays are float32 numpy arrays, row-major.");
+    bind_session_state(c);
+    bind_session_logits(c);
+    bind_session_attention(c);
+    bind_session_kv(c);
+    bind_session_steps(c);
 }
 
 }  // namespace plab::py

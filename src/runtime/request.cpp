@@ -22,6 +22,22 @@ RequestLatency latency_of(const Request& r) {
     return latency_of(r.arrival_us, r.first_scheduled_us, r.token_us);
 }
 
+RequestRecord record_of(const Request& r, double t_start) {
+    RequestRecord rec;
+    rec.prompt = r.prompt;
+    rec.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
+    rec.cached_tokens = r.cached_tokens;
+    rec.hit_blocks = r.hit_blocks;
+    rec.miss_blocks = r.miss_blocks;
+    rec.preemptions = r.preemptions;
+    rec.computed_tokens = r.computed_tokens;
+    rec.arrival_us = r.arrival_us - t_start;
+    rec.first_scheduled_us = r.first_scheduled_us - t_start;
+    rec.finish_us = r.finish_us - t_start;
+    for (double x : r.token_us) rec.token_us.push_back(x - t_start);
+    return rec;
+}
+
 RequestLatency latency_of(double arrival_us, double first_scheduled_us,
                           const std::vector<double>& token_us) {
     RequestLatency l;

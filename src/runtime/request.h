@@ -91,6 +91,21 @@ RequestLatency latency_of(const Request& r);
 // from two engines, as in disaggregated serving).
 RequestLatency latency_of(double arrival_us, double first_scheduled_us,
                           const std::vector<double>& token_us);
+// What a request leaves behind for a report, copied from a Request in this one
+// place: `plab serve`'s per-request rows (serving/serve.cpp) and the viewer's
+// serving scene both read it. Times on the engine's clock less `t_start`.
+struct RequestRecord {
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> new_tokens;
+    int cached_tokens = 0, hit_blocks = 0, miss_blocks = 0;  // the prefix cache at admission
+    int preemptions = 0;
+    int computed_tokens = 0;  // tokens run through the model, recomputation included
+    double arrival_us = 0, first_scheduled_us = 0, finish_us = 0;
+    std::vector<double> token_us;  // when each new token was sampled
+    RequestLatency latency() const { return latency_of(arrival_us, first_scheduled_us, token_us); }
+};
+RequestRecord record_of(const Request& r, double t_start = 0);
+
 // Nearest-rank percentile (p in [0, 1]) of v; 0 for an empty v.
 double percentile(std::vector<double> v, double p);
 

@@ -118,34 +118,13 @@ std::vector<std::vector<int32_t>> workload_prompts(const Model& model, const Wor
 }
 
 // One request as served, on one clock whose zero is the replay's start: what
-// the engine it arrived at recorded, and its tokens' times (from two engines
-// when disaggregated).
+// the engine it arrived at recorded (runtime/request.h's record), its tokens'
+// times from the decode engine when disaggregated, and the K/V handover.
 struct Timeline {
-    double arrival_us = 0;
-    double first_scheduled_us = 0;
-    std::vector<int32_t> prompt;
-    int cached_tokens = 0;
-    std::vector<double> token_us;
-    std::vector<int32_t> new_tokens;
-    int preemptions = 0;
-    int computed_tokens = 0;
+    RequestRecord rec;
     double kv_transfer_ms = 0;
     long long kv_transfer_bytes = 0;
 };
-
-// The part of a timeline one engine's request gives, times shifted by t_start.
-Timeline timeline_of(const Request& r, double t_start) {
-    Timeline t;
-    t.arrival_us = r.arrival_us - t_start;
-    t.first_scheduled_us = r.first_scheduled_us - t_start;
-    t.prompt = r.prompt;
-    t.cached_tokens = r.cached_tokens;
-    for (double x : r.token_us) t.token_us.push_back(x - t_start);
-    t.new_tokens.assign(r.new_tokens().begin(), r.new_tokens().end());
-    t.preemptions = r.preemptions;
-    t.computed_tokens = r.computed_tokens;
-    return t;
-}
 
 // Per-request figures and the run's summary.
 ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) {
@@ -157,7 +136,7 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
     double first_arrival = 1e300, last_token = 0;
     long long tokens = 0;
     for (std::size_t id = 0; id < lines.size(); ++id) {
-        const Timeline& t = lines[id];
+        const RequestRecord& t = lines[id].rec;
         ServedRequest s;
         s.id = static_cast<int>(id);
         s.arrival_s = t.arrival_us / 1e6;
@@ -167,9 +146,9 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
         s.new_tokens = t.new_tokens;
         s.preemptions = t.preemptions;
         s.computed_tokens = t.computed_tokens;
-        s.kv_transfer_ms = t.kv_transfer_ms;
-        s.kv_transfer_bytes = t.kv_transfer_bytes;
-        s.latency = latency_of(t.arrival_us, t.first_scheduled_us, t.token_us);
+        s.kv_transfer_ms = lines[id].kv_transfer_ms;
+        s.kv_transfer_bytes = lines[id].kv_transfer_bytes;
+        s.latency = t.latency();
         s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
         s.e2e_client_ms = s.latency.e2e_ms + o.network_delay_ms;
         s.first_scheduled_s = t.first_scheduled_us / 1e6;
@@ -249,7 +228,7 @@ ServeReport serve_colocated(const Model& model, const Workload& workload, const 
     PLAB_ASSERT(t_start == 0 || !o.virtual_clock);
     std::vector<Timeline> lines;
     for (int id = 0; id < engine.num_requests(); ++id)
-        lines.push_back(timeline_of(engine.request(id), t_start));
+        lines.push_back({record_of(engine.request(id), t_start)});
     ServeReport rep = assemble(lines, o);
     rep.summary.steps = static_cast<int>(engine.steps().size());
     rep.summary.preemptions = engine.pool_stats().preemptions;
@@ -343,13 +322,13 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
     }
     std::vector<Timeline> lines;
     for (std::size_t i = 0; i < n; ++i) {
-        Timeline t = timeline_of(prefill.request(static_cast<int>(i)), 0);
+        Timeline t{record_of(prefill.request(static_cast<int>(i)))};
         if (decode_id_of[i] >= 0) {  // its tokens from the decode engine, the first included
-            const Timeline d = timeline_of(decode.request(decode_id_of[i]), 0);
-            t.token_us = d.token_us;
-            t.new_tokens = d.new_tokens;
-            t.preemptions += d.preemptions;
-            t.computed_tokens += d.computed_tokens;
+            const RequestRecord d = record_of(decode.request(decode_id_of[i]));
+            t.rec.token_us = d.token_us;
+            t.rec.new_tokens = d.new_tokens;
+            t.rec.preemptions += d.preemptions;
+            t.rec.computed_tokens += d.computed_tokens;
             t.kv_transfer_ms = transfer_ms[i];
             t.kv_transfer_bytes = transfer_bytes[i];
         }

@@ -367,66 +367,80 @@ struct HfTokenizerLoader {
                        where << ": a ByteLevel pre-tokenizer with byte_fallback or Metaspace mixes "
                                 "the two BPE families; a file is one or the other");
             t.family_ = HfTokenizer::Family::kByteLevel;
-            const auto chars = hf::gpt2_byte_chars();
-            std::unordered_map<std::string, unsigned char> byte_of;
-            for (int b = 0; b < 256; ++b) {
-                t.byte_char_[std::size_t(b)] = hf::utf8_encode(chars[std::size_t(b)]);
-                byte_of.emplace(t.byte_char_[std::size_t(b)], static_cast<unsigned char>(b));
-                auto it = t.vocab_.find(t.byte_char_[std::size_t(b)]);
-                char hex[8];
-                std::snprintf(hex, sizeof hex, "0x%02X", b);
-                PLAB_CHECK(it != t.vocab_.end(),
-                           where << ": model.vocab has no token for byte " << hex << " ('"
-                                 << t.byte_char_[std::size_t(b)]
-                                 << "'); a byte-level vocabulary has all 256 byte characters");
-                t.byte_token_[std::size_t(b)] = it->second;
-            }
-            for (std::size_t id = 0; id < v; ++id) {
-                if (t.is_added_[id]) {
-                    t.bytes_[id] = t.tokens_[id];
-                    continue;
-                }
-                const std::string& s = t.tokens_[id];
-                for (std::size_t i = 0; i < s.size();) {
-                    const hf::Utf8Char c = hf::utf8_at(s, i);
-                    auto it = byte_of.find(s.substr(i, c.len));
-                    PLAB_CHECK(it != byte_of.end(),
-                               where << ": model.vocab token " << id << " ('" << shorten(s)
-                                     << "') has a character that is none of the 256 byte-level "
-                                        "characters (GPT-2's bytes_to_unicode)");
-                    t.bytes_[id] += static_cast<char>(it->second);
-                    i += c.len;
-                }
-            }
+            read_byte_level_bytes();
         } else {
             PLAB_CHECK(t.byte_fallback_ || metaspace || space_to_metaspace,
                        where << ": model is BPE but neither byte-level (a ByteLevel "
                                 "pre-tokenizer) nor SentencePiece-style (byte_fallback, "
                                 "Metaspace or Replace ' ' -> '\u2581'); plab reads those two");
             t.family_ = HfTokenizer::Family::kSentencePiece;
-            for (std::size_t id = 0; id < v; ++id) {
-                const std::string& s = t.tokens_[id];
-                unsigned byte = 0;
-                char tail = 0;
-                if (!t.is_added_[id] && s.size() == 6 &&
-                    std::sscanf(s.c_str(), "<0x%2X>%c", &byte, &tail) == 1 &&
-                    std::isxdigit(static_cast<unsigned char>(s[3])) &&
-                    std::isxdigit(static_cast<unsigned char>(s[4]))) {
-                    t.bytes_[id] = std::string(1, static_cast<char>(byte));
-                    t.byte_token_[byte] = static_cast<int32_t>(id);
-                    continue;
-                }
-                std::string out;
-                for (std::size_t i = 0; i < s.size();) {
-                    if (!t.is_added_[id] && s.compare(i, 3, kMetaspace) == 0) {
-                        out += ' ';
-                        i += 3;
-                    } else {
-                        out += s[i++];
-                    }
-                }
-                t.bytes_[id] = out;
+            read_sentencepiece_bytes();
+        }
+    }
+
+    // Byte-level BPE (GPT-2, Llama 3, Qwen): every byte is one of 256 printable
+    // characters (bytes_to_unicode), and a token's bytes are its characters mapped back.
+    void read_byte_level_bytes() {
+        const std::size_t v = t.tokens_.size();
+        const auto chars = hf::gpt2_byte_chars();
+        std::unordered_map<std::string, unsigned char> byte_of;
+        for (int b = 0; b < 256; ++b) {
+            t.byte_char_[std::size_t(b)] = hf::utf8_encode(chars[std::size_t(b)]);
+            byte_of.emplace(t.byte_char_[std::size_t(b)], static_cast<unsigned char>(b));
+            auto it = t.vocab_.find(t.byte_char_[std::size_t(b)]);
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02X", b);
+            PLAB_CHECK(it != t.vocab_.end(),
+                       where << ": model.vocab has no token for byte " << hex << " ('"
+                             << t.byte_char_[std::size_t(b)]
+                             << "'); a byte-level vocabulary has all 256 byte characters");
+            t.byte_token_[std::size_t(b)] = it->second;
+        }
+        for (std::size_t id = 0; id < v; ++id) {
+            if (t.is_added_[id]) {
+                t.bytes_[id] = t.tokens_[id];
+                continue;
             }
+            const std::string& s = t.tokens_[id];
+            for (std::size_t i = 0; i < s.size();) {
+                const hf::Utf8Char c = hf::utf8_at(s, i);
+                auto it = byte_of.find(s.substr(i, c.len));
+                PLAB_CHECK(it != byte_of.end(),
+                           where << ": model.vocab token " << id << " ('" << shorten(s)
+                                 << "') has a character that is none of the 256 byte-level "
+                                    "characters (GPT-2's bytes_to_unicode)");
+                t.bytes_[id] += static_cast<char>(it->second);
+                i += c.len;
+            }
+        }
+    }
+
+    // SentencePiece-style BPE (Llama 2, Mistral): byte tokens are spelled <0xAB>,
+    // and U+2581 (the metaspace) stands for a space.
+    void read_sentencepiece_bytes() {
+        const std::size_t v = t.tokens_.size();
+        for (std::size_t id = 0; id < v; ++id) {
+            const std::string& s = t.tokens_[id];
+            unsigned byte = 0;
+            char tail = 0;
+            if (!t.is_added_[id] && s.size() == 6 &&
+                std::sscanf(s.c_str(), "<0x%2X>%c", &byte, &tail) == 1 &&
+                std::isxdigit(static_cast<unsigned char>(s[3])) &&
+                std::isxdigit(static_cast<unsigned char>(s[4]))) {
+                t.bytes_[id] = std::string(1, static_cast<char>(byte));
+                t.byte_token_[byte] = static_cast<int32_t>(id);
+                continue;
+            }
+            std::string out;
+            for (std::size_t i = 0; i < s.size();) {
+                if (!t.is_added_[id] && s.compare(i, 3, kMetaspace) == 0) {
+                    out += ' ';
+                    i += 3;
+                } else {
+                    out += s[i++];
+                }
+            }
+            t.bytes_[id] = out;
         }
     }
 
