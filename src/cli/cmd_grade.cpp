@@ -40,6 +40,18 @@ const std::vector<Assignment>& assignments() {
 
 namespace {
 
+// The table's names, "a, b, c or d" (last_join " or ") or "a, b, c, d"; with
+// cpp_only, those with a C++ variant (a cpp_adapter.py beside the starter).
+std::string assignment_names(bool cpp_only, const char* last_join) {
+    std::vector<std::string> names;
+    for (const grade::Assignment& x : grade::assignments())
+        if (!cpp_only || !grade::cpp_adapter(x.name).empty()) names.push_back(x.name);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == names.size() ? last_join : ", ") + names[i];
+    return out;
+}
+
 struct GradeOptions {
     std::string assignment;
     std::string file;
@@ -86,13 +98,9 @@ grade::Submission grade_submission(const GradeOptions& o, const grade::Assignmen
     grade::Submission student{o.file, "", ""};
     if (grade::is_cpp_file(o.file)) {
         student.adapter = grade::cpp_adapter(a.name);
-        std::string with_cpp;
-        for (const grade::Assignment& x : grade::assignments())
-            if (!grade::cpp_adapter(x.name).empty())
-                with_cpp += (with_cpp.empty() ? "" : ", ") + x.name;
         PLAB_CHECK(!student.adapter.empty(),
-                   "assignment " << a.name << " has no C++ variant (those with one: " << with_cpp
-                                 << "); give a .py file");
+                   "assignment " << a.name << " has no C++ variant (those with one: "
+                                 << assignment_names(true, ", ") << "); give a .py file");
     }
     return student;
 }
@@ -187,12 +195,13 @@ void add_grade_command(CLI::App& app) {
     auto o = std::make_shared<GradeOptions>();
     CLI::App* cmd = app.add_subcommand(
         "grade", "grade a student's assignment file against the engine, check by check");
+    // Both lists from the table of assignments (grade::assignments()).
     cmd->add_option("assignment", o->assignment,
-                    "attention, rope, kv_cache, sampler or chunked_prefill (lessons/assignments/)")
+                    assignment_names(false, " or ") + " (lessons/assignments/)")
         ->required();
     cmd->add_option("file", o->file,
-                    "the student's Python file, or a .cpp file for a C++ variant (attention, "
-                    "rope, kv_cache)")
+                    "the student's Python file, or a .cpp file for a C++ variant (" +
+                        assignment_names(true, ", ") + ")")
         ->required();
     cmd->add_option("--seed", o->seed, "seed of the generated cases")->capture_default_str();
     cmd->add_option("--timeout", o->timeout_s, "seconds the student's code may run in all")
