@@ -189,10 +189,10 @@ double prefill_warm_median_us(const DeviceModel& dm, const SessionOptions& so,
 // The KV cache's use after the prefill and layer 0's "kv append" events.
 void prefill_kv_use(const Session& session, const Trace& trace, PrefillCliResult& r) {
     const KvCache& cache = session.cache();
-    r.kv_blocks = cache.blocks_in_use();
-    r.kv_block_size = cache.block_size();
+    r.kv_blocks = cache.blocks().blocks_in_use();
+    r.kv_block_size = cache.blocks().block_size();
     r.kv_bytes = cache.bytes_in_use();
-    r.kv_bytes_per_token = cache.bytes_per_token();
+    r.kv_bytes_per_token = cache.storage().bytes_per_token();
     for (const TraceEvent& e : trace.events()) {
         if (e.name != "kv append" || e.args.at("layer") != "0") continue;
         r.chunk_slots.push_back({e.args.at("positions"), e.args.at("blocks")});

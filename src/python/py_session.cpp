@@ -76,11 +76,12 @@ pyb::array_t<float> pool_of(const PySession& s, int layer, const std::string& pa
     PLAB_CHECK(layer >= 0 && layer < c.n_layers,
                "layer " << layer << " is out of range; valid layers are 0.." << c.n_layers - 1);
     const KvCache& cache = s.session->cache();
-    const Buffer buf = part_of(part) == KvPart::K ? cache.k_pool(layer) : cache.v_pool(layer);
+    const Buffer buf =
+        part_of(part) == KvPart::K ? cache.storage().k_pool(layer) : cache.storage().v_pool(layer);
     std::vector<float> host(buf.size);
     s.engine->loaded.backend().download(host.data(), buf, buf.size);
-    return to_numpy(std::move(host),
-                    {cache.num_blocks(), cache.block_size(), c.n_kv_heads, c.head_dim});
+    return to_numpy(std::move(host), {cache.blocks().num_blocks(), cache.blocks().block_size(),
+                                      c.n_kv_heads, c.head_dim});
 }
 
 }  // namespace
@@ -260,20 +261,23 @@ void bind_session_kv(SessionClass& c) {
             "Physical block of each logical block of this sequence (-1: freed, the mask\n"
             "lets no later query see it).")
         .def_property_readonly(
-            "block_size", [](const PySession& s) { return s.session->cache().block_size(); },
+            "block_size",
+            [](const PySession& s) { return s.session->cache().blocks().block_size(); },
             "B: positions per KV block.")
         .def_property_readonly(
-            "num_blocks", [](const PySession& s) { return s.session->cache().num_blocks(); },
+            "num_blocks",
+            [](const PySession& s) { return s.session->cache().blocks().num_blocks(); },
             "Blocks in this session's pool.")
         .def_property_readonly(
-            "blocks_in_use", [](const PySession& s) { return s.session->cache().blocks_in_use(); },
+            "blocks_in_use",
+            [](const PySession& s) { return s.session->cache().blocks().blocks_in_use(); },
             "Blocks this sequence holds now.")
         .def_property_readonly(
             "kv_bytes", [](const PySession& s) { return s.session->cache().bytes_in_use(); },
             "Bytes of the blocks in use (whole blocks).")
         .def_property_readonly(
             "kv_bytes_per_token",
-            [](const PySession& s) { return s.session->cache().bytes_per_token(); },
+            [](const PySession& s) { return s.session->cache().storage().bytes_per_token(); },
             "Bytes of K and V one position takes across all layers.");
 }
 
@@ -314,7 +318,7 @@ void bind_session_steps(SessionClass& c) {
         .def("__repr__", [](const PySession& s) {
             return "<prefill_lab.Session " + s.engine->loaded.backend().name() + ", " +
                    std::to_string(s.session->length()) + " positions, " +
-                   std::to_string(s.session->cache().blocks_in_use()) + " KV blocks>";
+                   std::to_string(s.session->cache().blocks().blocks_in_use()) + " KV blocks>";
         });
 }
 

@@ -56,7 +56,7 @@ void Engine::check_options(const EngineOptions& o, int max_seq_len) {
 Engine::~Engine() {
     // Blocks go back before the pool itself goes (the pool's arrays are the backend's).
     if (cache_) {
-        for (auto& r : requests_) cache_->release(r->seq);
+        for (auto& r : requests_) cache_->blocks().release(r->seq);
     }
     ws_.reset();
     cache_.reset();
@@ -123,11 +123,11 @@ PoolStats Engine::pool_stats() const {
         s.hit_blocks = scheduler_->hit_blocks();
         s.miss_blocks = scheduler_->miss_blocks();
         s.preemptions = scheduler_->preemptions();
-        s.num_blocks = cache_->num_blocks();
-        s.blocks_in_use = cache_->blocks_in_use();
-        s.cached_free_blocks = cache_->cached_free_blocks();
-        s.free_blocks = cache_->free_blocks();
-        s.evictions = cache_->counters().evictions;
+        s.num_blocks = cache_->blocks().num_blocks();
+        s.blocks_in_use = cache_->blocks().blocks_in_use();
+        s.cached_free_blocks = cache_->blocks().cached_free_blocks();
+        s.free_blocks = cache_->blocks().free_blocks();
+        s.evictions = cache_->blocks().counters().evictions;
     }
     return s;
 }
@@ -160,13 +160,14 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, dou
                "request " << id << ": mask '" << options.mask.spec() << "' covers positions 0.."
                           << limit - 1 << " but the request needs " << positions);
     KvCache& cache = ensure_pool();
-    const int B = cache.block_size();
+    const int B = cache.blocks().block_size();
     const int blocks = (positions + B - 1) / B;
-    PLAB_CHECK(blocks <= cache.num_blocks(),
+    PLAB_CHECK(blocks <= cache.blocks().num_blocks(),
                "request " << id << " needs " << blocks << " KV blocks of " << B << " positions ("
                           << n_prompt << " prompt + " << r->new_limit - 1
-                          << " fed-back new tokens) but the whole pool has " << cache.num_blocks()
-                          << "; give --kv-blocks " << blocks << " or more");
+                          << " fed-back new tokens) but the whole pool has "
+                          << cache.blocks().num_blocks() << "; give --kv-blocks " << blocks
+                          << " or more");
     r->options = std::move(options);
     r->prompt = std::move(prompt);
     r->tokens = r->prompt;
@@ -249,8 +250,8 @@ Schedule Engine::take_in(StepRecord& rec, double& predictor_us) {
     // before the step reads them (the scheduler decided; the engine writes).
     for (Request* r : schedule.handed_over) {
         for (std::size_t i = 0; i < r->kv.size(); ++i) {
-            cache.write(r->seq, static_cast<int>(i / 2), i % 2 == 0 ? KvPart::K : KvPart::V,
-                        r->kv[i]);
+            cache.storage().write(r->seq, static_cast<int>(i / 2),
+                                  i % 2 == 0 ? KvPart::K : KvPart::V, r->kv[i]);
         }
         r->kv.clear();  // a later preemption recomputes from the tokens, as for any request
     }
@@ -277,7 +278,7 @@ Schedule Engine::take_in(StepRecord& rec, double& predictor_us) {
             trace_->instant("preempt", "engine",
                             {{"request", std::to_string(id)},
                              {"tokens", std::to_string(request(id).tokens.size())},
-                             {"blocks_in_use", std::to_string(cache.blocks_in_use())}});
+                             {"blocks_in_use", std::to_string(cache.blocks().blocks_in_use())}});
         }
     }
     PLAB_CHECK(!schedule.spans.empty(),
@@ -336,7 +337,8 @@ void Engine::sample_and_finish(const Schedule& schedule, const std::vector<StepI
     std::size_t row_index = 0;  // the logits row of the next item that wants one
     for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
         Request& r = *schedule.spans[i].request;
-        if (!r.options.mask.is_causal()) cache.free_forgotten(r.seq, r.options.mask.view());
+        if (!r.options.mask.is_causal())
+            cache.blocks().free_forgotten(r.seq, r.options.mask.view());
         if (!items[i].wants_logits) continue;  // prompt not done
         const std::size_t row_i = row_index++;
         int32_t token = 0;
@@ -365,8 +367,8 @@ void Engine::finish(Request& r, const char* reason) {
         // Positions 0..length-1: the prompt (the new token is not fed back here).
         r.kv_positions = r.seq.length;
         for (int l = 0; l < model().config().n_layers; ++l) {
-            r.kv.push_back(cache_->read(r.seq, l, KvPart::K));
-            r.kv.push_back(cache_->read(r.seq, l, KvPart::V));
+            r.kv.push_back(cache_->storage().read(r.seq, l, KvPart::K));
+            r.kv.push_back(cache_->storage().read(r.seq, l, KvPart::V));
         }
     }
     scheduler_->finish(r);
@@ -377,8 +379,8 @@ void Engine::close_step(StepRecord& rec, double predictor_us, double trace_t0) {
     backend().synchronize();
     last_step_end_us_ = now_us();
     rec.us = last_step_end_us_ - rec.start_us - predictor_us;
-    rec.blocks_in_use = cache_->blocks_in_use();
-    rec.cached_free_blocks = cache_->cached_free_blocks();
+    rec.blocks_in_use = cache_->blocks().blocks_in_use();
+    rec.cached_free_blocks = cache_->blocks().cached_free_blocks();
     if (trace_ != nullptr) {
         trace_->span("step", "engine", trace_t0,
                      {{"step", std::to_string(rec.index)},

@@ -102,12 +102,13 @@ StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const Ste
                                   << " tokens exceeds the model's max_seq_len of "
                                   << c.max_seq_len);
         plan.row0[i + 1] = plan.row0[i] + n;
-        if (it.slots.empty()) blocks_needed += cache.new_blocks_for(*it.seq, n);
+        if (it.slots.empty()) blocks_needed += cache.blocks().new_blocks_for(*it.seq, n);
     }
-    PLAB_CHECK(blocks_needed <= cache.free_blocks(),
-               "KV cache is full: this step needs "
-                   << blocks_needed << " new blocks of " << cache.block_size() << " but only "
-                   << cache.free_blocks() << " of " << cache.num_blocks() << " are free");
+    PLAB_CHECK(blocks_needed <= cache.blocks().free_blocks(),
+               "KV cache is full: this step needs " << blocks_needed << " new blocks of "
+                                                    << cache.blocks().block_size() << " but only "
+                                                    << cache.blocks().free_blocks() << " of "
+                                                    << cache.blocks().num_blocks() << " are free");
     for (const AttentionProbe& p : probes.attention) {
         PLAB_CHECK(p.layer >= 0 && p.layer < c.n_layers && p.head >= 0 && p.head < c.n_heads,
                    "attention probe (layer " << p.layer << ", head " << p.head
@@ -123,7 +124,7 @@ StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const Ste
         plan.tokens.insert(plan.tokens.end(), it.tokens.begin(), it.tokens.end());
         // Room in the KV cache for the new positions p..p+C-1 (unless the caller reserved it).
         const std::vector<int32_t> s = it.slots.empty()
-                                           ? cache.reserve(*it.seq, n)
+                                           ? cache.blocks().reserve(*it.seq, n)
                                            : std::vector<int32_t>(it.slots.begin(), it.slots.end());
         plan.slots.insert(plan.slots.end(), s.begin(), s.end());
         // The angle RoPE rotates each row by: its cache position, or under
@@ -136,7 +137,7 @@ StepPlan plan_step(const DeviceModel& model, KvCache& cache, std::span<const Ste
         call.q = ws.q.buf().slice(std::size_t(plan.row0[i]) * qd, std::size_t(n) * qd);
         call.block_table = it.seq->block_table;
         call.shape = attention_shape(n, plan.pos0[i], c.n_heads, c.n_kv_heads, c.head_dim,
-                                     cache.block_size(), it.mask);
+                                     cache.blocks().block_size(), it.mask);
         plan.calls.push_back(call);
     }
     return plan;
@@ -167,7 +168,7 @@ void probe_attention(Backend& be, const Workspace& ws, const KvCache& cache, int
         DeviceArray probs(be, cells);
         DeviceArray scores;
         if (probes.attention_scores) scores = DeviceArray(be, cells);
-        be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.k_pool(layer),
+        be.attention_probs(probs.buf(), scores.buf(), ws.q.buf(), cache.storage().k_pool(layer),
                            items[0].seq->block_table, shape, p.head);
         std::vector<float> host(cells);
         be.download(host.data(), probs.buf(), cells);
@@ -252,7 +253,7 @@ struct LayerWatch {
     Trace* trace;
     ChunkOutput& out;
     void attended(int layer) const {
-        trace_kv_appends(trace, layer, plan, items, cache.block_size());
+        trace_kv_appends(trace, layer, plan, items, cache.blocks().block_size());
         probe_attention(be, ws, cache, layer, plan, items, probes, out);
     }
 };
@@ -284,11 +285,12 @@ void run_layers(const DeviceModel& model, KvCache& cache, Workspace& ws, const S
         //    the cache (one call: a backend may fuse the three steps).
         be.rope_kv_append({ws.q.buf(), ws.k.buf(), ws.v.buf(), n, c.n_heads, c.n_kv_heads,
                            c.head_dim, plan.rope_positions, model.rope_cos.buf(),
-                           model.rope_sin.buf(), cache.k_pool(l), cache.v_pool(l), plan.slots});
+                           model.rope_sin.buf(), cache.storage().k_pool(l),
+                           cache.storage().v_pool(l), plan.slots});
         // 5. Masked attention into att (n, H, Dh), per sequence: its queries
         //    over its own cache positions 0..p+C-1 through its own block table
         //    (one call for all, so a backend may run them side by side).
-        be.attention_batch(cache.k_pool(l), cache.v_pool(l), plan.calls);
+        be.attention_batch(cache.storage().k_pool(l), cache.storage().v_pool(l), plan.calls);
         watch.attended(l);
         // 6. Output projection (n, D), residual into x, the MLP's norm into xb.
         be.matmul(ws.proj.buf(), ws.att.buf(), w.wo.buf(), n, D, qd);

@@ -84,7 +84,7 @@ struct StepItem {
     std::span<const int32_t> tokens;
     Mask mask{};  // which keys its queries see (core/mask.h; causal by default)
     // Empty: forward_step reserves the positions. Otherwise the caller already
-    // did (KvCache::reserve, so seq->length counts them) and these are its
+    // did (BlockManager::reserve, so seq->length counts them) and these are its
     // slots — the engine reserves while it schedules, so that a request
     // admitted later in the same step can find these blocks in the prefix cache.
     std::span<const int32_t> slots{};

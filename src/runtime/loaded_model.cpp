@@ -23,14 +23,14 @@ std::uint64_t model_identity(const Weights& w) {
     std::int32_t bits = 0;
     std::memcpy(&bits, &c.norm_eps, sizeof bits);
     words.push_back(bits);
-    std::uint64_t h = KvCache::block_hash(0, words, 0);
+    std::uint64_t h = PrefixCache::block_hash(0, words, 0);
     // Hash the embeddings in chunks of 4096 floats, chained like blocks.
     const std::size_t n = w.tok_embeddings.size();
     for (std::size_t i = 0; i < n; i += 4096) {
         const std::size_t m = std::min<std::size_t>(4096, n - i);
         std::vector<int32_t> chunk(m);
         std::memcpy(chunk.data(), w.tok_embeddings.data() + i, m * sizeof(float));
-        h = KvCache::block_hash(h, chunk, 0);
+        h = PrefixCache::block_hash(h, chunk, 0);
     }
     return h;
 }

@@ -29,7 +29,7 @@ Session::Session(const DeviceModel& model, SessionOptions options, Trace* trace)
       ws_(model.backend()) {}
 
 Session::~Session() {
-    cache_.release(seq_);
+    cache_.blocks().release(seq_);
 }
 
 void Session::check_tokens(std::span<const int32_t> tokens) const {
@@ -176,14 +176,14 @@ std::vector<float> Session::decode_step(int32_t token) {
 // mask lets no later query see go back to the pool (a sliding window keeps
 // about W/B blocks however long the sequence grows; causal keeps them all).
 void Session::forget_blocks(const Mask& mask) {
-    const int before = cache_.blocks_in_use();  // the most this chunk held
-    const int freed = cache_.free_forgotten(seq_, mask);
+    const int before = cache_.blocks().blocks_in_use();  // the most this chunk held
+    const int freed = cache_.blocks().free_forgotten(seq_, mask);
     if (freed > 0 && trace_ != nullptr) {
         trace_->instant("kv free", "kv",
                         {{"blocks", std::to_string(freed)},
                          {"next_position", std::to_string(seq_.length)},
                          {"blocks_in_use_before", std::to_string(before)},
-                         {"blocks_in_use", std::to_string(cache_.blocks_in_use())}});
+                         {"blocks_in_use", std::to_string(cache_.blocks().blocks_in_use())}});
     }
 }
 

@@ -69,7 +69,7 @@ public:
     const BoundMask& mask() const { return mask_; }
     // K or V of every cached position of one layer: (length, Hkv·Dh).
     std::vector<float> read_kv(int layer, KvPart part) const {
-        return cache_.read(seq_, layer, part);
+        return cache_.storage().read(seq_, layer, part);
     }
 
 private:

@@ -303,7 +303,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
                 // whose K/V really cross: the link is part of the clock.
                 const double per_position =
                     o.roofline ? kv_bytes_per_token(o.roofline->shape, o.roofline->dtype)
-                               : double(prefill.cache().bytes_per_token());
+                               : double(prefill.cache().storage().bytes_per_token());
                 const long long bytes =
                     nb * o.engine.block_size * static_cast<long long>(per_position);
                 blocks += nb;

@@ -106,10 +106,11 @@ TEST_CASE("window:W keeps at most ceil(W/B)+1 blocks after each chunk, counted f
                         const int len = std::min(C, T - p);
                         s.prefill(std::span(tokens).subspan(p, len), ChunkPlan{{len}});
                         // After the chunk: the window's blocks, one partly old, plus sinks.
-                        CHECK(s.cache().blocks_in_use() <= ceil_div(W, B) + 1 + sink_blocks);
-                        CHECK(s.cache().blocks_in_use() ==
+                        CHECK(s.cache().blocks().blocks_in_use() <=
+                              ceil_div(W, B) + 1 + sink_blocks);
+                        CHECK(s.cache().blocks().blocks_in_use() ==
                               static_cast<int>(s.sequence().block_table.size()) -
-                                  KvCache::freed_blocks(s.sequence()));
+                                  BlockManager::freed_blocks(s.sequence()));
                     }
                     // During a chunk (before its blocks were freed), from the trace.
                     int frees = 0;
@@ -120,7 +121,7 @@ TEST_CASE("window:W keeps at most ceil(W/B)+1 blocks after each chunk, counted f
                               ceil_div(W + C - 1, B) + 1 + sink_blocks);
                     }
                     CHECK(frees > 0);
-                    CHECK(KvCache::freed_blocks(s.sequence()) > 0);
+                    CHECK(BlockManager::freed_blocks(s.sequence()) > 0);
                 }
             }
         }
@@ -152,7 +153,7 @@ TEST_CASE(
         std::vector<float> last;
         for (int i = 0; i < steps; ++i) {
             last = s.decode_step(all[prompt.size() + std::size_t(i)]);
-            most = std::max(most, s.cache().blocks_in_use());
+            most = std::max(most, s.cache().blocks().blocks_in_use());
         }
         CHECK(most <= ceil_div(W, B) + 1);
         CHECK(s.length() == 80);
@@ -187,8 +188,8 @@ TEST_CASE(
         Session sc(model, causal);
         sc.prefill(prompt, ChunkPlan{{20}});
         for (int i = 0; i < 20; ++i) sc.decode_step(all[20 + std::size_t(i)]);
-        CHECK(sc.cache().blocks_in_use() == ceil_div(40, B));
-        CHECK(KvCache::freed_blocks(sc.sequence()) == 0);
+        CHECK(sc.cache().blocks().blocks_in_use() == ceil_div(40, B));
+        CHECK(BlockManager::freed_blocks(sc.sequence()) == 0);
     }
 }
 

@@ -88,10 +88,10 @@ TEST_CASE("forward_step: a sequence's logits and K/V do not depend on what share
                     at += len;
                 }
                 for (int l = 0; l < c.n_layers; ++l) {
-                    solo_kv[s].push_back(cache.read(seq, l, KvPart::K));
-                    solo_kv[s].push_back(cache.read(seq, l, KvPart::V));
+                    solo_kv[s].push_back(cache.storage().read(seq, l, KvPart::K));
+                    solo_kv[s].push_back(cache.storage().read(seq, l, KvPart::V));
                 }
-                cache.release(seq);
+                cache.blocks().release(seq);
             }
 
             // Mixed: every step takes a random subset of the unfinished sequences,
@@ -154,15 +154,15 @@ TEST_CASE("forward_step: a sequence's logits and K/V do not depend on what share
             for (std::size_t s = 0; s < plans.size(); ++s) {
                 for (int l = 0; l < c.n_layers; ++l) {
                     require_same(
-                        *be, pool.read(seqs[s], l, KvPart::K), solo_kv[s][2 * l],
+                        *be, pool.storage().read(seqs[s], l, KvPart::K), solo_kv[s][2 * l],
                         "sequence " + std::to_string(s) + " K of layer " + std::to_string(l));
                     require_same(
-                        *be, pool.read(seqs[s], l, KvPart::V), solo_kv[s][2 * l + 1],
+                        *be, pool.storage().read(seqs[s], l, KvPart::V), solo_kv[s][2 * l + 1],
                         "sequence " + std::to_string(s) + " V of layer " + std::to_string(l));
                 }
-                pool.release(seqs[s]);
+                pool.blocks().release(seqs[s]);
             }
-            REQUIRE(pool.blocks_in_use() == 0);
+            REQUIRE(pool.blocks().blocks_in_use() == 0);
         }
     }
 }
@@ -180,7 +180,7 @@ TEST_CASE("forward_step: a step whose blocks do not fit changes nothing", "[engi
                   "this step needs 6 new blocks of 4 but only 5 of 5 are free");
     REQUIRE(a.length == 0);
     REQUIRE(b.length == 0);
-    REQUIRE(pool.blocks_in_use() == 0);
+    REQUIRE(pool.blocks().blocks_in_use() == 0);
 }
 
 namespace {
@@ -211,8 +211,8 @@ EngineOptions without_prefix_cache(EngineOptions o) {
 // No block in use, every reference count zero: nothing leaked.
 void require_no_leak(const Engine& e) {
     const KvCache& pool = e.cache();
-    REQUIRE(pool.blocks_in_use() == 0);
-    for (int b = 0; b < pool.num_blocks(); ++b) REQUIRE(pool.ref_count(b) == 0);
+    REQUIRE(pool.blocks().blocks_in_use() == 0);
+    for (int b = 0; b < pool.blocks().num_blocks(); ++b) REQUIRE(pool.blocks().ref_count(b) == 0);
 }
 
 }  // namespace
@@ -317,7 +317,7 @@ TEST_CASE("prefix cache: warm == cold, shared blocks counted, one token recomput
         REQUIRE(new_tokens_of(e, warm) == new_tokens_of(cold_engine, cold));
         require_no_leak(e);
         // Its blocks stayed cached: all on the LRU queue of cached free blocks.
-        REQUIRE(e.cache().cached_free_blocks() >= 5);
+        REQUIRE(e.cache().blocks().cached_free_blocks() >= 5);
     }
 }
 
@@ -437,7 +437,7 @@ TEST_CASE("prefix cache: requests admitted in one step share blocks computed in 
     for (int i = 1; i < 4; ++i) REQUIRE(e.request(i).cached_tokens == 20);
     // While they run, the 5 prefix blocks each have 4 references.
     for (int lb = 0; lb < 5; ++lb) {
-        REQUIRE(e.cache().ref_count(e.request(0).seq.block_table[std::size_t(lb)]) == 4);
+        REQUIRE(e.cache().blocks().ref_count(e.request(0).seq.block_table[std::size_t(lb)]) == 4);
         for (int i = 1; i < 4; ++i)
             REQUIRE(e.request(i).seq.block_table[std::size_t(lb)] ==
                     e.request(0).seq.block_table[std::size_t(lb)]);
@@ -463,37 +463,37 @@ TEST_CASE("prefix cache: cached free blocks are evicted least recently freed fir
     KvCache pool(*be, c, B, 6);
     const std::uint64_t salt = 42;
     auto fill = [&](Sequence& s, const std::vector<int32_t>& t) {
-        pool.reserve(s, static_cast<int>(t.size()));
-        pool.name_full_blocks(s, t, salt);
+        pool.blocks().reserve(s, static_cast<int>(t.size()));
+        pool.prefix().name_full_blocks(s, t, salt);
     };
     const auto ta = prompt_of(4, 1), tb = prompt_of(4, 2);  // two full blocks each
     Sequence a, b;
     fill(a, ta);
     fill(b, tb);
     const std::vector<int32_t> a_blocks = a.block_table, b_blocks = b.block_table;
-    pool.release(a);  // queue: a1 a0 (a sequence's last block first)
-    pool.release(b);  // queue: a1 a0 b1 b0
-    REQUIRE(pool.cached_free_blocks() == 4);
-    REQUIRE(pool.match_prefix(ta, salt).size() == 2);
+    pool.blocks().release(a);  // queue: a1 a0 (a sequence's last block first)
+    pool.blocks().release(b);  // queue: a1 a0 b1 b0
+    REQUIRE(pool.blocks().cached_free_blocks() == 4);
+    REQUIRE(pool.prefix().match(ta, salt).size() == 2);
     // Six free blocks: two never named go first, then the LRU front, a1.
     Sequence x;
     fill(x, prompt_of(6, 3));
-    REQUIRE(pool.counters().evictions == 1);
+    REQUIRE(pool.blocks().counters().evictions == 1);
     REQUIRE(x.block_table.back() == a_blocks[1]);
-    REQUIRE(pool.match_prefix(ta, salt).size() == 1);  // a0 still there, a1 gone
-    REQUIRE(pool.match_prefix(tb, salt).size() == 2);
+    REQUIRE(pool.prefix().match(ta, salt).size() == 1);  // a0 still there, a1 gone
+    REQUIRE(pool.prefix().match(tb, salt).size() == 2);
     // Taking a block back (a hit) removes it from the queue: it is not evicted next.
     Sequence a2;
-    pool.share_prefix(a2, pool.match_prefix(ta, salt));
+    pool.prefix().share(a2, pool.prefix().match(ta, salt));
     REQUIRE(a2.block_table == std::vector<int32_t>{a_blocks[0]});
     Sequence y;
-    pool.reserve(y, B);  // evicts b1 (a0 is in use again)
+    pool.blocks().reserve(y, B);  // evicts b1 (a0 is in use again)
     REQUIRE(y.block_table[0] == b_blocks[1]);
-    REQUIRE(pool.counters().evictions == 2);
-    REQUIRE(pool.match_prefix(tb, salt).size() == 1);
-    REQUIRE(pool.match_prefix(ta, salt).size() == 1);
-    for (Sequence* s : {&x, &a2, &y}) pool.release(*s);
-    REQUIRE(pool.blocks_in_use() == 0);
+    REQUIRE(pool.blocks().counters().evictions == 2);
+    REQUIRE(pool.prefix().match(tb, salt).size() == 1);
+    REQUIRE(pool.prefix().match(ta, salt).size() == 1);
+    for (Sequence* s : {&x, &a2, &y}) pool.blocks().release(*s);
+    REQUIRE(pool.blocks().blocks_in_use() == 0);
 }
 
 TEST_CASE("prefix cache: a hash collision cannot return a wrong block", "[engine][prefix]") {
@@ -505,15 +505,15 @@ TEST_CASE("prefix cache: a hash collision cannot return a wrong block", "[engine
     KvCache pool(*be, c, 2, 8);
     const auto t = prompt_of(4, 5);
     Sequence s;
-    pool.reserve(s, 4);
-    pool.name_full_blocks(s, t, 1);
-    REQUIRE(pool.match_prefix(t, 1).size() == 2);
-    REQUIRE(pool.match_prefix(t, 2).empty());  // another model
+    pool.blocks().reserve(s, 4);
+    pool.prefix().name_full_blocks(s, t, 1);
+    REQUIRE(pool.prefix().match(t, 1).size() == 2);
+    REQUIRE(pool.prefix().match(t, 2).empty());  // another model
     const std::vector<int32_t> swapped = {t[2], t[3], t[0], t[1]};
-    REQUIRE(pool.match_prefix(swapped, 1).empty());  // block 1's tokens, but first
-    REQUIRE(KvCache::block_hash(0, std::span<const int32_t>(t).first(2), 1) !=
-            KvCache::block_hash(1, std::span<const int32_t>(t).first(2), 1));
-    pool.release(s);
+    REQUIRE(pool.prefix().match(swapped, 1).empty());  // block 1's tokens, but first
+    REQUIRE(PrefixCache::block_hash(0, std::span<const int32_t>(t).first(2), 1) !=
+            PrefixCache::block_hash(1, std::span<const int32_t>(t).first(2), 1));
+    pool.blocks().release(s);
 }
 
 TEST_CASE("greedy sampling on the device: the tokens of the host's argmax, no logits copied back",

@@ -133,7 +133,7 @@ RequestOptions options_of(const StressRequest& r, const ModelConfig& c) {
 void require_pool_consistent(const Engine& e, const std::string& where) {
     INFO(where);
     const KvCache& pool = e.cache();
-    std::vector<int> refs(static_cast<std::size_t>(pool.num_blocks()), 0);
+    std::vector<int> refs(static_cast<std::size_t>(pool.blocks().num_blocks()), 0);
     for (int id = 0; id < e.num_requests(); ++id) {
         const Request& r = e.request(id);
         INFO("request " << id);
@@ -141,22 +141,23 @@ void require_pool_consistent(const Engine& e, const std::string& where) {
             REQUIRE(r.seq.block_table.empty());
             continue;
         }
-        const int B = pool.block_size();
+        const int B = pool.blocks().block_size();
         REQUIRE(r.seq.length <= static_cast<int>(r.tokens.size()));
         REQUIRE(static_cast<int>(r.seq.block_table.size()) * B >= r.seq.length);
         for (int b : r.seq.block_table) {
             if (b == kFreedBlock) continue;  // a sliding window gave it back
             REQUIRE(b >= 0);
-            REQUIRE(b < pool.num_blocks());
+            REQUIRE(b < pool.blocks().num_blocks());
             ++refs[static_cast<std::size_t>(b)];
         }
     }
     std::vector<int> counted(refs.size());  // what the pool says, block by block
-    for (int b = 0; b < pool.num_blocks(); ++b) counted[std::size_t(b)] = pool.ref_count(b);
+    for (int b = 0; b < pool.blocks().num_blocks(); ++b)
+        counted[std::size_t(b)] = pool.blocks().ref_count(b);
     REQUIRE(counted == refs);
-    REQUIRE(pool.blocks_in_use() ==
+    REQUIRE(pool.blocks().blocks_in_use() ==
             std::count_if(refs.begin(), refs.end(), [](int n) { return n > 0; }));
-    REQUIRE(pool.cached_free_blocks() <= pool.free_blocks());
+    REQUIRE(pool.blocks().cached_free_blocks() <= pool.blocks().free_blocks());
 }
 
 // The oracle: the request alone, on its own Session (runtime/generate.h) of
@@ -219,7 +220,7 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
                     REQUIRE(static_cast<int>(s.requests.size()) <= o.max_running);
                     for (int id : s.requests) {
                         const Request& r = e.request(id);
-                        freed += KvCache::freed_blocks(r.seq) > 0;
+                        freed += BlockManager::freed_blocks(r.seq) > 0;
                     }
                     require_pool_consistent(e, "after step " + std::to_string(step));
                 }
@@ -239,7 +240,7 @@ TEST_CASE("stress: random requests, pools, budgets and policies keep every engin
             preemptions += e.pool_stats().preemptions;
             hits += e.pool_stats().hit_blocks;
             require_pool_consistent(e, "at the end");
-            REQUIRE(e.cache().blocks_in_use() == 0);
+            REQUIRE(e.cache().blocks().blocks_in_use() == 0);
 
             // Every request: its tokens and every logit it sampled from, bitwise,
             // against the request alone; and against an unconstrained engine.

@@ -58,7 +58,7 @@ DecodeRun decode(Backend& be, const Weights& w, const std::vector<int32_t>& toke
             forward_chunk(m, cache, seq, all.subspan(t, 1), ws, {}, nullptr).logits);
     for (int l = 0; l < c.n_layers; ++l) {
         for (KvPart part : {KvPart::K, KvPart::V}) {
-            const std::vector<float> layer = cache.read(seq, l, part);
+            const std::vector<float> layer = cache.storage().read(seq, l, part);
             run.kv.insert(run.kv.end(), layer.begin(), layer.end());
         }
     }

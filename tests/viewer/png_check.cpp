@@ -6,7 +6,7 @@
 // colours, no single colour covering more than 97% of it (a blank or
 // one-colour frame fails), and at least MIN_PIXELS pixels of each named colour.
 // The viewer fills its blocks, cells and badges with fixed colours
-// (viewer/panels/ui_common.h), so a KV scene whose blocks were never drawn, a matrix
+// (viewer/panels/ui_colours.h), so a KV scene whose blocks were never drawn, a matrix
 // without its "bitwise" badges, or a picture of the wrong scene misses one.
 // Part of tests/viewer (issues 4 and 8).
 #define STB_IMAGE_IMPLEMENTATION

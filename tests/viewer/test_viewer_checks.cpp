@@ -310,7 +310,7 @@ TEST_CASE("chunk-size slider through more plans than the snapshot cache keeps", 
     std::size_t cells_checked = 0, most_cached = 0;
     bool emptied = false;
     for (int size = 1; size <= t; ++size) {
-        // What the slider does (ui_common.cpp): new size, new plan text, dirty scenes.
+        // What the slider does (ui_controls.cpp): new size, new plan text, dirty scenes.
         st.chunk_size = size;
         st.chunks = std::to_string(size);
         Dirty dirty{false, false, false, true, false, false};

@@ -69,7 +69,7 @@ TEST_CASE("viewer serving: each step's pool is the engine's, replayed through a 
     REQUIRE(check.ok);
 
     // The oracle: the same requests through an Engine of the test's own, read
-    // directly (its block tables, KvCache::ref_count and is_named) after each step.
+    // directly (its block tables, BlockManager::ref_count and is_cached) after each step.
     const Model& model = ctrl.model();
     const std::vector<ServingRequestSpec> specs =
         serving_requests(*model.tokenizer, model.tokenizer->encode(st.prompt, true));
@@ -89,7 +89,7 @@ TEST_CASE("viewer serving: each step's pool is the engine's, replayed through a 
         ro.max_new_tokens = spec.max_new_tokens;
         engine.add_request(spec.prompt, ro);
     }
-    REQUIRE(sv.num_blocks == engine.cache().num_blocks());
+    REQUIRE(sv.num_blocks == engine.cache().blocks().num_blocks());
     std::size_t k = 0;
     while (true) {
         INFO("stage " << k);
@@ -99,20 +99,22 @@ TEST_CASE("viewer serving: each step's pool is the engine's, replayed through a 
             INFO("request " << id);
             REQUIRE(stage.requests[id].block_table == engine.request(id).seq.block_table);
         }
-        for (int b = 0; b < engine.cache().num_blocks(); ++b) {
+        for (int b = 0; b < engine.cache().blocks().num_blocks(); ++b) {
             INFO("block " << b);
             const PoolBlock& blk = stage.blocks[b];
-            REQUIRE(blk.ref_count == engine.cache().ref_count(b));
-            REQUIRE(blk.named == engine.cache().is_named(b));
+            REQUIRE(blk.ref_count == engine.cache().blocks().ref_count(b));
+            REQUIRE(blk.named == engine.cache().blocks().is_cached(b));
             // Owners match the block tables: the ids whose table holds b.
             std::vector<int> owners;
             for (int id = 0; id < engine.num_requests(); ++id)
                 for (int32_t e : engine.request(id).seq.block_table)
                     if (e == b) owners.push_back(id);
             REQUIRE(blk.owners == owners);
-            REQUIRE((blk.state == PoolBlockState::kInUse) == (engine.cache().ref_count(b) > 0));
+            REQUIRE((blk.state == PoolBlockState::kInUse) ==
+                    (engine.cache().blocks().ref_count(b) > 0));
             REQUIRE((blk.state == PoolBlockState::kCachedFree) ==
-                    (engine.cache().ref_count(b) == 0 && engine.cache().is_named(b)));
+                    (engine.cache().blocks().ref_count(b) == 0 &&
+                     engine.cache().blocks().is_cached(b)));
         }
         REQUIRE(stage.pool.evictions == engine.pool_stats().evictions);
         REQUIRE(stage.pool.preemptions == engine.pool_stats().preemptions);

@@ -316,12 +316,12 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.plan = plan;
     Trace trace;
     // Under a window-type mask the session gives back the blocks no later query
-    // can see (KvCache::free_forgotten): their table entries read kFreedBlock.
+    // can see (BlockManager::free_forgotten): their table entries read kFreedBlock.
     Session session(eng.device(), SessionOptions{state.block_size, 0, out.mask}, &trace);
-    out.block_size = session.cache().block_size();
-    out.num_blocks = session.cache().num_blocks();
+    out.block_size = session.cache().blocks().block_size();
+    out.num_blocks = session.cache().blocks().num_blocks();
     out.n_layers = model_.weights.config.n_layers;
-    out.bytes_per_token = session.cache().bytes_per_token();
+    out.bytes_per_token = session.cache().storage().bytes_per_token();
     out.n_prompt = t;
     for (int32_t id : tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
 
@@ -334,9 +334,9 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
         s.block_table = session.sequence().block_table;
         // A freed entry (kFreedBlock: a window mask gave the block back) has no count.
         for (int32_t b : s.block_table)
-            s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().ref_count(b));
-        s.freed_blocks = KvCache::freed_blocks(session.sequence());
-        s.blocks_in_use = session.cache().blocks_in_use();
+            s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().blocks().ref_count(b));
+        s.freed_blocks = BlockManager::freed_blocks(session.sequence());
+        s.blocks_in_use = session.cache().blocks().blocks_in_use();
         s.bytes_in_use = session.cache().bytes_in_use();
         s.peak_blocks = s.blocks_in_use;
         const std::vector<TraceEvent>& ev = trace.events();

@@ -88,14 +88,25 @@ bool is_table_separator(std::string_view t) {
     return starts_with(t, "|") && t.find_first_not_of("|-: ") == std::string_view::npos;
 }
 
+// One line of the file as the block readers see it.
+struct Line {
+    std::string_view text;  // trimmed
+    int n = 0;              // 1-based line number
+    int indent = 0;         // leading spaces
+};
+
 struct Parser {
     std::string where;
     int lesson = 0;
     LessonText out;
+    std::vector<std::string_view> lines;
+    std::size_t i = 0;  // the line being read; a block of several lines leaves it on its last
     // The block being collected (paragraph or list item), if any.
     bool open = false;
     LessonBlock cur;
-    std::string raw;  // its text before inline_text: a Try step's code span is read from it
+    std::string raw;       // its text before inline_text: a Try step's code span is read from it
+    int list_indent = -1;  // the content indent of the last list item (-1: none since)
+    bool blank_after_item = false;  // a blank line followed the open list item
 
     void flush() {
         if (!open) return;
@@ -152,6 +163,163 @@ struct Parser {
                                         "write what the reader will see");
         cur.kind = BlockKind::kTry;
         cur.text = inline_text(what);
+    }
+
+    // ---- the block readers: each takes the line (and the rest of its block) or returns false
+
+    // A blank line ends a paragraph; a list item may go on after it.
+    void read_blank() {
+        if (open && cur.kind == BlockKind::kParagraph) flush();
+        blank_after_item = open;
+    }
+
+    // Fenced code, possibly indented inside a list item.
+    bool read_fence(const Line& l) {
+        if (!starts_with(l.text, "```")) return false;
+        flush();
+        LessonBlock code;
+        code.kind = BlockKind::kCode;
+        code.line = l.n;
+        code.level = l.indent >= 2 ? 1 : 0;
+        code.marker = std::string(trim(l.text.substr(3)));
+        for (size_t first = i + 1; ++i < lines.size() && !starts_with(trim(lines[i]), "```");) {
+            std::string_view s = lines[i];
+            s.remove_prefix(std::min<size_t>(indent_of(s), l.indent));
+            if (i > first) code.text += '\n';
+            code.text += s;  // a real run, as the lesson shows it
+        }
+        PLAB_CHECK(i < lines.size(), where << ":" << l.n << ": a ``` fence is never closed");
+        out.blocks.push_back(code);
+        return true;
+    }
+
+    // A comment (the runner's checks and templates): not shown.
+    bool read_comment(const Line& l) {
+        if (!starts_with(l.text, "<!--")) return false;
+        flush();
+        while (i < lines.size() && lines[i].find("-->") == std::string_view::npos) ++i;
+        PLAB_CHECK(i < lines.size(), where << ":" << l.n << ": an HTML comment is never closed");
+        return true;
+    }
+
+    // <details> ... </details>: a section the reader opens (answers); its <summary> names it.
+    bool read_details(const Line& l) {
+        if (l.text == "<details>" || l.text == "</details>") {
+            flush();
+            list_indent = -1;
+            LessonBlock d;
+            d.kind = l.text == "<details>" ? BlockKind::kDetailsBegin : BlockKind::kDetailsEnd;
+            d.line = l.n;
+            d.text = "Details";
+            out.blocks.push_back(d);
+            return true;
+        }
+        if (!starts_with(l.text, "<summary>")) return false;
+        flush();
+        std::string_view s = l.text.substr(9);
+        if (const size_t end = s.find("</summary>"); end != std::string_view::npos)
+            s = s.substr(0, end);
+        if (!out.blocks.empty() && out.blocks.back().kind == BlockKind::kDetailsBegin)
+            out.blocks.back().text = inline_text(trim(s));
+        return true;
+    }
+
+    // "## Heading": one to six '#' and a space; the first level-1 heading is the title.
+    bool read_heading(const Line& l) {
+        if (!starts_with(l.text, "#")) return false;
+        const size_t level = l.text.find_first_not_of('#');
+        if (level == std::string_view::npos || level > 6 || l.text[level] != ' ') return false;
+        flush();
+        list_indent = -1;
+        LessonBlock h;
+        h.kind = BlockKind::kHeading;
+        h.line = l.n;
+        h.level = static_cast<int>(level);
+        h.text = inline_text(trim(l.text.substr(level)));
+        if (h.level == 1 && out.title.empty()) out.title = h.text;
+        out.blocks.push_back(h);
+        return true;
+    }
+
+    // A table: the lines that start with '|', its separator row left out.
+    bool read_table(const Line& l) {
+        if (!starts_with(l.text, "|")) return false;
+        flush();
+        list_indent = -1;
+        LessonBlock table;
+        table.kind = BlockKind::kTable;
+        table.line = l.n;
+        for (; i < lines.size() && starts_with(trim(lines[i]), "|"); ++i)
+            if (!is_table_separator(trim(lines[i])))
+                table.cells.push_back(table_cells(trim(lines[i])));
+        --i;
+        out.blocks.push_back(table);
+        return true;
+    }
+
+    // "---": a rule across the pane.
+    bool read_rule(const Line& l) {
+        if (!is_rule(l.text)) return false;
+        flush();
+        list_indent = -1;
+        LessonBlock rule;
+        rule.kind = BlockKind::kRule;
+        rule.line = l.n;
+        out.blocks.push_back(rule);
+        return true;
+    }
+
+    // "![alt](path)" on a line of its own.
+    bool read_picture(const Line& l) {
+        if (!starts_with(l.text, "![") || l.text.back() != ')') return false;
+        const size_t close = l.text.find("](");
+        if (close == std::string_view::npos) return false;
+        flush();
+        LessonBlock pic;
+        pic.kind = BlockKind::kPicture;
+        pic.line = l.n;
+        pic.text = inline_text(l.text.substr(2, close - 2));
+        pic.marker = std::string(l.text.substr(close + 2, l.text.size() - close - 3));
+        out.blocks.push_back(pic);
+        return true;
+    }
+
+    // "- ", "* " or "12. ": a bullet or numbered item (nested when indented).
+    bool read_list_item(const Line& l) {
+        bool numbered = false;
+        const int m = list_marker(l.text, numbered);
+        if (m <= 0) return false;
+        start(numbered ? BlockKind::kNumbered : BlockKind::kBullet, l.n, l.indent >= 2 ? 1 : 0,
+              l.text.substr(m), numbered ? std::string(l.text.substr(0, m - 1)) : "");
+        list_indent = l.indent + m;
+        blank_after_item = false;
+        return true;
+    }
+
+    // A line of text. A "Try:" line always starts a step of its own (never continues the
+    // block above). Right after an item's line it continues the item (even unindented,
+    // Markdown's lazy continuation); after a blank line, indented to the item, it is the
+    // item's next paragraph; otherwise it continues the open paragraph or starts one.
+    void read_text(const Line& l) {
+        if (starts_with(l.text, "Try:")) {
+            list_indent = -1;
+            start(BlockKind::kParagraph, l.n, 0, l.text);
+            return;
+        }
+        const bool item_open = open && cur.kind != BlockKind::kParagraph;
+        const bool paragraph_open = open && cur.kind == BlockKind::kParagraph;
+        if ((item_open && !blank_after_item) || paragraph_open) {
+            raw += ' ';
+            raw += l.text;
+            return;
+        }
+        if (list_indent >= 0 && l.indent >= 2) {
+            blank_after_item = false;
+            start(BlockKind::kParagraph, l.n, 1, l.text);
+            return;
+        }
+        list_indent = -1;
+        start(BlockKind::kParagraph, l.n, 0, l.text);
     }
 };
 
@@ -231,148 +399,20 @@ LessonText parse_lesson(std::string_view markdown, const std::string& where, int
     p.where = where;
     p.lesson = lesson;
     p.out.path = where;
-    const std::vector<std::string_view> lines = split_lines(markdown);
-    p.out.n_lines = static_cast<int>(lines.size());
-    int list_indent = -1;           // the content indent of the last list item (-1: none since)
-    bool blank_after_item = false;  // a blank line followed the open list item
-    for (size_t i = 0; i < lines.size(); ++i) {
-        const int n = static_cast<int>(i) + 1;
-        const std::string_view line = lines[i];
-        const std::string_view t = trim(line);
-        const int indent = indent_of(line);
-        if (t.empty()) {  // a blank line ends a paragraph; a list item may go on after it
-            if (p.open && p.cur.kind == BlockKind::kParagraph) p.flush();
-            blank_after_item = p.open;
+    p.lines = split_lines(markdown);
+    p.out.n_lines = static_cast<int>(p.lines.size());
+    for (p.i = 0; p.i < p.lines.size(); ++p.i) {
+        const std::string_view line = p.lines[p.i];
+        const Line l{trim(line), static_cast<int>(p.i) + 1, indent_of(line)};
+        if (l.text.empty()) {
+            p.read_blank();
             continue;
         }
-        if (starts_with(t, "```")) {  // fenced code, possibly indented inside a list item
-            p.flush();
-            LessonBlock code;
-            code.kind = BlockKind::kCode;
-            code.line = n;
-            code.level = indent >= 2 ? 1 : 0;
-            code.marker = std::string(trim(t.substr(3)));
-            for (size_t first = i + 1; ++i < lines.size() && !starts_with(trim(lines[i]), "```");) {
-                std::string_view l = lines[i];
-                l.remove_prefix(std::min<size_t>(indent_of(l), indent));
-                if (i > first) code.text += '\n';
-                code.text += l;  // a real run, as the lesson shows it
-            }
-            PLAB_CHECK(i < lines.size(), where << ":" << n << ": a ``` fence is never closed");
-            p.out.blocks.push_back(code);
+        // The first reader that knows the line's kind takes it (and the rest of its block).
+        if (p.read_fence(l) || p.read_comment(l) || p.read_details(l) || p.read_heading(l) ||
+            p.read_table(l) || p.read_rule(l) || p.read_picture(l) || p.read_list_item(l))
             continue;
-        }
-        if (starts_with(t, "<!--")) {  // a comment (the runner's checks and templates): not shown
-            p.flush();
-            while (i < lines.size() && lines[i].find("-->") == std::string_view::npos) ++i;
-            PLAB_CHECK(i < lines.size(), where << ":" << n << ": an HTML comment is never closed");
-            continue;
-        }
-        if (t == "<details>" || t == "</details>") {
-            p.flush();
-            list_indent = -1;
-            LessonBlock d;
-            d.kind = t == "<details>" ? BlockKind::kDetailsBegin : BlockKind::kDetailsEnd;
-            d.line = n;
-            d.text = "Details";
-            p.out.blocks.push_back(d);
-            continue;
-        }
-        if (starts_with(t, "<summary>")) {
-            p.flush();
-            std::string_view s = t.substr(9);
-            if (const size_t end = s.find("</summary>"); end != std::string_view::npos)
-                s = s.substr(0, end);
-            if (!p.out.blocks.empty() && p.out.blocks.back().kind == BlockKind::kDetailsBegin)
-                p.out.blocks.back().text = inline_text(trim(s));
-            continue;
-        }
-        if (starts_with(t, "#")) {
-            const size_t level = t.find_first_not_of('#');
-            if (level != std::string_view::npos && level <= 6 && t[level] == ' ') {
-                p.flush();
-                list_indent = -1;
-                LessonBlock h;
-                h.kind = BlockKind::kHeading;
-                h.line = n;
-                h.level = static_cast<int>(level);
-                h.text = inline_text(trim(t.substr(level)));
-                if (h.level == 1 && p.out.title.empty()) p.out.title = h.text;
-                p.out.blocks.push_back(h);
-                continue;
-            }
-        }
-        if (starts_with(t, "|")) {
-            p.flush();
-            list_indent = -1;
-            LessonBlock table;
-            table.kind = BlockKind::kTable;
-            table.line = n;
-            for (; i < lines.size() && starts_with(trim(lines[i]), "|"); ++i)
-                if (!is_table_separator(trim(lines[i])))
-                    table.cells.push_back(table_cells(trim(lines[i])));
-            --i;
-            p.out.blocks.push_back(table);
-            continue;
-        }
-        if (is_rule(t)) {
-            p.flush();
-            list_indent = -1;
-            LessonBlock rule;
-            rule.kind = BlockKind::kRule;
-            rule.line = n;
-            p.out.blocks.push_back(rule);
-            continue;
-        }
-        if (starts_with(t, "![") && t.back() == ')') {
-            const size_t close = t.find("](");
-            if (close != std::string_view::npos) {
-                p.flush();
-                LessonBlock pic;
-                pic.kind = BlockKind::kPicture;
-                pic.line = n;
-                pic.text = inline_text(t.substr(2, close - 2));
-                pic.marker = std::string(t.substr(close + 2, t.size() - close - 3));
-                p.out.blocks.push_back(pic);
-                continue;
-            }
-        }
-        bool numbered = false;
-        if (const int m = list_marker(t, numbered); m > 0) {
-            p.start(numbered ? BlockKind::kNumbered : BlockKind::kBullet, n, indent >= 2 ? 1 : 0,
-                    t.substr(m), numbered ? std::string(t.substr(0, m - 1)) : "");
-            list_indent = indent + m;
-            blank_after_item = false;
-            continue;
-        }
-        // A "Try:" line always starts a step of its own (never continues the block above).
-        if (starts_with(t, "Try:")) {
-            list_indent = -1;
-            p.start(BlockKind::kParagraph, n, 0, t);
-            continue;
-        }
-        // A line of text. Right after an item's line it continues the item (even
-        // unindented, Markdown's lazy continuation); after a blank line, indented to the
-        // item, it is the item's next paragraph; otherwise it continues the open
-        // paragraph or starts one.
-        const bool item_open = p.open && p.cur.kind != BlockKind::kParagraph;
-        if (item_open && !blank_after_item) {
-            p.raw += ' ';
-            p.raw += t;
-            continue;
-        }
-        if (p.open && p.cur.kind == BlockKind::kParagraph) {
-            p.raw += ' ';
-            p.raw += t;
-            continue;
-        }
-        if (list_indent >= 0 && indent >= 2) {
-            blank_after_item = false;
-            p.start(BlockKind::kParagraph, n, 1, t);
-            continue;
-        }
-        list_indent = -1;
-        p.start(BlockKind::kParagraph, n, 0, t);
+        p.read_text(l);
     }
     p.flush();
     return p.out;

@@ -12,6 +12,9 @@
 // (v1.86): GLFW window + OpenGL 3.3 core context, ImGui GLFW and OpenGL3
 // backends, one NewFrame/Render per loop. Headless: --screenshot renders into
 // an offscreen framebuffer and writes a PNG (run under Xvfb without a desktop).
+// What one frame draws (tabs, controls, panel, lesson pane) is frame_ui.h; run() below
+// tells the program's story: inputs, the engine's first answer, the window, the frames,
+// the report.
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
@@ -39,6 +42,7 @@ extern "C" void plab_web_next_frame();
 #include "app/capture.h"
 #include "app/controller.h"
 #include "app/fonts.h"
+#include "app/frame_ui.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
 #include "app/run_report.h"
@@ -47,7 +51,8 @@ extern "C" void plab_web_next_frame();
 #include "model/model_io.h"
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_scale.h"
+#include "panels/ui_texture.h"
 
 namespace plab::viewer {
 namespace {
@@ -151,141 +156,6 @@ void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
         ctrl.refresh_mask_view(state, snap.mask, state.print_checks, state.checks_failed);
 }
 
-void draw_panel(const Snapshot& snap, ViewerState& state) {
-    switch (state.scene) {
-        case Scene::kToy:
-            draw_toy(snap, state);
-            break;
-        case Scene::kMask:
-            draw_mask(snap, state);
-            break;
-        case Scene::kKv:
-            draw_kv(snap, state);
-            break;
-        case Scene::kEquivalence:
-            draw_equivalence(snap, state);
-            break;
-        case Scene::kTimeline:
-            draw_timeline(snap, state);
-            break;
-        case Scene::kServing:
-            draw_serving(snap, state);
-            break;
-    }
-}
-
-// The control bar and the scene's panel, in the space left.
-void draw_panel_side(const Snapshot& snap, ViewerState& state) {
-    draw_controls(snap, state);
-    ImGui::Separator();
-    const ProbeScope scope(std::string(scene_name(state.scene)) + " panel");
-    // A panel wider than the window (a projector's scale on a small screen) scrolls
-    // sideways instead of being cut off.
-    ImGui::BeginChild("panel", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
-    draw_panel(snap, state);
-    ImGui::EndChild();
-}
-
-// Lesson mode: the lesson's text on the left, a splitter to drag, the panel on the right.
-void draw_lesson_and_panel(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
-    const float avail = ImGui::GetContentRegionAvail().x;
-    const float splitter = px(6.0f);
-    const float pane_w = lesson.width_fraction * avail;
-    ImGui::BeginChild("lesson", ImVec2(pane_w, 0), true);
-    const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
-    draw_lesson(snap, state, lesson);
-    ImGui::EndChild();
-    ImGui::SameLine(0, 0);
-    // The splitter: an invisible button the width of the gap, dragged sideways.
-    ImGui::InvisibleButton("splitter", ImVec2(splitter, ImGui::GetContentRegionAvail().y));
-    if (ImGui::IsItemActive())
-        lesson.width_fraction =
-            std::clamp(lesson.width_fraction + ImGui::GetIO().MouseDelta.x / avail, 0.2f, 0.8f);
-    if (ImGui::IsItemHovered() || ImGui::IsItemActive())
-        ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
-    ImGui::SameLine(0, 0);
-    ImGui::BeginChild("panel_side", ImVec2(0, 0), false);
-    const ImVec2 qa = ImGui::GetWindowPos(), qs = ImGui::GetWindowSize();
-    draw_panel_side(snap, state);
-    ImGui::EndChild();
-    LessonLayout& l = lesson.layout;
-    l.pane[0] = pa.x, l.pane[1] = pa.y, l.pane[2] = pa.x + ps.x, l.pane[3] = pa.y + ps.y;
-    l.panel[0] = qa.x, l.panel[1] = qa.y, l.panel[2] = qa.x + qs.x, l.panel[3] = qa.y + qs.y;
-}
-
-// Lesson mode for a lesson no panel teaches (6, 8, 12): its command named on top,
-// the text filling the window (no tabs: no panel belongs to it).
-void draw_lesson_alone(const Snapshot& snap, ViewerState& state, LessonPane& lesson) {
-    wrapped_text("Lesson " + std::to_string(lesson.lesson) + " has no panel: it is taught by `" +
-                     lesson.taught_by +
-                     "`. Run it in a terminal; the lesson shows what it prints and what to read "
-                     "in it.",
-                 colour::kClose);
-    ImGui::Separator();
-    ImGui::BeginChild("lesson", ImVec2(0, 0), true);
-    const ImVec2 pa = ImGui::GetWindowPos(), ps = ImGui::GetWindowSize();
-    draw_lesson(snap, state, lesson);
-    ImGui::EndChild();
-    LessonLayout& l = lesson.layout;
-    l.pane[0] = pa.x, l.pane[1] = pa.y, l.pane[2] = pa.x + ps.x, l.pane[3] = pa.y + ps.y;
-    for (float& v : l.panel) v = 0;
-}
-
-// One frame of UI: a full-window tab bar, the control bar, the scene's panel (with
-// the lesson's text beside it in lesson mode). Returns whether something below the
-// tab bar (a lesson's Try button) switched the scene: the next frame selects its tab.
-bool draw_frame(const Snapshot& snap, ViewerState& state, bool force_tab, LessonPane* lesson) {
-    const ImGuiIO& io = ImGui::GetIO();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(io.DisplaySize);
-    ImGui::Begin("Prefill Lab", nullptr,
-                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                     ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                     ImGuiWindowFlags_NoBackground);
-    if (lesson != nullptr && !lesson->taught_by.empty()) {
-        draw_lesson_alone(snap, state, *lesson);
-        ImGui::End();
-        return false;
-    }
-    if (ImGui::BeginTabBar("scenes")) {
-        for (int i = 0; i < kSceneCount; ++i) {
-            const Scene s = static_cast<Scene>(i);
-            const std::string label = std::to_string(i + 1) + " " + scene_title(s);
-            const ImGuiTabItemFlags flags =
-                force_tab && s == state.scene ? ImGuiTabItemFlags_SetSelected : 0;
-            if (ImGui::BeginTabItem(label.c_str(), nullptr, flags)) {
-                if (!force_tab) state.scene = s;
-                ImGui::EndTabItem();
-            }
-        }
-        ImGui::EndTabBar();
-    }
-    const Scene tab_scene = state.scene;
-    if (lesson != nullptr) {
-        draw_lesson_and_panel(snap, state, *lesson);
-    } else {
-        draw_panel_side(snap, state);
-    }
-    ImGui::End();
-    return state.scene != tab_scene;
-}
-
-// text and scale -------------------------------------------------------------
-// Ctrl + / Ctrl - (also on the keypad) scale the UI by 1.25 within kScaleMin..kScaleMax,
-// Ctrl 0 goes back to the launch scale. Returns the scale asked for.
-float scale_keys(float scale, float launch) {
-    const ImGuiIO& io = ImGui::GetIO();
-    if (!io.KeyCtrl) return scale;
-    auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
-    // The monitor's content scale may put the launch scale past the range: keep it reachable.
-    const float lo = std::min(kScaleMin, launch), hi = std::max(kScaleMax, launch);
-    if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) scale = std::min(hi, scale * 1.25f);
-    if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT))
-        scale = std::max(lo, scale / 1.25f);
-    if (pressed(GLFW_KEY_0) || pressed(GLFW_KEY_KP_0)) scale = launch;
-    return scale;
-}
-
 // The texts on screen that are not in the fixed glyph ranges' scripts for sure: the
 // prompt and what the model wrote (a new character makes the atlas build again).
 std::string screen_text(const Snapshot& snap, const ViewerState& state) {
@@ -294,24 +164,39 @@ std::string screen_text(const Snapshot& snap, const ViewerState& state) {
     return t;
 }
 
-int run(const Options& given) {
-    // 1. Inputs, checked before any window opens.
-    const Options opt = with_lesson(given);
+// Inputs ---------------------------------------------------------------------------
+
+// What the command line asks of the window and its text.
+struct Launch {
+    bool headless = false;      // --screenshot: frames drawn offscreen, the last one saved
+    float asked_scale = 1;      // --scale
+    std::string font_path;      // the main font
+    std::string fallback_path;  // merged in for the characters the main font lacks; "" = none
+};
+
+// The window's flags, checked before any window opens.
+Launch check_launch(const Options& opt) {
     PLAB_CHECK(opt.width >= 320 && opt.height >= 240 && opt.width <= 8192 && opt.height <= 8192,
                "window size " << opt.width << "x" << opt.height
                               << " is out of range (320x240 .. 8192x8192)");
     PLAB_CHECK(opt.frames >= 0, "--frames must be >= 0");
-    const bool headless = !opt.screenshot.empty();
-    const float asked_scale = parse_scale(opt.scale);
-    const std::string font_path = opt.font.empty() ? default_font_path() : opt.font;
-    check_font_file(font_path, !opt.font.empty());
-    const std::string fallback_path = opt.fallback_font.empty()     ? installed_fallback_font()
-                                      : opt.fallback_font == "none" ? ""
-                                                                    : opt.fallback_font;
-    if (!opt.fallback_font.empty() && !fallback_path.empty()) check_font_file(fallback_path, true);
+    Launch l;
+    l.headless = !opt.screenshot.empty();
+    l.asked_scale = parse_scale(opt.scale);
+    l.font_path = opt.font.empty() ? default_font_path() : opt.font;
+    check_font_file(l.font_path, !opt.font.empty());
+    l.fallback_path = opt.fallback_font.empty()     ? installed_fallback_font()
+                      : opt.fallback_font == "none" ? ""
+                                                    : opt.fallback_font;
+    if (!opt.fallback_font.empty() && !l.fallback_path.empty())
+        check_font_file(l.fallback_path, true);
     PLAB_CHECK(opt.font_size >= 6 && opt.font_size <= 72,
                "--font-size " << opt.font_size << " must be between 6 and 72 pixels");
+    return l;
+}
 
+// The state the flags open, and whether its self-check lines are printed.
+ViewerState launch_state(const Options& opt, bool headless) {
     ViewerState state = state_from_options(opt);
     state.print_checks = headless || opt.frames > 0;
 #ifdef __EMSCRIPTEN__
@@ -319,14 +204,23 @@ int run(const Options& given) {
     // the page's log and window.plab (viewer/web/shell.html).
     state.print_checks = true;
 #endif
-    // Lesson mode: the lesson's text is read and parsed before any window opens.
+    return state;
+}
+
+// Lesson mode: the lesson's text is read and parsed before any window opens.
+std::unique_ptr<LessonPane> launch_lesson(const Options& opt, const Options& given, bool headless) {
     std::unique_ptr<LessonPane> lesson;
     if (opt.lesson > 0) lesson = std::make_unique<LessonPane>(make_lesson_pane(given));
     PLAB_CHECK(opt.click_try == 0 || (lesson && headless),
                "--click-try needs --lesson N and --screenshot (it clicks a Try button headless)");
+    return lesson;
+}
 
-    Controller ctrl(opt.model);
-    state.model_dir = opt.model.empty() ? default_model_path() : opt.model;
+// The engine's first answer ---------------------------------------------------------
+
+// The model's facts, the attention head to open on, and the shown scene computed now, so
+// bad input fails before a window opens.
+Snapshot first_snapshot(Controller& ctrl, const Options& opt, ViewerState& state, bool headless) {
     Snapshot snap;
     ctrl.fill_model_info(snap);
     PLAB_CHECK(std::find(snap.backend_names.begin(), snap.backend_names.end(), state.backend) !=
@@ -339,16 +233,19 @@ int run(const Options& given) {
     PLAB_CHECK(state.attn_layer < snap.n_layers && state.attn_head < snap.n_heads,
                "--layer/--head out of range (the model has " << snap.n_layers << " layers and "
                                                              << snap.n_heads << " heads)");
-
-    // The shown scene is computed now, so bad input fails before a window opens.
     state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
     for (const std::string* err :
          {&snap.toy.error, &snap.mask.error, &snap.mask.view.error, &snap.kv.error,
           &snap.serving.error, &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
         PLAB_CHECK(!headless || err->empty(), *err);
+    return snap;
+}
 
-    // 2. Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3).
+// The window ------------------------------------------------------------------------
+
+// Window and GL context (GL 3.3 core, as in imgui's example_glfw_opengl3); hidden headless.
+GLFWwindow* open_window(const Options& opt, bool headless) {
     glfwSetErrorCallback(glfw_error_callback);
     PLAB_CHECK(glfwInit(),
                "cannot open a window: " << glfw_error_text
@@ -366,7 +263,11 @@ int run(const Options& given) {
     }
     glfwMakeContextCurrent(window);
     glfwSwapInterval(opt.frames > 0 || headless ? 0 : 1);
+    return window;
+}
 
+// ImGui's context and look. Returns the scale-1 style, which every scale is made from.
+ImGuiStyle create_imgui_context() {
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
@@ -378,17 +279,31 @@ int run(const Options& given) {
     ImGui::GetStyle().GrabMinSize = 4.0f;
     for (ImGuiCol c : {ImGuiCol_SliderGrab, ImGuiCol_SliderGrabActive})
         ImGui::GetStyle().Colors[c].w = 0.55f;
-    const ImGuiStyle base_style = ImGui::GetStyle();  // the scale-1 style, scaled from here
-    // The monitor's content scale (2 on a high-DPI screen; 1 under Xvfb) times --scale.
+    return ImGui::GetStyle();
+}
+
+// ImGui's platform and renderer backends on the window.
+void init_imgui_backends(GLFWwindow* window) {
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+#ifdef __EMSCRIPTEN__
+    ImGui_ImplOpenGL3_Init("#version 300 es");  // WebGL2 is OpenGL ES 3.0
+#else
+    ImGui_ImplOpenGL3_Init("#version 330 core");
+#endif
+}
+
+// The monitor's content scale (2 on a high-DPI screen; 1 under Xvfb).
+float monitor_content_scale([[maybe_unused]] GLFWwindow* window) {
     float content_x = 1, content_y = 1;
 #ifndef __EMSCRIPTEN__  // emscripten's GLFW has no content scale: the page is at 1
     glfwGetWindowContentScale(window, &content_x, &content_y);
 #endif
-    const float content_scale = std::max(1.0f, std::max(content_x, content_y));
-    const float launch_scale = asked_scale * content_scale;
-    // Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
-    // a glyph; the lesson adds a bold font for headings and a monospace one for code.
-    FontSet fonts(font_path, fallback_path, opt.font_size, lesson != nullptr);
+    return std::max(1.0f, std::max(content_x, content_y));
+}
+
+// Every character of the lesson (—, …, ≤, ², ·), the prompt and the model's output gets
+// a glyph.
+void add_launch_texts(FontSet& fonts, const LessonPane* lesson, const std::string& screen) {
     if (lesson) fonts.add_text(kCodeWrapMarker);
     if (lesson)
         for (const LessonBlock& b : lesson->text.blocks) {
@@ -396,15 +311,42 @@ int run(const Options& given) {
             for (const auto& row : b.cells)
                 for (const std::string& cell : row) fonts.add_text(cell);
         }
-    fonts.add_text(screen_text(snap, state));
+    fonts.add_text(screen);
+}
+
+// Everything the window held, given back.
+void close_window(GLFWwindow* window, ViewerState& state) {
+    release_texture(state.heatmap);
+    release_texture(state.heatmap_compare);
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+}
+
+// The UI scale ----------------------------------------------------------------------
+
+// The scale the UI is drawn at: --scale times the monitor's, changed by Ctrl +/-/0.
+struct UiScale {
+    FontSet& fonts;
+    ViewerState& state;      // the panels' pixel constants follow the scale (set_ui_scale)
+    LessonPane* lesson;      // its fonts and measured text heights follow it too
+    ImGuiStyle base_style;   // the scale-1 style, scaled from here
+    float content_scale;     // the monitor's
+    float launch;            // --scale times content_scale: where Ctrl 0 goes back to
+    bool measure = false;    // the headless scale self-check runs (at_one)
+    float now = 0;           // the scale of the fonts and the style
+    float wanted = 1;        // the scale the next frame asks for
+    ScaleProbe at_one = {};  // the sizes measured at scale 1
+
     // Fonts rasterized at the new size, the style's sizes scaled, the panels' own pixel
     // constants through ui_scale(): all at once, so nothing is left at the old size.
-    float scale = 0;
-    auto apply_scale = [&](float s, bool upload) {
-        fonts.rebuild(*io.Fonts, s);
+    void apply(float s, bool upload) {
+        fonts.rebuild(*ImGui::GetIO().Fonts, s);
         ImGui::GetStyle() = base_style;
         ImGui::GetStyle().ScaleAllSizes(s);
-        set_ui_scale(s);
+        set_ui_scale(state, s);
         if (lesson) {
             lesson->mono_font = fonts.mono_font();
             lesson->heading_font = fonts.heading_font();
@@ -414,137 +356,230 @@ int run(const Options& given) {
             ImGui_ImplOpenGL3_DestroyFontsTexture();
             ImGui_ImplOpenGL3_CreateFontsTexture();
         }
-        scale = s;
-    };
-    // Headless with a scale other than 1: the first frames are drawn at 1 and measured,
-    // then the scale changes as Ctrl +/- changes it, and the self-check compares.
-    // (Not with scripted keys: those test the Ctrl keys themselves.)
-    const bool measure_scale = headless && launch_scale != 1.0f && opt.keys.empty();
-    apply_scale(measure_scale ? 1.0f : launch_scale, false);
-    float wanted_scale = launch_scale;
-    ScaleProbe at_one;
-    std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
-    ImGui_ImplGlfw_InitForOpenGL(window, true);
-    // headless runs record what each frame lays out (panels/layout_probe.h);
-    // the last frame's record is checked as a reader would read it (check_layout).
-    LayoutRecord layout;
-    if (state.print_checks) set_layout_record(&layout);
-    if (lesson) lesson->draw_all = headless;  // every block laid out, so every block is checked
-#ifdef __EMSCRIPTEN__
-    ImGui_ImplOpenGL3_Init("#version 300 es");  // WebGL2 is OpenGL ES 3.0
-#else
-    ImGui_ImplOpenGL3_Init("#version 330 core");
-#endif
+        now = s;
+    }
 
-    const std::vector<int> keys = opt.keys.empty() ? std::vector<int>{} : parse_keys(opt.keys);
-    std::optional<ImVec2> hover;
+    // The scale self-check: frames 0-2 drawn at 1, measured before frame 3, which asks
+    // for the launch scale.
+    void measure_frame(int frame) {
+        if (measure && frame == 3) {
+            at_one = probe_sizes(state);
+            wanted = launch;
+        } else if (measure && frame < 3) {
+            wanted = 1.0f;
+        }
+    }
+};
+
+// Scripted input (tests and screenshots) --------------------------------------------
+
+// What a headless run does in place of a person at the screen.
+struct ScriptedInput {
+    std::vector<int> keys;        // --press: key i goes down on frame 2 + 2i, up on the next
+    std::optional<ImVec2> hover;  // --hover: a resting pointer, for tooltip screenshots
+    // --click-try K: once the pane reports Try button K fully in view, the mouse goes down
+    // on it for one frame and up on the next (ImGui presses a button on release); a few
+    // frames after, the panel has refreshed and drawn the new state.
+    bool clicking = false;
+    int click_down = -1, click_up = -1;  // the frames the mouse went down and up
+};
+
+ScriptedInput scripted_input(const Options& opt, const LessonPane* lesson) {
+    ScriptedInput in;
+    in.keys = opt.keys.empty() ? std::vector<int>{} : parse_keys(opt.keys);
     if (!opt.hover.empty()) {
         const std::vector<float> xy = parse_floats(opt.hover, "--hover");
         PLAB_CHECK(xy.size() == 2, "--hover takes x,y in pixels, e.g. 300,400");
-        hover = ImVec2(xy[0], xy[1]);
+        in.hover = ImVec2(xy[0], xy[1]);
     }
-    std::unique_ptr<OffscreenTarget> target;
-    if (headless) target = std::make_unique<OffscreenTarget>(opt.width, opt.height);
+    in.clicking = lesson && lesson->click_index >= 0;
+    return in;
+}
 
-    // 3. The frame loop. Headless runs a few frames (ImGui sizes windows over
-    //    two frames) and keeps the last one.
+// The frame's scripted pointer and keys, over what the backends read from GLFW.
+void feed_scripted_input(ScriptedInput& in, int frame, const LessonPane* lesson) {
+    ImGuiIO& io = ImGui::GetIO();
+    if (in.hover) io.MousePos = *in.hover;
+    if (in.clicking && lesson->click_rect_ready && in.click_up < 0) {
+        const float* r = lesson->click_rect;
+        io.MousePos = ImVec2((r[0] + r[2]) / 2, (r[1] + r[3]) / 2);
+        io.MouseDown[0] = in.click_down < 0;
+        (in.click_down < 0 ? in.click_down : in.click_up) = frame;
+    }
+    for (int key : in.keys) io.KeysDown[key & ~kCtrlKey] = false;
+    if (!in.keys.empty()) io.KeyCtrl = false;
+    if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(in.keys.size())) {
+        const int key = in.keys[(frame - 2) / 2];
+        io.KeysDown[key & ~kCtrlKey] = true;
+        io.KeyCtrl = (key & kCtrlKey) != 0;
+    }
+}
+
+// The frame loop --------------------------------------------------------------------
+
+// What the frames work on, made before the first one.
+struct FrameLoop {
+    GLFWwindow* window;
+    OffscreenTarget* target;  // headless: the frames are drawn into it; else null
+    Controller& ctrl;
+    ViewerState& state;
+    Snapshot& snap;
+    LessonPane* lesson;  // null outside lesson mode
+    UiScale& ui;
+    ScriptedInput& script;
+    LayoutRecord& layout;   // what the frame lays out (the report checks the last one)
+    int n_frames;           // 0: until the window is closed
+    bool finish;            // --report-frame-time: each frame waits for the rasterizer
+    Scene forced;           // the scene whose tab the last frame selected
+    bool force_tab = true;  // select the scene's tab in the next frame
+    std::string prompt_ids_key = "\x01";  // the prompt the ids were made from (none yet)
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+    std::vector<double> frame_ms = {}, frame_cpu_ms = {};
+};
+
+// How many frames a run draws (0: until the window is closed). Headless runs a few
+// (ImGui sizes windows over two frames) and keeps the last one.
+int frame_count(const Options& opt, bool headless, const UiScale& ui, const ScriptedInput& in) {
     // Scripted keys: key i goes down on frame 2 + 2i and up on the next frame.
-    const int key_frames = keys.empty() ? 0 : 4 + 2 * static_cast<int>(keys.size());
+    const int key_frames = in.keys.empty() ? 0 : 4 + 2 * static_cast<int>(in.keys.size());
     const int n_frames =
-        headless ? std::max({opt.frames, measure_scale ? 8 : 4, key_frames}) : opt.frames;
+        headless ? std::max({opt.frames, ui.measure ? 8 : 4, key_frames}) : opt.frames;
     PLAB_CHECK(!opt.report_frame_time || opt.frames >= 3,
                "--report-frame-time needs --frames 3 or more");
-    std::vector<double> frame_ms, frame_cpu_ms;
-    Scene forced = state.scene;
-    bool force_tab = true;
-    // Scripted click (--click-try K): once the pane reports Try button K fully in view,
-    // the mouse goes down on it for one frame and up on the next (ImGui presses a button
-    // on release); a few frames after, the panel has refreshed and drawn the new state.
-    int click_down = -1, click_up = -1;
-    const bool clicking = lesson && lesson->click_index >= 0;
-    auto more_frames = [&](int frame) {
-        if (clicking && frame < 120 && (click_up < 0 || frame < click_up + 4)) return true;
-        return n_frames == 0 || frame < n_frames;
-    };
-    auto last = std::chrono::steady_clock::now();
-    for (int frame = 0; more_frames(frame); ++frame) {
-        if (!headless && glfwWindowShouldClose(window)) break;
-        glfwPollEvents();
-        refresh_scene(ctrl, state, snap);  // engine time is not frame time
-        // A new scale, or a character the atlas has no glyph for yet: build it again.
-        if (measure_scale && frame == 3) {
-            at_one = probe_sizes(state);
-            wanted_scale = launch_scale;
-        } else if (measure_scale && frame < 3) {
-            wanted_scale = 1.0f;
-        }
-        // The prompt's token ids, for the command for this view (--tokens when cut).
-        const std::string ids_key = std::to_string(state.prompt_tokens) + "|" + state.prompt;
-        if (ids_key != prompt_ids_key || (state.prompt_tokens > 0 && state.prompt_ids.empty())) {
-            prompt_ids_key = ids_key;
-            state.prompt_ids.clear();
-            if (state.prompt_tokens > 0) {
-                try {
-                    state.prompt_ids = ctrl.encode(state);
-                } catch (const Error&) {
-                    // Too long a prompt: the panels show the engine's line; no command.
-                }
+    return n_frames;
+}
+
+// A click runs until the panel has drawn what the click changed.
+bool more_frames(const FrameLoop& f, int frame) {
+    const ScriptedInput& in = f.script;
+    if (in.clicking && frame < 120 && (in.click_up < 0 || frame < in.click_up + 4)) return true;
+    return f.n_frames == 0 || frame < f.n_frames;
+}
+
+// The prompt's token ids, for the command for this view (--tokens when cut).
+void update_prompt_ids(Controller& ctrl, ViewerState& state, std::string& prompt_ids_key) {
+    const std::string ids_key = std::to_string(state.prompt_tokens) + "|" + state.prompt;
+    if (ids_key != prompt_ids_key || (state.prompt_tokens > 0 && state.prompt_ids.empty())) {
+        prompt_ids_key = ids_key;
+        state.prompt_ids.clear();
+        if (state.prompt_tokens > 0) {
+            try {
+                state.prompt_ids = ctrl.encode(state);
+            } catch (const Error&) {
+                // Too long a prompt: the panels show the engine's line; no command.
             }
         }
-        const bool new_text = fonts.add_text(screen_text(snap, state));
-        if (wanted_scale != scale || new_text) apply_scale(wanted_scale, true);
-        const auto t0 = std::chrono::steady_clock::now();
-        const double cpu0 = process_cpu_ms();
-        tick_playback(snap, state, std::chrono::duration<double>(t0 - last).count());
-        last = t0;
+    }
+}
 
-        ImGui_ImplOpenGL3_NewFrame();
-        ImGui_ImplGlfw_NewFrame();
-        if (hover) io.MousePos = *hover;  // a resting pointer, for tooltip screenshots
-        if (clicking && lesson->click_rect_ready && click_up < 0) {
-            const float* r = lesson->click_rect;
-            io.MousePos = ImVec2((r[0] + r[2]) / 2, (r[1] + r[3]) / 2);
-            io.MouseDown[0] = click_down < 0;
-            (click_down < 0 ? click_down : click_up) = frame;
-        }
-        for (int key : keys) io.KeysDown[key & ~kCtrlKey] = false;
-        if (!keys.empty()) io.KeyCtrl = false;
-        if (frame >= 2 && frame % 2 == 0 && (frame - 2) / 2 < static_cast<int>(keys.size())) {
-            const int key = keys[(frame - 2) / 2];
-            io.KeysDown[key & ~kCtrlKey] = true;
-            io.KeyCtrl = (key & kCtrlKey) != 0;
-        }
-        ImGui::NewFrame();
-        layout.clear();
-        layout.char_width = ImGui::CalcTextSize("abcdefghijklmnopqrstuvwxyz").x / 26;
-        if (!measure_scale || frame > 3) wanted_scale = scale_keys(scale, launch_scale);
-        if (!io.KeyCtrl) handle_keys(snap, state);  // Ctrl 1..6 are not panel keys
-        force_tab = force_tab || state.scene != forced;
-        force_tab = draw_frame(snap, state, force_tab, lesson.get());
-        forced = state.scene;
-        ImGui::Render();
+// Before the frame: the engine asked again for what changed, the prompt's ids, and the
+// font atlas built again for a new scale or a character it has no glyph for yet.
+void prepare_frame(FrameLoop& f, int frame) {
+    glfwPollEvents();
+    refresh_scene(f.ctrl, f.state, f.snap);  // engine time is not frame time
+    f.ui.measure_frame(frame);
+    update_prompt_ids(f.ctrl, f.state, f.prompt_ids_key);
+    const bool new_text = f.ui.fonts.add_text(screen_text(f.snap, f.state));
+    if (f.ui.wanted != f.ui.now || new_text) f.ui.apply(f.ui.wanted, true);
+}
 
-        int fb_w = 0, fb_h = 0;
-        glfwGetFramebufferSize(window, &fb_w, &fb_h);
-        if (target) {
-            target->bind();
-        } else {
-            glViewport(0, 0, fb_w, fb_h);
-        }
-        // The full-window panel has no ImGui background: glClear paints it, which a
-        // software rasterizer does far faster than shading and blending 1M pixels.
-        glClearColor(0.06f, 0.06f, 0.07f, 1.0f);
-        glClear(GL_COLOR_BUFFER_BIT);
-        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-        if (target) {
-            target->unbind();
-        } else {
-            glfwSwapBuffers(window);
-        }
-        if (opt.report_frame_time) glFinish();  // count the rasterizer's work too
-        const auto t1 = std::chrono::steady_clock::now();
-        frame_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        frame_cpu_ms.push_back(process_cpu_ms() - cpu0);
+// The frame's UI: input (scripted over GLFW's), the keys, the tabs and panels, Render.
+void build_frame(FrameLoop& f, int frame) {
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    feed_scripted_input(f.script, frame, f.lesson);
+    ImGui::NewFrame();
+    f.layout.clear();
+    f.layout.char_width = ImGui::CalcTextSize("abcdefghijklmnopqrstuvwxyz").x / 26;
+    if (!f.ui.measure || frame > 3) f.ui.wanted = scale_keys(f.ui.now, f.ui.launch);
+    if (!ImGui::GetIO().KeyCtrl) handle_keys(f.snap, f.state);  // Ctrl 1..6 are not panel keys
+    f.force_tab = f.force_tab || f.state.scene != f.forced;
+    f.force_tab = draw_frame(f.snap, f.state, f.force_tab, f.lesson);
+    f.forced = f.state.scene;
+    ImGui::Render();
+}
+
+// The frame's pixels: into the offscreen target (headless) or the window.
+void present_frame(GLFWwindow* window, OffscreenTarget* target, bool finish) {
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(window, &fb_w, &fb_h);
+    if (target) {
+        target->bind();
+    } else {
+        glViewport(0, 0, fb_w, fb_h);
+    }
+    // The full-window panel has no ImGui background: glClear paints it, which a
+    // software rasterizer does far faster than shading and blending 1M pixels.
+    glClearColor(0.06f, 0.06f, 0.07f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (target) {
+        target->unbind();
+    } else {
+        glfwSwapBuffers(window);
+    }
+    if (finish) glFinish();  // count the rasterizer's work too
+}
+
+// One frame, its time counted from the playback tick to its pixels.
+void run_frame(FrameLoop& f, int frame) {
+    prepare_frame(f, frame);
+    const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_ms();
+    tick_playback(f.snap, f.state, std::chrono::duration<double>(t0 - f.last).count());
+    f.last = t0;
+    build_frame(f, frame);
+    present_frame(f.window, f.target, f.finish);
+    const auto t1 = std::chrono::steady_clock::now();
+    f.frame_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    f.frame_cpu_ms.push_back(process_cpu_ms() - cpu0);
+}
+
+int run(const Options& given) {
+    // 1. Inputs, checked before any window opens.
+    const Options opt = with_lesson(given);
+    const Launch launch = check_launch(opt);
+    ViewerState state = launch_state(opt, launch.headless);
+    const std::unique_ptr<LessonPane> lesson = launch_lesson(opt, given, launch.headless);
+
+    // 2. The engine: the model, and the shown scene's first answer.
+    Controller ctrl(opt.model);
+    state.model_dir = opt.model.empty() ? default_model_path() : opt.model;
+    Snapshot snap = first_snapshot(ctrl, opt, state, launch.headless);
+
+    // 3. Window, ImGui and the fonts at the launch scale; the lesson adds a bold font for
+    //    headings and a monospace one for code.
+    GLFWwindow* window = open_window(opt, launch.headless);
+    const ImGuiStyle base_style = create_imgui_context();
+    const float content_scale = monitor_content_scale(window);
+    FontSet fonts(launch.font_path, launch.fallback_path, opt.font_size, lesson != nullptr);
+    add_launch_texts(fonts, lesson.get(), screen_text(snap, state));
+    UiScale ui{fonts,      state,         lesson.get(),
+               base_style, content_scale, launch.asked_scale * content_scale};
+    // Headless with a scale other than 1: the first frames are drawn at 1 and measured,
+    // then the scale changes as Ctrl +/- changes it, and the self-check compares.
+    // (Not with scripted keys: those test the Ctrl keys themselves.)
+    ui.measure = launch.headless && ui.launch != 1.0f && opt.keys.empty();
+    ui.apply(ui.measure ? 1.0f : ui.launch, false);
+    ui.wanted = ui.launch;
+    init_imgui_backends(window);
+    // Headless runs record what each frame lays out (panels/layout_probe.h); the last
+    // frame's record is checked as a reader would read it (check_layout).
+    LayoutRecord layout;
+    if (state.print_checks) set_layout_record(&layout);
+    if (lesson) lesson->draw_all = launch.headless;  // every block laid out and checked
+    ScriptedInput script = scripted_input(opt, lesson.get());
+    std::unique_ptr<OffscreenTarget> target;
+    if (launch.headless) target = std::make_unique<OffscreenTarget>(opt.width, opt.height);
+
+    // 4. The frame loop: until the window is closed, or headless a few frames.
+    const int n_frames = frame_count(opt, launch.headless, ui, script);
+    FrameLoop loop{
+        window,   target.get(),          ctrl,       state, snap, lesson.get(), ui, script, layout,
+        n_frames, opt.report_frame_time, state.scene};
+    for (int frame = 0; more_frames(loop, frame); ++frame) {
+        if (!launch.headless && glfwWindowShouldClose(window)) break;
+        run_frame(loop, frame);
 #ifdef __EMSCRIPTEN__
         // The page shows the canvas and delivers input only while the browser runs:
         // wait here for its next animation frame (Asyncify keeps this loop as it is).
@@ -552,18 +587,13 @@ int run(const Options& given) {
 #endif
     }
 
-    // 4. Results: the self-check lines (run_report.h).
-    print_run_report({opt, state, snap, lesson.get(), clicking, *io.Fonts->Fonts[0], fonts,
-                      headless, measure_scale, scale, content_scale, at_one, layout, !keys.empty(),
-                      target.get(), frame_ms, frame_cpu_ms});
+    // 5. Results: the self-check lines (run_report.h), then the window given back.
+    print_run_report({opt, state, snap, lesson.get(), script.clicking,
+                      *ImGui::GetIO().Fonts->Fonts[0], fonts, launch.headless, ui.measure, ui.now,
+                      ui.content_scale, ui.at_one, layout, !script.keys.empty(), target.get(),
+                      loop.frame_ms, loop.frame_cpu_ms});
     target.reset();
-    release_texture(state.heatmap);
-    release_texture(state.heatmap_compare);
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    glfwDestroyWindow(window);
-    glfwTerminate();
+    close_window(window, state);
     if (state.checks_failed && state.print_checks) {  // headless runs report failures
         std::fprintf(stderr, "plab-viewer: a self-check failed (see the lines above)\n");
         return 1;

@@ -259,7 +259,10 @@ void apply_try(const std::vector<std::string>& args, const Options& given, const
     state = std::move(next);
 }
 
-void add_options(CLI::App& app, Options& opt) {
+namespace {
+
+// What opens: the panel, lesson mode, and a headless run's picture.
+void add_scene_options(CLI::App& app, Options& opt) {
     app.add_option("--scene", opt.scene,
                    "Panel to open: toy, mask, kv, equivalence, timeline, serving");
     app.add_option("--lesson", opt.lesson,
@@ -271,6 +274,10 @@ void add_options(CLI::App& app, Options& opt) {
                    "Lesson mode, headless tests: click the lesson's Try button K (1 = first)");
     app.add_option("--screenshot", opt.screenshot,
                    "Render headless (no window shown) and write this PNG, then exit");
+}
+
+// The engine's inputs: the prompt, the chunk plan, the model, the backend and the mask.
+void add_prompt_options(CLI::App& app, Options& opt) {
     app.add_option("--prompt", opt.prompt, "Prompt text for the model panels");
     app.add_option("--prompt-file", opt.prompt_file, "Read the prompt from this file");
     app.add_option("--prompt-tokens", opt.prompt_tokens,
@@ -286,6 +293,10 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--mask-tile", opt.mask_tile,
                    "Mask panel: tile size of the tile map (the fast kernels use 32)")
         ->capture_default_str();
+}
+
+// The toy example's inputs, and the step cursor, layer and head the panels open on.
+void add_toy_and_cursor_options(CLI::App& app, Options& opt) {
     app.add_option("--values", opt.toy_values, "Toy example values V (default 2,4,8,10)");
     app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
     app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
@@ -298,6 +309,10 @@ void add_options(CLI::App& app, Options& opt) {
                    "shipped model's induction head, else the last layer)");
     app.add_option("--head", opt.head,
                    "Attention panel: head (default: the viewer.json hint, else 0)");
+}
+
+// The KV panel's blocks, its shared pool, and the Serving panel's workload (plab serve's flags).
+void add_kv_and_serving_options(CLI::App& app, Options& opt) {
     app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
     app.add_flag("--serving", opt.serving,
                  "KV and timeline panels: four requests through one engine and one shared "
@@ -320,6 +335,10 @@ void add_options(CLI::App& app, Options& opt) {
     app.add_option("--network-delay-ms", opt.network_delay_ms,
                    "Serving panel: one-way delay to the client (each token's delivery)")
         ->capture_default_str();
+}
+
+// The window, its frames and input in tests, and text and scale.
+void add_window_options(CLI::App& app, Options& opt) {
     app.add_option("--width", opt.width, "Window width in pixels");
     app.add_option("--height", opt.height, "Window height in pixels");
     app.add_option("--font-size", opt.font_size, "Font size in pixels (projectors: 20+)");
@@ -343,8 +362,11 @@ void add_options(CLI::App& app, Options& opt) {
                    "scale; Ctrl +, Ctrl - and Ctrl 0 change it while running");
     app.add_flag("--print-command", opt.print_command,
                  "Headless: print the plab command that reproduces the shown panel's numbers");
+}
 
-    // heatmap, layers, side by side
+// The mask panel's heatmap (heatmap, layers, side by side): zoomed, a row pinned, a
+// second run beside the first.
+void add_heatmap_options(CLI::App& app, Options& opt) {
     app.add_option("--zoom", opt.zoom,
                    "Mask panel: heatmap magnified Z times (1 = the whole prompt; wheel, drag, F)");
     app.add_option("--zoom-centre", opt.zoom_centre,
@@ -357,6 +379,18 @@ void add_options(CLI::App& app, Options& opt) {
                    "bits differ highlighted");
     app.add_option("--compare-backend", opt.compare_backend,
                    "Mask panel: a second run on this backend beside the first (cpu, gpu, ...)");
+}
+
+}  // namespace
+
+// The groups in --help's order.
+void add_options(CLI::App& app, Options& opt) {
+    add_scene_options(app, opt);
+    add_prompt_options(app, opt);
+    add_toy_and_cursor_options(app, opt);
+    add_kv_and_serving_options(app, opt);
+    add_window_options(app, opt);
+    add_heatmap_options(app, opt);
 }
 
 }  // namespace plab::viewer

@@ -104,11 +104,11 @@ ServingStage capture(const Engine& engine, const ServingStage* prev,
     st.pool = engine.pool_stats();
     st.evictions = st.pool.evictions - (prev ? prev->pool.evictions : 0);
     st.spans = std::move(spans);
-    st.blocks.resize(static_cast<std::size_t>(cache.num_blocks()));
-    for (int b = 0; b < cache.num_blocks(); ++b) {
+    st.blocks.resize(static_cast<std::size_t>(cache.blocks().num_blocks()));
+    for (int b = 0; b < cache.blocks().num_blocks(); ++b) {
         PoolBlock& blk = st.blocks[static_cast<std::size_t>(b)];
-        blk.ref_count = cache.ref_count(b);
-        blk.named = cache.is_named(b);
+        blk.ref_count = cache.blocks().ref_count(b);
+        blk.named = cache.blocks().is_cached(b);
         blk.state = blk.ref_count > 0 ? PoolBlockState::kInUse
                     : blk.named       ? PoolBlockState::kCachedFree
                                       : PoolBlockState::kFree;
@@ -134,11 +134,11 @@ ServingStage capture(const Engine& engine, const ServingStage* prev,
     // Written this step, and who wrote it (a request that finished in this
     // step has given its blocks back already: the trace still names them).
     std::map<int, std::pair<int, int>> writer;  // block -> (request, logical block)
-    const int B = cache.block_size();
+    const int B = cache.blocks().block_size();
     for (const ServingSpan& s : st.spans)
         for (std::size_t k = 0; k < s.blocks.size(); ++k)
             writer[s.blocks[k]] = {s.request, s.first_pos / B + static_cast<int>(k)};
-    for (int b = 0; b < cache.num_blocks(); ++b) {
+    for (int b = 0; b < cache.blocks().num_blocks(); ++b) {
         PoolBlock& blk = st.blocks[static_cast<std::size_t>(b)];
         const PoolBlock* old = prev ? &prev->blocks[static_cast<std::size_t>(b)] : nullptr;
         const auto w = writer.find(b);
@@ -242,7 +242,7 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
         engine.add_request(spec.prompt, ro);
         before.reached.push_back(0);
     }
-    out.num_blocks = engine.cache().num_blocks();
+    out.num_blocks = engine.cache().blocks().num_blocks();
     out.stages.push_back(capture(engine, nullptr, {}));
     out.stages.back().record.index = -1;
 

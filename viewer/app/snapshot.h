@@ -143,14 +143,14 @@ struct KvSnapshot {
 // Panel 3, shared pool view, and panel 5, several requests: one Engine serving
 // a few requests from one small KV block pool (viewer/app/serving_scenario.h).
 // Everything here was read from the engine after each of its steps: the
-// requests' block tables, KvCache::ref_count and is_named per block, the
+// requests' block tables, BlockManager::ref_count and is_cached per block, the
 // StepRecord, pool_stats(), and the step's "kv append" trace events.
 enum class PoolBlockState { kFree, kInUse, kCachedFree };
 
 struct PoolBlock {
     PoolBlockState state = PoolBlockState::kFree;
-    int ref_count = 0;         // KvCache::ref_count: block-table entries pointing at it
-    bool named = false;        // KvCache::is_named: a full block with a hash-chain name
+    int ref_count = 0;         // BlockManager::ref_count: block-table entries pointing at it
+    bool named = false;        // BlockManager::is_cached: a full block with a hash-chain name
     std::vector<int> owners;   // requests whose block table holds it, by id
     std::vector<int> logical;  // (owners): its logical block index in each owner's table
     // Whose K/V it holds: its owners, or for a free block the requests that

@@ -111,6 +111,10 @@ struct ViewerState {
     std::string model_dir;
     std::vector<int32_t> prompt_ids;  // Controller::encode of the prompt (main keeps it current)
     float reset_button_w = 0, reset_button_h = 0;
+    // The UI scale (--scale x the monitor's content scale; Ctrl +/-/0 change it), set by
+    // main() through set_ui_scale: px() multiplies the panels' own pixel constants by it
+    // (panels/ui_scale.h says how px() finds it).
+    float ui_scale = 1.0f;
     // the mask panel's heatmap zoomed and panned (span 0: fit, or the asked zoom),
     // the query row pinned by a click, and a second run beside it.
     HeatmapView heatmap_view;

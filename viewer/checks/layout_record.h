@@ -18,7 +18,7 @@
 
 namespace plab::viewer {
 
-// Where wrapped text may end a line (the viewer's own wrap, ui_common's wrapped_text,
+// Where wrapped text may end a line (the viewer's own wrap, ui_widgets' wrapped_text,
 // and the check that holds every wrap to it): at a blank, after a hyphen between two
 // letters ("prefill-/and"), or after a single slash ("src//runtime"). Never inside a
 // word or a number: ImGui's own wrap also breaks after '.', ',', '"' ("2./4e-7",

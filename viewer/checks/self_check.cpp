@@ -189,151 +189,205 @@ std::string arg(const TraceEvent& e, const char* key) {
     return it == e.args.end() ? std::string() : it->second;
 }
 
-}  // namespace
-
-CheckResult check_kv(const KvSnapshot& kv) {
-    const int b = kv.block_size;
-    const Mask mask = kv.mask.view();
-    Failure f;
-    if (kv.stages.empty() || b <= 0) f.add("no engine calls recorded");
-    const std::vector<int>& plan = kv.plan.lengths;
-    std::vector<int32_t> previous_table;
-    std::set<int> live_slots;  // slots holding a position's K/V (freed blocks' slots leave)
-    int end = 0;               // positions the plan and the decode steps so far imply
+// What check_kv carries from one engine call to the next.
+struct KvWalk {
+    const KvSnapshot& kv;
+    int b = 0;  // the block size B
+    Mask mask;  // the session's mask: the blocks it forgets are given back
+    Failure f{};
+    std::vector<int32_t> previous_table{};
+    std::set<int> live_slots{};  // slots holding a position's K/V (freed blocks' slots leave)
+    int end = 0;                 // positions the plan and the decode steps so far imply
     int boundaries = 0, inside = 0, n_decode = 0, most_held = 0, total_freed = 0;
-    for (std::size_t i = 0; i < kv.stages.size() && f.why.empty(); ++i) {
-        const KvStage& s = kv.stages[i];
-        const std::string call = (s.decode ? "decode step " : "prefill chunk ") +
-                                 std::to_string(s.decode ? n_decode + 1 : static_cast<int>(i));
-        // What this call must write: the next chunk of the plan, or one position.
-        if (!s.decode && i >= plan.size()) {
-            f.add(call + ": more prefill calls than the plan's " + std::to_string(plan.size()) +
-                  " chunks");
-            break;
-        }
-        if (s.decode && i < plan.size()) f.add(call + " before the plan's chunks were all run");
-        const int n = s.decode ? 1 : plan[i];
-        const int first = end;
-        end += n;
-        n_decode += s.decode ? 1 : 0;
-        if (!s.decode && i > 0) {
-            ++boundaries;
-            if (first % b != 0) ++inside;
-        }
-        // The session's length, read from the engine after the call.
-        if (s.length != end)
-            f.add(call + ": the session holds " + std::to_string(s.length) +
-                  " positions, the plan implies " + std::to_string(end));
-        // Whole blocks: ceil(length/B) table entries; an entry never changes except
-        // to kFreedBlock (a chunk starting inside a block fills that same block).
-        const std::size_t want_blocks = static_cast<std::size_t>((end + b - 1) / b);
-        if (s.block_table.size() != want_blocks)
-            f.add(call + ": block table of " + std::to_string(s.block_table.size()) +
-                  " blocks, ceil(" + std::to_string(end) + "/" + std::to_string(b) +
-                  ") = " + std::to_string(want_blocks));
-        if (s.block_table.size() < previous_table.size()) f.add(call + ": the block table shrank");
-        for (std::size_t lb = 0; lb < previous_table.size() && f.why.empty(); ++lb)
-            if (s.block_table[lb] != previous_table[lb] && s.block_table[lb] != kFreedBlock)
-                f.add(call + ": an earlier block table entry changed");
-        // Freed entries are exactly the full blocks the mask forgets: no query at
-        // position `end` or later may see any of their positions.
-        int freed = 0;
-        for (std::size_t lb = 0; lb < s.block_table.size() && f.why.empty(); ++lb) {
-            const int p0 = static_cast<int>(lb) * b;
-            bool forgotten = p0 + b <= end;
-            for (int p = p0; p < p0 + b && forgotten; ++p) forgotten = mask.forgets(p, end);
-            const bool is_freed = s.block_table[lb] == kFreedBlock;
-            freed += is_freed ? 1 : 0;
-            if (is_freed != forgotten)
-                f.add(call + ": logical block " + std::to_string(lb) +
-                      (is_freed ? " was given back but a later query may see it"
-                                : " is kept but no later query can see it (mask " + kv.mask.spec() +
-                                      ")"));
-        }
-        if (freed != s.freed_blocks) f.add(call + ": freed-block count disagrees with the table");
-        if (s.blocks_in_use != static_cast<int>(s.block_table.size()) - freed)
-            f.add(call + ": " + std::to_string(s.blocks_in_use) + " blocks in use for a table of " +
-                  std::to_string(s.block_table.size()) + " entries, " + std::to_string(freed) +
-                  " of them freed");
-        if (s.bytes_in_use != static_cast<std::size_t>(s.blocks_in_use) * b * kv.bytes_per_token)
-            f.add(call + ": bytes in use are not whole blocks");
-        if (s.peak_blocks < s.blocks_in_use) f.add(call + ": held fewer blocks than it kept");
-        if (!f.why.empty()) break;
-        // The engine's "kv append" events: one per layer, in layer order, naming the
-        // positions the plan implies and the slots the block table gives them. A
-        // block written and freed by this same call is known only from the event
-        // (layer 0's), so the table the call wrote through is the previous one plus it.
-        if (static_cast<int>(s.appends.size()) != kv.n_layers || s.appends.empty()) {
-            f.add(call + ": " + std::to_string(s.appends.size()) + " 'kv append' events for " +
-                  std::to_string(kv.n_layers) + " layers");
-            break;
-        }
-        std::vector<int> event_blocks;
-        parse_list(arg(s.appends[0], "blocks"), false, event_blocks);
-        std::vector<int32_t> written = s.block_table;  // the table during the call
-        for (std::size_t lb = 0; lb < written.size(); ++lb) {
-            if (written[lb] != kFreedBlock) continue;
-            const int j = static_cast<int>(lb) - first / b;  // index in the call's blocks
-            if (lb < previous_table.size() && previous_table[lb] != kFreedBlock)
-                written[lb] = previous_table[lb];  // held before, freed after this call
-            else if (lb >= previous_table.size() && j >= 0 &&
-                     j < static_cast<int>(event_blocks.size()))
-                written[lb] = event_blocks[static_cast<std::size_t>(j)];  // written and freed now
-        }
-        std::vector<int> want_slots, want_blocks_list;
-        for (int p = first; p < end; ++p) want_slots.push_back(kv_slot(written.data(), p, b));
-        for (int lb = first / b; lb <= (end - 1) / b; ++lb)
-            want_blocks_list.push_back(written[static_cast<std::size_t>(lb)]);
-        const std::string want_pos = std::to_string(first) + "-" + std::to_string(end - 1);
-        for (std::size_t l = 0; l < s.appends.size() && f.why.empty(); ++l) {
-            const TraceEvent& e = s.appends[l];
-            std::vector<int> slots, blocks;
-            if (arg(e, "layer") != std::to_string(l))
-                f.add(call + ": event " + std::to_string(l) + " is for layer '" + arg(e, "layer") +
-                      "'");
-            if (arg(e, "positions") != want_pos)
-                f.add(call + ", layer " + std::to_string(l) + ": positions " + arg(e, "positions") +
-                      ", the plan implies " + want_pos);
-            if (!parse_list(arg(e, "slots"), true, slots) || slots != want_slots)
-                f.add(call + ", layer " + std::to_string(l) + ": slots '" + arg(e, "slots") +
-                      "' are not block_table[p/B]*B + p%B");
-            if (!parse_list(arg(e, "blocks"), false, blocks) || blocks != want_blocks_list)
-                f.add(call + ", layer " + std::to_string(l) + ": blocks '" + arg(e, "blocks") +
-                      "' are not the table's entries for these positions");
-        }
-        // No position overwrites a slot still holding another's K/V; a freed
-        // block's slots may be written again.
-        for (int slot : want_slots)
-            if (!live_slots.insert(slot).second)
-                f.add(call + ": slot " + std::to_string(slot) + " written twice while live");
-        for (std::size_t lb = 0; lb < written.size(); ++lb)
-            if (s.block_table[lb] == kFreedBlock && written[lb] != kFreedBlock)
-                for (int o = 0; o < b; ++o) live_slots.erase(written[lb] * b + o);
-        most_held = std::max(most_held, s.peak_blocks);
-        total_freed = freed;
-        previous_table = s.block_table;
+};
+
+// One engine call, as the failures name it.
+struct KvCall {
+    const KvStage& s;
+    std::string name;  // "prefill chunk 2", "decode step 1"
+    int first = 0;     // the first position it must write; KvWalk::end is one past its last
+};
+
+// 1. What call i must write: the next chunk of the plan, or one position. False when
+//    the engine made more prefill calls than the plan has chunks.
+bool kv_walk_positions(KvWalk& w, std::size_t i, KvCall& c) {
+    const std::vector<int>& plan = w.kv.plan.lengths;
+    const KvStage& s = c.s;
+    if (!s.decode && i >= plan.size()) {
+        w.f.add(c.name + ": more prefill calls than the plan's " + std::to_string(plan.size()) +
+                " chunks");
+        return false;
     }
-    if (f.why.empty() && kv.stages.size() < plan.size())
-        f.add(std::to_string(kv.stages.size()) + " engine calls for a plan of " +
-              std::to_string(plan.size()) + " chunks");
+    if (s.decode && i < plan.size()) w.f.add(c.name + " before the plan's chunks were all run");
+    const int n = s.decode ? 1 : plan[i];
+    c.first = w.end;
+    w.end += n;
+    w.n_decode += s.decode ? 1 : 0;
+    if (!s.decode && i > 0) {
+        ++w.boundaries;
+        if (c.first % w.b != 0) ++w.inside;
+    }
+    return true;
+}
+
+// 2. The session's length, read from the engine after the call, and its block table.
+//    Returns the table's freed entries.
+int kv_check_table(KvWalk& w, const KvCall& c) {
+    const KvStage& s = c.s;
+    const int b = w.b, end = w.end;
+    const std::string& call = c.name;
+    Failure& f = w.f;
+    if (s.length != end)
+        f.add(call + ": the session holds " + std::to_string(s.length) +
+              " positions, the plan implies " + std::to_string(end));
+    // Whole blocks: ceil(length/B) table entries; an entry never changes except
+    // to kFreedBlock (a chunk starting inside a block fills that same block).
+    const std::size_t want_blocks = static_cast<std::size_t>((end + b - 1) / b);
+    if (s.block_table.size() != want_blocks)
+        f.add(call + ": block table of " + std::to_string(s.block_table.size()) + " blocks, ceil(" +
+              std::to_string(end) + "/" + std::to_string(b) + ") = " + std::to_string(want_blocks));
+    if (s.block_table.size() < w.previous_table.size()) f.add(call + ": the block table shrank");
+    for (std::size_t lb = 0; lb < w.previous_table.size() && f.why.empty(); ++lb)
+        if (s.block_table[lb] != w.previous_table[lb] && s.block_table[lb] != kFreedBlock)
+            f.add(call + ": an earlier block table entry changed");
+    // Freed entries are exactly the full blocks the mask forgets: no query at
+    // position `end` or later may see any of their positions.
+    int freed = 0;
+    for (std::size_t lb = 0; lb < s.block_table.size() && f.why.empty(); ++lb) {
+        const int p0 = static_cast<int>(lb) * b;
+        bool forgotten = p0 + b <= end;
+        for (int p = p0; p < p0 + b && forgotten; ++p) forgotten = w.mask.forgets(p, end);
+        const bool is_freed = s.block_table[lb] == kFreedBlock;
+        freed += is_freed ? 1 : 0;
+        if (is_freed != forgotten)
+            f.add(call + ": logical block " + std::to_string(lb) +
+                  (is_freed
+                       ? " was given back but a later query may see it"
+                       : " is kept but no later query can see it (mask " + w.kv.mask.spec() + ")"));
+    }
+    if (freed != s.freed_blocks) f.add(call + ": freed-block count disagrees with the table");
+    if (s.blocks_in_use != static_cast<int>(s.block_table.size()) - freed)
+        f.add(call + ": " + std::to_string(s.blocks_in_use) + " blocks in use for a table of " +
+              std::to_string(s.block_table.size()) + " entries, " + std::to_string(freed) +
+              " of them freed");
+    if (s.bytes_in_use != static_cast<std::size_t>(s.blocks_in_use) * b * w.kv.bytes_per_token)
+        f.add(call + ": bytes in use are not whole blocks");
+    if (s.peak_blocks < s.blocks_in_use) f.add(call + ": held fewer blocks than it kept");
+    return freed;
+}
+
+// The table the call wrote through. A block written and freed by this same call is
+// known only from the event (layer 0's), so it is the previous table plus it.
+std::vector<int32_t> kv_table_during_call(const KvWalk& w, const KvCall& c) {
+    std::vector<int> event_blocks;
+    parse_list(arg(c.s.appends[0], "blocks"), false, event_blocks);
+    std::vector<int32_t> written = c.s.block_table;
+    for (std::size_t lb = 0; lb < written.size(); ++lb) {
+        if (written[lb] != kFreedBlock) continue;
+        const int j = static_cast<int>(lb) - c.first / w.b;  // index in the call's blocks
+        if (lb < w.previous_table.size() && w.previous_table[lb] != kFreedBlock)
+            written[lb] = w.previous_table[lb];  // held before, freed after this call
+        else if (lb >= w.previous_table.size() && j >= 0 &&
+                 j < static_cast<int>(event_blocks.size()))
+            written[lb] = event_blocks[static_cast<std::size_t>(j)];  // written and freed now
+    }
+    return written;
+}
+
+// 3. The engine's "kv append" events: one per layer, in layer order, naming the
+//    positions the plan implies and the slots the block table gives them. Returns
+//    those slots (block_table[p/B]*B + p%B).
+std::vector<int> kv_check_appends(KvWalk& w, const KvCall& c, const std::vector<int32_t>& written) {
+    const int b = w.b, first = c.first, end = w.end;
+    const std::string& call = c.name;
+    Failure& f = w.f;
+    std::vector<int> want_slots, want_blocks_list;
+    for (int p = first; p < end; ++p) want_slots.push_back(kv_slot(written.data(), p, b));
+    for (int lb = first / b; lb <= (end - 1) / b; ++lb)
+        want_blocks_list.push_back(written[static_cast<std::size_t>(lb)]);
+    const std::string want_pos = std::to_string(first) + "-" + std::to_string(end - 1);
+    for (std::size_t l = 0; l < c.s.appends.size() && f.why.empty(); ++l) {
+        const TraceEvent& e = c.s.appends[l];
+        std::vector<int> slots, blocks;
+        if (arg(e, "layer") != std::to_string(l))
+            f.add(call + ": event " + std::to_string(l) + " is for layer '" + arg(e, "layer") +
+                  "'");
+        if (arg(e, "positions") != want_pos)
+            f.add(call + ", layer " + std::to_string(l) + ": positions " + arg(e, "positions") +
+                  ", the plan implies " + want_pos);
+        if (!parse_list(arg(e, "slots"), true, slots) || slots != want_slots)
+            f.add(call + ", layer " + std::to_string(l) + ": slots '" + arg(e, "slots") +
+                  "' are not block_table[p/B]*B + p%B");
+        if (!parse_list(arg(e, "blocks"), false, blocks) || blocks != want_blocks_list)
+            f.add(call + ", layer " + std::to_string(l) + ": blocks '" + arg(e, "blocks") +
+                  "' are not the table's entries for these positions");
+    }
+    return want_slots;
+}
+
+// 4. No position overwrites a slot still holding another's K/V; a freed
+//    block's slots may be written again.
+void kv_track_live_slots(KvWalk& w, const KvCall& c, const std::vector<int32_t>& written,
+                         const std::vector<int>& slots) {
+    for (int slot : slots)
+        if (!w.live_slots.insert(slot).second)
+            w.f.add(c.name + ": slot " + std::to_string(slot) + " written twice while live");
+    for (std::size_t lb = 0; lb < written.size(); ++lb)
+        if (c.s.block_table[lb] == kFreedBlock && written[lb] != kFreedBlock)
+            for (int o = 0; o < w.b; ++o) w.live_slots.erase(written[lb] * w.b + o);
+}
+
+// The kv line: what was checked, on which plan, and the first failure.
+CheckResult kv_result(const KvWalk& w) {
+    const KvSnapshot& kv = w.kv;
     CheckResult r;
-    r.ok = f.why.empty();
+    r.ok = w.f.why.empty();
     r.line = std::string(
                  "kv: session length, block tables and 'kv append' positions and slots match "
                  "the plan and B after every call: ") +
              yes_no(r.ok) + " (" + std::to_string(kv.n_prompt) + " prompt tokens, plan " +
-             kv.plan.to_string() + ", B=" + std::to_string(b) + ", " + std::to_string(inside) +
-             " of " + std::to_string(boundaries) + " chunk boundaries inside a block, " +
-             std::to_string(n_decode) + " decode steps)";
+             kv.plan.to_string() + ", B=" + std::to_string(w.b) + ", " + std::to_string(w.inside) +
+             " of " + std::to_string(w.boundaries) + " chunk boundaries inside a block, " +
+             std::to_string(w.n_decode) + " decode steps)";
     if (!kv.mask.is_causal())
         r.line += "; mask " + kv.mask.spec() +
                   ": the blocks it forgets are given back: " + yes_no(r.ok) + " (" +
-                  std::to_string(total_freed) + " freed, at most " + std::to_string(most_held) +
+                  std::to_string(w.total_freed) + " freed, at most " + std::to_string(w.most_held) +
                   " held)";
     if (!kv.refusal.empty())
         r.line += "; plan refused: " + kv.refusal + "; ran plan " + kv.plan.to_string();
-    r.line += f.suffix();
+    r.line += w.f.suffix();
     return r;
+}
+
+}  // namespace
+
+CheckResult check_kv(const KvSnapshot& kv) {
+    KvWalk w{kv, kv.block_size, kv.mask.view()};
+    if (kv.stages.empty() || w.b <= 0) w.f.add("no engine calls recorded");
+    for (std::size_t i = 0; i < kv.stages.size() && w.f.why.empty(); ++i) {
+        const KvStage& s = kv.stages[i];
+        KvCall c{s, (s.decode ? "decode step " : "prefill chunk ") +
+                        std::to_string(s.decode ? w.n_decode + 1 : static_cast<int>(i))};
+        if (!kv_walk_positions(w, i, c)) break;
+        const int freed = kv_check_table(w, c);
+        if (!w.f.why.empty()) break;
+        if (static_cast<int>(s.appends.size()) != kv.n_layers || s.appends.empty()) {
+            w.f.add(c.name + ": " + std::to_string(s.appends.size()) + " 'kv append' events for " +
+                    std::to_string(kv.n_layers) + " layers");
+            break;
+        }
+        const std::vector<int32_t> written = kv_table_during_call(w, c);
+        const std::vector<int> slots = kv_check_appends(w, c, written);
+        kv_track_live_slots(w, c, written, slots);
+        w.most_held = std::max(w.most_held, s.peak_blocks);
+        w.total_freed = freed;
+        w.previous_table = s.block_table;
+    }
+    if (w.f.why.empty() && kv.stages.size() < kv.plan.lengths.size())
+        w.f.add(std::to_string(kv.stages.size()) + " engine calls for a plan of " +
+                std::to_string(kv.plan.lengths.size()) + " chunks");
+    return kv_result(w);
 }
 
 // 3b. The shared pool ------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "panels/ui_context.h"
+
 namespace plab::viewer {
 namespace {
 
@@ -73,12 +75,12 @@ LayoutText item_record(const LayoutRecord& r, const std::string& text, bool cont
 }  // namespace
 
 LayoutRecord* layout_record() {
-    return ImGui::GetCurrentContext() ? static_cast<LayoutRecord*>(ImGui::GetIO().UserData)
-                                      : nullptr;
+    const UiContext* ui = ui_context();
+    return ui != nullptr ? ui->layout : nullptr;
 }
 
 void set_layout_record(LayoutRecord* record) {
-    ImGui::GetIO().UserData = record;
+    ui_context_to_set().layout = record;
 }
 
 ProbeScope::ProbeScope(const std::string& where) {

@@ -5,7 +5,7 @@
 // these helpers (or call a probe right after an ImGui item); each records the item's
 // rectangle, the room it had and the part of the screen it was drawn into into the
 // frame's LayoutRecord (checks/layout_record.h), which check_layout reads after the
-// last frame. The record hangs on ImGui's own context (io.UserData), set by main() for
+// last frame. The record hangs on ImGui's own context (ui_context.h), set by main() for
 // headless runs; with none set every probe does nothing.
 #pragma once
 

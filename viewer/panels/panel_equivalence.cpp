@@ -14,7 +14,8 @@
 
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {

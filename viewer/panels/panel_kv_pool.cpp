@@ -18,7 +18,11 @@
 
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_format.h"
+#include "panels/ui_playback.h"
+#include "panels/ui_scale.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {

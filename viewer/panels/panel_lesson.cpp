@@ -12,7 +12,8 @@
 
 #include "app/lesson_pane.h"
 #include "panels/layout_probe.h"
-#include "panels/ui_common.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {
@@ -204,17 +205,21 @@ void draw_try(const LessonBlock& b, int k, const Snapshot& snap, ViewerState& st
     if (pressed) press_try(pane, k, snap, state);
 }
 
-}  // namespace
+// The walk through the lesson's blocks in one frame: what every block needs, and where
+// the walk is in the <details> sections.
+struct LessonWalk {
+    const Snapshot& snap;
+    ViewerState& state;
+    LessonPane& pane;
+    ImFont* mono = nullptr;     // code blocks; null: the main font
+    ImFont* heading = nullptr;  // headings of level 1 and 2; null: the main font
+    std::vector<bool> open{};   // the <details> sections entered, innermost last
+    int closed_depth = 0;       // > 0: inside a closed section (its blocks are hidden)
+    int k = 0;                  // Try steps so far
+};
 
-void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
-    LessonLayout& layout = pane.layout;
-    layout.blocks_drawn = layout.blocks_hidden = layout.try_buttons = 0;
-    ImFont* mono = font_at(pane.mono_font);
-    ImFont* heading = font_at(pane.heading_font);
-    const int n_try = pane.text.count(BlockKind::kTry);
-
-    // 1. A fixed header: which file, and a way to the Try steps.
-    const ProbeScope scope("lesson " + std::to_string(pane.lesson));
+// 1. A fixed header: which file, and a way to the Try steps.
+void draw_lesson_header(LessonPane& pane, int n_try) {
     const std::string file = std::filesystem::path(pane.text.path).filename().string();
     wrapped_text("Lesson " + std::to_string(pane.lesson) + ": lessons/" + file, dim_colour());
     help_marker(
@@ -228,16 +233,87 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
         probe_control(jump);
     }
     ImGui::Separator();
+}
 
-    // 2. The text, scrolled on its own.
-    ImGui::BeginChild("lesson_text", ImVec2(0, 0), false);
-    std::vector<bool> open;  // the <details> sections entered, innermost last
-    int closed_depth = 0;    // > 0: inside a closed section (its blocks are hidden)
-    int k = 0;               // Try steps so far
+// A block inside a closed section: counted, not drawn; the section's end closes it.
+void skip_hidden_block(LessonWalk& w, const LessonBlock& b) {
+    LessonLayout& layout = w.pane.layout;
+    w.closed_depth += b.kind == BlockKind::kDetailsBegin ? 1
+                      : b.kind == BlockKind::kDetailsEnd ? -1
+                                                         : 0;
+    if (w.closed_depth == 0) w.open.pop_back();  // the closed section ends here
+    ++layout.blocks_hidden;
+    if (b.kind == BlockKind::kTry) ++w.k, ++layout.try_buttons;
+}
+
+// A <details> section's summary as a tree node (closed: its blocks are hidden), or its end.
+void draw_details_edge(LessonWalk& w, const LessonBlock& b, size_t i) {
+    if (b.kind == BlockKind::kDetailsBegin) {
+        ImGui::PushID(static_cast<int>(i));
+        const bool is_open = ImGui::TreeNode("details", "%s", b.text.c_str());
+        probe_control(b.text);
+        ImGui::PopID();
+        w.open.push_back(is_open);
+        if (!is_open) w.closed_depth = 1;
+        return;
+    }
+    if (!w.open.empty() && w.open.back()) ImGui::TreePop();
+    if (!w.open.empty()) w.open.pop_back();
+}
+
+// One block of the lesson, drawn by its kind.
+void draw_lesson_block(LessonWalk& w, const LessonBlock& b, size_t i) {
+    switch (b.kind) {
+        case BlockKind::kHeading:
+            ImGui::Spacing();
+            if (w.heading != nullptr && b.level <= 2) ImGui::PushFont(w.heading);
+            wrapped_text(b.text, colour::kHeading);
+            if (w.heading != nullptr && b.level <= 2) ImGui::PopFont();
+            break;
+        case BlockKind::kParagraph:
+            wrapped_text(b.text);
+            ImGui::Spacing();
+            break;
+        case BlockKind::kBullet:
+            ImGui::Bullet();
+            ImGui::SameLine();
+            wrapped_text(b.text);
+            break;
+        case BlockKind::kNumbered:
+            line_text(b.marker);
+            ImGui::SameLine();
+            wrapped_text(b.text);
+            break;
+        case BlockKind::kCode:
+            draw_code(b, static_cast<int>(i), w.mono);
+            break;
+        case BlockKind::kTable:
+            draw_table(b, static_cast<int>(i));
+            break;
+        case BlockKind::kPicture:
+            wrapped_text("[picture: " + b.text + ", " + b.marker + "]", dim_colour());
+            break;
+        case BlockKind::kRule:
+            ImGui::Separator();
+            break;
+        case BlockKind::kTry:
+            ++w.pane.layout.try_buttons;
+            draw_try(b, w.k++, w.snap, w.state, w.pane);
+            break;
+        case BlockKind::kDetailsBegin:
+        case BlockKind::kDetailsEnd:
+            draw_details_edge(w, b, i);
+            break;
+    }
+}
+
+// 2. The blocks, in the scrolled child. Blocks far outside the visible part are stood in
+//    for by their height from an earlier frame: a long lesson costs what its visible
+//    screenful costs. Heights are measured again whenever the pane's width changes.
+void draw_lesson_blocks(LessonWalk& w) {
+    LessonPane& pane = w.pane;
+    LessonLayout& layout = pane.layout;
     const float indent = ImGui::GetFontSize() * 1.2f;
-    // Blocks far outside the visible part are stood in for by their height from an
-    // earlier frame: a long lesson costs what its visible screenful costs. Heights
-    // are measured again whenever the pane's width changes.
     const float width = ImGui::GetContentRegionAvail().x;
     if (pane.block_heights.size() != pane.text.blocks.size() || pane.heights_width != width) {
         pane.block_heights.assign(pane.text.blocks.size(), -1.0f);
@@ -247,13 +323,8 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
     const float view_bottom = ImGui::GetScrollY() + 2 * ImGui::GetWindowHeight();
     for (size_t i = 0; i < pane.text.blocks.size(); ++i) {
         const LessonBlock& b = pane.text.blocks[i];
-        if (closed_depth > 0) {
-            closed_depth += b.kind == BlockKind::kDetailsBegin ? 1
-                            : b.kind == BlockKind::kDetailsEnd ? -1
-                                                               : 0;
-            if (closed_depth == 0) open.pop_back();  // the closed section ends here
-            ++layout.blocks_hidden;
-            if (b.kind == BlockKind::kTry) ++k, ++layout.try_buttons;
+        if (w.closed_depth > 0) {
+            skip_hidden_block(w, b);
             continue;
         }
         ++layout.blocks_drawn;
@@ -267,64 +338,31 @@ void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
         }
         const bool indented = b.level > 0 && b.kind != BlockKind::kHeading;
         if (indented) ImGui::Indent(indent);
-        switch (b.kind) {
-            case BlockKind::kHeading:
-                ImGui::Spacing();
-                if (heading != nullptr && b.level <= 2) ImGui::PushFont(heading);
-                wrapped_text(b.text, colour::kHeading);
-                if (heading != nullptr && b.level <= 2) ImGui::PopFont();
-                break;
-            case BlockKind::kParagraph:
-                wrapped_text(b.text);
-                ImGui::Spacing();
-                break;
-            case BlockKind::kBullet:
-                ImGui::Bullet();
-                ImGui::SameLine();
-                wrapped_text(b.text);
-                break;
-            case BlockKind::kNumbered:
-                line_text(b.marker);
-                ImGui::SameLine();
-                wrapped_text(b.text);
-                break;
-            case BlockKind::kCode:
-                draw_code(b, static_cast<int>(i), mono);
-                break;
-            case BlockKind::kTable:
-                draw_table(b, static_cast<int>(i));
-                break;
-            case BlockKind::kPicture:
-                wrapped_text("[picture: " + b.text + ", " + b.marker + "]", dim_colour());
-                break;
-            case BlockKind::kRule:
-                ImGui::Separator();
-                break;
-            case BlockKind::kTry:
-                ++layout.try_buttons;
-                draw_try(b, k++, snap, state, pane);
-                break;
-            case BlockKind::kDetailsBegin: {
-                ImGui::PushID(static_cast<int>(i));
-                const bool is_open = ImGui::TreeNode("details", "%s", b.text.c_str());
-                probe_control(b.text);
-                ImGui::PopID();
-                open.push_back(is_open);
-                if (!is_open) closed_depth = 1;
-                break;
-            }
-            case BlockKind::kDetailsEnd:
-                if (!open.empty() && open.back()) ImGui::TreePop();
-                if (!open.empty()) open.pop_back();
-                break;
-        }
+        draw_lesson_block(w, b, i);
         if (indented) ImGui::Unindent(indent);
         pane.block_heights[i] = ImGui::GetCursorPosY() - y0;
     }
-    while (!open.empty()) {
-        if (open.back()) ImGui::TreePop();
-        open.pop_back();
+    while (!w.open.empty()) {
+        if (w.open.back()) ImGui::TreePop();
+        w.open.pop_back();
     }
+}
+
+}  // namespace
+
+void draw_lesson(const Snapshot& snap, ViewerState& state, LessonPane& pane) {
+    LessonLayout& layout = pane.layout;
+    layout.blocks_drawn = layout.blocks_hidden = layout.try_buttons = 0;
+    LessonWalk w{snap, state, pane, font_at(pane.mono_font), font_at(pane.heading_font)};
+    const int n_try = pane.text.count(BlockKind::kTry);
+
+    // 1. A fixed header: which file, and a way to the Try steps.
+    const ProbeScope scope("lesson " + std::to_string(pane.lesson));
+    draw_lesson_header(pane, n_try);
+
+    // 2. The text, scrolled on its own.
+    ImGui::BeginChild("lesson_text", ImVec2(0, 0), false);
+    draw_lesson_blocks(w);
     layout.text_height = ImGui::GetCursorPosY();
     ImGui::EndChild();
 }

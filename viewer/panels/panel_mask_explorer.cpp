@@ -24,7 +24,9 @@
 #include "core/error.h"
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_format.h"
+#include "panels/ui_widgets.h"
 #include "runtime/mask_grammar.h"
 
 namespace plab::viewer {

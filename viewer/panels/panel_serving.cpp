@@ -20,7 +20,10 @@
 
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_axis.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_scale.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {
@@ -184,110 +187,144 @@ void draw_legend(const ReplaySnapshot& rp) {
                  "The report's percentiles, marked on the sorted values.");
 }
 
-// 3a. Requests x time: one row each.
+// 3a. Requests x time: one row each. What one row's parts share: where the row is and
+//     the chart its marks are recorded in.
+struct ReplayLane {
+    ImDrawList* dl = nullptr;
+    ChartProbe* chart = nullptr;
+    const ReplayRow* row = nullptr;
+    float top = 0;     // the row's top
+    float lane_b = 0;  // the bottom of its step lane (the delivery lane is under it)
+    float row_h = 0;
+};
+
+// The row's label ("3: 120p"), its tooltip, and the queued bar: arrival at the engine ->
+// its first step began.
+void draw_replay_queued(const ReplayLane& l, const Axis& ax, float label_x) {
+    const ReplayRow& row = *l.row;
+    const float top = l.top, lane_b = l.lane_b;
+    char label[48];
+    std::snprintf(label, sizeof label, "%d: %dp", row.id, row.prompt_tokens);
+    l.chart->label(l.dl, ImVec2(label_x, top), request_colour(row.id), label);
+    if (hovered(ImVec2(label_x, top), ImVec2(ax.x0, top + l.row_h)))
+        tooltipf(
+            "request %d: prompt %d tokens (%d found in the prefix cache), %d new tokens, "
+            "%d tokens computed, %d preemption(s)",
+            row.id, row.prompt_tokens, row.cached_tokens, row.new_tokens, row.computed_tokens,
+            row.preemptions);
+    const float qa = ax.x(row.arrival_us), qb = ax.x(row.first_scheduled_us);
+    const float mid = (top + lane_b) * 0.5f;
+    l.dl->AddRectFilled(ImVec2(qa, mid - 1.5f), ImVec2(std::max(qb, qa + 1), mid + 1.5f), kQueued);
+    l.chart->mark(kQueued);
+    if (hovered(ImVec2(qa, top), ImVec2(std::max(qb, qa + 2), lane_b)))
+        tooltipf(
+            "request %d queued %.3f ms: from its arrival at the engine until its first "
+            "step began (waiting for room in a step's token budget, a running slot or KV "
+            "blocks). The queue is part of its TTFT.",
+            row.id, (row.first_scheduled_us - row.arrival_us) / 1e3);
+}
+
+// Its steps, each a prompt chunk or a decode token (StepRecord.decode); a chunk after a
+// preemption is computed again.
+void draw_replay_spans(const ReplayLane& l, const Axis& ax) {
+    const ReplayRow& row = *l.row;
+    const float top = l.top, lane_b = l.lane_b;
+    std::size_t next_preempt = 0;
+    bool after_preemption = false;
+    for (const ReplaySpan& s : row.spans) {
+        while (next_preempt < row.preempted_us.size() &&
+               row.preempted_us[next_preempt] <= s.start_us) {
+            after_preemption = true;
+            ++next_preempt;
+        }
+        const bool recompute = !s.decode && after_preemption;
+        const ImU32 c = s.decode    ? colour::kDecode
+                        : recompute ? colour::kRecompute
+                                    : colour::kChunk;
+        const float a = ax.x(s.start_us), b = std::max(ax.x(s.start_us + s.us), a + 1);
+        l.dl->AddRectFilled(ImVec2(a, top + 1), ImVec2(b, lane_b), c);
+        l.chart->mark(c);
+        if (hovered(ImVec2(a, top), ImVec2(b, lane_b)))
+            tooltipf("request %d, step %d: %s of %d token(s), %.3f ms on the virtual clock.\n%s",
+                     row.id, s.step,
+                     s.decode    ? "a decode token"
+                     : recompute ? "a prompt chunk computed again after a preemption"
+                                 : "a prompt chunk",
+                     s.tokens, s.us / 1e3,
+                     s.decode ? "Decode: its newest token fed back to sample the next one."
+                              : "Prefill: prompt tokens computed into the KV cache; the step's "
+                                "token budget decides how many.");
+    }
+}
+
+// Preemptions (its blocks went back to the pool at the start of that step), and the
+// first token sampled (the engine's TTFT ends there).
+void draw_replay_marks(const ReplayLane& l, const Axis& ax) {
+    const ReplayRow& row = *l.row;
+    const float top = l.top, lane_b = l.lane_b;
+    for (double t : row.preempted_us) {
+        const float x = ax.x(t);
+        l.dl->AddLine(ImVec2(x - px(4), top + 1), ImVec2(x + px(4), lane_b), colour::kBad, px(2.f));
+        l.dl->AddLine(ImVec2(x - px(4), lane_b), ImVec2(x + px(4), top + 1), colour::kBad, px(2.f));
+        l.chart->mark(colour::kBad);
+        if (hovered(ImVec2(x - 5, top), ImVec2(x + 5, lane_b)))
+            tooltipf(
+                "request %d preempted: the pool had no free block for a running request, "
+                "so the newest one gave its KV blocks back and waits at the front of the "
+                "queue; its tokens are computed again (recompute).",
+                row.id);
+    }
+    if (!row.token_us.empty()) {
+        const float x = ax.x(row.token_us.front());
+        l.dl->AddLine(ImVec2(x, top), ImVec2(x, lane_b + 1), kTokenMark, px(2.f));
+        l.chart->mark(kTokenMark);
+        if (hovered(ImVec2(x - 3, top), ImVec2(x + 3, lane_b)))
+            tooltipf(
+                "request %d: first token sampled at %.3f ms. TTFT at the engine = %.3f ms "
+                "(arrival -> sampled: queue + prefill).",
+                row.id, row.token_us.front() / 1e3, (row.token_us.front() - row.arrival_us) / 1e3);
+    }
+}
+
+// Delivery: sampled -> at the client, overlapping the engine's next steps.
+void draw_replay_delivery(const ReplayLane& l, const Axis& ax, double network_delay_ms) {
+    const ReplayRow& row = *l.row;
+    const double delay_us = network_delay_ms * 1e3;
+    const float da = l.lane_b + 1, db = l.top + l.row_h - 1;
+    for (double t : row.token_us)
+        l.dl->AddRectFilled(ImVec2(ax.x(t), da), ImVec2(ax.x(t + delay_us), db), kDelivery);
+    l.chart->mark(kDelivery);
+    const float x = ax.x(row.client_first_token_us);
+    l.dl->AddLine(ImVec2(x, da - 2), ImVec2(x, db + 1), kClientMark, px(2.f));
+    l.chart->mark(kClientMark);
+    if (hovered(ImVec2(ax.x(row.token_us.front()), da), ImVec2(x + 3, db)))
+        tooltipf(
+            "request %d: each token travels %.1f ms to the client while the engine "
+            "already computes its next step (the stages overlap). The client has the "
+            "first token at %.3f ms: its TTFT = %.3f ms.",
+            row.id, network_delay_ms, row.client_first_token_us / 1e3,
+            (row.client_first_token_us - row.arrival_us) / 1e3);
+}
+
+// The rows, one per request, from y0 down.
 void draw_requests(ImDrawList* dl, const ReplaySnapshot& rp, const Axis& ax, float y0,
                    float row_h) {
     const float label_x = ax.x0 - ImGui::GetFontSize() * 4.2f;
     ChartProbe chart("requests x time", ImVec2(label_x, y0),
                      ImVec2(ax.x0 + ax.width + 1, y0 + row_h * rp.rows.size()), true);
     const bool delivery = rp.network_delay_ms > 0;
-    const double delay_us = rp.network_delay_ms * 1e3;
     for (const ReplayRow& row : rp.rows) {
-        const float top = y0 + row.id * row_h;
-        const float lane_b = top + row_h * (delivery ? 0.58f : 0.8f);
-        char label[48];
-        std::snprintf(label, sizeof label, "%d: %dp", row.id, row.prompt_tokens);
-        chart.label(dl, ImVec2(label_x, top), request_colour(row.id), label);
-        if (hovered(ImVec2(label_x, top), ImVec2(ax.x0, top + row_h)))
-            tooltipf(
-                "request %d: prompt %d tokens (%d found in the prefix cache), %d new tokens, "
-                "%d tokens computed, %d preemption(s)",
-                row.id, row.prompt_tokens, row.cached_tokens, row.new_tokens, row.computed_tokens,
-                row.preemptions);
-        // Queued: arrival at the engine -> its first step began.
-        const float qa = ax.x(row.arrival_us), qb = ax.x(row.first_scheduled_us);
-        const float mid = (top + lane_b) * 0.5f;
-        dl->AddRectFilled(ImVec2(qa, mid - 1.5f), ImVec2(std::max(qb, qa + 1), mid + 1.5f),
-                          kQueued);
-        chart.mark(kQueued);
-        if (hovered(ImVec2(qa, top), ImVec2(std::max(qb, qa + 2), lane_b)))
-            tooltipf(
-                "request %d queued %.3f ms: from its arrival at the engine until its first "
-                "step began (waiting for room in a step's token budget, a running slot or KV "
-                "blocks). The queue is part of its TTFT.",
-                row.id, (row.first_scheduled_us - row.arrival_us) / 1e3);
-        // Its steps, each a prompt chunk or a decode token (StepRecord.decode).
-        std::size_t next_preempt = 0;
-        bool after_preemption = false;
-        for (const ReplaySpan& s : row.spans) {
-            while (next_preempt < row.preempted_us.size() &&
-                   row.preempted_us[next_preempt] <= s.start_us) {
-                after_preemption = true;
-                ++next_preempt;
-            }
-            const bool recompute = !s.decode && after_preemption;
-            const ImU32 c = s.decode    ? colour::kDecode
-                            : recompute ? colour::kRecompute
-                                        : colour::kChunk;
-            const float a = ax.x(s.start_us), b = std::max(ax.x(s.start_us + s.us), a + 1);
-            dl->AddRectFilled(ImVec2(a, top + 1), ImVec2(b, lane_b), c);
-            chart.mark(c);
-            if (hovered(ImVec2(a, top), ImVec2(b, lane_b)))
-                tooltipf(
-                    "request %d, step %d: %s of %d token(s), %.3f ms on the virtual clock.\n%s",
-                    row.id, s.step,
-                    s.decode    ? "a decode token"
-                    : recompute ? "a prompt chunk computed again after a preemption"
-                                : "a prompt chunk",
-                    s.tokens, s.us / 1e3,
-                    s.decode ? "Decode: its newest token fed back to sample the next one."
-                             : "Prefill: prompt tokens computed into the KV cache; the step's "
-                               "token budget decides how many.");
-        }
-        // Preemptions: its blocks went back to the pool at the start of that step.
-        for (double t : row.preempted_us) {
-            const float x = ax.x(t);
-            dl->AddLine(ImVec2(x - px(4), top + 1), ImVec2(x + px(4), lane_b), colour::kBad,
-                        px(2.f));
-            dl->AddLine(ImVec2(x - px(4), lane_b), ImVec2(x + px(4), top + 1), colour::kBad,
-                        px(2.f));
-            chart.mark(colour::kBad);
-            if (hovered(ImVec2(x - 5, top), ImVec2(x + 5, lane_b)))
-                tooltipf(
-                    "request %d preempted: the pool had no free block for a running request, "
-                    "so the newest one gave its KV blocks back and waits at the front of the "
-                    "queue; its tokens are computed again (recompute).",
-                    row.id);
-        }
-        // First token sampled: the engine's TTFT ends here.
-        if (!row.token_us.empty()) {
-            const float x = ax.x(row.token_us.front());
-            dl->AddLine(ImVec2(x, top), ImVec2(x, lane_b + 1), kTokenMark, px(2.f));
-            chart.mark(kTokenMark);
-            if (hovered(ImVec2(x - 3, top), ImVec2(x + 3, lane_b)))
-                tooltipf(
-                    "request %d: first token sampled at %.3f ms. TTFT at the engine = %.3f ms "
-                    "(arrival -> sampled: queue + prefill).",
-                    row.id, row.token_us.front() / 1e3,
-                    (row.token_us.front() - row.arrival_us) / 1e3);
-        }
-        // Delivery: sampled -> at the client, overlapping the engine's next steps.
-        if (delivery) {
-            const float da = lane_b + 1, db = top + row_h - 1;
-            for (double t : row.token_us)
-                dl->AddRectFilled(ImVec2(ax.x(t), da), ImVec2(ax.x(t + delay_us), db), kDelivery);
-            chart.mark(kDelivery);
-            const float x = ax.x(row.client_first_token_us);
-            dl->AddLine(ImVec2(x, da - 2), ImVec2(x, db + 1), kClientMark, px(2.f));
-            chart.mark(kClientMark);
-            if (hovered(ImVec2(ax.x(row.token_us.front()), da), ImVec2(x + 3, db)))
-                tooltipf(
-                    "request %d: each token travels %.1f ms to the client while the engine "
-                    "already computes its next step (the stages overlap). The client has the "
-                    "first token at %.3f ms: its TTFT = %.3f ms.",
-                    row.id, rp.network_delay_ms, row.client_first_token_us / 1e3,
-                    (row.client_first_token_us - row.arrival_us) / 1e3);
-        }
+        ReplayLane l;
+        l.dl = dl;
+        l.chart = &chart;
+        l.row = &row;
+        l.top = y0 + row.id * row_h;
+        l.lane_b = l.top + row_h * (delivery ? 0.58f : 0.8f);
+        l.row_h = row_h;
+        draw_replay_queued(l, ax, label_x);
+        draw_replay_spans(l, ax);
+        draw_replay_marks(l, ax);
+        if (delivery) draw_replay_delivery(l, ax, rp.network_delay_ms);
     }
 }
 

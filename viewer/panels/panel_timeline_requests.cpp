@@ -19,7 +19,12 @@
 
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_axis.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_format.h"
+#include "panels/ui_playback.h"
+#include "panels/ui_scale.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {
@@ -135,6 +140,156 @@ void draw_table(const ServingSnapshot& sv) {
     ImGui::EndTable();
 }
 
+// The time axis and the request lanes of one frame.
+struct RequestsChart {
+    ImDrawList* dl = nullptr;
+    float font = 0;
+    ImVec2 o{};                    // top-left: lane names on the left, the axis above
+    float label_w = 0, width = 0;  // the lane names' column; the time axis, pixels
+    double t_begin = 0, span = 1;  // the first arrival; first arrival to last finish, us
+    float top = 0, lane_h = 0;     // the first lane's top; a lane's height
+    int stages_done = 0;           // the step in view (the cursor)
+    ImVec2 mouse{};                // the pointer
+
+    float x_of(double us) const {
+        return o.x + label_w + static_cast<float>((us - t_begin) / span) * width;
+    }
+};
+
+// One request's lane.
+struct RequestLane {
+    std::size_t id = 0;
+    int rid = 0;                     // id as an int
+    float y = 0, mid = 0;            // the lane's top and middle
+    std::string* hovered = nullptr;  // the tooltip of what is under the pointer
+};
+
+// 2. Time axis: the engine's clock, first arrival to last finish.
+RequestsChart requests_chart(const ServingSnapshot& sv) {
+    RequestsChart c;
+    double t_end = 0;
+    c.t_begin = sv.requests.front().arrival_us;
+    for (const ServingRequestInfo& r : sv.requests) {
+        c.t_begin = std::min(c.t_begin, r.arrival_us);
+        t_end = std::max(t_end, r.finish_us);
+    }
+    c.span = std::max(1.0, t_end - c.t_begin);
+    c.font = ImGui::GetFontSize();
+    c.label_w = c.font * 6;
+    c.o = ImGui::GetCursorScreenPos();
+    c.width = ImGui::GetContentRegionAvail().x - c.label_w - c.font;
+    c.dl = ImGui::GetWindowDrawList();
+    return c;
+}
+
+// The request's boxes in engine step k, dimmed after the cursor.
+void draw_lane_boxes(const RequestsChart& c, ChartProbe& chart, const ServingStage& st,
+                     std::size_t k, const RequestLane& lane) {
+    ImDrawList* dl = c.dl;
+    const float y = lane.y, lane_h = c.lane_h;
+    const ImVec2 mouse = c.mouse;
+    const float x0 = c.x_of(st.record.start_us);
+    const float x1 = std::max(x0 + 2.0f, c.x_of(st.record.start_us + st.record.us));
+    for (const ServingSpan& s : st.spans) {
+        if (s.request != lane.rid) continue;
+        const ImVec2 a(x0, y + 4), b(x1, y + lane_h - 5);
+        dl->AddRectFilled(a, b, span_colour(s));
+        chart.mark(span_colour(s));
+        if (x1 - x0 >= 6) dl->AddRect(a, b, IM_COL32(20, 20, 20, 200));  // box per step
+        if (static_cast<int>(k) > c.stages_done) {
+            dl->AddRectFilled(a, b, kLater);  // after the cursor
+            chart.mark(kLater);
+        }
+        if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
+            *lane.hovered = "request " + std::to_string(lane.id) + ", step " + std::to_string(k) +
+                            ": " + span_kind(s) + ", positions " + std::to_string(s.first_pos) +
+                            ".." + std::to_string(s.first_pos + s.n_pos - 1) + " (" +
+                            std::to_string(s.n_pos) + " tokens), " + others_in_step(st, lane.rid) +
+                            "\nstep from " + format_us(st.record.start_us - c.t_begin) +
+                            ", lasting " + format_us(st.record.us) + "; the step ran " +
+                            std::to_string(st.record.prefill_tokens) + " prefill and " +
+                            std::to_string(st.record.decode_tokens) + " decode tokens";
+    }
+}
+
+// A red cross where engine step k preempted the request.
+void draw_lane_preemptions(const RequestsChart& c, ChartProbe& chart, const ServingStage& st,
+                           std::size_t k, const RequestLane& lane) {
+    ImDrawList* dl = c.dl;
+    const float y = lane.y, lane_h = c.lane_h;
+    const ImVec2 mouse = c.mouse;
+    for (int p : st.record.preempted) {
+        if (p != lane.rid) continue;
+        const float x = c.x_of(st.record.start_us);
+        dl->AddLine(ImVec2(x - px(5), y + 3), ImVec2(x + px(5), y + lane_h - 3), colour::kBad,
+                    px(3));
+        dl->AddLine(ImVec2(x + px(5), y + 3), ImVec2(x - px(5), y + lane_h - 3), colour::kBad,
+                    px(3));
+        chart.mark(colour::kBad);
+        if (std::abs(mouse.x - x) < 6 && mouse.y >= y && mouse.y < y + lane_h)
+            *lane.hovered = "request " + std::to_string(lane.id) + " preempted in step " +
+                            std::to_string(k) +
+                            ": the pool had no block for a running request, so the newest "
+                            "running one gave all its blocks back; it waits and computes its "
+                            "tokens again (red boxes).";
+    }
+}
+
+// The first token (a diamond: its TTFT ends there) and the finish (a bar).
+void draw_lane_marks(const RequestsChart& c, ChartProbe& chart, const ServingRequestInfo& r,
+                     const RequestLane& lane) {
+    ImDrawList* dl = c.dl;
+    const float y = lane.y, mid = lane.mid, lane_h = c.lane_h;
+    const ImVec2 mouse = c.mouse;
+    if (!r.token_us.empty()) {
+        const float x = c.x_of(r.token_us.front());
+        dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
+                    ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
+        chart.mark(IM_COL32_WHITE);
+        if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
+            *lane.hovered = "request " + std::to_string(lane.id) + "'s first token at " +
+                            format_us(r.token_us.front() - c.t_begin) + ": TTFT " +
+                            format_us(r.latency.ttft_ms * 1000) +
+                            " = waiting for a place in a step + its prefill chunks (fewer with a "
+                            "prefix hit) + sampling.";
+    }
+    const float xf = c.x_of(r.finish_us);
+    dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, px(3.0f));
+    if (std::abs(mouse.x - xf) < 5 && mouse.y >= y && mouse.y < y + lane_h)
+        *lane.hovered = "request " + std::to_string(lane.id) + " finished at " +
+                        format_us(r.finish_us - c.t_begin) + " after " +
+                        std::to_string(r.token_us.size()) +
+                        " new tokens; its blocks went back "
+                        "to the pool (named ones stay cached).";
+}
+
+// 3. One lane per request: waiting line, step boxes, preemptions, first token, finish.
+//    Returns the tooltip of what is under the pointer ("" = nothing).
+std::string draw_request_lanes(const RequestsChart& c, ChartProbe& chart,
+                               const ServingSnapshot& sv) {
+    std::string hovered;
+    for (std::size_t id = 0; id < sv.requests.size(); ++id) {
+        const ServingRequestInfo& r = sv.requests[id];
+        RequestLane lane;
+        lane.id = id;
+        lane.rid = static_cast<int>(id);
+        lane.y = c.top + id * c.lane_h;
+        lane.mid = lane.y + c.lane_h * 0.5f;
+        lane.hovered = &hovered;
+        chart.label(c.dl, ImVec2(c.o.x, lane.y + c.font * 0.3f), request_colour(lane.rid),
+                    "request " + std::to_string(id));
+        c.dl->AddLine(ImVec2(c.x_of(r.arrival_us), lane.mid), ImVec2(c.x_of(r.finish_us), lane.mid),
+                      kWaiting, px(1.0f));
+        chart.mark(kWaiting);
+        for (std::size_t k = 1; k < sv.stages.size(); ++k) {
+            draw_lane_boxes(c, chart, sv.stages[k], k, lane);
+            draw_lane_preemptions(c, chart, sv.stages[k], k, lane);
+        }
+        draw_lane_marks(c, chart, r, lane);
+    }
+    return hovered;
+}
+
 }  // namespace
 
 void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
@@ -160,112 +315,31 @@ void draw_timeline_requests(const Snapshot& snap, ViewerState& state) {
     draw_legend();
 
     // 2. Time axis: the engine's clock, first arrival to last finish.
-    double t_begin = sv.requests.front().arrival_us, t_end = 0;
-    for (const ServingRequestInfo& r : sv.requests) {
-        t_begin = std::min(t_begin, r.arrival_us);
-        t_end = std::max(t_end, r.finish_us);
-    }
-    const double span = std::max(1.0, t_end - t_begin);
-    const float font = ImGui::GetFontSize();
-    const float label_w = font * 6;
-    const ImVec2 o = ImGui::GetCursorScreenPos();
-    const float width = ImGui::GetContentRegionAvail().x - label_w - font;
-    auto x_of = [&](double us) {
-        return o.x + label_w + static_cast<float>((us - t_begin) / span) * width;
-    };
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    const float axis_y = o.y + font * 0.4f;
-    draw_time_axis(dl, o.x + label_w, width, axis_y, t_begin, span);
+    RequestsChart c = requests_chart(sv);
+    const float font = c.font;
+    const float axis_y = c.o.y + font * 0.4f;
+    draw_time_axis(c.dl, c.o.x + c.label_w, c.width, axis_y, c.t_begin, c.span);
 
     // 3. One lane per request: waiting line, step boxes, first token, finish.
     const StepView step = step_view(snap, state);
-    const float lane_h = font * 2.0f;
-    const float top = axis_y + font * 2.0f;
-    ChartProbe chart("request lanes", ImVec2(o.x, top - 4),
-                     ImVec2(o.x + label_w + width + 8, top + sv.requests.size() * lane_h + 8),
-                     true);
-    const ImVec2 mouse = ImGui::GetIO().MousePos;
-    std::string hovered;
-    for (std::size_t id = 0; id < sv.requests.size(); ++id) {
-        const ServingRequestInfo& r = sv.requests[id];
-        const int rid = static_cast<int>(id);
-        const float y = top + id * lane_h;
-        const float mid = y + lane_h * 0.5f;
-        chart.label(dl, ImVec2(o.x, y + font * 0.3f), request_colour(rid),
-                    "request " + std::to_string(id));
-        dl->AddLine(ImVec2(x_of(r.arrival_us), mid), ImVec2(x_of(r.finish_us), mid), kWaiting,
-                    px(1.0f));
-        chart.mark(kWaiting);
-        for (std::size_t k = 1; k < sv.stages.size(); ++k) {
-            const ServingStage& st = sv.stages[k];
-            const float x0 = x_of(st.record.start_us);
-            const float x1 = std::max(x0 + 2.0f, x_of(st.record.start_us + st.record.us));
-            for (const ServingSpan& s : st.spans) {
-                if (s.request != rid) continue;
-                const ImVec2 a(x0, y + 4), b(x1, y + lane_h - 5);
-                dl->AddRectFilled(a, b, span_colour(s));
-                chart.mark(span_colour(s));
-                if (x1 - x0 >= 6) dl->AddRect(a, b, IM_COL32(20, 20, 20, 200));  // box per step
-                if (static_cast<int>(k) > step.stages_done) {
-                    dl->AddRectFilled(a, b, kLater);  // after the cursor
-                    chart.mark(kLater);
-                }
-                if (mouse.x >= x0 && mouse.x <= x1 && mouse.y >= y && mouse.y < y + lane_h)
-                    hovered = "request " + std::to_string(id) + ", step " + std::to_string(k) +
-                              ": " + span_kind(s) + ", positions " + std::to_string(s.first_pos) +
-                              ".." + std::to_string(s.first_pos + s.n_pos - 1) + " (" +
-                              std::to_string(s.n_pos) + " tokens), " + others_in_step(st, rid) +
-                              "\nstep from " + format_us(st.record.start_us - t_begin) +
-                              ", lasting " + format_us(st.record.us) + "; the step ran " +
-                              std::to_string(st.record.prefill_tokens) + " prefill and " +
-                              std::to_string(st.record.decode_tokens) + " decode tokens";
-            }
-            for (int p : st.record.preempted) {
-                if (p != rid) continue;
-                const float x = x_of(st.record.start_us);
-                dl->AddLine(ImVec2(x - px(5), y + 3), ImVec2(x + px(5), y + lane_h - 3),
-                            colour::kBad, px(3));
-                dl->AddLine(ImVec2(x + px(5), y + 3), ImVec2(x - px(5), y + lane_h - 3),
-                            colour::kBad, px(3));
-                chart.mark(colour::kBad);
-                if (std::abs(mouse.x - x) < 6 && mouse.y >= y && mouse.y < y + lane_h)
-                    hovered = "request " + std::to_string(id) + " preempted in step " +
-                              std::to_string(k) +
-                              ": the pool had no block for a running request, so the newest "
-                              "running one gave all its blocks back; it waits and computes its "
-                              "tokens again (red boxes).";
-            }
-        }
-        if (!r.token_us.empty()) {
-            const float x = x_of(r.token_us.front());
-            dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
-                        ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
-            chart.mark(IM_COL32_WHITE);
-            if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
-                hovered = "request " + std::to_string(id) + "'s first token at " +
-                          format_us(r.token_us.front() - t_begin) + ": TTFT " +
-                          format_us(r.latency.ttft_ms * 1000) +
-                          " = waiting for a place in a step + its prefill chunks (fewer with a "
-                          "prefix hit) + sampling.";
-        }
-        const float xf = x_of(r.finish_us);
-        dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, px(3.0f));
-        if (std::abs(mouse.x - xf) < 5 && mouse.y >= y && mouse.y < y + lane_h)
-            hovered = "request " + std::to_string(id) + " finished at " +
-                      format_us(r.finish_us - t_begin) + " after " +
-                      std::to_string(r.token_us.size()) +
-                      " new tokens; its blocks went back "
-                      "to the pool (named ones stay cached).";
-    }
+    c.stages_done = step.stages_done;
+    c.lane_h = font * 2.0f;
+    c.top = axis_y + font * 2.0f;
+    ChartProbe chart(
+        "request lanes", ImVec2(c.o.x, c.top - 4),
+        ImVec2(c.o.x + c.label_w + c.width + 8, c.top + sv.requests.size() * c.lane_h + 8), true);
+    c.mouse = ImGui::GetIO().MousePos;
+    const std::string hovered = draw_request_lanes(c, chart, sv);
+
     // 4. The step cursor: the end of the step in view.
-    const float bottom = top + sv.requests.size() * lane_h;
+    const float bottom = c.top + sv.requests.size() * c.lane_h;
     if (step.stages_done > 0 && step.stages_done <= sv.n_steps()) {
         const StepRecord& rec = sv.stages[static_cast<std::size_t>(step.stages_done)].record;
-        const float x = x_of(rec.start_us + rec.us);
-        dl->AddLine(ImVec2(x, top - 4), ImVec2(x, bottom), kCursor, px(1.5f));
+        const float x = c.x_of(rec.start_us + rec.us);
+        c.dl->AddLine(ImVec2(x, c.top - 4), ImVec2(x, bottom), kCursor, px(1.5f));
         chart.mark(kCursor);
     }
-    ImGui::SetCursorScreenPos(ImVec2(o.x, bottom + 6));
+    ImGui::SetCursorScreenPos(ImVec2(c.o.x, bottom + 6));
     ImGui::Dummy(ImVec2(1, 1));
     if (!hovered.empty() && ImGui::IsWindowHovered()) {
         tooltip(hovered);

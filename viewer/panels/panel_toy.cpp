@@ -18,7 +18,10 @@
 #include "core/mask.h"
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
-#include "panels/ui_common.h"
+#include "panels/ui_colours.h"
+#include "panels/ui_playback.h"
+#include "panels/ui_scale.h"
+#include "panels/ui_widgets.h"
 
 namespace plab::viewer {
 namespace {
