@@ -233,7 +233,7 @@ const StepRecord& Engine::step() {
     const bool on_device = samples_on_device(schedule);
     ForwardProbes probes;
     probes.logits_stay_on_device = on_device;
-    const ChunkOutput out = forward_step(model(), *cache_, items, *ws_, probes, trace_);
+    const StepOutput out = forward_step(model(), *cache_, items, *ws_, probes, trace_);
     // 3. Sample, and 4. finish the requests that are done.
     sample_and_finish(schedule, items, out, on_device, rec);
     // 5. The step's record: its measured time, the pool after it.
@@ -324,7 +324,7 @@ bool Engine::samples_on_device(const Schedule& schedule) {
 // A request whose known tokens are all computed samples its next one from its
 // last position's logits; it is done at EOS or at its limit.
 void Engine::sample_and_finish(const Schedule& schedule, const std::vector<StepItem>& items,
-                               const ChunkOutput& out, bool on_device, StepRecord& rec) {
+                               const StepOutput& out, bool on_device, StepRecord& rec) {
     KvCache& cache = *cache_;
     const std::size_t V = static_cast<std::size_t>(model().config().vocab_size);
     // On the device: every row's greedy token in one call (a batched step's

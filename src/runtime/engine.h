@@ -160,7 +160,7 @@ private:
     std::vector<StepItem> step_items(const Schedule& schedule, StepRecord& rec) const;
     static bool samples_on_device(const Schedule& schedule);
     void sample_and_finish(const Schedule& schedule, const std::vector<StepItem>& items,
-                           const ChunkOutput& out, bool on_device, StepRecord& rec);
+                           const StepOutput& out, bool on_device, StepRecord& rec);
     void finish(Request& r, const char* reason);
     void close_step(StepRecord& rec, double predictor_us, double trace_t0);
     static void check_options(const EngineOptions& o, int max_seq_len);

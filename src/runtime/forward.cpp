@@ -160,7 +160,7 @@ void trace_kv_appends(Trace* trace, int layer, const StepPlan& plan,
 // scores when asked, both from the backend that computed the attention.
 void probe_attention(Backend& be, const Workspace& ws, const KvCache& cache, int layer,
                      const StepPlan& plan, std::span<const StepItem> items,
-                     const ForwardProbes& probes, ChunkOutput& out) {
+                     const ForwardProbes& probes, StepOutput& out) {
     for (const AttentionProbe& p : probes.attention) {
         if (p.layer != layer) continue;
         const AttentionShape& shape = plan.calls[0].shape;
@@ -182,7 +182,7 @@ void probe_attention(Backend& be, const Workspace& ws, const KvCache& cache, int
 }
 
 // Probes were collected layer by layer; put them back in the caller's order.
-void order_probes(ChunkOutput& out, const ForwardProbes& probes, int n_layers) {
+void order_probes(StepOutput& out, const ForwardProbes& probes, int n_layers) {
     if (probes.attention.size() <= 1) return;
     std::vector<std::vector<float>> ordered(probes.attention.size());
     std::vector<std::vector<float>> ordered_scores(out.attention_scores.size());
@@ -251,7 +251,7 @@ struct LayerWatch {
     std::span<const StepItem> items;
     const ForwardProbes& probes;
     Trace* trace;
-    ChunkOutput& out;
+    StepOutput& out;
     void attended(int layer) const {
         trace_kv_appends(trace, layer, plan, items, cache.blocks().block_size());
         probe_attention(be, ws, cache, layer, plan, items, probes, out);
@@ -331,7 +331,7 @@ int classify(const DeviceModel& model, Workspace& ws, const StepPlan& plan,
 //     the sampler reads them (a span of its own, so the trace shows what a copy
 //     costs next to the compute around it).
 void copy_logits_to_host(Backend& be, const Workspace& ws, int rows, int V, Trace* trace,
-                         ChunkOutput& out) {
+                         StepOutput& out) {
     out.logits.resize(std::size_t(rows) * V);
     const double t_copy = trace != nullptr ? trace->now_us() : 0;
     be.download(out.logits.data(), ws.logits.buf(), out.logits.size());
@@ -346,11 +346,11 @@ void copy_logits_to_host(Backend& be, const Workspace& ws, int rows, int V, Trac
 // the classifier on the rows that sample, the logits copied back. Around them,
 // not inside: the CUDA graph that may record a decode step's launches, and the
 // watch that traces and probes each layer.
-ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
-                         Workspace& ws, const ForwardProbes& probes, Trace* trace) {
+StepOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                        Workspace& ws, const ForwardProbes& probes, Trace* trace) {
     Backend& be = model.backend();
     const StepPlan plan = plan_step(model, cache, items, ws, probes);
-    ChunkOutput out;
+    StepOutput out;
     const LayerWatch watch{be, ws, cache, plan, items, probes, trace, out};
     StepGraphScope graph(be, plan.rows == static_cast<int>(items.size()) &&
                                  probes.attention.empty() && !probes.all_logits);
@@ -363,9 +363,9 @@ ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<con
     return out;
 }
 
-ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
-                          std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace, const Mask& mask) {
+StepOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
+                         std::span<const int32_t> tokens, Workspace& ws,
+                         const ForwardProbes& probes, Trace* trace, const Mask& mask) {
     const StepItem item{&seq, tokens, mask};
     return forward_step(model, cache, std::span<const StepItem>(&item, 1), ws, probes, trace);
 }

@@ -44,17 +44,19 @@ struct ForwardProbes {
     // Leave each item's last-position logits on the backend (Workspace::logits,
     // one row per item) and copy nothing back: a caller that only needs the
     // greedy token takes Backend::argmax of each row (4 bytes back instead of
-    // V floats). ChunkOutput::logits is then empty.
+    // V floats). StepOutput::logits is then empty.
     bool logits_stay_on_device = false;
     // A prefill chunk that is not the prompt's last: nobody reads its logits
     // (the first new token comes from the last position), so the step stops
     // after the layers — no final norm, no classifier, no copy back.
-    // ChunkOutput::logits is then empty. Not with all_logits.
+    // StepOutput::logits is then empty. Not with all_logits.
     bool skip_logits = false;
 };
 
-struct ChunkOutput {
-    std::vector<float> logits;  // (1, V), or (C, V) with probes.all_logits
+// What one forward step hands back to the host: the logits of the rows that
+// sample (one per sequence that finishes its prompt or decodes), and the probes.
+struct StepOutput {
+    std::vector<float> logits;  // (rows, V), or (C, V) with probes.all_logits
     // One per probe in ForwardProbes::attention: (C, pos0 + C), masked cells 0.
     std::vector<std::vector<float>> attention_probs;
     // With probes.attention_scores, one per probe: (C, pos0 + C), masked cells -inf.
@@ -100,16 +102,16 @@ struct StepItem {
 // Refuses (plab::Error, nothing changed) a step whose new blocks exceed the
 // pool's free ones. On reference backends an item's logits and K/V are
 // bitwise the same whatever else shares the step, in whatever order.
-ChunkOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
-                         Workspace& ws, const ForwardProbes& probes, Trace* trace);
+StepOutput forward_step(const DeviceModel& model, KvCache& cache, std::span<const StepItem> items,
+                        Workspace& ws, const ForwardProbes& probes, Trace* trace);
 
 // Runs one chunk of `tokens` for `seq` (whose cached length is the chunk's
 // offset p), appending its K/V to the cache. Emits per-layer KV append events.
 // `mask` (core/mask.h; causal by default) decides which keys each query sees;
 // the caller has checked that every key it allows is in the cache by the end
 // of this chunk (runtime/mask_grammar.h, check_plan_for_mask).
-ChunkOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
-                          std::span<const int32_t> tokens, Workspace& ws,
-                          const ForwardProbes& probes, Trace* trace, const Mask& mask = {});
+StepOutput forward_chunk(const DeviceModel& model, KvCache& cache, Sequence& seq,
+                         std::span<const int32_t> tokens, Workspace& ws,
+                         const ForwardProbes& probes, Trace* trace, const Mask& mask = {});
 
 }  // namespace plab

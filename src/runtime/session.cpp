@@ -111,8 +111,8 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
         // probe asks for every position's logits.
         ForwardProbes chunk_probes = probes;
         chunk_probes.skip_logits = !probes.all_logits && c + 1 < plan.lengths.size();
-        ChunkOutput out = forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_,
-                                        chunk_probes, trace_, mask);
+        StepOutput out = forward_chunk(model_, cache_, seq_, tokens.subspan(offset, len), ws_,
+                                       chunk_probes, trace_, mask);
         forget_blocks(mask);
         if (trace_) {
             trace_->span("prefill chunk", "prefill", tc,
@@ -167,7 +167,7 @@ std::vector<float> Session::decode_step(int32_t token) {
     check_tokens(one);
     check_mask_limit(1);
     const Mask mask = mask_.view();
-    ChunkOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_, mask);
+    StepOutput out = forward_chunk(model_, cache_, seq_, one, ws_, {}, trace_, mask);
     forget_blocks(mask);
     return std::move(out.logits);
 }

@@ -129,7 +129,7 @@ TEST_CASE("forward_step: a sequence's logits and K/V do not depend on what share
                                      wants});
                     (at[s] < plans[s].prompt ? has_prefill : has_decode) = true;
                 }
-                const ChunkOutput out = forward_step(m, pool, items, ws, {}, nullptr);
+                const StepOutput out = forward_step(m, pool, items, ws, {}, nullptr);
                 REQUIRE(out.logits.size() == wanting * std::size_t(c.vocab_size));
                 std::size_t row_i = 0;
                 for (std::size_t i = 0; i < open.size(); ++i) {

@@ -58,7 +58,7 @@ endfunction()
 
 set(_checked "")
 foreach(_f "run_layers:^void run_layers\\(:90" "classify:^int classify\\(:30"
-           "forward_step:^ChunkOutput forward_step\\(:30")
+           "forward_step:^StepOutput forward_step\\(:30")
   string(REPLACE ":" ";" _parts "${_f}")
   list(GET _parts 0 _name)
   list(GET _parts 1 _regex)

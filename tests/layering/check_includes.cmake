@@ -11,8 +11,8 @@
 #   3. Folder rules (issue 44). The engine and what it stands on (src/core,
 #      model, backends, runtime, trace; kernels/) include no client (src/perf,
 #      cli, python, serving; viewer/): a client wraps or measures the engine
-#      from outside. And no client reaches past the registry into
-#      src/backends/ or kernels/.
+#      from outside. In viewer/, window -> panels -> app, one way. And no client
+#      reaches past the registry into src/backends/ or kernels/.
 #   4. Names say what a file holds: no source file ends in _spec or _test
 #      (issue 44 renamed attention_spec.h and mask_spec.*; tests live in tests/).
 # Every quoted include must resolve (beside the file, then src/, the repo root,
@@ -203,6 +203,13 @@ foreach(_e IN LISTS _edges)
   elseif(_from MATCHES "${_front}" AND _to MATCHES "${_backend}")
     problem("${_e}: a client (src/cli, python, perf, serving, viewer/) must not include a "
             "backend or kernel: it asks the registry (runtime/registry.h) or a loaded model")
+  elseif(_from MATCHES "^viewer/(app|checks)/" AND _to MATCHES "^viewer/(panels|window)/")
+    problem("${_e}: viewer/app and viewer/checks must not include viewer/panels or "
+            "viewer/window: the rooms include one way, window -> panels -> app "
+            "(viewer/README.md)")
+  elseif(_from MATCHES "^viewer/panels/" AND _to MATCHES "^viewer/window/")
+    problem("${_e}: viewer/panels must not include viewer/window: the window draws "
+            "the panels, not the other way (viewer/README.md)")
   else()
     math(EXPR _n_folder_edges "${_n_folder_edges} + 1")
   endif()

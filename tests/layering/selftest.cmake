@@ -3,7 +3,7 @@
 # requires it to fail naming the break. The real tree is never touched.
 #   cmake -DROOT=<repo> -DSCRATCH=<dir>
 #         -DCASE=loop|backends_to_kernels|kernels_to_backends|engine_to_serving|runtime_to_perf|
-#                cli_to_backend|viewer_to_kernels|spec_name
+#                cli_to_backend|viewer_to_kernels|viewer_app_to_panels|spec_name
 #         -P selftest.cmake
 cmake_minimum_required(VERSION 3.20)
 foreach(_v ROOT SCRATCH CASE)
@@ -50,6 +50,11 @@ elseif(CASE STREQUAL "spec_name")
   set(_include "core/mask.h")
   set(_rename "src/runtime/mask_spec.h")
   set(_expect "src/runtime/mask_spec.h: a source file named \\*_spec or \\*_test")
+elseif(CASE STREQUAL "viewer_app_to_panels")
+  # The back arrow the third floor plan removed: the app's state needing a panel.
+  set(_file "viewer/app/controller.cpp")
+  set(_include "panels/panels.h")
+  set(_expect "viewer/app/controller.cpp -> viewer/panels/panels.h: viewer/app and viewer/checks must not")
 elseif(CASE STREQUAL "viewer_to_kernels")
   set(_file "viewer/app/controller.cpp")
   set(_include "gpu_backend.h")

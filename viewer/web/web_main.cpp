@@ -1,5 +1,5 @@
 // The page's entry point (the web build, viewer/web/CMakeLists.txt): plab-viewer's own
-// main (viewer/app/main.cpp, compiled here as plab_viewer_main), then its exit code
+// main (viewer/window/main.cpp, compiled here as plab_viewer_main), then its exit code
 // handed to the page.
 //
 // Why a wrapper: the viewer's frame loop returns to the browser every frame (Asyncify),

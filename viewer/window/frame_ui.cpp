@@ -1,5 +1,5 @@
 // One frame of the viewer's UI (see frame_ui.h).
-#include "app/frame_ui.h"
+#include "window/frame_ui.h"
 
 #include <imgui.h>
 // clang-format off

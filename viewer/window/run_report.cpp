@@ -1,4 +1,4 @@
-#include "app/run_report.h"
+#include "window/run_report.h"
 
 #include <imgui_internal.h>  // the layout self-check reads each window's content extent
 // clang-format off

@@ -42,10 +42,8 @@ extern "C" void plab_web_next_frame();
 #include "app/capture.h"
 #include "app/controller.h"
 #include "app/fonts.h"
-#include "app/frame_ui.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
-#include "app/run_report.h"
 #include "app/serving_scenario.h"
 #include "core/error.h"
 #include "model/model_io.h"
@@ -53,6 +51,8 @@ extern "C" void plab_web_next_frame();
 #include "panels/panels.h"
 #include "panels/ui_scale.h"
 #include "panels/ui_texture.h"
+#include "window/frame_ui.h"
+#include "window/run_report.h"
 
 namespace plab::viewer {
 namespace {
