@@ -29,12 +29,6 @@ namespace plab::viewer {
 
 namespace {
 
-// 1. Scenes ----------------------------------------------------------------------
-constexpr const char* kSceneNames[kSceneCount] = {"toy",         "mask",     "kv",
-                                                  "equivalence", "timeline", "serving"};
-constexpr const char* kSceneTitles[kSceneCount] = {
-    "Toy example", "Mask & attention", "KV cache growth", "Equivalence", "Timeline", "Serving"};
-
 void print_check(bool enabled, const std::string& line) {
     if (enabled) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -55,19 +49,6 @@ ChunkPlan irregular_plan(int n_tokens) {
 }
 
 }  // namespace
-
-const char* scene_name(Scene scene) {
-    return kSceneNames[static_cast<int>(scene)];
-}
-const char* scene_title(Scene scene) {
-    return kSceneTitles[static_cast<int>(scene)];
-}
-
-std::optional<Scene> parse_scene(std::string_view name) {
-    for (int i = 0; i < kSceneCount; ++i)
-        if (name == kSceneNames[i]) return static_cast<Scene>(i);
-    return std::nullopt;
-}
 
 const AttentionMap* MaskSnapshot::map(int layer, int head) const {
     for (const AttentionMap& m : maps)
@@ -91,7 +72,7 @@ std::string read_prompt_file(const std::string& path) {
     return s;
 }
 
-// 2. Model and backends -------------------------------------------------------------
+// 1. Model and backends -------------------------------------------------------------
 namespace {
 
 std::optional<Controller::HeadHint> read_head_hint(const std::string& model_path) {
@@ -228,7 +209,7 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
     part(dirty.replay, snap.replay, &Controller::refresh_replay, check_replay);
 }
 
-// 3. Toy ---------------------------------------------------------------------------
+// 2. Toy ---------------------------------------------------------------------------
 void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
     out = ToySnapshot{};
     out.input = state.toy;
@@ -249,7 +230,7 @@ void Controller::refresh_toy(const ViewerState& state, ToySnapshot& out) {
     }
 }
 
-// 4. The mask and attention ---------------------------------------------------------------
+// 3. The mask and attention ---------------------------------------------------------------
 void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
     out = MaskSnapshot{};
     const LoadedModel& eng = loaded(state.backend);
@@ -303,7 +284,7 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
         a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-// 5. KV cache growth: one engine call at a time, the block table after each --------------
+// 4. KV cache growth: one engine call at a time, the block table after each --------------
 void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out = KvSnapshot{};
     const LoadedModel& eng = loaded(state.backend);
@@ -376,7 +357,7 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.decode_skipped += state.decode_steps;
 }
 
-// 6. The shared pool: several requests through one engine, step by step --------------
+// 5. The shared pool: several requests through one engine, step by step --------------
 void Controller::refresh_serving(const ViewerState& state, ServingSnapshot& out) {
     out = ServingSnapshot{};
     ServingOptions options;
@@ -391,7 +372,7 @@ void Controller::refresh_serving(const ViewerState& state, ServingSnapshot& out)
                                serving_requests(*model_.tokenizer, encode(state)), options);
 }
 
-// 7. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
+// 6. Equivalence: backend × plan against cpu-ref "full" ------------------------------------
 namespace {
 // The first 8 hex digits of the sha256 of a logits row's float32 bytes: what
 // `plab generate --logits-digest` prints whole, short enough for a table cell.
@@ -474,7 +455,7 @@ std::shared_ptr<const PrefillSnapshot> Controller::prefill_snapshot(
     return s;
 }
 
-// 8. Timeline: one whole request under a Trace --------------------------------------------
+// 7. Timeline: one whole request under a Trace --------------------------------------------
 void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& out) {
     out = TimelineSnapshot{};
     const LoadedModel& eng = loaded(state.backend);
@@ -505,7 +486,7 @@ void Controller::refresh_timeline(const ViewerState& state, TimelineSnapshot& ou
     out.plan = options.chunks;
 }
 
-// 9. Serving: a Poisson workload replayed by plab::serve on the virtual clock -------------
+// 8. Serving: a Poisson workload replayed by plab::serve on the virtual clock -------------
 void Controller::refresh_replay(const ViewerState& state, ReplaySnapshot& out) {
     out = ReplaySnapshot{};
     // Its own engine inside serve(): the policy, budget and pool are its

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "app/controller.h"
+#include "app/scenes.h"
 #include "core/error.h"
 #include "runtime/generate.h"
 #include "runtime/mask_grammar.h"
@@ -148,9 +149,7 @@ Options with_lesson(Options o) {
 
 ViewerState state_from_options(const Options& opt) {
     const std::optional<Scene> scene = parse_scene(opt.scene);
-    PLAB_CHECK(scene, "unknown scene '"
-                          << opt.scene
-                          << "' (valid: toy, mask, kv, equivalence, timeline, serving)");
+    PLAB_CHECK(scene, "unknown scene '" << opt.scene << "' (valid: " << scene_names() << ")");
     ViewerState state;
     state.scene = *scene;
     state.prompt = !opt.prompt_file.empty() ? read_prompt_file(opt.prompt_file)
@@ -263,8 +262,7 @@ namespace {
 
 // What opens: the panel, lesson mode, and a headless run's picture.
 void add_scene_options(CLI::App& app, Options& opt) {
-    app.add_option("--scene", opt.scene,
-                   "Panel to open: toy, mask, kv, equivalence, timeline, serving");
+    app.add_option("--scene", opt.scene, "Panel to open: " + scene_names());
     app.add_option("--lesson", opt.lesson,
                    "Lesson mode: lesson N's text (lessons/NN-*.md, its Try: steps as buttons) "
                    "beside its panel (lessons " +

@@ -29,7 +29,8 @@ namespace plab::viewer {
 enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline, kServing };
 inline constexpr int kSceneCount = 6;
 
-// "toy", "mask", "kv", "equivalence", "timeline", "serving"
+// "toy", "mask", "kv", "equivalence", "timeline", "serving": from the table of
+// scenes (app/scenes.h), as are the titles and the names --scene takes.
 const char* scene_name(Scene scene);
 const char* scene_title(Scene scene);  // "Toy example", "Mask & attention", ...
 std::optional<Scene> parse_scene(std::string_view name);

@@ -29,13 +29,13 @@ void draw_timeline_requests(const Snapshot& snap,
 // KV pool occupancy, TTFT and ITL distributions; policy and rate re-run live.
 void draw_serving(const Snapshot& snap, ViewerState& state);  // panel_serving.cpp
 // KV and timeline panels: one sequence, or several requests through one engine.
-void draw_serving_toggle(ViewerState& state);  // ui_common.cpp
+void draw_serving_toggle(ViewerState& state);  // ui_controls.cpp
 
 // The bar above every panel: model, backend, play/step controls, chunk slider.
-void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
+void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_controls.cpp
 // Keyboard: space play/pause, right/left one chunk, down/up one layer, Home/R reset, 1-6 scene;
 // the mask panel: down/up its shown layer, F fits the heatmap, Esc unpins the query row.
-void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_common.cpp
+void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_playback.cpp
 // Advances the cursor while playing.
 void tick_playback(const Snapshot& snap, ViewerState& state, double dt);
 

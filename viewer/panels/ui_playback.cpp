@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "app/scenes.h"
 #include "app/serving_scenario.h"
 #include "panels/panels.h"
 
@@ -13,7 +14,7 @@ namespace plab::viewer {
 
 StepView step_view(const Snapshot& snap, const ViewerState& state) {
     StepView v;
-    if (state.serving_view && (state.scene == Scene::kKv || state.scene == Scene::kTimeline)) {
+    if (state.serving_view && scene_row(state.scene).serving_part != nullptr) {
         // Several requests: one stage per engine step, no layer granularity.
         v.n_stages = snap.serving.ready ? std::max(0, snap.serving.n_steps()) : 0;
         // The KV panel's pool opens where blocks are shared; the timeline at its end.

@@ -16,31 +16,13 @@
 #include "panels/ui_colours.h"
 #include "panels/ui_scale.h"
 #include "panels/ui_widgets.h"
+#include "window/scene_views.h"
 
 namespace plab::viewer {
 namespace {
 
 void draw_panel(const Snapshot& snap, ViewerState& state) {
-    switch (state.scene) {
-        case Scene::kToy:
-            draw_toy(snap, state);
-            break;
-        case Scene::kMask:
-            draw_mask(snap, state);
-            break;
-        case Scene::kKv:
-            draw_kv(snap, state);
-            break;
-        case Scene::kEquivalence:
-            draw_equivalence(snap, state);
-            break;
-        case Scene::kTimeline:
-            draw_timeline(snap, state);
-            break;
-        case Scene::kServing:
-            draw_serving(snap, state);
-            break;
-    }
+    scene_view(state.scene)(snap, state);
 }
 
 // The control bar and the scene's panel, in the space left.

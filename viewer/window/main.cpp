@@ -44,6 +44,7 @@ extern "C" void plab_web_next_frame();
 #include "app/fonts.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
+#include "app/scenes.h"
 #include "app/serving_scenario.h"
 #include "core/error.h"
 #include "model/model_io.h"
@@ -110,25 +111,11 @@ std::vector<int> parse_keys(const std::string& text) {
     return keys;
 }
 
-// The part of the Snapshot a scene draws: the shared-pool scenario when the
-// KV or timeline panel shows several requests.
+// The part of the Snapshot a scene draws (its row of the scene table): the
+// shared-pool scenario when the KV or timeline panel shows several requests.
 bool& dirty_flag(Dirty& d, Scene s, bool serving_view) {
-    if (serving_view && (s == Scene::kKv || s == Scene::kTimeline)) return d.serving;
-    switch (s) {
-        case Scene::kToy:
-            return d.toy;
-        case Scene::kMask:
-            return d.mask;
-        case Scene::kKv:
-            return d.kv;
-        case Scene::kEquivalence:
-            return d.equivalence;
-        case Scene::kTimeline:
-            return d.timeline;
-        case Scene::kServing:
-            return d.replay;
-    }
-    return d.toy;
+    const SceneRow& row = scene_row(s);
+    return d.*(serving_view && row.serving_part != nullptr ? row.serving_part : row.part);
 }
 
 // Asks the engine again for the shown scene, if its inputs changed.
