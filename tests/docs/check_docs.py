@@ -220,10 +220,10 @@ def check_map(root):
     col = {k: [i for i, c in enumerate(header) if k in c] for k in ("file", "scene")}
     if not rows or not col["file"] or not col["scene"]:
         return "no map", ["README.md:%d: no table with 'file' and 'scene' columns" % at[0]]
-    # The scene names the viewer accepts: kSceneNames, which parse_scene reads.
-    src = read(os.path.join(root, "viewer/app/controller.cpp"))
-    m = re.search(r"kSceneNames\[[^\]]*\]\s*=\s*\{([^}]*)\}", src)
-    scenes = set(re.findall(r'"([^"]+)"', m.group(1))) if m else set()
+    # The scene names the viewer accepts: the rows of the scene table (the name
+    # after each {Scene::kX, in viewer/app/scenes.cpp), which parse_scene reads.
+    src = read(os.path.join(root, "viewer/app/scenes.cpp"))
+    scenes = set(re.findall(r'\{Scene::k\w+,\s*"([^"]+)"', src))
     options = read(os.path.join(root, "viewer/app/options.cpp"))
     cli = "".join(read(os.path.join(root, f)) for f in tracked(root, "src/cli/*.cpp"))
     texts, problems, names = {}, [], 0
