@@ -153,7 +153,8 @@ TEST_CASE("viewer serving: the scenario shares a prefix block, preempts and evic
     REQUIRE(shared_steps > 0);
     REQUIRE(end.hit_blocks > 0);
     int cached = 0;  // the later requests found the prefix cached
-    for (std::size_t id = 0; id < sv.requests.size(); ++id) cached += sv.requests[id].cached_tokens;
+    for (std::size_t id = 0; id < sv.requests.size(); ++id)
+        cached += sv.requests[id].record.cached_tokens;
     REQUIRE(cached > 0);
 
     // 2. A preemption and an eviction, by the engine's own counters, and the
@@ -204,11 +205,11 @@ TEST_CASE("viewer serving: the scenario shares a prefix block, preempts and evic
                     computed += s.n_pos;
                     if (first < 0) first = s.first_pos;
                 }
-        REQUIRE(computed == info.computed_tokens);
-        REQUIRE(first == info.cached_tokens);
-        REQUIRE(!info.token_us.empty());
-        REQUIRE(info.token_us.front() > info.arrival_us);
-        REQUIRE(info.finish_us >= info.token_us.back());
+        REQUIRE(computed == info.record.computed_tokens);
+        REQUIRE(first == info.record.cached_tokens);
+        REQUIRE(!info.record.token_us.empty());
+        REQUIRE(info.record.token_us.front() > info.record.arrival_us);
+        REQUIRE(info.record.finish_us >= info.record.token_us.back());
     }
 }
 
@@ -285,9 +286,9 @@ TEST_CASE("viewer serving: prefix cache off shares nothing, caches nothing, same
     REQUIRE(st.backend == "cpu-ref");
     for (std::size_t id = 0; id < on.requests.size(); ++id) {
         INFO("request " << id);
-        REQUIRE(off.requests[id].cached_tokens == 0);
+        REQUIRE(off.requests[id].record.cached_tokens == 0);
         REQUIRE(off.requests[id].token_text == on.requests[id].token_text);
-        REQUIRE(off.requests[id].computed_tokens >= on.requests[id].computed_tokens);
+        REQUIRE(off.requests[id].record.computed_tokens >= on.requests[id].record.computed_tokens);
     }
 }
 

@@ -270,15 +270,8 @@ ServingSnapshot run_serving_scenario(const Weights& weights, const Tokenizer& to
         for (int32_t t : r.tokens) info.token_text.push_back(tok.token_text(t));
         const std::span<const int32_t> made = r.new_tokens();
         info.output_text = tok.decode(std::vector<int32_t>(made.begin(), made.end()));
-        info.cached_tokens = r.cached_tokens;
-        info.hit_blocks = r.hit_blocks;
-        info.miss_blocks = r.miss_blocks;
-        info.preemptions = r.preemptions;
-        info.computed_tokens = r.computed_tokens;
-        info.arrival_us = r.arrival_us;
-        info.finish_us = r.finish_us;
-        info.token_us = r.token_us;
-        info.latency = latency_of(r);
+        info.record = record_of(r);
+        info.latency = info.record.latency();
         out.requests.push_back(std::move(info));
     }
     out.prefix_tokens = 0;

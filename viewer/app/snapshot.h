@@ -200,11 +200,10 @@ struct ServingRequestInfo {
     int shared_prefix = 0;  // most prompt tokens it has in common with another request
     std::vector<std::string> token_text;  // (prompt + new tokens): each token as shown
     std::string output_text;
-    int cached_tokens = 0, hit_blocks = 0, miss_blocks = 0, preemptions = 0;
-    int computed_tokens = 0;               // tokens run through the model, recomputation included
-    double arrival_us = 0, finish_us = 0;  // engine clock
-    std::vector<double> token_us;          // when each new token was sampled
-    RequestLatency latency;
+    // What the engine recorded for it (runtime/request.h's record, as `plab serve`
+    // reads it; engine clock): prefix-cache hits, preemptions, tokens computed, times.
+    RequestRecord record;
+    RequestLatency latency;  // record.latency(), kept for the panels' many reads
 };
 
 struct ServingSnapshot {

@@ -285,11 +285,11 @@ void draw_requests(const ServingSnapshot& sv, const ServingStage& st, float cell
             flow(text_width("(no blocks)"));
             line_text("(no blocks)", dim_colour());
         }
-        if (info.cached_tokens > 0) {
-            const std::string hit = "hit " + std::to_string(info.cached_tokens);
+        if (info.record.cached_tokens > 0) {
+            const std::string hit = "hit " + std::to_string(info.record.cached_tokens);
             flow(text_width(hit), font);
             text_with_tip(hit, "At its first admission its first " +
-                                   std::to_string(info.cached_tokens) +
+                                   std::to_string(info.record.cached_tokens) +
                                    " prompt tokens were in the prefix cache: not computed.");
         }
         ImGui::PopID();

@@ -113,12 +113,13 @@ void draw_table(const ServingSnapshot& sv) {
              "Prompt length; " + std::to_string(r.shared_prefix) +
                  " tokens in common with another request's prompt.");
         ImGui::TableNextColumn();
-        cell(std::to_string(r.cached_tokens) + " tokens",
+        cell(std::to_string(r.record.cached_tokens) + " tokens",
              "Prompt tokens found in the prefix cache at its first admission (" +
-                 std::to_string(r.hit_blocks) + " full blocks hit, " +
-                 std::to_string(r.miss_blocks) + " missed): their K/V were not computed again.");
+                 std::to_string(r.record.hit_blocks) + " full blocks hit, " +
+                 std::to_string(r.record.miss_blocks) +
+                 " missed): their K/V were not computed again.");
         ImGui::TableNextColumn();
-        cell(std::to_string(r.computed_tokens) + " tokens",
+        cell(std::to_string(r.record.computed_tokens) + " tokens",
              "Tokens run through the model for it, recomputation after a preemption "
              "included (Request::computed_tokens).");
         ImGui::TableNextColumn();
@@ -131,7 +132,7 @@ void draw_table(const ServingSnapshot& sv) {
         ImGui::TableNextColumn();
         cell(format_us(r.latency.e2e_ms * 1000), "Arrival -> last new token.");
         ImGui::TableNextColumn();
-        cell(std::to_string(r.preemptions) + "x",
+        cell(std::to_string(r.record.preemptions) + "x",
              "Times the pool ran out and this request gave its blocks back, to be "
              "computed again from its tokens.");
         ImGui::PopID();
@@ -168,10 +169,10 @@ struct RequestLane {
 RequestsChart requests_chart(const ServingSnapshot& sv) {
     RequestsChart c;
     double t_end = 0;
-    c.t_begin = sv.requests.front().arrival_us;
+    c.t_begin = sv.requests.front().record.arrival_us;
     for (const ServingRequestInfo& r : sv.requests) {
-        c.t_begin = std::min(c.t_begin, r.arrival_us);
-        t_end = std::max(t_end, r.finish_us);
+        c.t_begin = std::min(c.t_begin, r.record.arrival_us);
+        t_end = std::max(t_end, r.record.finish_us);
     }
     c.span = std::max(1.0, t_end - c.t_begin);
     c.font = ImGui::GetFontSize();
@@ -241,24 +242,24 @@ void draw_lane_marks(const RequestsChart& c, ChartProbe& chart, const ServingReq
     ImDrawList* dl = c.dl;
     const float y = lane.y, mid = lane.mid, lane_h = c.lane_h;
     const ImVec2 mouse = c.mouse;
-    if (!r.token_us.empty()) {
-        const float x = c.x_of(r.token_us.front());
+    if (!r.record.token_us.empty()) {
+        const float x = c.x_of(r.record.token_us.front());
         dl->AddQuad(ImVec2(x, y + 2), ImVec2(x + px(6), mid), ImVec2(x, y + lane_h - 2),
                     ImVec2(x - 6, mid), IM_COL32_WHITE, px(2.0f));
         chart.mark(IM_COL32_WHITE);
         if (std::abs(mouse.x - x) < 7 && mouse.y >= y && mouse.y < y + lane_h)
             *lane.hovered = "request " + std::to_string(lane.id) + "'s first token at " +
-                            format_us(r.token_us.front() - c.t_begin) + ": TTFT " +
+                            format_us(r.record.token_us.front() - c.t_begin) + ": TTFT " +
                             format_us(r.latency.ttft_ms * 1000) +
                             " = waiting for a place in a step + its prefill chunks (fewer with a "
                             "prefix hit) + sampling.";
     }
-    const float xf = c.x_of(r.finish_us);
+    const float xf = c.x_of(r.record.finish_us);
     dl->AddLine(ImVec2(xf, y + 2), ImVec2(xf, y + lane_h - 2), IM_COL32_WHITE, px(3.0f));
     if (std::abs(mouse.x - xf) < 5 && mouse.y >= y && mouse.y < y + lane_h)
         *lane.hovered = "request " + std::to_string(lane.id) + " finished at " +
-                        format_us(r.finish_us - c.t_begin) + " after " +
-                        std::to_string(r.token_us.size()) +
+                        format_us(r.record.finish_us - c.t_begin) + " after " +
+                        std::to_string(r.record.token_us.size()) +
                         " new tokens; its blocks went back "
                         "to the pool (named ones stay cached).";
 }
@@ -278,8 +279,8 @@ std::string draw_request_lanes(const RequestsChart& c, ChartProbe& chart,
         lane.hovered = &hovered;
         chart.label(c.dl, ImVec2(c.o.x, lane.y + c.font * 0.3f), request_colour(lane.rid),
                     "request " + std::to_string(id));
-        c.dl->AddLine(ImVec2(c.x_of(r.arrival_us), lane.mid), ImVec2(c.x_of(r.finish_us), lane.mid),
-                      kWaiting, px(1.0f));
+        c.dl->AddLine(ImVec2(c.x_of(r.record.arrival_us), lane.mid),
+                      ImVec2(c.x_of(r.record.finish_us), lane.mid), kWaiting, px(1.0f));
         chart.mark(kWaiting);
         for (std::size_t k = 1; k < sv.stages.size(); ++k) {
             draw_lane_boxes(c, chart, sv.stages[k], k, lane);
