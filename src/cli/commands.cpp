@@ -9,6 +9,7 @@
 namespace plab::cli {
 
 void add_toy_command(CLI::App& app);
+void add_flash_command(CLI::App& app);
 void add_prefill_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
@@ -36,6 +37,7 @@ std::span<const CommandEntry> command_table() {
     // clang-format off
     static const CommandEntry kCommands[] = {
         {"toy",          add_toy_command,          "lessons/01-toy-example.md"},
+        {"flash",        add_flash_command,        "lessons/01-toy-example.md"},
         {"prefill",      add_prefill_command,      "lessons/02-prefill-and-the-kv-cache.md"},
         {"generate",     add_generate_command,     "lessons/05-ttft-is-not-prefill.md"},
         {"bench",        add_bench_command,        "lessons/06-compute-vs-memory.md"},
