@@ -32,6 +32,8 @@ const std::vector<Assignment>& assignments() {
         {"sampler", "temperature, top-k, top-p, and draws", sampler_checks},
         {"chunked_prefill", "the whole model's prefill from the weights, chunk by chunk",
          chunked_prefill_checks},
+        {"online_softmax", "attention over key tiles with a running max and denominator",
+         online_softmax_checks},
     };
     return all;
 }

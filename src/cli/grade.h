@@ -90,6 +90,7 @@ std::vector<Check> rope_checks(std::mt19937_64& rng);
 std::vector<Check> kv_cache_checks(std::mt19937_64& rng);
 std::vector<Check> sampler_checks(std::mt19937_64& rng);
 std::vector<Check> chunked_prefill_checks(std::mt19937_64& rng);
+std::vector<Check> online_softmax_checks(std::mt19937_64& rng);
 
 // Seeded inputs in [-scale, scale], never all zeros.
 std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale = 1.0f);
