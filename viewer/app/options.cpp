@@ -42,6 +42,7 @@ constexpr LessonCommand kLessonCommands[] = {
     {8, "plab bench --batch"},
     {12, "plab serve --disaggregate"},
     {16, "plab generate --logits-digest"},  // same request, same bits
+    {17, "plab flash"},                     // FlashAttention by hand
 };
 
 // "1-5, 7, 9-11, 13-15": the lessons with a panel, runs of consecutive numbers joined.
