@@ -19,6 +19,7 @@ struct FlashOptions {
     std::string q, k;  // default: all 1
     std::string v = "2,4,8,10";
     int tile = 2;
+    std::string mask = "causal";
     bool json = false;
 };
 
@@ -36,13 +37,28 @@ FlashResult compute_flash(const FlashOptions& o) {
     r.input.keys = o.k.empty() ? std::vector<float>(n, 1.0f) : parse_float_list(o.k, "--k");
     auto backend = make_backend("cpu-ref");
     r.backend = backend->name();
-    r.run = run_flash_toy(r.input, o.tile, *backend);
+    r.run = run_flash_toy(r.input, o.tile, *backend, o.mask);
     return r;
 }
 
 // -inf as the lessons write it; every other value with enough digits to be exact.
 std::string flash_number(float x) {
     return std::isinf(x) ? (x < 0 ? "-inf" : "inf") : exact(x);
+}
+
+// The keys a tile's query sees: "2-3" when they follow each other, else "2,4".
+std::string seen_keys(const std::vector<int>& keys) {
+    bool runs = true;
+    for (std::size_t i = 1; i < keys.size(); ++i) runs = runs && keys[i] == keys[i - 1] + 1;
+    if (runs && !keys.empty())
+        return std::to_string(keys.front()) + "-" + std::to_string(keys.back());
+    std::string out;
+    for (int k : keys) out += (out.empty() ? "" : ",") + std::to_string(k);
+    return out;
+}
+
+const char* tile_kind(TileClass c) {
+    return c == TileClass::empty ? "empty" : c == TileClass::partial ? "partial" : "full";
 }
 
 std::string flash_scores(const std::vector<float>& s) {
@@ -52,11 +68,18 @@ std::string flash_scores(const std::vector<float>& s) {
 }
 
 void print_flash_query(const FlashQuery& q) {
-    std::printf("query %d: keys 0..%d\n", q.position, q.position);
+    std::printf("query %d: keys %d..%d\n", q.position, q.key_lo, q.key_hi);
     std::printf("  %4s  %-7s %-16s %10s %10s %11s %12s %12s\n", "tile", "keys", "scores", "m_old",
                 "m", "rescale", "l", "acc");
     for (const FlashTile& t : q.tiles) {
-        const std::string keys = std::to_string(t.key_lo) + "-" + std::to_string(t.key_hi);
+        const std::string keys = t.kind == TileClass::empty
+                                     ? std::to_string(t.key_lo) + "-" + std::to_string(t.key_hi)
+                                     : seen_keys(t.keys);
+        if (t.kind == TileClass::empty) {  // never loaded: m, l and acc stay
+            std::printf("  %4d  %-7s skipped: the mask hides every key of this tile\n", t.tile,
+                        keys.c_str());
+            continue;
+        }
         std::printf("  %4d  %-7s %-16s %10s %10s %11s %12s %12s\n", t.tile, keys.c_str(),
                     flash_scores(t.scores).c_str(), flash_number(t.m_old).c_str(),
                     flash_number(t.m).c_str(), flash_number(t.rescale).c_str(),
@@ -87,6 +110,11 @@ void print_flash_text(const FlashResult& r) {
         "\n%d of %zu outputs bitwise equal to the whole softmax (plab toy, %s); %d rescale%s "
         "(a later tile raised the max).\n",
         same, run.queries.size(), r.backend.c_str(), run.rescales, run.rescales == 1 ? "" : "s");
+    if (run.skipped > 0)
+        std::printf(
+            "%d tile%s skipped: inside a query's key range, but hidden by the mask "
+            "(never loaded).\n",
+            run.skipped, run.skipped == 1 ? "" : "s");
 }
 
 nlohmann::json flash_json(const FlashResult& r) {
@@ -101,9 +129,13 @@ nlohmann::json flash_json(const FlashResult& r) {
         nlohmann::json steps = nlohmann::json::array();
         for (const FlashTile& t : q.tiles) {
             // m_old of the first tile is -inf: null in JSON (the first tile has no m before it).
+            // "keys": the tile's span [first, last]; "seen": those the query sees in it
+            // (none in an "empty" tile, which is skipped: m, l and acc stay).
             steps.push_back(
                 {{"tile", t.tile},
+                 {"class", tile_kind(t.kind)},
                  {"keys", {t.key_lo, t.key_hi}},
+                 {"seen", t.keys},
                  {"scores", t.scores},
                  {"m_old", std::isinf(t.m_old) ? nlohmann::json() : nlohmann::json(t.m_old)},
                  {"m", t.m},
@@ -120,6 +152,8 @@ nlohmann::json flash_json(const FlashResult& r) {
     }
     j["queries"] = queries;
     j["rescales"] = r.run.rescales;
+    j["skipped"] = r.run.skipped;
+    j["mask"] = r.run.mask;
     j["all_bitwise_equal"] = r.run.all_bitwise;
     return j;
 }
@@ -143,6 +177,7 @@ void add_flash_command(CLI::App& app) {
     cmd->add_option("--q", o->q, "queries q_p, one per position (default: all 1)");
     cmd->add_option("--k", o->k, "keys k_p (default: all 1)");
     cmd->add_option("--v", o->v, "values v_p")->capture_default_str();
+    add_mask_option(cmd, o->mask);
     cmd->add_flag("--json", o->json, "every step's m, l, rescale and acc, machine-readable");
     cmd->callback([o] { run(*o); });
 }
