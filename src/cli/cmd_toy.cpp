@@ -86,12 +86,8 @@ ToyResult compute_toy(const ToyOptions& o) {
     const ToyInput& in = r.input;
     const int t = in.n_tokens();
     // The toy has no tokenizer (docs:bos cannot apply) and one head (ALiBi slope 1/256).
-    const std::vector<int32_t> positions(static_cast<std::size_t>(t), 0);
-    MaskContext mc;
-    mc.tokens = positions;
-    mc.n_heads = 1;
     r.mask_spec = o.mask;
-    r.mask = make_mask(o.mask, mc);
+    r.mask = make_mask_one_head(o.mask, t);
     const Mask mask = r.mask.view();
     const std::vector<ChunkPlan> plans = toy_plans(o.chunks, mask, t, &r.refused);
     auto backend = make_backend(o.backend);

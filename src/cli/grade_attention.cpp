@@ -67,14 +67,6 @@ Tensor gqa_reference(const std::vector<float>& q, const std::vector<float>& k,
     return tensor_f({t, h, dh}, out);
 }
 
-BoundMask bound(const std::string& spec, int t) {
-    const std::vector<int32_t> tokens(static_cast<std::size_t>(t), 0);
-    MaskContext mc;
-    mc.tokens = tokens;
-    mc.n_heads = 1;
-    return make_mask(spec, mc);
-}
-
 // Float32 against the student's numpy (float64, or float32 with pairwise sums):
 // outputs are weighted means of values in [-1, 1], off by ~1e-6; scores of a
 // few hundred (the large-score check) carry ~3e-5 in float32, so 1e-4.
@@ -93,7 +85,7 @@ Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const st
     const std::size_t n = std::size_t(t) * dh;
     const std::vector<float> q = uniform(rng, n, scale_inputs), k = uniform(rng, n, scale_inputs),
                              v = uniform(rng, n);
-    const BoundMask m = bound(spec, t);
+    const BoundMask m = make_mask_one_head(spec, t);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
     Case c;
     nlohmann::json args = {{"q", to_arg(tensor_f({t, dh}, q))},
@@ -119,14 +111,16 @@ Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const st
          "your scores are not scaled by 1/sqrt(Dh): s = q.k / sqrt(Dh)"},
         {reference(q, k, v, t, dh, m.view(), 1.0f / static_cast<float>(dh)),
          "you scaled by 1/Dh; the scale is 1/sqrt(Dh)"},
-        {reference(q, k, v, t, dh, bound("prefix:" + std::to_string(t), t).view(), scale),
+        {reference(q, k, v, t, dh, make_mask_one_head("prefix:" + std::to_string(t), t).view(),
+                   scale),
          "a query sees later keys: set the scores of masked keys (k > q, or mask 0) to -inf "
          "before the softmax"},
     };
     if (pass_mask && spec != "causal")
-        e.mistakes.push_back({reference(q, k, v, t, dh, bound("causal", t).view(), scale),
-                              "you applied the causal mask, not the mask given: mask[q, k] == 0 "
-                              "hides key k from query q"});
+        e.mistakes.push_back(
+            {reference(q, k, v, t, dh, make_mask_one_head("causal", t).view(), scale),
+             "you applied the causal mask, not the mask given: mask[q, k] == 0 "
+             "hides key k from query q"});
     e.diagnose = nan_hint;
     c.expect.push_back(std::move(e));
     return c;
@@ -138,7 +132,7 @@ template <typename KvHead>
 Tensor gqa_mistake(const std::vector<float>& q, const std::vector<float>& k,
                    const std::vector<float>& v, int t, int h, int hkv, int dh, float scale,
                    KvHead kv_head) {
-    const BoundMask causal = bound("causal", t);
+    const BoundMask causal = make_mask_one_head("causal", t);
     std::vector<double> out(std::size_t(t) * h * dh);
     std::vector<float> qh(std::size_t(t) * dh), kh(qh.size()), vh(qh.size());
     for (int head = 0; head < h; ++head) {

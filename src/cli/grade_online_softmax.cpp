@@ -113,14 +113,6 @@ std::string nan_diagnosis(const Tensor& got) {
     return "";
 }
 
-BoundMask bound(const std::string& spec, int t) {
-    const std::vector<int32_t> tokens(static_cast<std::size_t>(t), 0);
-    MaskContext mc;
-    mc.tokens = tokens;
-    mc.n_heads = 1;
-    return make_mask(spec, mc);
-}
-
 struct CaseInput {
     int t = 0, dh = 0, tile = 0;
     std::string spec;
@@ -132,7 +124,7 @@ Tensor part_of(const Walk& w, int part, int t, int dh) {
 }
 
 Case make_case(const CaseInput& in) {
-    const BoundMask bm = bound(in.spec, in.t);
+    const BoundMask bm = make_mask_one_head(in.spec, in.t);
     const Mask mask = bm.view();
     std::vector<double> bits;
     for (int a = 0; a < in.t; ++a)

@@ -472,6 +472,14 @@ BoundMask bind_mask(const MaskSpec& spec, const MaskContext& ctx) {
     return bound;
 }
 
+BoundMask make_mask_one_head(std::string_view spec, int n_positions) {
+    const std::vector<int32_t> ids(static_cast<std::size_t>(std::max(0, n_positions)), 0);
+    MaskContext mc;
+    mc.tokens = ids;
+    mc.n_heads = 1;
+    return make_mask(spec, mc);
+}
+
 BoundMask make_mask(std::string_view spec, const MaskContext& context) {
     return bind_mask(parse_mask_spec(spec), context);
 }

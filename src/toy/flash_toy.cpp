@@ -81,11 +81,7 @@ FlashToyRun run_flash_toy(const ToyInput& input, int tile_width, Backend& refere
                "--tile " << tile_width << " must be at least 1 (keys per tile; e.g. --tile 2)");
     const int t = input.n_tokens();
     // The toy has no tokenizer (docs:bos cannot apply) and one head (ALiBi slope 1/256).
-    const std::vector<int32_t> positions(static_cast<std::size_t>(t), 0);
-    MaskContext mc;
-    mc.tokens = positions;
-    mc.n_heads = 1;
-    const BoundMask bound = make_mask(mask_spec, mc);
+    const BoundMask bound = make_mask_one_head(mask_spec, t);
     const Mask mask = bound.view();
     const ToyRun full = run_toy(reference, input, parse_chunk_plan("full", t), mask);
     FlashToyRun run;
