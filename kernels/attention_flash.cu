@@ -116,6 +116,9 @@
 #include <utility>
 
 #include "kernels.h"
+#if PLAB_SIMT_EMULATED
+#include "core/flash_trace.h"  // plab flash --model reads the emulated kernel's state
+#endif
 
 namespace plab::PLAB_SIMT_NS {
 namespace {
@@ -306,6 +309,13 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
     const int last_query = min(s.n_queries, first_query + kFlashQueries) - 1;
     const int first_pos = s.pos0 + first_query, last_q_pos = s.pos0 + last_query;
     const bool modifies = s.mask.alibi || s.mask.softcap > 0.0f;
+#if PLAB_SIMT_EMULATED
+    // plab flash --model's tap (core/flash_trace.h): one layer's head, or null.
+    FlashTrace* const tap = [&]() -> FlashTrace* {
+        FlashTrace* t = g_flash_trace.load();
+        return t != nullptr && t->wants(k_pool, h) ? t : nullptr;
+    }();
+#endif
 
     // The bounds of the block's queries' key ranges, found once: they decide
     // most key tiles' verdicts without asking each query again (core/mask.h).
@@ -378,6 +388,10 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
             const bool looked = t0 <= last_key;
             const TileClass cls = looked ? s.mask.classify_tile(bounds, t0, t1) : TileClass::empty;
             if (t == 0 && looked) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
+#if PLAB_SIMT_EMULATED
+            if (tap != nullptr && t == 0 && looked)
+                tap->add(FlashTraceTile{first_pos, last_q_pos, t0, t1, group, cls});
+#endif
             const bool folds = looked && cls != TileClass::empty;  // the same for the whole group
             // 3. Load K and V rows through the block table, kVec floats a thread
             //    (consecutive threads, consecutive addresses: coalesced). A freed
@@ -471,6 +485,10 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                     }
                     PLAB_UNROLL
                     for (int c = 0; c < C::kCount; ++c) acc[r][c] *= correction;
+#if PLAB_SIMT_EMULATED
+                    if (tap != nullptr)
+                        tap->add(FlashTraceLane{pos, t0, tx, m[r], m_new, correction, l[r]});
+#endif
                     m[r] = m_new;
                 }
                 __syncwarp();  // a row's 8 lanes are in one warp: the warp's p rows are complete
@@ -501,6 +519,11 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                         }
                     }
                 }
+#if PLAB_SIMT_EMULATED
+                for (int r = 0; tap != nullptr && tx == 0 && r < kRowsPerThread; ++r)
+                    if (first_query + ty + kRowGroups * r < s.n_queries)
+                        tap->add(FlashTraceAcc{first_pos + ty + kRowGroups * r, t0, acc[r][0]});
+#endif
             }
             __syncthreads();  // everyone is done with the tiles before they are overwritten
         }

@@ -2,6 +2,8 @@
 // key tile with the online softmax (src/toy/flash_toy.h): per query and tile the
 // scores, the running max m, the rescale exp(m_old - m), l and acc, then acc / l
 // beside the whole softmax's output, bit for bit. Lesson: 17 (FlashAttention).
+#include "cli/cmd_flash.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -158,7 +160,32 @@ nlohmann::json flash_json(const FlashResult& r) {
     return j;
 }
 
-void run(const FlashOptions& o) {
+// Which of the two walks: the toy (default) or a model head (--model, --layer
+// or --head named). Flags of the one given to the other are refused, not ignored.
+struct FlashFlags {
+    CLI::Option *tile, *q, *k, *v, *model, *layer, *head, *chunks;
+    PromptOptions* prompt;
+};
+
+void run(const FlashOptions& o, FlashModelOptions& m, const FlashFlags& f) {
+    const bool model = f.model->count() + f.layer->count() + f.head->count() > 0;
+    if (model) {
+        PLAB_CHECK(f.q->count() + f.k->count() + f.v->count() == 0,
+                   "--q, --k and --v are the toy's vectors; a model head (--model, --layer, "
+                   "--head) takes its q, k and v from the model: drop one or the other");
+        m.tile = f.tile->count() > 0 ? o.tile : 0;
+        PLAB_CHECK(f.tile->count() == 0 || o.tile >= 1,
+                   "--tile " << o.tile
+                             << " must be at least 1 (keys per tile; leave it out for "
+                                "the gpu kernel's own)");
+        m.mask = o.mask;
+        m.json = o.json;
+        run_flash_model(m);
+        return;
+    }
+    PLAB_CHECK(f.chunks->count() == 0 && !f.prompt->given(),
+               "--chunks and a prompt are for a model head: add --layer L --head H "
+               "(and --model M), or drop them for the toy");
     const FlashResult r = compute_flash(o);
     if (o.json)
         print_json(flash_json(r));
@@ -170,16 +197,30 @@ void run(const FlashOptions& o) {
 
 void add_flash_command(CLI::App& app) {
     auto o = std::make_shared<FlashOptions>();
+    auto m = std::make_shared<FlashModelOptions>();
+    auto f = std::make_shared<FlashFlags>();
     CLI::App* cmd = app.add_subcommand(
-        "flash", "FlashAttention by hand: the toy's softmax online, key tile by key tile");
-    cmd->add_option("--tile", o->tile, "keys per tile, aligned to position 0")
-        ->capture_default_str();
-    cmd->add_option("--q", o->q, "queries q_p, one per position (default: all 1)");
-    cmd->add_option("--k", o->k, "keys k_p (default: all 1)");
-    cmd->add_option("--v", o->v, "values v_p")->capture_default_str();
+        "flash",
+        "FlashAttention by hand: the softmax online, key tile by key tile (the toy, or a model "
+        "head in the gpu kernel's order)");
+    f->tile = cmd->add_option("--tile", o->tile,
+                              "keys per tile, aligned to position 0 (toy: default 2; a model "
+                              "head: default the gpu kernel's own)");
+    f->q = cmd->add_option("--q", o->q, "toy: queries q_p, one per position (default: all 1)");
+    f->k = cmd->add_option("--k", o->k, "toy: keys k_p (default: all 1)");
+    f->v = cmd->add_option("--v", o->v, "toy: values v_p (default 2,4,8,10)");
     add_mask_option(cmd, o->mask);
+    add_model_option(cmd, m->model);
+    f->model = cmd->get_option("--model");
+    f->layer = cmd->add_option("--layer", m->layer, "a model head: its layer (default 0)");
+    f->head = cmd->add_option("--head", m->head, "a model head: its query head (default 0)");
+    f->chunks =
+        cmd->add_option("--chunks", m->chunks,
+                        "a model head: the prefill's chunk plan (\"full\", \"4\", \"3,1,4\")");
+    m->prompt.add_to(cmd);
+    f->prompt = &m->prompt;
     cmd->add_flag("--json", o->json, "every step's m, l, rescale and acc, machine-readable");
-    cmd->callback([o] { run(*o); });
+    cmd->callback([o, m, f] { run(*o, *m, *f); });
 }
 
 }  // namespace plab::cli

@@ -181,6 +181,39 @@ void probe_attention(Backend& be, const Workspace& ws, const KvCache& cache, int
     }
 }
 
+// Q (after RoPE), the step's new K (after RoPE) and V as the cache keeps them
+// (read back through each row's slot, before any block is forgotten), and the
+// attention output of a probed layer, every head: what a tiled kernel read and
+// wrote (plab flash --model walks and compares them).
+void probe_attention_rows(Backend& be, const Workspace& ws, const KvCache& cache, int layer,
+                          const StepPlan& plan, const ForwardProbes& probes, StepOutput& out) {
+    const std::size_t n_probes = probes.attention_rows.size();
+    out.attention_q.resize(n_probes);
+    out.attention_k.resize(n_probes);
+    out.attention_v.resize(n_probes);
+    out.attention_out.resize(n_probes);
+    const AttentionShape& shape = plan.calls[0].shape;
+    const std::size_t n = std::size_t(shape.n_heads) * std::size_t(shape.head_dim);
+    const std::size_t kv = std::size_t(shape.n_kv_heads) * std::size_t(shape.head_dim);
+    const std::size_t rows = std::size_t(plan.rows);
+    for (std::size_t i = 0; i < n_probes; ++i) {
+        if (probes.attention_rows[i] != layer) continue;
+        out.attention_q[i].resize(rows * n);
+        out.attention_out[i].resize(rows * n);
+        be.download(out.attention_q[i].data(), ws.q.buf(), rows * n);
+        be.download(out.attention_out[i].data(), ws.att.buf(), rows * n);
+        out.attention_k[i].resize(rows * kv);
+        out.attention_v[i].resize(rows * kv);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const std::size_t at = std::size_t(plan.slots[r]) * kv;
+            be.download(out.attention_k[i].data() + r * kv,
+                        cache.storage().k_pool(layer).slice(at, kv), kv);
+            be.download(out.attention_v[i].data() + r * kv,
+                        cache.storage().v_pool(layer).slice(at, kv), kv);
+        }
+    }
+}
+
 // Probes were collected layer by layer; put them back in the caller's order.
 void order_probes(StepOutput& out, const ForwardProbes& probes, int n_layers) {
     if (probes.attention.size() <= 1) return;
@@ -255,6 +288,8 @@ struct LayerWatch {
     void attended(int layer) const {
         trace_kv_appends(trace, layer, plan, items, cache.blocks().block_size());
         probe_attention(be, ws, cache, layer, plan, items, probes, out);
+        if (!probes.attention_rows.empty())
+            probe_attention_rows(be, ws, cache, layer, plan, probes, out);
     }
 };
 

@@ -41,6 +41,10 @@ struct ForwardProbes {
     bool all_logits = false;                // logits of every position of the chunk
     std::vector<AttentionProbe> attention;  // probabilities of these (layer, head)s
     bool attention_scores = false;          // also their scaled scores q·k/sqrt(Dh) (viewer)
+    // Layers whose attention inputs and outputs come back: Q after RoPE and the
+    // attention's output (C, H·Dh), the step's K and V as cached (C, Hkv·Dh)
+    // (plab flash --model).
+    std::vector<int> attention_rows;
     // Leave each item's last-position logits on the backend (Workspace::logits,
     // one row per item) and copy nothing back: a caller that only needs the
     // greedy token takes Backend::argmax of each row (4 bytes back instead of
@@ -61,6 +65,9 @@ struct StepOutput {
     std::vector<std::vector<float>> attention_probs;
     // With probes.attention_scores, one per probe: (C, pos0 + C), masked cells -inf.
     std::vector<std::vector<float>> attention_scores;
+    // One of each per ForwardProbes::attention_rows entry, in its order: q and
+    // out (C, H·Dh), the step's new k and v as cached (C, Hkv·Dh).
+    std::vector<std::vector<float>> attention_q, attention_k, attention_v, attention_out;
 };
 
 // Activation buffers, grown to the largest step seen (in rows) and reused.

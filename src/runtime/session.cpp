@@ -56,6 +56,34 @@ void Session::check_mask_limit(int n_new) const {
                            "position (prompt and new tokens)");
 }
 
+namespace {
+
+// A chunk's probes in the prefill-wide results: its attention maps cover keys
+// 0..pos0+len-1 (placed in the (T, keys) maps), its attention rows follow the
+// previous chunks'.
+void place_chunk_probes(const StepOutput& out, int pos0, int start_pos, int len, PrefillResult& r) {
+    for (std::size_t i = 0; i < r.attention.size(); ++i) {
+        AttentionMap& m = r.attention[i];
+        const int keys = pos0 + len;
+        for (int qi = 0; qi < len; ++qi) {
+            std::copy_n(out.attention_probs[i].begin() + std::size_t(qi) * keys, keys,
+                        m.probs.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
+            if (!m.scores.empty())
+                std::copy_n(out.attention_scores[i].begin() + std::size_t(qi) * keys, keys,
+                            m.scores.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
+        }
+    }
+    for (std::size_t i = 0; i < r.attention_rows.size(); ++i) {
+        AttentionRows& rows = r.attention_rows[i];
+        rows.q.insert(rows.q.end(), out.attention_q[i].begin(), out.attention_q[i].end());
+        rows.out.insert(rows.out.end(), out.attention_out[i].begin(), out.attention_out[i].end());
+        rows.k.insert(rows.k.end(), out.attention_k[i].begin(), out.attention_k[i].end());
+        rows.v.insert(rows.v.end(), out.attention_v[i].begin(), out.attention_v[i].end());
+    }
+}
+
+}  // namespace
+
 PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan& plan,
                                const ForwardProbes& probes) {
     check_tokens(tokens);
@@ -83,6 +111,7 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
             m.scores.assign(std::size_t(m.n_queries) * m.n_keys, -INFINITY);
         r.attention.push_back(std::move(m));
     }
+    for (int layer : probes.attention_rows) r.attention_rows.push_back({layer, {}, {}, {}, {}});
     if (probes.all_logits) r.all_logits.reserve(std::size_t(n_total) * V);
 
     // The workspace is allocated before the clock starts, as an engine does at
@@ -120,18 +149,7 @@ PrefillResult Session::prefill(std::span<const int32_t> tokens, const ChunkPlan&
                           {"offset", std::to_string(pos0)},
                           {"length", std::to_string(len)}});
         }
-        // Chunk probes cover keys 0..pos0+len-1; place them in the prefill-wide maps.
-        for (std::size_t i = 0; i < r.attention.size(); ++i) {
-            AttentionMap& m = r.attention[i];
-            const int keys = pos0 + len;
-            for (int qi = 0; qi < len; ++qi) {
-                std::copy_n(out.attention_probs[i].begin() + std::size_t(qi) * keys, keys,
-                            m.probs.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
-                if (!m.scores.empty())
-                    std::copy_n(out.attention_scores[i].begin() + std::size_t(qi) * keys, keys,
-                                m.scores.begin() + std::size_t(pos0 - start_pos + qi) * m.n_keys);
-            }
-        }
+        place_chunk_probes(out, pos0, start_pos, len, r);
         if (probes.all_logits) {
             r.all_logits.insert(r.all_logits.end(), out.logits.begin(), out.logits.end());
         }

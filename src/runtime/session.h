@@ -36,10 +36,19 @@ struct AttentionMap {
     std::vector<float> scores;
 };
 
+// Q after RoPE, K and V, and the attention output of one layer over a
+// prefill, every head: row i is position query_pos0 + i (ForwardProbes::attention_rows).
+struct AttentionRows {
+    int layer = 0;
+    std::vector<float> q, out;  // (T, H·Dh) each
+    std::vector<float> k, v;    // (T, Hkv·Dh): as cached when the position was prefilled
+};
+
 struct PrefillResult {
     std::vector<float> last_logits;  // (V) of the last prompt position
     std::vector<float> all_logits;   // (T, V) when asked: one row per prefilled position
     std::vector<AttentionMap> attention;
+    std::vector<AttentionRows> attention_rows;  // one per ForwardProbes::attention_rows
     ChunkPlan plan;
     double prefill_us = 0;  // wall time of the prefill chunks only
 };

@@ -1,0 +1,98 @@
+// FlashAttention by hand on a model head (src/toy/flash_head.h, `plab flash
+// --model`): the CPU port of the gpu kernel's order against the emulated
+// kernel's own recorded state (bitwise at the kernel's tile), and every walk
+// against cpu-ref's whole softmax on the same q, k, v (an independent oracle:
+// core/attention_math.h, one max, one sum in key order).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "model/weights.h"
+#include "runtime/mask_grammar.h"
+#include "test_util.h"
+#include "toy/flash_head.h"
+
+namespace plab::test {
+namespace {
+
+// Past 256 keys (two key segments), GQA (4 query heads over 2 KV heads).
+struct HeadCase {
+    ModelConfig config = small_config(64, 2, 4, 2, 16, 96, 61, 320);
+    Weights weights = make_random_weights(config, 63);
+    std::vector<int32_t> tokens = random_tokens(300, 61, 17);
+    FlashHeadRun run(const std::string& chunks, const std::string& mask, int tile, int layer = 1,
+                     int head = 3) const {
+        FlashHeadOptions o;
+        o.layer = layer;
+        o.head = head;
+        o.tile = tile;
+        o.mask_spec = mask;
+        MaskContext context;
+        context.tokens = tokens;
+        context.n_heads = config.n_heads;
+        const BoundMask m = make_mask(mask, context);
+        return run_flash_head(weights, tokens, parse_chunk_plan(chunks, 300), m, o);
+    }
+};
+
+TEST_CASE("flash head at the kernel's tile: the port's every state equals the emulated kernel's",
+          "[flash]") {
+    const HeadCase hc;
+    for (const char* mask : {"causal", "window:40"}) {
+        INFO("mask " << mask);
+        const FlashHeadRun r = hc.run("100,7,193", mask, 0);
+        REQUIRE(r.key_tile == r.kernel_key_tile);
+        REQUIRE(r.recorded);
+        REQUIRE(r.kernel_states == static_cast<long long>(r.walk.states.size()));
+        REQUIRE(r.kernel_states > 300);  // every row, more than one tile each
+        CHECK(r.port_matches_kernel);
+        // The same order gives the same bits: the port's output is the gpu backend's.
+        CHECK(r.vs_gpu.max_ulps == 0);
+        require_not_all_zero(r.output, "the head's output");
+        // A tiled order is not cpu-ref's order: within the tolerance, stated in flash_head.h.
+        CHECK(r.vs_reference.within());
+        CHECK(r.gpu_vs_reference.within());
+        CHECK(r.unreached > 0);  // causal: the first query tiles stop before the last key tiles
+        if (std::string(mask) == "window:40") CHECK(r.skipped > 0);
+    }
+}
+
+TEST_CASE("flash head at other tiles: another order, within the tolerance, not recorded",
+          "[flash]") {
+    const HeadCase hc;
+    for (int tile : {1, 5, 16, 100, 512}) {
+        INFO("tile " << tile);
+        const FlashHeadRun r = hc.run("300", "causal", tile, 0, 0);
+        CHECK_FALSE(r.recorded);
+        CHECK(r.key_tile == tile);
+        CHECK(r.vs_gpu.within());
+        CHECK(r.vs_reference.within());
+    }
+    // One tile per pair and segment at tile 16: other sums than the kernel's 64.
+    CHECK(hc.run("300", "causal", 16, 0, 0).vs_gpu.differing > 0);
+}
+
+TEST_CASE("flash head: chunked equals whole at the kernel's tile (fixed absolute tiles)",
+          "[flash]") {
+    const HeadCase hc;
+    const FlashHeadRun whole = hc.run("full", "causal", 0);
+    const FlashHeadRun chunked = hc.run("100,7,193", "causal", 0);
+    require_bitwise_equal(chunked.output, whole.output, "the walk's output, chunked vs whole");
+    require_bitwise_equal(chunked.gpu, whole.gpu, "the gpu backend's, chunked vs whole");
+}
+
+TEST_CASE("flash head: segments and bad requests", "[flash]") {
+    CHECK(flash_segment_keys(64) == 256);
+    CHECK(flash_segment_keys(16) == 256);
+    CHECK(flash_segment_keys(3) == 258);    // the next multiple of two tiles
+    CHECK(flash_segment_keys(200) == 400);  // one pair
+    const HeadCase hc;
+    REQUIRE_THROWS_WITH(hc.run("full", "causal", 0, 2, 0),
+                        Catch::Contains("--layer 2 is out of range: the model has layers 0..1"));
+    REQUIRE_THROWS_WITH(hc.run("full", "causal", 0, 0, 4),
+                        Catch::Contains("--head 4 is out of range: the model has heads 0..3"));
+    REQUIRE_THROWS_WITH(hc.run("full", "causal", -1, 0, 0), Catch::Contains("must be at least 1"));
+}
+
+}  // namespace
+}  // namespace plab::test
