@@ -313,7 +313,7 @@ TEST_CASE("chunk-size slider through more plans than the snapshot cache keeps", 
         // What the slider does (ui_controls.cpp): new size, new plan text, dirty scenes.
         st.chunk_size = size;
         st.chunks = std::to_string(size);
-        Dirty dirty{false, false, false, true, false, false};
+        Dirty dirty{false, false, false, true, false, false, false, false};  // equivalence alone
         const std::size_t before = ctrl.cached_snapshots();
         ctrl.refresh(st, dirty, snap, /*print_checks=*/false, failed);
         if (ctrl.cached_snapshots() < before) emptied = true;

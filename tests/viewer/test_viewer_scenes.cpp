@@ -63,6 +63,15 @@ TEST_CASE("the scene table: a scene without an answer has no command, and says w
     }
 }
 
+TEST_CASE("the scene table's order is the keys' order: 1 toy to 7 flash", "[viewer]") {
+    // Key i+1 and tab i+1 open row i (ui_playback.cpp, frame_ui.cpp read the table): the
+    // lessons and the READMEs name the keys by this order.
+    CHECK(scene_names() == "toy, mask, kv, equivalence, timeline, serving, flash");
+    CHECK(scene_row(Scene::kFlash).name == std::string("flash"));
+    CHECK_FALSE(scene_row(Scene::kFlash).loads_model);  // the toy's walk needs no model
+    CHECK(scene_row(Scene::kFlash).serving_part == nullptr);
+}
+
 TEST_CASE("an unknown --scene is refused with the table's names", "[viewer]") {
     Options o;
     o.scene = "tiles";

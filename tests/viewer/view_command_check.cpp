@@ -5,7 +5,8 @@
 // there is no tolerance to state). For the serving scene (issue 61: "serving: N steps,
 // P preemptions; prompt tokens ...; arrival_s ...; ttft_ms ...") against `plab serve
 // --json`: the seeded workload and its result, bit for bit, wherever the viewer ran
-// (natively, or as the web page built with another C++ library).
+// (natively, or as the web page built with another C++ library). For the flash scene
+// ("flash: N steps, ...; output ...; full ...") against `plab flash --json`.
 // Usage: plab_view_command_check VIEWER_OUT JSON
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,43 @@ int check_serving(const std::string& line, const nlohmann::json& j) {
     return bad == 0 ? 0 : 1;
 }
 
+// The flash scene ("N steps, R rescales, S skipped; output X,...; full Y,...") against
+// `plab flash --json`: the same walk (its steps, rescales and skipped tiles) and every
+// output and whole softmax, bit for bit.
+int check_flash_numbers(const std::string& line, const nlohmann::json& j) {
+    int bad = 0;
+    long cli_steps = 0;
+    for (const auto& q : j.at("queries")) cli_steps += static_cast<long>(q.at("steps").size());
+    const long steps = std::strtol(line.c_str(), nullptr, 10);
+    const std::size_t r_at = line.find("steps, "), s_at = line.find("rescales, ");
+    const long rescales =
+        r_at == std::string::npos ? -1 : std::strtol(line.c_str() + r_at + 7, nullptr, 10);
+    const long skipped =
+        s_at == std::string::npos ? -1 : std::strtol(line.c_str() + s_at + 10, nullptr, 10);
+    std::printf(
+        "steps: viewer %ld, plab %ld; rescales: viewer %ld, plab %ld; skipped: viewer %ld, plab "
+        "%ld\n",
+        steps, cli_steps, rescales, j.at("rescales").get<long>(), skipped,
+        j.at("skipped").get<long>());
+    bad += steps != cli_steps || rescales != j.at("rescales").get<long>() ||
+           skipped != j.at("skipped").get<long>();
+    for (const char* key : {"output", "full"}) {
+        const std::vector<double> viewer = list_after(line, key);
+        std::vector<float> v, cli;
+        for (double x : viewer) v.push_back(static_cast<float>(x));
+        // plab prints each float widened to double (shortest round-trip): back to float exactly.
+        for (const auto& q : j.at("queries"))
+            cli.push_back(static_cast<float>(q.at(key).get<double>()));
+        const bool same = v.size() == cli.size() && !cli.empty() &&
+                          std::memcmp(v.data(), cli.data(), cli.size() * sizeof(float)) == 0;
+        std::printf("%s of %zu queries: viewer %zu values, last %.9g; plab last %.9g: %s\n", key,
+                    cli.size(), v.size(), v.empty() ? 0.0 : double(v.back()),
+                    cli.empty() ? 0.0 : double(cli.back()), same ? "same bits" : "DIFFERENT");
+        bad += !same;
+    }
+    return bad == 0 ? 0 : 1;
+}
+
 nlohmann::json read_json(const char* path) {
     std::ifstream in(path);
     nlohmann::json j;
@@ -78,14 +116,17 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::ifstream vin(argv[1]);
-    std::string line, numbers, serving;
+    std::string line, numbers, serving, flash;
     const std::string key = "viewer computed: first token ";
     const std::string serving_key = "viewer computed: serving: ";
+    const std::string flash_key = "viewer computed: flash: ";
     while (std::getline(vin, line)) {
         if (line.rfind(key, 0) == 0) numbers = line.substr(key.size());
         if (line.rfind(serving_key, 0) == 0) serving = line.substr(serving_key.size());
+        if (line.rfind(flash_key, 0) == 0) flash = line.substr(flash_key.size());
     }
     if (!serving.empty()) return check_serving(serving, read_json(argv[2]));
+    if (!flash.empty()) return check_flash_numbers(flash, read_json(argv[2]));
     if (numbers.empty()) {
         std::fprintf(stderr, "no 'viewer computed:' line in %s\n", argv[1]);
         return 1;

@@ -12,7 +12,7 @@ keys as a person would (Input.dispatchKeyEvent), and takes screenshots of the pa
 must also hold the fixed colours the native viewer tests ask of each scene.
 
 Cases (tests/web/CMakeLists.txt registers each as a ctest entry, label `web`):
-  scenes    toy, then keys 2..6: mask, kv, equivalence, timeline, serving; one
+  scenes    toy, then keys 2..7: mask, kv, equivalence, timeline, serving, flash; one
             screenshot each, each scene's self-check as native
   input     the Mask panel's chunk slider clicked and its prompt typed into: each
             change runs the engine again (new token count, new plan), screenshots
@@ -378,6 +378,9 @@ SCENES = [
      ["prefill-span=ffbe3c:1000", "request-span=828296:2500"]),
     ("6", "serving", r"serving replay: .*summary: yes .policy chunked",
      ["prefill-chunk=ffbe3c:12000", "decode-token=78dc78:7000"]),
+    ("7", "flash", r"flash: .*known by hand .2, 3, 14/3, 6. within the ulps the walk reports: "
+                   r"yes .toy, tile 2, mask causal, 6 steps",
+     ["tile-full=50a0dc:3000", "tile-partial=966ec8:700", "masked-cell=46464e:1700"]),
 ]
 
 
@@ -398,7 +401,7 @@ def case_scenes(lab, args):
         fail(f"JavaScript errors: {lab.js_errors(st)}")
     if not ok:
         fail("a screenshot is blank or misses a colour its scene draws")
-    print(f"6 scenes driven by keys, {st['frames']} frames, no JavaScript error: yes")
+    print(f"{len(SCENES)} scenes driven by keys, {st['frames']} frames, no JavaScript error: yes")
 
 
 def case_input(lab, args):

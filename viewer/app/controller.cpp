@@ -207,6 +207,7 @@ void Controller::refresh(const ViewerState& state, Dirty& dirty, Snapshot& snap,
     part(dirty.equivalence, snap.equivalence, &Controller::refresh_equivalence, check_equivalence);
     part(dirty.timeline, snap.timeline, &Controller::refresh_timeline, check_timeline);
     part(dirty.replay, snap.replay, &Controller::refresh_replay, check_replay);
+    part(dirty.flash, snap.flash, &Controller::refresh_flash, check_flash);
 }
 
 // 2. Toy ---------------------------------------------------------------------------

@@ -51,6 +51,9 @@ public:
     void refresh_timeline(const ViewerState& state, TimelineSnapshot& out);
     // A generated workload served on the virtual clock (serving_replay.h).
     void refresh_replay(const ViewerState& state, ReplaySnapshot& out);
+    // flash_scene.cpp: the toy walked key tile by key tile (run_flash_toy, flash_walk_of),
+    // the whole softmax on cpu-ref beside it.
+    void refresh_flash(const ViewerState& state, FlashSnapshot& out);
 
     const Model& model() const { return model_; }
     // The tokens the model scenes run: the prompt tokenized (BOS first), cut or repeated

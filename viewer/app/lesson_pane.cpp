@@ -69,6 +69,7 @@ std::string describe_changes(const ViewerState& a, const ViewerState& b) {
     change(out, "toy queries", floats(a.toy.queries), floats(b.toy.queries));
     change(out, "toy keys", floats(a.toy.keys), floats(b.toy.keys));
     change(out, "toy chunks", a.toy_chunks, b.toy_chunks);
+    change(out, "flash tile", a.flash_tile, b.flash_tile);
     auto step = [](int s) {
         return s == kOpeningStage ? std::string("opening") : std::to_string(s);
     };

@@ -73,7 +73,8 @@ constexpr const char* kTryFlags[] = {
     "--backend",    "--mask",       "--mask-tile", "--values",        "--queries",
     "--keys",       "--toy-chunks", "--step",      "--layer",         "--head",
     "--block-size", "--serving",    "--kv-blocks", "--prefix-cache",  "--policy",
-    "--rate",       "--requests",   "--seed",      "--token-budget",  "--network-delay-ms"};
+    "--rate",       "--requests",   "--seed",      "--token-budget",  "--network-delay-ms",
+    "--flash-tile"};
 
 }  // namespace
 
@@ -192,6 +193,11 @@ ViewerState state_from_options(const Options& opt) {
     if (opt.toy_keys.empty()) state.toy.keys.assign(toy_t, 1.0f);
     if (!opt.toy_chunks.empty()) state.toy_chunks = opt.toy_chunks;
     state.toy.validate();
+    PLAB_CHECK(opt.flash_tile >= 1,
+               "--flash-tile " << opt.flash_tile
+                               << " must be at least 1 (keys per tile of the flash scene; e.g. "
+                                  "--flash-tile 2)");
+    state.flash_tile = opt.flash_tile;
     if (opt.step >= 0) state.stage = opt.step;
     // heatmap, layers, side by side (the row and cell are checked against the
     // prompt's length when the engine has tokenized it: Controller::refresh_mask_view)
@@ -300,6 +306,9 @@ void add_toy_and_cursor_options(CLI::App& app, Options& opt) {
     app.add_option("--queries", opt.toy_queries, "Toy example queries Q (default all 1)");
     app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
     app.add_option("--toy-chunks", opt.toy_chunks, "Toy example chunk plan (default 2)");
+    app.add_option("--flash-tile", opt.flash_tile,
+                   "FlashAttention scene: keys per tile of the toy's walk, as plab flash --tile")
+        ->capture_default_str();
     app.add_option("--step", opt.step,
                    "Engine calls to show as done (default: all; the KV panel's shared pool: the "
                    "first step that shares the most blocks)");
@@ -345,7 +354,7 @@ void add_window_options(CLI::App& app, Options& opt) {
     app.add_option("--hover", opt.hover,
                    "Screenshots: put the mouse pointer at x,y (pixels) to show a tooltip");
     app.add_option("--press", opt.keys,
-                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-6)");
+                   "Press these keys one by one, e.g. home,right,down (space, left, end, r, 1-7)");
     app.add_flag("--report-frame-time", opt.report_frame_time,
                  "Print the median frame time of the run");
     // text and scale

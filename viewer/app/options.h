@@ -30,6 +30,7 @@ struct Options {
     std::string mask = "causal";  // runtime/mask_grammar.h grammar, as `plab --mask`
     int mask_tile = ViewerState{}.mask_tile;
     std::string toy_values, toy_queries, toy_keys, toy_chunks;
+    int flash_tile = ViewerState{}.flash_tile;  // --flash-tile N: the flash scene's keys per tile
     int width = 1280, height = 800;
     int frames = 0;
     bool report_frame_time = false;

@@ -137,4 +137,18 @@ std::vector<std::string> serving_command(const CommandInputs& in, std::string&) 
     return w;
 }
 
+// The FlashAttention panel: `plab flash` with the toy, the tile width and the mask it
+// walked (every step's m, l, rescale and acc in its --json).
+std::vector<std::string> flash_command(const CommandInputs& in, std::string&) {
+    const FlashSnapshot& f = in.snap.flash;
+    std::vector<std::string> w = {"plab",   "flash",
+                                  "--tile", std::to_string(f.tile),
+                                  "--q",    join_floats(f.input.queries),
+                                  "--k",    join_floats(f.input.keys),
+                                  "--v",    join_floats(f.input.values)};
+    if (f.mask != "causal") w.insert(w.end(), {"--mask", f.mask});
+    w.push_back("--json");
+    return w;
+}
+
 }  // namespace plab::viewer

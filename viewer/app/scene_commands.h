@@ -30,5 +30,6 @@ std::vector<std::string> kv_command(const CommandInputs& in, std::string& why_no
 std::vector<std::string> equivalence_command(const CommandInputs& in, std::string& why_not);
 std::vector<std::string> timeline_command(const CommandInputs& in, std::string& why_not);
 std::vector<std::string> serving_command(const CommandInputs& in, std::string& why_not);
+std::vector<std::string> flash_command(const CommandInputs& in, std::string& why_not);
 
 }  // namespace plab::viewer

@@ -19,6 +19,8 @@ const SceneRow kScenes[] = {
      [](const Snapshot& s) { return s.timeline.ready; }, timeline_command},
     {Scene::kServing, "serving", "Serving", &Dirty::replay, nullptr, true,
      [](const Snapshot& s) { return s.replay.ready; }, serving_command},
+    {Scene::kFlash, "flash", "FlashAttention", &Dirty::flash, nullptr, false,
+     [](const Snapshot& s) { return s.flash.ready; }, flash_command},
 };
 // clang-format on
 static_assert(std::size(kScenes) == kSceneCount, "one row per Scene value");

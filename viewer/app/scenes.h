@@ -2,7 +2,7 @@
 // title, the part of the snapshot it draws (alone, and beside several requests on
 // one pool), whether that part holds an answer, whether it loads the model, and
 // the `plab` command that prints what it shows. --scene, the tab bar, the keys
-// 1-6, the refresh of the shown scene and the control bar's command line read it.
+// 1-7, the refresh of the shown scene and the control bar's command line read it.
 // Each row's panel (its draw function) is in window/scene_views.cpp, the one room
 // that includes panels/; a static_assert there holds it to this table's order.
 //

@@ -21,15 +21,16 @@
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "serving/serve.h"
+#include "toy/flash_walk.h"
 #include "toy/toy.h"
 #include "trace/trace.h"
 
 namespace plab::viewer {
 
-enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline, kServing };
-inline constexpr int kSceneCount = 6;
+enum class Scene { kToy, kMask, kKv, kEquivalence, kTimeline, kServing, kFlash };
+inline constexpr int kSceneCount = 7;
 
-// "toy", "mask", "kv", "equivalence", "timeline", "serving": from the table of
+// "toy", "mask", "kv", "equivalence", "timeline", "serving", "flash": from the table of
 // scenes (app/scenes.h), as are the titles and the names --scene takes.
 const char* scene_name(Scene scene);
 const char* scene_title(Scene scene);  // "Toy example", "Mask & attention", ...
@@ -307,6 +308,23 @@ struct ReplaySnapshot {
     std::string error;
 };
 
+// Panel 7: FlashAttention by hand (lesson 17). One head's attention walked key tile by
+// key tile in a kernel's order, each step's online-softmax state (m, l, the rescale,
+// the output so far) as the engine recorded it: run_flash_toy + flash_walk_of on the
+// toy. The panel draws `walk` alone, so a model head's walk (the same FlashWalk) shows
+// in the same panel.
+struct FlashSnapshot {
+    bool ready = false;
+    // The inputs it was asked for (flash_inputs_key, app/flash_view.h): the panel asks
+    // again when they move (the toy's values edited, the mask changed in the Mask panel).
+    std::string key;
+    FlashWalk walk;
+    int tile = 0;                 // keys per tile it was walked with
+    std::string mask = "causal";  // the mask spec it ran under
+    ToyInput input;               // the toy it walked (the command's --q, --k, --v)
+    std::string error;            // bad input (a mask the toy cannot bind), shown instead
+};
+
 struct Snapshot {
     std::string model_summary;  // ModelConfig::summary()
     std::string model_source;
@@ -321,6 +339,7 @@ struct Snapshot {
     EquivalenceSnapshot equivalence;
     TimelineSnapshot timeline;
     ReplaySnapshot replay;
+    FlashSnapshot flash;
 };
 
 }  // namespace plab::viewer

@@ -94,11 +94,30 @@ std::string serving_numbers(const ServeReport& r) {
     return s;
 }
 
+// The flash scene's walk: its steps, rescales and skipped tiles, and each query's output
+// and whole softmax (hex floats: their exact bits), as `plab flash --json` reports them.
+std::string flash_numbers(const FlashWalk& w) {
+    std::string s = "flash: " + std::to_string(w.steps.size()) + " steps, " +
+                    std::to_string(w.rescales) + " rescales, " + std::to_string(w.skipped) +
+                    " skipped";
+    for (const auto& [label, values] : {std::pair{"; output ", &w.output}, {"; full ", &w.full}}) {
+        s += label;
+        for (std::size_t i = 0; i < values->size(); ++i) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%s%a", i > 0 ? "," : "",
+                          static_cast<double>((*values)[i]));
+            s += buf;
+        }
+    }
+    return s;
+}
+
 }  // namespace
 
 std::string view_numbers(const ViewerState& state, const Snapshot& snap) {
     if (state.scene == Scene::kServing && snap.replay.ready)
         return serving_numbers(snap.replay.report);
+    if (state.scene == Scene::kFlash && snap.flash.ready) return flash_numbers(snap.flash.walk);
     if (state.scene != Scene::kMask || !snap.mask.ready) return "";
     std::string s = "first token " + std::to_string(snap.mask.first_token_id) + ", top";
     for (const TokenProb& p : snap.mask.top) {

@@ -37,7 +37,9 @@ std::vector<std::string> view_command(const ViewerState& state, const Snapshot& 
 // mask and KV panels "first token ID, top ID:PROB ..." with each probability as a
 // C99 hex float (its exact bits); for the serving scene "serving: N steps, P
 // preemptions; prompt tokens A,B,...; arrival_s X,...; ttft_ms Y,..." (times as hex
-// floats, per request as --json lists them); "" for panels without such numbers.
+// floats, per request as --json lists them); for the flash scene "flash: N steps, R
+// rescales, S skipped; output X,...; full Y,..." (hex floats, per query); "" for panels
+// without such numbers.
 std::string view_numbers(const ViewerState& state, const Snapshot& snap);
 
 }  // namespace plab::viewer

@@ -22,7 +22,8 @@ struct Dirty {
     bool toy = true, mask = true, kv = true, equivalence = true, timeline = true;
     bool serving = true;  // the shared-pool scenario (KV and timeline panels)
     bool replay = true;   // the Serving panel's workload replay
-    void all() { toy = mask = kv = equivalence = timeline = serving = replay = true; }
+    bool flash = true;    // the FlashAttention panel's tiled walk
+    void all() { toy = mask = kv = equivalence = timeline = serving = replay = flash = true; }
 };
 
 // The Mask panel's picker (panel_mask_explorer.cpp): up to two masks and how
@@ -73,6 +74,9 @@ struct ViewerState {
     MaskExplorer explorer;
     ToyInput toy;
     std::string toy_chunks = "2";
+    // Keys per tile of the FlashAttention panel's walk (`plab flash --tile`): 2 on the
+    // 4-position toy takes each query's keys in two tiles, so a later tile can rescale.
+    int flash_tile = 2;
     // B of the KV panel. 16 (vLLM's default) against the default chunk size 8:
     // every other chunk starts inside a half-filled block, the case a paged cache
     // must get right (the chunk continues that block, the table only grows).

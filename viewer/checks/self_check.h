@@ -65,6 +65,15 @@ CheckResult check_timeline(const TimelineSnapshot& tl);
 // preemptions imply; every step is within the token budget; the drawn
 // distributions' p50/p90/p99 are the report's summary.
 CheckResult check_replay(const ReplaySnapshot& rp);
+// The FlashAttention scene (self_check_flash.cpp), on the walk it draws: each row's m_old
+// is the m the step before left, the max never goes down, the rescale is exp(m_old - m)
+// (0 before the first key) and `rescaled` says when a later tile raised the max, l stays
+// at 1 or more; every tile lies in the grid, no wider than the key tile, and its class
+// agrees with the scores the mask left (empty: none visible, and no row changed; full:
+// all); the rescales and skipped tiles counted are the steps'; the table after the last
+// step shows each output, and the ulps are those between it and the whole softmax. On
+// the toy, the whole softmax gives the means known by hand (2, 3, 14/3, 6) bitwise.
+CheckResult check_flash(const FlashSnapshot& flash);
 // What a frame laid out (self_check_layout.cpp), as a reader sees it: every
 // window inside the display, none cut off or scrolled sideways; every text and control
 // inside the part of the screen it is drawn into; wrapped text broken between words,

@@ -1,4 +1,4 @@
-// The six panels of plab-viewer, one free function each (two views in the KV and
+// The seven panels of plab-viewer, one free function each (two views in the KV and
 // timeline panels) (see STYLE.md, Viewer).
 //
 // Each draws one part of the Snapshot into the current ImGui window and may
@@ -28,12 +28,16 @@ void draw_timeline_requests(const Snapshot& snap,
 // A Poisson workload served on the virtual clock: requests x time, step composition,
 // KV pool occupancy, TTFT and ITL distributions; policy and rate re-run live.
 void draw_serving(const Snapshot& snap, ViewerState& state);  // panel_serving.cpp
+// FlashAttention by hand (lesson 17): one head's score grid, its key tiles by class and
+// the step in view, beside each query row's m, l and output so far.
+void draw_flash(const Snapshot& snap, ViewerState& state);  // panel_flash.cpp
 // KV and timeline panels: one sequence, or several requests through one engine.
 void draw_serving_toggle(ViewerState& state);  // ui_controls.cpp
 
 // The bar above every panel: model, backend, play/step controls, chunk slider.
 void draw_controls(const Snapshot& snap, ViewerState& state);  // ui_controls.cpp
-// Keyboard: space play/pause, right/left one chunk, down/up one layer, Home/R reset, 1-6 scene;
+// Keyboard: space play/pause, right/left one chunk (the flash panel: one tile), down/up one
+// layer, Home/R reset, 1-7 scene;
 // the mask panel: down/up its shown layer, F fits the heatmap, Esc unpins the query row.
 void handle_keys(const Snapshot& snap, ViewerState& state);  // ui_playback.cpp
 // Advances the cursor while playing.

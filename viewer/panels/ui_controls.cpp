@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/scenes.h"
 #include "app/view_command.h"
 #include "panels/layout_probe.h"
 #include "panels/panels.h"
@@ -87,13 +88,17 @@ void draw_step_buttons(const Snapshot& snap, ViewerState& state, const StepView&
 }
 
 // 1b. "step 3/5 + 1/2 layers", or why there is nothing to step through.
-void draw_step_counter(const StepView& v) {
+void draw_step_counter(const StepView& v, Scene scene) {
     if (v.n_stages > 0) {
         const std::string text = step_counter_text(v);
         flow(text_width(text));
-        text_with_tip(text,
-                      "Engine calls finished so far out of all calls in this scene: one per "
-                      "prefill chunk (and one per decode step in the KV panel).");
+        text_with_tip(text, scene == Scene::kFlash
+                                ? "Tiles taken so far out of all the kernel takes, in its "
+                                  "order: one step per (query tile x key tile), skipped ones "
+                                  "included. The right arrow takes the next."
+                                : "Engine calls finished so far out of all calls in this scene: "
+                                  "one per prefill chunk (and one per decode step in the KV "
+                                  "panel).");
         probe_step("step counter", v.stages_done, text);
     } else {
         flow(text_width("no steps in this panel"));
@@ -124,10 +129,12 @@ void draw_backend_combo(const Snapshot& snap, ViewerState& state) {
     const float font = ImGui::GetFontSize();
     flow(labelled_width(font * 10, "backend"), font * 2);
     ImGui::SetNextItemWidth(font * 10);
-    // The Serving panel's replay keeps its own backend (its times are the virtual clock's).
+    // The Serving panel's replay keeps its own backend (its times are the virtual clock's);
+    // the FlashAttention panel's whole softmax is always cpu-ref's (as `plab flash`).
     const bool replay = state.scene == Scene::kServing;
-    ImGui::BeginDisabled(replay);
-    const std::string& shown = replay ? snap.replay.backend : state.backend;
+    const bool flash = state.scene == Scene::kFlash;
+    ImGui::BeginDisabled(replay || flash);
+    const std::string shown = replay ? snap.replay.backend : flash ? "cpu-ref" : state.backend;
     if (ImGui::BeginCombo("backend", shown.c_str())) {
         for (const std::string& name : snap.backend_names)
             if (ImGui::Selectable(name.c_str(), name == state.backend)) {
@@ -138,11 +145,15 @@ void draw_backend_combo(const Snapshot& snap, ViewerState& state) {
         ImGui::EndCombo();
     }
     probe_control("backend");
-    item_tooltip(replay ? "The Serving replay always runs on the fast cpu backend: its times are "
-                          "the virtual clock's, so a backend changes no number here, and cpu-ref "
-                          "would take seconds per re-run. Every token is still computed."
-                        : "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed "
-                          "order (bitwise identical results); cpu and gpu are fast paths.");
+    item_tooltip(replay  ? "The Serving replay always runs on the fast cpu backend: its times are "
+                           "the virtual clock's, so a backend changes no number here, and cpu-ref "
+                           "would take seconds per re-run. Every token is still computed."
+                 : flash ? "The tiles are walked by hand (run_flash_toy) and each output is "
+                           "compared with the whole softmax of cpu-ref, the reference backend "
+                           "whose answer is the one to match bit for bit (plab flash does the "
+                           "same)."
+                         : "Where the ops run. cpu-ref and gpu-ref compute every sum in one fixed "
+                           "order (bitwise identical results); cpu and gpu are fast paths.");
     ImGui::EndDisabled();
 }
 
@@ -193,12 +204,14 @@ void draw_serving_toggle(ViewerState& state) {
 void draw_controls(const Snapshot& snap, ViewerState& state) {
     const ProbeScope scope("controls");
     const StepView v = step_view(snap, state);
-    const bool model_scene = state.scene != Scene::kToy && state.scene != Scene::kServing;
+    // The scenes of the model's prompt (the toy and flash scenes have no model, the Serving
+    // panel a workload of its own).
+    const bool model_scene = scene_row(state.scene).loads_model && state.scene != Scene::kServing;
 
     // 1. Step controls (only where there is something to step through).
     ImGui::BeginDisabled(v.n_stages == 0);
     draw_step_buttons(snap, state, v);
-    draw_step_counter(v);
+    draw_step_counter(v, state.scene);
     ImGui::EndDisabled();
 
     // 2. Engine inputs shared by the model scenes.

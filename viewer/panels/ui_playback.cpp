@@ -1,7 +1,7 @@
 // The step cursor, the keyboard and playback (see ui_playback.h, panels.h).
 #include "panels/ui_playback.h"
 
-#include <GLFW/glfw3.h>  // key codes: F, R, 1..6
+#include <GLFW/glfw3.h>  // key codes: F, R, 1..7
 #include <imgui.h>
 
 #include <algorithm>
@@ -37,6 +37,9 @@ StepView step_view(const Snapshot& snap, const ViewerState& state) {
         case Scene::kKv:
             v.n_stages = snap.kv.ready ? static_cast<int>(snap.kv.stages.size()) : 0;
             v.n_layers = std::max(1, snap.kv.n_layers);
+            break;
+        case Scene::kFlash:  // one stage per (query tile x key tile), in the kernel's order
+            v.n_stages = snap.flash.ready ? static_cast<int>(snap.flash.walk.steps.size()) : 0;
             break;
         default:
             break;

@@ -4,7 +4,8 @@
 // What it teaches: prefill is a sequence of engine calls (chunks, then decode steps),
 // each one through every layer; the cursor lets a class stop after any call, or any
 // layer of one, and see what it changed. A panel draws "stages_done calls plus
-// layers_done layers of the next". Keys and playback are declared in panels.h
+// layers_done layers of the next". In the FlashAttention panel a stage is one tile a
+// kernel takes (lesson 17): the cursor walks the kernel's order. Keys and playback are declared in panels.h
 // (handle_keys, tick_playback) and defined in ui_playback.cpp.
 #pragma once
 

@@ -4,7 +4,8 @@
 // What it teaches: lessons 1-5 in five panels (toy attention, the KV cache,
 // chunked prefill under the causal mask, bitwise equivalence, TTFT is not prefill), and the
 // serving lessons in a sixth (a workload replayed by the scheduler, on the virtual clock),
-// driven by the engine in src/ and never by math of its own. Lesson mode (--lesson N) puts
+// FlashAttention by hand in a seventh (lesson 17: the toy's softmax walked key tile by key
+// tile), driven by the engine in src/ and never by math of its own. Lesson mode (--lesson N) puts
 // the lesson's text beside its panel, its Try steps as buttons (lesson_pane.h). Left out
 // on purpose: docking, saved window layouts, multi-viewport — one window that projects well.
 //
@@ -41,6 +42,7 @@ extern "C" void plab_web_next_frame();
 
 #include "app/capture.h"
 #include "app/controller.h"
+#include "app/flash_view.h"
 #include "app/fonts.h"
 #include "app/lesson_pane.h"
 #include "app/options.h"
@@ -93,6 +95,7 @@ std::vector<int> parse_keys(const std::string& text) {
                                                          {"4", GLFW_KEY_4},
                                                          {"5", GLFW_KEY_5},
                                                          {"6", GLFW_KEY_6},
+                                                         {"7", GLFW_KEY_7},
                                                          {"up", GLFW_KEY_UP},
                                                          {"f", GLFW_KEY_F}};
     std::vector<int> keys;
@@ -104,7 +107,7 @@ std::vector<int> parse_keys(const std::string& text) {
             if (name == n) code = c;
         PLAB_CHECK(code >= 0, "--press: unknown key '" << name
                                                        << "' (valid: space, right, left, down, "
-                                                          "up, home, end, r, f, 1-6, ctrl+plus, "
+                                                          "up, home, end, r, f, 1-7, ctrl+plus, "
                                                           "ctrl+minus, ctrl+0)");
         keys.push_back(code);
     }
@@ -129,15 +132,19 @@ void refresh_dirty_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
         return;
     }
     state.slow_refresh_announced = false;
-    Dirty only{false, false, false, false, false, false, false};
+    Dirty only{false, false, false, false, false, false, false, false};
     dirty_flag(only, state.scene, state.serving_view) = true;
     flag = false;
     ctrl.refresh(state, only, snap, state.print_checks, state.checks_failed);
 }
 
 // The shown scene, then the mask panel's shown layer, pinned row and
-// second run, asked again when they change, on top of the scene just refreshed.
+// second run, asked again when they change, on top of the scene just refreshed. The
+// flash scene walks the Toy panel's input under the Mask panel's mask: asked again when
+// one of them moved since its walk (flash_inputs_key).
 void refresh_scene(Controller& ctrl, ViewerState& state, Snapshot& snap) {
+    if (state.scene == Scene::kFlash && snap.flash.key != flash_inputs_key(state))
+        state.dirty.flash = true;
     refresh_dirty_scene(ctrl, state, snap);
     if (state.scene == Scene::kMask && !state.dirty.mask)
         ctrl.refresh_mask_view(state, snap.mask, state.print_checks, state.checks_failed);
@@ -222,9 +229,9 @@ Snapshot first_snapshot(Controller& ctrl, const Options& opt, ViewerState& state
                                                              << snap.n_heads << " heads)");
     state.slow_refresh_announced = true;
     refresh_scene(ctrl, state, snap);
-    for (const std::string* err :
-         {&snap.toy.error, &snap.mask.error, &snap.mask.view.error, &snap.kv.error,
-          &snap.serving.error, &snap.equivalence.error, &snap.timeline.error, &snap.replay.error})
+    for (const std::string* err : {&snap.toy.error, &snap.mask.error, &snap.mask.view.error,
+                                   &snap.kv.error, &snap.serving.error, &snap.equivalence.error,
+                                   &snap.timeline.error, &snap.replay.error, &snap.flash.error})
         PLAB_CHECK(!headless || err->empty(), *err);
     return snap;
 }
@@ -479,7 +486,7 @@ void build_frame(FrameLoop& f, int frame) {
     f.layout.clear();
     f.layout.char_width = ImGui::CalcTextSize("abcdefghijklmnopqrstuvwxyz").x / 26;
     if (!f.ui.measure || frame > 3) f.ui.wanted = scale_keys(f.ui.now, f.ui.launch);
-    if (!ImGui::GetIO().KeyCtrl) handle_keys(f.snap, f.state);  // Ctrl 1..6 are not panel keys
+    if (!ImGui::GetIO().KeyCtrl) handle_keys(f.snap, f.state);  // Ctrl 1..7 are not panel keys
     f.force_tab = f.force_tab || f.state.scene != f.forced;
     f.force_tab = draw_frame(f.snap, f.state, f.force_tab, f.lesson);
     f.forced = f.state.scene;

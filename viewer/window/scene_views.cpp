@@ -22,6 +22,7 @@ constexpr SceneView kSceneViews[] = {
     {Scene::kEquivalence, draw_equivalence},
     {Scene::kTimeline, draw_timeline},
     {Scene::kServing, draw_serving},
+    {Scene::kFlash, draw_flash},
 };
 
 constexpr bool in_scene_order() {
