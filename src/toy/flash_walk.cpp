@@ -1,8 +1,11 @@
 #include "toy/flash_walk.h"
 
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "core/strict_math.h"
+#include "toy/rounding.h"
 
 namespace plab {
 
@@ -46,6 +49,48 @@ FlashWalk flash_walk_of(const FlashToyRun& run, const ToyInput& input,
         w.output.push_back(q.output);
         w.full.push_back(q.full);
         w.ulps.push_back(q.ulps);
+    }
+    return w;
+}
+
+FlashWalk flash_walk_of(const FlashHeadRun& run) {
+    FlashWalk w;
+    w.source = "layer " + std::to_string(run.layer) + ", head " + std::to_string(run.head);
+    w.mask = run.mask;
+    w.n_queries = w.n_keys = run.n_tokens;
+    w.key_tile = run.key_tile;
+    w.query_tile = run.query_tile;
+    w.scores = run.scores;
+    w.chunk_starts = {0};
+    for (std::size_t i = 0; i + 1 < run.plan.lengths.size(); ++i)
+        w.chunk_starts.push_back(w.chunk_starts.back() + run.plan.lengths[i]);
+    std::map<std::pair<int, int>, const FlashOrderState*> states;  // (key_lo, pos)
+    for (const FlashOrderState& st : run.walk.states) states[{st.key_lo, st.pos}] = &st;
+    for (const FlashOrderTile& t : run.walk.tiles) {
+        FlashWalkStep step;
+        step.query_lo = t.pos_lo;
+        step.query_hi = t.pos_hi;
+        step.key_lo = t.key_lo;
+        step.key_hi = t.key_hi;
+        step.kind = t.reached ? t.kind : TileClass::empty;
+        step.group = t.group;
+        w.skipped += step.kind == TileClass::empty;
+        for (int p = t.pos_lo; t.reached && step.kind != TileClass::empty && p <= t.pos_hi; ++p) {
+            const auto it = states.find({t.key_lo, p});
+            if (it == states.end()) continue;  // the row sees no key of this tile
+            const FlashOrderState& st = *it->second;
+            FlashWalkRow row{p, st.m_old, st.m, st.rescale, st.l, strict_div(st.acc0, st.l)};
+            row.rescaled = st.m_old != -INFINITY && st.rescale < 1.0f;
+            w.rescales += row.rescaled;
+            step.rows.push_back(row);
+        }
+        w.steps.push_back(std::move(step));
+    }
+    const std::size_t dh = std::size_t(run.head_dim);
+    for (int p = 0; p < run.n_tokens; ++p) {
+        w.output.push_back(run.output[std::size_t(p) * dh]);
+        w.full.push_back(run.reference[std::size_t(p) * dh]);
+        w.ulps.push_back(ulps_between(w.output.back(), w.full.back()));
     }
     return w;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/mask.h"
+#include "toy/flash_head.h"
 #include "toy/flash_toy.h"
 #include "toy/toy.h"
 
@@ -53,5 +54,12 @@ struct FlashWalk {
 // its tiles in order. chunk_starts from `chunk_starts` (the toy's plan).
 FlashWalk flash_walk_of(const FlashToyRun& run, const ToyInput& input,
                         const std::vector<int>& chunk_starts = {0});
+
+// A model head's walk (run_flash_head) as steps: each (query tile × key tile)
+// in the kernel's order, skipped ones (empty, or never reached) with no rows.
+// A row's state is its warp group's (the two groups merge at each 256-key
+// segment's end); `out` is that group's acc / l, first component; outputs
+// and the whole softmax are first components too.
+FlashWalk flash_walk_of(const FlashHeadRun& run);
 
 }  // namespace plab

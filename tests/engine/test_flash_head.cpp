@@ -4,6 +4,7 @@
 // against cpu-ref's whole softmax on the same q, k, v (an independent oracle:
 // core/attention_math.h, one max, one sum in key order).
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.h"
@@ -11,6 +12,7 @@
 #include "runtime/mask_grammar.h"
 #include "test_util.h"
 #include "toy/flash_head.h"
+#include "toy/flash_walk.h"
 
 namespace plab::test {
 namespace {
@@ -81,6 +83,29 @@ TEST_CASE("flash head: chunked equals whole at the kernel's tile (fixed absolute
     require_bitwise_equal(chunked.gpu, whole.gpu, "the gpu backend's, chunked vs whole");
 }
 
+TEST_CASE("flash head as a walk: every tile a step and every state a row (the viewer's scene)",
+          "[flash]") {
+    const HeadCase hc;
+    const FlashHeadRun r = hc.run("100,7,193", "window:40", 0);
+    const FlashWalk w = flash_walk_of(r);
+    REQUIRE(w.steps.size() == r.walk.tiles.size());
+    std::size_t rows = 0;
+    for (const FlashWalkStep& s : w.steps) {
+        rows += s.rows.size();
+        if (s.kind == TileClass::empty) CHECK(s.rows.empty());
+        for (const FlashWalkRow& row : s.rows) {
+            CHECK(row.query >= s.query_lo);
+            CHECK(row.query <= s.query_hi);
+        }
+    }
+    CHECK(rows == r.walk.states.size());
+    CHECK(w.skipped == r.skipped + r.unreached);
+    CHECK(w.chunk_starts == std::vector<int>{0, 100, 107});
+    REQUIRE(w.output.size() == 300);
+    CHECK(w.output[299] == r.output[299 * std::size_t(r.head_dim)]);
+    CHECK(w.scores.size() == 300u * 300u);
+}
+
 TEST_CASE("flash head: segments and bad requests", "[flash]") {
     CHECK(flash_segment_keys(64) == 256);
     CHECK(flash_segment_keys(16) == 256);
@@ -92,6 +117,29 @@ TEST_CASE("flash head: segments and bad requests", "[flash]") {
     REQUIRE_THROWS_WITH(hc.run("full", "causal", 0, 0, 4),
                         Catch::Contains("--head 4 is out of range: the model has heads 0..3"));
     REQUIRE_THROWS_WITH(hc.run("full", "causal", -1, 0, 0), Catch::Contains("must be at least 1"));
+}
+
+TEST_CASE("plab flash on a model head: the JSON keys and the one-line refusals", "[flash][cli]") {
+    const CliResult js = run_cli({"flash", "--layer", "0", "--head", "1", "--json"});
+    REQUIRE(js.exit_code == 0);
+    const nlohmann::json j = nlohmann::json::parse(js.out);
+    CHECK(j.at("recorded").get<bool>());
+    CHECK(j.at("port_matches_kernel").get<bool>());
+    CHECK(j.at("tile").get<int>() == j.at("kernel_tile").get<int>());
+    CHECK(j.at("vs_gpu").at("bitwise_equal").get<bool>());
+    CHECK(j.at("vs_cpu_ref").at("within_tolerance").get<bool>());
+    REQUIRE_FALSE(j.at("tiles").empty());
+    CHECK(j.at("tiles")[0].contains("class"));
+    CHECK(j.at("states").size() == std::size_t(j.at("kernel_states").get<long long>()));
+    for (const auto& bad : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"flash", "--layer", "0", "--q", "1,2"}, "--q, --k and --v are the toy's vectors"},
+             {{"flash", "--chunks", "4"}, "--chunks and a prompt are for a model head"},
+             {{"flash", "--head", "0", "--tile", "0"}, "--tile 0 must be at least 1"},
+             {{"flash", "--layer", "99"}, "--layer 99 is out of range"}}) {
+        const CliResult r = run_cli(bad.first);
+        CHECK(r.exit_code != 0);
+        CHECK(r.err.find(bad.second) != std::string::npos);
+    }
 }
 
 }  // namespace
