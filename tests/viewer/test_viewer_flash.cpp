@@ -1,9 +1,12 @@
 // The FlashAttention scene without a window (lesson 17): the walk the controller asks of
 // the engine, the self-check on it and on corrupted copies of it, what the panel's table
 // reads after each step, --flash-tile, and the command and numbers `plab flash` must
-// reproduce.
+// reproduce; the same for a model head (--layer/--head: the prompt's head walked in the
+// gpu kernel's order).
+#include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,46 @@ FlashWalkRow* first_rescaled(FlashWalk& w) {
     for (FlashWalkStep& s : w.steps)
         for (FlashWalkRow& r : s.rows)
             if (r.rescaled) return &r;
+    return nullptr;
+}
+
+// The engine's flash-head tests' shape (tests/engine/test_flash_head.cpp: 2 layers, 4
+// query heads over 2 KV heads, Dh 16, 320 positions) with the byte tokenizer.
+Model flash_head_model() {
+    Model m;
+    m.weights = make_random_weights(plab::test::small_config(64, 2, 4, 2, 16, 96, 258, 320), 63);
+    m.tokenizer = std::make_unique<ByteTokenizer>();
+    m.source = "random model for the flash head, seed 63";
+    return m;
+}
+
+// Head 2 of layer 1 on 300 tokens: past 256 keys (two segments), query tiles of 64, both
+// warp groups, and a chunk of 7 (query tiles of 16).
+ViewerState model_head_state() {
+    ViewerState st;
+    st.flash_model_head = true;
+    st.attn_layer = 1;
+    st.attn_head = 2;
+    st.prompt = "the cat sat on the mat. ";
+    st.prompt_tokens = 300;
+    st.chunks = "100,7,193";
+    return st;
+}
+
+// The first row of a later state of the same warp group and segment (its m_old is the m
+// the state before left), or nullptr.
+FlashWalkRow* second_in_group(FlashWalk& w) {
+    const int segment_keys = flash_segment_keys(w.key_tile);
+    for (std::size_t i = 0; i < w.steps.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j) {
+            FlashWalkStep& a = w.steps[j];
+            FlashWalkStep& b = w.steps[i];
+            if (a.group != b.group || a.key_lo / segment_keys != b.key_lo / segment_keys ||
+                a.rows.empty() || b.rows.empty() || a.query_lo != b.query_lo)
+                continue;
+            for (FlashWalkRow& r : b.rows)
+                if (!std::isinf(r.m_old)) return &r;
+        }
     return nullptr;
 }
 
@@ -192,6 +235,151 @@ TEST_CASE("flash scene: the plab flash command and the numbers it must reproduce
           0);
     CHECK(numbers.find("; output 0x1p+1,") != std::string::npos);  // query 0: exactly 2
     CHECK(numbers.find("; full 0x1p+1,") != std::string::npos);
+}
+
+TEST_CASE("flash scene: a model head walked in the gpu kernel's order passes its self-check",
+          "[viewer]") {
+    Controller ctrl(flash_head_model());
+    const ViewerState st = model_head_state();
+    const FlashSnapshot f = flash_of(ctrl, st);
+    REQUIRE(f.error.empty());
+    CHECK(f.model_head);
+    CHECK(f.key == flash_inputs_key(st));
+    CHECK(f.walk.source == "layer 1, head 2");
+    CHECK(f.walk.n_queries == 300);
+    CHECK(f.plan.to_string() == "100,7,193");
+    CHECK(f.walk.chunk_starts == std::vector<int>{0, 100, 107});
+    CHECK(f.walk.key_tile == f.head.kernel_key_tile);  // tile 0: the kernel's own
+    REQUIRE(f.head.recorded);
+    CHECK(f.head.port_matches_kernel);
+    CHECK(f.head.vs_gpu.max_ulps == 0);
+    bool group_1 = false, segment_1 = false;
+    for (const FlashWalkStep& s : f.walk.steps) {
+        CHECK(s.query_hi - s.query_lo + 1 <= 64);
+        group_1 = group_1 || (s.group == 1 && !s.rows.empty());
+        segment_1 = segment_1 || (s.key_lo >= 256 && !s.rows.empty());
+    }
+    CHECK(group_1);
+    CHECK(segment_1);
+    const CheckResult r = check_flash(f);
+    INFO(r.line);
+    REQUIRE(r.ok);
+    CHECK(r.line.find("the CPU port equals the emulated kernel bit for bit") != std::string::npos);
+    CHECK(r.line.find(": yes (layer 1, head 2, tile ") != std::string::npos);
+    CHECK(r.line.find("states read from the emulated kernel, output vs the gpu backend bitwise "
+                      "equal: yes") != std::string::npos);
+}
+
+TEST_CASE("flash self-check on a model head fails on a broken chain or row or summary",
+          "[viewer]") {
+    Controller ctrl(flash_head_model());
+    const FlashSnapshot f = flash_of(ctrl, model_head_state());
+    REQUIRE(check_flash(f).ok);
+    {
+        FlashSnapshot bad = f;
+        FlashWalkRow* r = second_in_group(bad.walk);
+        REQUIRE(r != nullptr);
+        r->m_old -= 0.5f;  // not the m its warp group left
+        require_flash_fails(bad, "m_old is not the m its warp group left in this segment");
+    }
+    {
+        FlashSnapshot bad = f;
+        FlashWalkRow* r = second_in_group(bad.walk);
+        REQUIRE(r != nullptr);
+        r->rescale *= 1.001f;  // a thousandth off exp(m_old - m)
+        require_flash_fails(bad, "is not exp(m_old - m) within 1e-6");
+    }
+    {
+        FlashSnapshot bad = f;
+        for (FlashWalkStep& s : bad.walk.steps)
+            if (!s.rows.empty() && s.query_hi + 1 < bad.walk.n_queries) {
+                s.rows[0].query = s.query_hi + 1;  // a row outside its query tile
+                break;
+            }
+        require_flash_fails(bad, "a row outside its query tile");
+    }
+    {
+        FlashSnapshot bad = f;
+        bad.head.port_matches_kernel = false;
+        require_flash_fails(bad, "the CPU port's states are not the emulated kernel's");
+    }
+    {
+        FlashSnapshot bad = f;
+        bad.head.skipped += 1;
+        require_flash_fails(bad, "not the run's counts of full, partial and skipped");
+    }
+}
+
+TEST_CASE("flash scene: a model head at another tile is not recorded and within the tolerance",
+          "[viewer]") {
+    Controller ctrl(flash_head_model());
+    ViewerState st = model_head_state();
+    st.flash_head_tile = 16;
+    const FlashSnapshot f = flash_of(ctrl, st);
+    REQUIRE(f.error.empty());
+    CHECK(f.walk.key_tile == 16);
+    CHECK_FALSE(f.head.recorded);
+    CHECK(f.head.vs_reference.within());
+    const CheckResult r = check_flash(f);
+    INFO(r.line);
+    REQUIRE(r.ok);
+    CHECK(r.line.find("tile 16 (the kernel's is ") != std::string::npos);
+    CHECK(r.line.find("states from the CPU port of its order (not recorded)") != std::string::npos);
+    // Another head, another tile or the toy: other inputs, so the walk is asked again.
+    ViewerState other = st;
+    other.attn_head = 1;
+    CHECK(flash_inputs_key(other) != flash_inputs_key(st));
+    other = st;
+    other.flash_head_tile = 0;
+    CHECK(flash_inputs_key(other) != flash_inputs_key(st));
+    other.flash_model_head = false;
+    CHECK(flash_inputs_key(other) == flash_inputs_key(ViewerState{}));
+}
+
+TEST_CASE("flash scene: --layer or --head opens a model head at the kernel's tile", "[viewer]") {
+    auto parse = [](const std::string& args) {
+        Options o;
+        CLI::App app;
+        add_options(app, o);
+        app.parse(args, false);
+        return state_from_options(o);
+    };
+    const ViewerState toy = parse("--scene flash");
+    CHECK_FALSE(toy.flash_model_head);
+    CHECK(toy.flash_tile == 2);
+    const ViewerState head = parse("--scene flash --layer 1 --head 2");
+    CHECK(head.flash_model_head);
+    CHECK(head.flash_head_tile == 0);  // the gpu kernel's own
+    CHECK(parse("--scene flash --head 3").flash_model_head);
+    const ViewerState tiled = parse("--scene flash --layer 1 --flash-tile 16");
+    CHECK(tiled.flash_head_tile == 16);
+    CHECK(tiled.flash_tile == 16);
+}
+
+TEST_CASE("flash scene: a model head's plab flash command", "[viewer]") {
+    Controller ctrl(plab::test::tiny_viewer_model());
+    Snapshot snap;
+    ViewerState st;
+    st.scene = Scene::kFlash;
+    st.flash_model_head = true;
+    st.attn_layer = 1;
+    st.attn_head = 2;
+    st.prompt = "abc";
+    st.chunks = "2";
+    snap.flash = flash_of(ctrl, st);
+    REQUIRE(snap.flash.error.empty());
+    std::string why_not;
+    CHECK(shell_join(view_command(st, snap, "assets/model", why_not)) ==
+          "plab flash --model assets/model --prompt abc --layer 1 --head 2 --chunks 2,2 --json");
+    st.flash_head_tile = 16;
+    st.mask = "window:2";
+    snap.flash = flash_of(ctrl, st);
+    REQUIRE(snap.flash.error.empty());
+    CHECK(shell_join(view_command(st, snap, "assets/model", why_not)) ==
+          "plab flash --model assets/model --prompt abc --layer 1 --head 2 --chunks 2,2 --tile "
+          "16 --mask window:2 --json");
+    CHECK(view_numbers(st, snap).rfind(
+              "flash: " + std::to_string(snap.flash.walk.steps.size()) + " steps, ", 0) == 0);
 }
 
 }  // namespace plab::viewer

@@ -6,8 +6,12 @@
 // P preemptions; prompt tokens ...; arrival_s ...; ttft_ms ...") against `plab serve
 // --json`: the seeded workload and its result, bit for bit, wherever the viewer ran
 // (natively, or as the web page built with another C++ library). For the flash scene
-// ("flash: N steps, ...; output ...; full ...") against `plab flash --json`.
+// ("flash: N steps, ...; output ...; full ...") against `plab flash --json`: the toy's
+// walk, or a model head's (`plab flash --model ... --layer L --head H --json`, keys in
+// src/cli/cmd_flash_model.cpp).
 // Usage: plab_view_command_check VIEWER_OUT JSON
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,19 +63,74 @@ int check_serving(const std::string& line, const nlohmann::json& j) {
     return bad == 0 ? 0 : 1;
 }
 
+// "N steps, R rescales, S skipped" at the start of the viewer's flash line.
+struct FlashCounts {
+    long steps = -1, rescales = -1, skipped = -1;
+};
+FlashCounts flash_counts(const std::string& line) {
+    FlashCounts c;
+    c.steps = std::strtol(line.c_str(), nullptr, 10);
+    const std::size_t r_at = line.find("steps, "), s_at = line.find("rescales, ");
+    if (r_at != std::string::npos) c.rescales = std::strtol(line.c_str() + r_at + 7, nullptr, 10);
+    if (s_at != std::string::npos) c.skipped = std::strtol(line.c_str() + s_at + 10, nullptr, 10);
+    return c;
+}
+
+// Floats between a and b (0: the same bits), as src/toy/rounding.h counts them: the bits
+// mapped onto one ordered line, negatives below zero.
+long long ulps_apart(float a, float b) {
+    auto ordered = [](float x) {
+        std::int32_t i = 0;
+        std::memcpy(&i, &x, sizeof i);
+        return i < 0 ? -static_cast<long long>(i & 0x7fffffff) : static_cast<long long>(i);
+    };
+    const long long d = ordered(a) - ordered(b);
+    return d < 0 ? -d : d;
+}
+
+// A model head's walk against `plab flash --model ... --json`: the same steps (one per
+// tile of "tiles"), rescales (their "rescaled") and tiles never loaded ("skipped" and
+// "unreached"). The JSON holds no output per position, only the walk's differences from
+// cpu-ref over every component: the viewer's outputs (first components) must be as many
+// as "tokens" and no further from its whole softmax than "vs_cpu_ref"'s "max_ulps".
+int check_flash_head_numbers(const std::string& line, const nlohmann::json& j) {
+    const FlashCounts c = flash_counts(line);
+    long cli_rescales = 0;
+    for (const auto& t : j.at("tiles")) cli_rescales += t.at("rescaled").get<long>();
+    const long cli_steps = static_cast<long>(j.at("tiles").size());
+    const long cli_skipped = j.at("skipped").get<long>() + j.at("unreached").get<long>();
+    std::printf(
+        "model head: steps: viewer %ld, plab %ld; rescales: viewer %ld, plab %ld; never loaded: "
+        "viewer %ld, plab %ld\n",
+        c.steps, cli_steps, c.rescales, cli_rescales, c.skipped, cli_skipped);
+    int bad = c.steps != cli_steps || c.rescales != cli_rescales || c.skipped != cli_skipped;
+    const std::vector<double> output = list_after(line, "output"), full = list_after(line, "full");
+    long long most = 0;
+    for (std::size_t i = 0; i < output.size() && i < full.size(); ++i)
+        most =
+            std::max(most, ulps_apart(static_cast<float>(output[i]), static_cast<float>(full[i])));
+    const long tokens = j.at("tokens").get<long>();
+    const long long cli_most = j.at("vs_cpu_ref").at("max_ulps").get<long long>();
+    const bool ok = static_cast<long>(output.size()) == tokens &&
+                    static_cast<long>(full.size()) == tokens && most <= cli_most;
+    std::printf(
+        "outputs of %ld tokens: viewer %zu and %zu whole softmax values, at most %lld ulps "
+        "apart; plab: at most %lld over every component: %s\n",
+        tokens, output.size(), full.size(), most, cli_most, ok ? "consistent" : "DIFFERENT");
+    bad += !ok;
+    return bad == 0 ? 0 : 1;
+}
+
 // The flash scene ("N steps, R rescales, S skipped; output X,...; full Y,...") against
 // `plab flash --json`: the same walk (its steps, rescales and skipped tiles) and every
-// output and whole softmax, bit for bit.
+// output and whole softmax, bit for bit (a model head: check_flash_head_numbers).
 int check_flash_numbers(const std::string& line, const nlohmann::json& j) {
+    if (j.contains("states")) return check_flash_head_numbers(line, j);
     int bad = 0;
     long cli_steps = 0;
     for (const auto& q : j.at("queries")) cli_steps += static_cast<long>(q.at("steps").size());
-    const long steps = std::strtol(line.c_str(), nullptr, 10);
-    const std::size_t r_at = line.find("steps, "), s_at = line.find("rescales, ");
-    const long rescales =
-        r_at == std::string::npos ? -1 : std::strtol(line.c_str() + r_at + 7, nullptr, 10);
-    const long skipped =
-        s_at == std::string::npos ? -1 : std::strtol(line.c_str() + s_at + 10, nullptr, 10);
+    const FlashCounts c = flash_counts(line);
+    const long steps = c.steps, rescales = c.rescales, skipped = c.skipped;
     std::printf(
         "steps: viewer %ld, plab %ld; rescales: viewer %ld, plab %ld; skipped: viewer %ld, plab "
         "%ld\n",

@@ -52,7 +52,8 @@ public:
     // A generated workload served on the virtual clock (serving_replay.h).
     void refresh_replay(const ViewerState& state, ReplaySnapshot& out);
     // flash_scene.cpp: the toy walked key tile by key tile (run_flash_toy, flash_walk_of),
-    // the whole softmax on cpu-ref beside it.
+    // the whole softmax on cpu-ref beside it; with state.flash_model_head a model head of
+    // the prompt instead, in the gpu kernel's order (run_flash_head).
     void refresh_flash(const ViewerState& state, FlashSnapshot& out);
 
     const Model& model() const { return model_; }
@@ -84,6 +85,8 @@ private:
     std::shared_ptr<const PrefillSnapshot> prefill_snapshot(const std::string& backend,
                                                             const std::vector<int32_t>& tokens,
                                                             const ChunkPlan& plan);
+    // flash_scene.cpp: refresh_flash for a model head (the mask scene's tokens, plan and mask).
+    void refresh_flash_head(const ViewerState& state, FlashSnapshot& out);
 
     Model model_;
     bool random_model_ = false;

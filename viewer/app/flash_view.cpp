@@ -35,6 +35,12 @@ std::vector<int> flash_cell_steps(const FlashWalk& walk) {
 
 std::string flash_inputs_key(const ViewerState& state) {
     std::ostringstream key;
+    if (state.flash_model_head) {  // a model head: the model scenes' inputs and the head's
+        key << "head|" << state.attn_layer << "|" << state.attn_head << "|" << state.flash_head_tile
+            << "|" << state.chunks << "|" << state.mask << "|" << state.prompt_tokens << "|"
+            << state.prompt;
+        return key.str();
+    }
     key.precision(9);  // float round-trips through 9 significant digits
     for (const std::vector<float>* v : {&state.toy.values, &state.toy.queries, &state.toy.keys}) {
         for (float x : *v) key << x << ",";

@@ -33,7 +33,8 @@ std::vector<FlashRowState> flash_rows_after(const FlashWalk& walk, int steps_don
 std::vector<int> flash_cell_steps(const FlashWalk& walk);
 
 // The inputs of the flash scene's walk, as text: a snapshot whose key differs was
-// asked for other inputs (the toy's values, its chunk plan, the tile, the mask).
+// asked for other inputs (the toy's values, its chunk plan, the tile, the mask; for a
+// model head its layer and head, the prompt, the chunk plan, the tile and the mask).
 std::string flash_inputs_key(const ViewerState& state);
 
 }  // namespace plab::viewer

@@ -198,6 +198,10 @@ ViewerState state_from_options(const Options& opt) {
                                << " must be at least 1 (keys per tile of the flash scene; e.g. "
                                   "--flash-tile 2)");
     state.flash_tile = opt.flash_tile;
+    // --layer or --head names a model head: the flash scene walks it, at --flash-tile when
+    // given, else at the gpu kernel's own tile (the toy's default 2 means nothing there).
+    state.flash_model_head = opt.layer >= 0 || opt.head >= 0;
+    state.flash_head_tile = opt.flash_tile_given ? opt.flash_tile : 0;
     if (opt.step >= 0) state.stage = opt.step;
     // heatmap, layers, side by side (the row and cell are checked against the
     // prompt's length when the engine has tokenized it: Controller::refresh_mask_view)
@@ -258,6 +262,7 @@ void apply_try(const std::vector<std::string>& args, const Options& given, const
     // 3. What is not an input stays: the texture (its key makes it re-upload), the checks.
     next.heatmap = state.heatmap;
     next.heatmap_compare = state.heatmap_compare;
+    next.flash_heatmap = state.flash_heatmap;
     next.print_checks = state.print_checks;
     next.checks_failed = state.checks_failed;
     next.seconds_per_step = state.seconds_per_step;
@@ -307,16 +312,20 @@ void add_toy_and_cursor_options(CLI::App& app, Options& opt) {
     app.add_option("--keys", opt.toy_keys, "Toy example keys K (default all 1)");
     app.add_option("--toy-chunks", opt.toy_chunks, "Toy example chunk plan (default 2)");
     app.add_option("--flash-tile", opt.flash_tile,
-                   "FlashAttention scene: keys per tile of the toy's walk, as plab flash --tile")
-        ->capture_default_str();
+                   "FlashAttention scene: keys per tile of the walk, as plab flash --tile (the "
+                   "toy's default; a model head's default: the gpu kernel's own)")
+        ->capture_default_str()
+        ->each([&opt](const std::string&) { opt.flash_tile_given = true; });
     app.add_option("--step", opt.step,
                    "Engine calls to show as done (default: all; the KV panel's shared pool: the "
                    "first step that shares the most blocks)");
     app.add_option("--layer", opt.layer,
                    "Attention panel: layer (default: the model's viewer.json hint, e.g. the "
-                   "shipped model's induction head, else the last layer)");
+                   "shipped model's induction head, else the last layer); the FlashAttention "
+                   "scene walks this model head instead of the toy");
     app.add_option("--head", opt.head,
-                   "Attention panel: head (default: the viewer.json hint, else 0)");
+                   "Attention panel: head (default: the viewer.json hint, else 0); the "
+                   "FlashAttention scene walks this model head instead of the toy");
 }
 
 // The KV panel's blocks, its shared pool, and the Serving panel's workload (plab serve's flags).

@@ -31,6 +31,7 @@ struct Options {
     int mask_tile = ViewerState{}.mask_tile;
     std::string toy_values, toy_queries, toy_keys, toy_chunks;
     int flash_tile = ViewerState{}.flash_tile;  // --flash-tile N: the flash scene's keys per tile
+    bool flash_tile_given = false;  // --flash-tile was on the command line (a model head's tile)
     int width = 1280, height = 800;
     int frames = 0;
     bool report_frame_time = false;

@@ -45,6 +45,20 @@ std::vector<std::string> model_command(const char* subcommand, const CommandInpu
     return {"plab", subcommand, "--model", in.model_dir};
 }
 
+// The FlashAttention panel on a model head: `plab flash --model` with the prompt, the
+// head, the plan the engine ran, the tile asked for (none: the kernel's own) and the mask.
+std::vector<std::string> flash_head_command(const CommandInputs& in, std::string& why_not) {
+    const FlashSnapshot& f = in.snap.flash;
+    std::vector<std::string> w = model_command("flash", in);
+    if (!add_prompt(w, in.state, f.tokens, why_not)) return {};
+    w.insert(w.end(), {"--layer", std::to_string(f.head.layer), "--head",
+                       std::to_string(f.head.head), "--chunks", f.plan.to_string()});
+    if (f.tile > 0) w.insert(w.end(), {"--tile", std::to_string(f.tile)});
+    if (f.mask != "causal") w.insert(w.end(), {"--mask", f.mask});
+    w.push_back("--json");
+    return w;
+}
+
 }  // namespace
 
 // The toy panel: `plab toy` with its values, queries, keys and chunk plan.
@@ -138,9 +152,10 @@ std::vector<std::string> serving_command(const CommandInputs& in, std::string&) 
 }
 
 // The FlashAttention panel: `plab flash` with the toy, the tile width and the mask it
-// walked (every step's m, l, rescale and acc in its --json).
-std::vector<std::string> flash_command(const CommandInputs& in, std::string&) {
+// walked (every step's m, l, rescale and acc in its --json); on a model head, the head's.
+std::vector<std::string> flash_command(const CommandInputs& in, std::string& why_not) {
     const FlashSnapshot& f = in.snap.flash;
+    if (f.model_head) return flash_head_command(in, why_not);
     std::vector<std::string> w = {"plab",   "flash",
                                   "--tile", std::to_string(f.tile),
                                   "--q",    join_floats(f.input.queries),

@@ -308,21 +308,41 @@ struct ReplaySnapshot {
     std::string error;
 };
 
+// What run_flash_head said of a model head's walk (toy/flash_head.h), beside the walk:
+// where its states came from and how its output compares, without the (T, Dh) arrays.
+struct FlashHeadSummary {
+    int layer = 0, head = 0, kv_head = 0, head_dim = 0;
+    std::string backend;      // "gpu (emulated)" or "gpu (native)"
+    int kernel_key_tile = 0;  // the gpu kernel's own key tile on this device
+    bool recorded = false;    // the states were read from the emulated kernel (its own tile)
+    long long kernel_states = 0;
+    bool port_matches_kernel = false;  // recorded: the CPU port's states are the kernel's bits
+    FlashHeadDiff vs_reference;        // the walk's output (T, Dh) against cpu-ref's
+    FlashHeadDiff vs_gpu;              // and against the gpu backend's own output
+    long long skipped = 0, unreached = 0, partial = 0, full = 0;  // tiles, every chunk
+};
+
 // Panel 7: FlashAttention by hand (lesson 17). One head's attention walked key tile by
 // key tile in a kernel's order, each step's online-softmax state (m, l, the rescale,
 // the output so far) as the engine recorded it: run_flash_toy + flash_walk_of on the
-// toy. The panel draws `walk` alone, so a model head's walk (the same FlashWalk) shows
-// in the same panel.
+// toy, or run_flash_head + flash_walk_of on a model head (`model_head`). The panel
+// draws `walk`, the same FlashWalk for either.
 struct FlashSnapshot {
     bool ready = false;
     // The inputs it was asked for (flash_inputs_key, app/flash_view.h): the panel asks
     // again when they move (the toy's values edited, the mask changed in the Mask panel).
     std::string key;
     FlashWalk walk;
-    int tile = 0;                 // keys per tile it was walked with
+    int tile = 0;                 // keys per tile asked for (a model head: 0 = the kernel's)
     std::string mask = "causal";  // the mask spec it ran under
     ToyInput input;               // the toy it walked (the command's --q, --k, --v)
     std::string error;            // bad input (a mask the toy cannot bind), shown instead
+    // A model head (the prompt of the model scenes, in the gpu kernel's order).
+    bool model_head = false;
+    FlashHeadSummary head;
+    std::vector<int32_t> tokens;  // (T): the prompt it prefilled
+    ChunkPlan plan;               // the plan the engine ran
+    std::string refusal;          // the asked plan's refusal under the mask ("" = ran as asked)
 };
 
 struct Snapshot {

@@ -77,6 +77,13 @@ struct ViewerState {
     // Keys per tile of the FlashAttention panel's walk (`plab flash --tile`): 2 on the
     // 4-position toy takes each query's keys in two tiles, so a later tile can rescale.
     int flash_tile = 2;
+    // The FlashAttention panel walks a model head instead of the toy: the loaded model on
+    // the prompt, chunk plan and mask of the model scenes, head attn_head of layer
+    // attn_layer, in the gpu kernel's order (run_flash_head). Set by --layer or --head on
+    // the command line, or the panel's "walk" switch.
+    bool flash_model_head = false;
+    // Keys per tile of a model head's walk; 0: the gpu kernel's own (--flash-tile when given).
+    int flash_head_tile = 0;
     // B of the KV panel. 16 (vLLM's default) against the default chunk size 8:
     // every other chunk starts inside a half-filled block, the case a paged cache
     // must get right (the chunk continues that block, the table only grows).
@@ -129,6 +136,7 @@ struct ViewerState {
     std::string compare_chunks;      // "" = no second run; else its chunk plan
     std::string compare_backend;     // "" = the same backend; else the second run's
     HeatmapTexture heatmap_compare;  // the second run's texture
+    HeatmapTexture flash_heatmap;    // the FlashAttention panel's masked cells (a model head)
     bool print_checks = false;       // print each scene's self-check line when refreshed
     bool checks_failed = false;
 };

@@ -5,16 +5,24 @@
 // max only grows, the rescale is exp(m_old - m), l never drops below the 1 its max's own
 // key adds), each tile's class against the scores the mask left, the counts the walk
 // reports, the table's last row equal to each output, and on the toy the whole
-// softmax's answers equal to the means worked out by hand.
+// softmax's answers equal to the means worked out by hand. A model head has no answers
+// worked out by hand: its walk is held to the same bookkeeping inside each warp group's
+// 256-key segment (where the kernel keeps one m, l and acc per group), to the run's own
+// counts, and to what run_flash_head measured (the CPU port equal to the emulated kernel
+// where it read the kernel's states, the output within the tolerance of cpu-ref's).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "app/flash_view.h"
 #include "checks/self_check.h"
 #include "core/strict_math.h"
+#include "toy/flash_order.h"
 #include "toy/rounding.h"
 
 namespace plab::viewer {
@@ -185,9 +193,133 @@ void flash_check_outputs(const FlashSnapshot& fl, FlashFailure& f, std::string& 
     }
 }
 
+// A model head's rescale: exp(m_old - m) as the strict expf takes it, within 1e-6 of it
+// relative (the kernel takes the library's expf, which may round its last bit otherwise);
+// 0 on a warp group's first tile of a segment (m_old = -inf: nothing summed yet).
+bool flash_head_rescale_ok(const FlashWalkRow& r) {
+    if (std::isinf(r.m_old)) return r.rescale == 0.0f;
+    const float want = strict_expf(strict_sub(r.m_old, r.m));
+    return std::fabs(r.rescale - want) <= 1e-6f * want + std::numeric_limits<float>::min();
+}
+
+// 2'. A model head's rows, step after step. The kernel's two warp groups keep their own
+//     m, l and acc (group 0 the even key tiles, group 1 the odd ones), started afresh at
+//     each segment of flash_segment_keys keys and merged at its end: a row's chain runs
+//     within one (group, segment), and each one starts from m = -inf.
+void flash_check_head_rows(const FlashWalk& w, FlashFailure& f, int& rescaled, int& skipped) {
+    const int segment_keys = flash_segment_keys(std::max(1, w.key_tile));
+    std::map<std::tuple<int, int, int>, float> left;  // (query, group, segment) -> its last m
+    rescaled = skipped = 0;
+    for (std::size_t i = 0; i < w.steps.size(); ++i) {
+        const FlashWalkStep& s = w.steps[i];
+        skipped += s.kind == TileClass::empty;
+        const int segment = s.key_lo / segment_keys;
+        for (const FlashWalkRow& r : s.rows) {
+            const std::string where =
+                "step " + std::to_string(i + 1) + ", query " + std::to_string(r.query);
+            const auto it = left.find({r.query, s.group, segment});
+            const float before = it == left.end() ? -INFINITY : it->second;
+            if (!flash_same_bits(r.m_old, before))
+                f.add(where + ": m_old is not the m its warp group left in this segment");
+            if (!(r.m >= r.m_old)) f.add(where + ": the running max went down");
+            if (!flash_head_rescale_ok(r))
+                f.add(where + ": rescale " + std::to_string(r.rescale) +
+                      " is not exp(m_old - m) within 1e-6");
+            if (r.rescaled != (!std::isinf(r.m_old) && r.rescale < 1))
+                f.add(where + ": 'rescaled' does not say whether a later tile raised the max");
+            if (!(r.l >= 1.0f) || !std::isfinite(r.l) || !std::isfinite(r.out))
+                f.add(where + ": l below 1 (the max's own key adds exp(0) = 1) or not finite");
+            rescaled += r.rescaled;
+            left[{r.query, s.group, segment}] = r.m;
+        }
+    }
+    if (rescaled != w.rescales || skipped != w.skipped)
+        f.add("the walk counts " + std::to_string(w.rescales) + " rescales and " +
+              std::to_string(w.skipped) + " skipped tiles; its steps hold " +
+              std::to_string(rescaled) + " and " + std::to_string(skipped));
+}
+
+// 3'. A model head's outputs: the ulps are the outputs' against cpu-ref's whole softmax
+//     (first components, so never more than the run's largest over every component), the
+//     tiles of each class are the run's counts, and what the run measured holds: the
+//     output within the tolerance of cpu-ref's, and where the kernel's states were read,
+//     the CPU port's equal to them and its output the gpu backend's, bit for bit.
+void flash_check_head_outputs(const FlashSnapshot& fl, FlashFailure& f, int& bitwise,
+                              long long& most_ulps) {
+    const FlashWalk& w = fl.walk;
+    const FlashHeadSummary& h = fl.head;
+    bitwise = 0;
+    most_ulps = 0;
+    for (int p = 0; p < w.n_queries; ++p) {
+        const std::size_t i = static_cast<std::size_t>(p);
+        if (w.ulps[i] != ulps_between(w.output[i], w.full[i]))
+            f.add("query " + std::to_string(p) +
+                  ": the ulps are not those between the output and the whole softmax");
+        bitwise += w.ulps[i] == 0;
+        most_ulps = std::max(most_ulps, w.ulps[i]);
+    }
+    if (most_ulps > h.vs_reference.max_ulps)
+        f.add("an output is " + std::to_string(most_ulps) + " ulps from cpu-ref's, the run says " +
+              std::to_string(h.vs_reference.max_ulps) + " at most");
+    long long full = 0, partial = 0;
+    for (const FlashWalkStep& s : w.steps) {
+        full += s.kind == TileClass::full;
+        partial += s.kind == TileClass::partial;
+    }
+    if (full != h.full || partial != h.partial || w.skipped != h.skipped + h.unreached)
+        f.add("the steps' tile classes are not the run's counts of full, partial and skipped");
+    if (!h.vs_reference.within())
+        f.add("the output is outside the tolerance of cpu-ref's whole softmax (" +
+              std::to_string(h.vs_reference.worst) + " of it)");
+    if (h.recorded && !h.port_matches_kernel)
+        f.add("the CPU port's states are not the emulated kernel's, bit for bit");
+    if (h.recorded && h.vs_gpu.max_ulps != 0)
+        f.add("at the kernel's own tile the walk's output is not the gpu backend's bits");
+}
+
+// The check of a model head's walk (check_flash when fl.model_head).
+CheckResult check_flash_head(const FlashSnapshot& fl) {
+    const FlashWalk& w = fl.walk;
+    const FlashHeadSummary& h = fl.head;
+    FlashFailure f;
+    int rescaled = 0, skipped = 0, bitwise = 0;
+    long long most_ulps = 0;
+    flash_check_tiles(w, f);
+    if (f.why.empty()) {
+        flash_check_head_rows(w, f, rescaled, skipped);
+        flash_check_head_outputs(fl, f, bitwise, most_ulps);
+    }
+    const std::string tile = "tile " + std::to_string(w.key_tile) +
+                             (w.key_tile == h.kernel_key_tile
+                                  ? std::string(" (the kernel's)")
+                                  : " (the kernel's is " + std::to_string(h.kernel_key_tile) + ")");
+    const std::string states =
+        h.recorded ? std::string(
+                         "states read from the emulated kernel, output vs the gpu "
+                         "backend bitwise equal: ") +
+                         (h.vs_gpu.max_ulps == 0 ? "yes" : "no")
+                   : std::string("states from the CPU port of its order (not recorded)");
+    CheckResult r;
+    r.ok = f.why.empty();
+    r.line =
+        "flash: a model head in the gpu kernel's order: every step's rows inside its query "
+        "tile, tile classes agree with the mask, within each warp group's segment m_old is "
+        "the m it left and m never falls, rescale = exp(m_old - m) within 1e-6, empty tiles "
+        "change no row, " +
+        std::string(h.recorded ? "the CPU port equals the emulated kernel bit for bit, " : "") +
+        "the output within the tolerance of cpu-ref's whole softmax: " + (r.ok ? "yes" : "no") +
+        " (" + w.source + ", " + tile + ", mask " + w.mask + ", " + std::to_string(w.steps.size()) +
+        " steps, " + std::to_string(w.rescales) + " rescales, " + std::to_string(w.skipped) +
+        " skipped, " + std::to_string(bitwise) + " of " + std::to_string(w.n_queries) +
+        " outputs bitwise equal to cpu-ref, at most " + std::to_string(most_ulps) +
+        " ulps apart; " + states + ")" + (f.why.empty() ? "" : "; first failure: " + f.why);
+    return r;
+}
+
 }  // namespace
 
 CheckResult check_flash(const FlashSnapshot& fl) {
+    if (fl.model_head) return check_flash_head(fl);
     const FlashWalk& w = fl.walk;
     FlashFailure f;
     int rescaled = 0, skipped = 0, bitwise = 0;

@@ -10,7 +10,8 @@
 // Left: the score grid (queries down, keys across) with its tiles by class, the chunk
 // boundaries and the tile in view; right: each query row's state after the step in view.
 // Everything drawn is the walk in the snapshot (src/toy/flash_walk.h): the toy's by
-// default, a model head's in the same form; nothing is computed here.
+// default, a model head's in the same form (drawn by panel_flash_head.cpp, sized for
+// hundreds of positions); nothing is computed here.
 #include <imgui.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 
 #include "app/flash_view.h"
 #include "panels/layout_probe.h"
+#include "panels/panel_flash_parts.h"
 #include "panels/panels.h"
 #include "panels/ui_colours.h"
 #include "panels/ui_playback.h"
@@ -30,7 +32,6 @@
 #include "panels/ui_widgets.h"
 
 namespace plab::viewer {
-namespace {
 
 // Up to 7 significant digits; -inf as the lessons write it.
 std::string flash_num(float x) {
@@ -80,6 +81,64 @@ int flash_chunk_of(const FlashWalk& w, int p) {
         if (w.chunk_starts[i] <= p) c = static_cast<int>(i);
     return c;
 }
+
+// The last step touching each query (its row is final once that step is taken); -1: none.
+std::vector<int> flash_last_steps(const FlashWalk& w) {
+    std::vector<int> last(static_cast<std::size_t>(w.n_queries), -1);
+    for (std::size_t i = 0; i < w.steps.size(); ++i)
+        for (int q = std::max(0, w.steps[i].query_lo);
+             q <= std::min(w.n_queries - 1, w.steps[i].query_hi); ++q)
+            last[static_cast<std::size_t>(q)] = static_cast<int>(i);
+    return last;
+}
+
+// 3a. One query's m, l and rescale cells: its latest row, or "—" before its first tile.
+void flash_state_cells(const FlashRowState& r, int q, int done) {
+    const std::string who = "query " + std::to_string(q);
+    const char* dash = "\xE2\x80\x94";  // U+2014: not reached yet
+    const std::string not_yet =
+        "Not reached yet: no tile of " + who + " has been taken (step forward: right arrow).";
+    ImGui::TableNextColumn();
+    if (!r.reached) {
+        text_with_tip(dash, not_yet);
+    } else {
+        text_with_tip(flash_num(r.row.m),
+                      "m, the running max of " + who +
+                          ": the largest score among the keys taken so far (-inf before the "
+                          "first tile); it only grows. Exactly " +
+                          flash_exact(r.row.m) + ".");
+    }
+    ImGui::TableNextColumn();
+    if (!r.reached) {
+        text_with_tip(dash, not_yet);
+    } else {
+        text_with_tip(flash_num(r.row.l),
+                      "l, the running denominator of " + who +
+                          ": the sum of exp(s - m) over the keys taken so far, each measured "
+                          "against the current max m; at the end output = acc / l. Exactly " +
+                          flash_exact(r.row.l) + ".");
+    }
+    ImGui::TableNextColumn();
+    if (!r.reached || std::isinf(r.row.m_old)) {
+        text_with_tip(dash, r.reached ? "Its first tile so far: nothing was summed before it, "
+                                        "so there is nothing to re-measure (m_old = -inf)."
+                                      : not_yet);
+        return;
+    }
+    // The rescale of the step in view, when it re-measured this row: highlighted.
+    if (r.row.rescaled && r.step == done - 1)
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, colour::kClose);
+    text_with_tip("\xC3\x97" + flash_num(r.row.rescale),  // U+00D7 times
+                  "rescale = exp(m_old - m_new) = exp(" + flash_num(r.row.m_old) + " - " +
+                      flash_num(r.row.m) + ") = " + flash_exact(r.row.rescale) +
+                      ": what l and acc were multiplied by at step " + std::to_string(r.step + 1) +
+                      ", before its keys were added. " +
+                      (r.row.rescaled ? "A later tile raised the max: what was summed against "
+                                        "the old max is re-measured against the new one."
+                                      : "1: the max did not move, nothing changes."));
+}
+
+namespace {
 
 // Where the grid is drawn: its top-left cell, the size of a cell, and its shape.
 struct FlashGrid {
@@ -216,7 +275,7 @@ void flash_draw_grid(const FlashWalk& w, int done, float cell) {
 }
 
 // 2. What each colour of the grid means.
-void flash_draw_legend() {
+void flash_draw_legend(bool model_head) {
     legend_entry(colour::kTileFull, 0, "full tile",
                  "Every key of the tile is visible to its queries: taken whole, no mask test.");
     legend_entry(colour::kTilePartial, 0, "partial tile",
@@ -235,66 +294,14 @@ void flash_draw_legend() {
     legend_entry(0, IM_COL32_WHITE, "tile in view",
                  "The tile of the step in view: the step counter's number.");
     legend_entry(colour::kChunk, 0, "chunk boundary",
-                 "Where the Toy panel's chunk plan cuts the prompt. Tiles are aligned to "
-                 "position 0, not to chunks: every plan sees the same tiles, so the same bits.");
+                 model_head
+                     ? "Where the chunk plan cuts the prompt: each chunk is one launch of the "
+                       "kernel, its query tiles start at the chunk's first position; key tiles "
+                       "are aligned to position 0, so every plan folds the same keys together."
+                     : "Where the Toy panel's chunk plan cuts the prompt. Tiles are aligned to "
+                       "position 0, not to chunks: every plan sees the same tiles, so the same "
+                       "bits.");
 }
-
-// The last step touching each query (its row is final once that step is taken); -1: none.
-std::vector<int> flash_last_steps(const FlashWalk& w) {
-    std::vector<int> last(static_cast<std::size_t>(w.n_queries), -1);
-    for (std::size_t i = 0; i < w.steps.size(); ++i)
-        for (int q = std::max(0, w.steps[i].query_lo);
-             q <= std::min(w.n_queries - 1, w.steps[i].query_hi); ++q)
-            last[static_cast<std::size_t>(q)] = static_cast<int>(i);
-    return last;
-}
-
-// 3a. One query's m, l and rescale cells: its latest row, or "—" before its first tile.
-void flash_state_cells(const FlashRowState& r, int q, int done) {
-    const std::string who = "query " + std::to_string(q);
-    const char* dash = "\xE2\x80\x94";  // U+2014: not reached yet
-    const std::string not_yet =
-        "Not reached yet: no tile of " + who + " has been taken (step forward: right arrow).";
-    ImGui::TableNextColumn();
-    if (!r.reached) {
-        text_with_tip(dash, not_yet);
-    } else {
-        text_with_tip(flash_num(r.row.m),
-                      "m, the running max of " + who +
-                          ": the largest score among the keys taken so far (-inf before the "
-                          "first tile); it only grows. Exactly " +
-                          flash_exact(r.row.m) + ".");
-    }
-    ImGui::TableNextColumn();
-    if (!r.reached) {
-        text_with_tip(dash, not_yet);
-    } else {
-        text_with_tip(flash_num(r.row.l),
-                      "l, the running denominator of " + who +
-                          ": the sum of exp(s - m) over the keys taken so far, each measured "
-                          "against the current max m; at the end output = acc / l. Exactly " +
-                          flash_exact(r.row.l) + ".");
-    }
-    ImGui::TableNextColumn();
-    if (!r.reached || std::isinf(r.row.m_old)) {
-        text_with_tip(dash, r.reached ? "Its first tile so far: nothing was summed before it, "
-                                        "so there is nothing to re-measure (m_old = -inf)."
-                                      : not_yet);
-        return;
-    }
-    // The rescale of the step in view, when it re-measured this row: highlighted.
-    if (r.row.rescaled && r.step == done - 1)
-        ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, colour::kClose);
-    text_with_tip("\xC3\x97" + flash_num(r.row.rescale),  // U+00D7 times
-                  "rescale = exp(m_old - m_new) = exp(" + flash_num(r.row.m_old) + " - " +
-                      flash_num(r.row.m) + ") = " + flash_exact(r.row.rescale) +
-                      ": what l and acc were multiplied by at step " + std::to_string(r.step + 1) +
-                      ", before its keys were added. " +
-                      (r.row.rescaled ? "A later tile raised the max: what was summed against "
-                                        "the old max is re-measured against the new one."
-                                      : "1: the max did not move, nothing changes."));
-}
-
 // 3b. One query's output so far, the whole softmax, and once its last tile is taken
 //     whether the two have the same bits.
 void flash_output_cells(const FlashWalk& w, const FlashRowState& r, int q, bool final) {
@@ -446,12 +453,35 @@ float flash_table_width(const FlashWalk& w) {
     return sum;
 }
 
-// 0. The tile width (the walk is asked again when it moves), the mask and a button that
-//    gives the toy rising keys, so a later tile raises the max.
+// 0a. Which walk: the toy, or a model head of the prompt (the walk is asked again when
+//     the switch moves: flash_inputs_key).
+void flash_draw_source(ViewerState& state) {
+    ImGui::AlignTextToFramePadding();
+    line_text("walk:");
+    ImGui::SameLine();
+    if (ImGui::RadioButton("toy", !state.flash_model_head)) state.flash_model_head = false;
+    probe_control("toy");
+    item_tooltip(
+        "Walk the toy: the Toy panel's V, Q and K (one head, head dimension 1, 4 positions), "
+        "every query a tile row of its own, its tiles in order (plab flash).");
+    flow(checkbox_width("model head"));
+    if (ImGui::RadioButton("model head", state.flash_model_head)) state.flash_model_head = true;
+    probe_control("model head");
+    item_tooltip(
+        "Walk one head of the loaded model on the prompt, chunk plan and mask of the model "
+        "panels, in the order the gpu kernel takes it: query tiles of 64 rows, key tiles of "
+        "64 keys, two warp groups taking the even and odd tiles (plab flash --layer L --head "
+        "H; plab-viewer --layer/--head open it).");
+}
+
+// 0b. The tile width (the walk is asked again when it moves), the mask and a button that
+//     gives the toy rising keys, so a later tile raises the max.
 void flash_draw_controls(const FlashSnapshot& f, ViewerState& state) {
     const float font = ImGui::GetFontSize();
-    const int positions = f.ready ? f.walk.n_keys : state.toy.n_tokens();
+    const bool toy_walk = f.ready && !f.model_head;
+    const int positions = toy_walk ? f.walk.n_keys : state.toy.n_tokens();
     int tile = state.flash_tile;
+    flow(labelled_width(font * 8, "keys per tile"), font);
     ImGui::SetNextItemWidth(font * 8);
     if (ImGui::SliderInt("keys per tile", &tile, 1, std::max({1, positions, state.flash_tile})))
         state.flash_tile = std::max(1, tile);
@@ -470,8 +500,8 @@ void flash_draw_controls(const FlashSnapshot& f, ViewerState& state) {
     item_tooltip(
         "Sets the toy's keys to 1, 2, 3, ... (the Toy panel's K): each later key scores "
         "higher, so a later tile raises the running max and rescales l and acc.");
-    const std::string facts = "mask " + (f.ready ? f.walk.mask : f.mask) +
-                              ", walked: " + (f.ready ? f.walk.source : std::string("toy"));
+    const std::string facts = "mask " + (toy_walk ? f.walk.mask : state.mask) +
+                              ", walked: " + (toy_walk ? f.walk.source : std::string("toy"));
     flow(text_width(facts));
     line_text(facts, dim_colour());
     item_tooltip(
@@ -479,34 +509,9 @@ void flash_draw_controls(const FlashSnapshot& f, ViewerState& state) {
         "toy (the Toy panel's V, Q, K; one head, head dimension 1).");
 }
 
-}  // namespace
-
-void draw_flash(const Snapshot& snap, ViewerState& state) {
-    const FlashSnapshot& f = snap.flash;
-    wrapped_text("FlashAttention by hand: one head's attention, key tile by key tile");
-    help_marker(
-        "Lesson 17 - FlashAttention by hand (lessons/17-flash-attention.md; plab flash).\n\nA "
-        "tiled kernel never holds a query's whole row of scores. It takes the keys one tile at "
-        "a time and keeps, per query, a running max m, a running denominator l = sum exp(s - "
-        "m) and an output acc = sum exp(s - m) v. A tile that raises the max first multiplies "
-        "l and acc by rescale = exp(m_old - m_new). After the last tile, output = acc / l: the "
-        "whole softmax's answer, bit for bit when the operations come in the same order (one "
-        "tile holding every key). Under a mask each tile is classified first: empty (skipped, "
-        "never loaded), partial (masked key by key), full (no mask test).");
-    hint_text(
-        "Try: press Home, then the right arrow to take one tile at a time; press rising keys "
-        "and watch a rescale; set keys per tile to 1 or 4.");
-    flash_draw_controls(f, state);
-    if (!f.error.empty()) {
-        wrapped_text(f.error, colour::kBad);
-        return;
-    }
-    if (!f.ready) return;
-    ImGui::Separator();
-    const FlashWalk& w = f.walk;
-    const StepView step = step_view(snap, state);
-    // The grid beside the table when both fit (cells shrunk down to 6 px if need be), else
-    // the table under the grid.
+// The toy's grid beside its table when both fit (cells shrunk down to 6 px if need be),
+// else the table under the grid; the step in view and the verdict under the table.
+void flash_draw_toy(const FlashWalk& w, const StepView& step) {
     const float font = ImGui::GetFontSize();
     const float avail = ImGui::GetContentRegionAvail().x;
     const float label = font * 2.5f, gap = font * 3;
@@ -530,9 +535,50 @@ void draw_flash(const Snapshot& snap, ViewerState& state) {
     flash_draw_step(w, step.stages_done);
     flash_draw_verdict(w, step.complete());
     ImGui::EndGroup();
+}
+
+}  // namespace
+
+void draw_flash(const Snapshot& snap, ViewerState& state) {
+    const FlashSnapshot& f = snap.flash;
+    wrapped_text("FlashAttention by hand: one head's attention, key tile by key tile");
+    help_marker(
+        "Lesson 17 - FlashAttention by hand (lessons/17-flash-attention.md; plab flash).\n\nA "
+        "tiled kernel never holds a query's whole row of scores. It takes the keys one tile at "
+        "a time and keeps, per query, a running max m, a running denominator l = sum exp(s - "
+        "m) and an output acc = sum exp(s - m) v. A tile that raises the max first multiplies "
+        "l and acc by rescale = exp(m_old - m_new). After the last tile, output = acc / l: the "
+        "whole softmax's answer, bit for bit when the operations come in the same order (one "
+        "tile holding every key). Under a mask each tile is classified first: empty (skipped, "
+        "never loaded), partial (masked key by key), full (no mask test).\n\nThe walk is the "
+        "toy's, or (model head) one head of the loaded model on the prompt, in the gpu "
+        "kernel's order: query tiles of 64 rows, key tiles of 64 keys taken by two warp "
+        "groups, each with its own m, l and acc, merged at every 256 keys and at the end.");
+    hint_text(state.flash_model_head
+                  ? "Try: press Home, then the right arrow to take one (query tile x key tile) "
+                    "at a time; pick another layer or head; set keys per tile to 16 and "
+                    "compare the ulps."
+                  : "Try: press Home, then the right arrow to take one tile at a time; press "
+                    "rising keys and watch a rescale; set keys per tile to 1 or 4.");
+    flash_draw_source(state);
+    if (state.flash_model_head)
+        flash_head_controls(snap, state);
+    else
+        flash_draw_controls(f, state);
+    if (!f.error.empty()) {
+        wrapped_text(f.error, colour::kBad);
+        return;
+    }
+    if (!f.ready) return;
+    ImGui::Separator();
+    const StepView step = step_view(snap, state);
+    if (f.model_head)
+        flash_head_body(snap, state, step.stages_done, step.complete());
+    else
+        flash_draw_toy(f.walk, step);
     ImGui::Spacing();
     ImGui::Dummy(ImVec2(0, 0));  // the legend flows from the left edge, under both
-    flash_draw_legend();
+    flash_draw_legend(f.model_head);
 }
 
 }  // namespace plab::viewer

@@ -312,6 +312,7 @@ void add_launch_texts(FontSet& fonts, const LessonPane* lesson, const std::strin
 void close_window(GLFWwindow* window, ViewerState& state) {
     release_texture(state.heatmap);
     release_texture(state.heatmap_compare);
+    release_texture(state.flash_heatmap);
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();
