@@ -121,8 +121,11 @@ test-web: build web
 # other tests; their figures are checked in the release run), and test_gpu,
 # which has its own target below (its ASan build and run add ~12 minutes to
 # CI on 2 cores).
+# An area is a ctest label and a build target, area_<label>, holding the area's test
+# executables (one per test file; tests/CMakeLists.txt's plab_add_test).
 # ASAN_CTEST_ARGS='' runs every test of the subset's binaries; more targets, more tests.
-ASAN_TARGETS ?= plab_cli test_engine test_mask test_model test_stress test_serving fuzz_replays
+ASAN_TARGETS ?= plab_cli area_test_engine area_test_mask area_test_model area_test_stress \
+  area_test_serving fuzz_replays
 ASAN_CTEST_ARGS ?= -L '^(test_engine|test_mask|test_model|test_stress|test_serving|fuzz_replay)$$' \
   -E 'bench --load|bench holds gpu rows|plab eval --json: the shipped|plab eval --mask on the shipped|--validate-cost'
 # No -Werror here even in CI: GCC 12's flow analysis under -fsanitize reports
@@ -139,7 +142,7 @@ test-asan: deps
 # all 512 chunk plans are left out (minutes each under ASan).
 test-asan-gpu: deps
 	cmake --preset asan -DPLAB_WERROR=OFF
-	cmake --build --preset asan -j$(JOBS) --target test_gpu
+	cmake --build --preset asan -j$(JOBS) --target area_test_gpu
 	ctest --preset asan -j$(JOBS) --timeout 900 -L '^test_gpu$$' -E 'all 512 chunk plans'
 
 # Fuzzing (tests/fuzz/CMakeLists.txt): each harness FUZZ_SECONDS, crashers first.

@@ -202,7 +202,7 @@ test_step gpu-tests env PLAB_REQUIRE_NATIVE=1 PLAB_CUDA_SYNC=1 \
 # tag [graph]). Should they fail there, the
 # rest of the run launches kernel by kernel (PLAB_GPU_GRAPHS=0), so the
 # speed figures still come back, and says so.
-if ! "$build/tests/gpu/test_gpu" "[graph]" >"$logs/graph-tests.log" 2>&1; then
+if ! "$build/tests/gpu/test_step_graph" "[graph]" >"$logs/graph-tests.log" 2>&1; then
     echo "device-check: CUDA graphs FAILED natively (see $logs/graph-tests.log); the rest of" \
         "this run uses PLAB_GPU_GRAPHS=0 (every kernel launched on its own)" >&2
     export PLAB_GPU_GRAPHS=0

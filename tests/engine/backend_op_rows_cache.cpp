@@ -2,6 +2,7 @@
 // K/V append (alone and with RoPE) and attention (alone, batched, probed),
 // over paged pools whose unused slots hold NaN (backend_op_rows.h).
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <memory>

@@ -83,7 +83,7 @@ const std::map<std::string, std::string> kNotOps = {
     {"prepare_kv_pool",
      "a layout hint, results must not depend on it: the kv_append and attention rows call it"},
     {"attention_tile_counts",
-     "instrumentation of the fast kernels (test_cpu_fast_paths, test_flash)"},
+     "instrumentation of the fast kernels (test_cpu_fast_paths, test_gpu_flash)"},
     {"reset_attention_tile_counts", "instrumentation (as attention_tile_counts)"},
     {"times_device_ops", "device timing (tests/gpu/test_gpu_timing.cpp)"},
     {"set_device_op_timing", "device timing (tests/gpu/test_gpu_timing.cpp)"},

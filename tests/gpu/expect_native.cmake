@@ -1,6 +1,6 @@
 # PLAB_REQUIRE_NATIVE=1 must turn "no native GPU" into a failing test:
 #
-#   cmake -DTEST_BIN=<test_gpu> -DCASE="<Catch2 case>" -P expect_native.cmake
+#   cmake -DTEST_BIN=<the test binary holding CASE> -DCASE="<Catch2 case>" -P expect_native.cmake
 #
 # 1. Runs CASE without the variable: it must pass, and its WARN lines say
 #    whether a "(native)" form exists here.

@@ -407,7 +407,7 @@ TEST_CASE("gpu kernels: causal attention over a paged cache", "[gpu][kernels]") 
             "online softmax rescales partial sums tile by tile and uses the library expf: "
             "a few ulp on outputs of size ~1",
             false,
-            // gpu's flash kernel runs the Dh it is compiled for (test_flash.cpp
+            // gpu's flash kernel runs the Dh it is compiled for (test_gpu_flash.cpp
             // covers each, and the refusal of the others); gpu-ref runs them all.
             flash_supports(c.head_dim));
         const int head = c.n_heads - 1;
