@@ -88,10 +88,10 @@ std::string ulps_text(const FlashHeadDiff& d) {
     if (d.max_ulps == 0) return "bitwise equal: yes";
     char buf[240];
     std::snprintf(buf, sizeof buf,
-                  "bitwise equal: no (%lld values differ, max |diff| %.3g);\n"
+                  "bitwise equal: no (%lld values differ, max |diff| %.3g, %lld ulps at most);\n"
                   "    within the tolerance |diff| <= %g + %g·max|v|: %s (worst %.2f of it)",
-                  d.differing, double(d.max_abs), kFlashAtol, kFlashRtol, d.within() ? "yes" : "no",
-                  d.worst);
+                  d.differing, double(d.max_abs), d.max_ulps, kFlashAtol, kFlashRtol,
+                  d.within() ? "yes" : "no", d.worst);
     return buf;
 }
 

@@ -35,11 +35,11 @@ std::vector<float> columns(const std::vector<float>& a, int width, int offset, i
     return out;
 }
 
-// The prefill on the gpu backend, the tap on layer o.layer's head o.head.
+// The prefill on o.backend (gpu), the tap on layer o.layer's head o.head.
 HeadRows run_gpu(const Weights& weights, std::span<const int32_t> tokens, const ChunkPlan& plan,
                  const BoundMask& mask, const FlashHeadOptions& o, FlashTrace& trace) {
     const ModelConfig& c = weights.config;
-    LoadedModel model(weights, "gpu");
+    LoadedModel model(weights, o.backend);
     Session session(model, SessionOptions{o.block_size, 0, mask});
     trace.k_pool = session.cache().storage().k_pool(o.layer).data;
     trace.head = o.head;

@@ -32,6 +32,11 @@ struct FlashHeadOptions {
     int tile = 0;         // the walk's key tile; 0: the gpu kernel's own
     int query_tile = 64;  // the kernel's block of queries (16 in chunks of <= 16 queries)
     int block_size = 16;  // KV block size of the session
+    // The backend whose prefill gives the head's q, k, v and output: "gpu" (its
+    // kernel's order is the walk's); another (the web page has no gpu) gives the
+    // inputs, the walk is the port alone, and its output is compared with that
+    // backend's instead.
+    std::string backend = "gpu";
     std::string mask_spec = "causal";
 };
 

@@ -286,7 +286,7 @@ TEST_CASE("lessons without a panel open as text alone, naming the command that t
     for (int n : lessons_with_panels()) CHECK(lesson_command(n) == nullptr);
     const std::string bad = outcome(99);
     CHECK(bad.find("--lesson 99 is not a lesson with a panel (panels: lessons 1-5, 7, 9-11, "
-                   "13-15; taught by a command: 6, 8, 12, 16, 17)") != std::string::npos);
+                   "13-15, 17; taught by a command: 6, 8, 12, 16)") != std::string::npos);
 }
 
 TEST_CASE("pressing a Try step changes the snapshot the panel draws", "[viewer][lesson]") {

@@ -59,6 +59,11 @@ void Controller::refresh_flash_head(const ViewerState& state, FlashSnapshot& out
     o.head = state.attn_head;
     o.tile = state.flash_head_tile;
     o.mask_spec = state.mask;
+#ifdef __EMSCRIPTEN__
+    // The web page has no gpu backend: cpu-ref's prefill gives the head's q, k and v,
+    // and the walk is the port of the gpu kernel's order alone (none of its states read).
+    o.backend = "cpu-ref";
+#endif
     const FlashHeadRun run = run_flash_head(model_.weights, out.tokens, out.plan, mask, o);
     out.walk = flash_walk_of(run);
     // 3. What the run says of the walk, kept without its (T, Dh) arrays.

@@ -30,6 +30,7 @@ constexpr LessonPanel kLessonPanels[] = {
     {13, Scene::kMask, false, nullptr, -1, "window:8"},
     {14, Scene::kKv},
     {15, Scene::kEquivalence},  // the fast rows: one difference in every plan
+    {17, Scene::kFlash},        // the toy's walk; a model head with --layer/--head
 };
 
 // The lessons a command teaches instead of a panel (what --lesson N points to).
@@ -42,7 +43,6 @@ constexpr LessonCommand kLessonCommands[] = {
     {8, "plab bench --batch"},
     {12, "plab serve --disaggregate"},
     {16, "plab generate --logits-digest"},  // same request, same bits
-    {17, "plab flash"},                     // FlashAttention by hand
 };
 
 // "1-5, 7, 9-11, 13-15": the lessons with a panel, runs of consecutive numbers joined.

@@ -269,9 +269,9 @@ void flash_head_facts(const FlashSnapshot& f) {
         h.recorded ? "states read from the emulated kernel (" + std::to_string(h.kernel_states) +
                          " row-tile states); the CPU port agrees bit for bit: " +
                          (h.port_matches_kernel ? "yes" : "no") + "; output vs gpu backend: " + gpu
-                   : "states from the CPU port of the kernel's order (at another tile, or "
-                     "natively, the kernel's own are not read); output vs gpu backend: " +
-                         gpu;
+                   : "states from the CPU port of the kernel's order (at another tile, natively "
+                     "or without the gpu backend, the kernel's own are not read); output vs " +
+                         h.backend + ": " + gpu;
     wrapped_with_tip(text,
                      "The emulated gpu kernel records every row's m, l and acc through a tap; "
                      "a CPU port of its order (toy/flash_order.h) replays them. At the "
