@@ -14,31 +14,18 @@
 
 #include "cli/grade.h"
 #include "core/attention_math.h"
+#include "core/attention_reference.h"
 #include "core/attention_shape.h"
 #include "runtime/mask_grammar.h"
 
 namespace plab::cli::grade {
 namespace attention_detail {
 
-// out (T, Dh) of one head over keys 0..T-1 under `mask`, scores times `scale`.
+// out (T, Dh) of one head over keys 0..T-1 under `mask`, scores times `scale`: cpu-ref's
+// whole softmax (core/attention_reference.h).
 Tensor reference(const std::vector<float>& q, const std::vector<float>& k,
                  const std::vector<float>& v, int t, int dh, const Mask& mask, float scale) {
-    AttentionShape s = attention_shape(t, 0, 1, 1, dh, t, mask);  // one block: slot = position
-    s.scale = scale;  // the case's, which need not be 1/sqrt(Dh)
-    const int block_table[1] = {0};
-    std::vector<float> scores(static_cast<std::size_t>(t));
-    std::vector<float> out(static_cast<std::size_t>(t) * dh);
-    for (int p = 0; p < t; ++p) {
-        std::fill(scores.begin(), scores.end(), -INFINITY);
-        const KeyRange r = attention_key_range(s, p);
-        for (int j = r.lo; j <= r.hi; ++j)
-            scores[j] = attention_score(&q[std::size_t(p) * dh], k.data(), block_table, s, 0, p, j);
-        const SoftmaxStats st = attention_softmax_stats(scores.data(), s, p);
-        for (int d = 0; d < dh; ++d)
-            out[std::size_t(p) * dh + d] =
-                attention_output(scores.data(), st, v.data(), block_table, s, 0, p, d);
-    }
-    return tensor_f({t, dh}, out);
+    return tensor_f({t, dh}, head_softmax(q.data(), k.data(), v.data(), t, dh, mask, scale).out);
 }
 
 // out (T, H, Dh) of H query heads over Hkv K/V heads, causal: q (T, H, Dh), k and v

@@ -16,6 +16,7 @@
 
 #include "cli/grade.h"
 #include "core/attention_math.h"
+#include "core/attention_reference.h"
 #include "core/attention_shape.h"
 #include "runtime/mask_grammar.h"
 
@@ -26,26 +27,15 @@ struct Walk {
     std::vector<double> out, m, l;  // (T, Dh), (T,), (T,)
 };
 
-// The engine's whole softmax: out, the row's max and its denominator.
+// The engine's whole softmax (cpu-ref's, core/attention_reference.h): out, each row's
+// max and its denominator.
 Walk whole_softmax(const std::vector<float>& q, const std::vector<float>& k,
                    const std::vector<float>& v, int t, int dh, const Mask& mask) {
-    const AttentionShape s =
-        attention_shape(t, 0, 1, 1, dh, t, mask);  // one block: slot = position
-    const int block_table[1] = {0};
-    std::vector<float> scores(static_cast<std::size_t>(t));
-    Walk w;
-    for (int p = 0; p < t; ++p) {
-        std::fill(scores.begin(), scores.end(), -INFINITY);
-        const KeyRange r = attention_key_range(s, p);
-        for (int j = r.lo; j <= r.hi; ++j)
-            scores[j] = attention_score(&q[std::size_t(p) * dh], k.data(), block_table, s, 0, p, j);
-        const SoftmaxStats st = attention_softmax_stats(scores.data(), s, p);
-        for (int d = 0; d < dh; ++d)
-            w.out.push_back(attention_output(scores.data(), st, v.data(), block_table, s, 0, p, d));
-        w.m.push_back(st.max_score);
-        w.l.push_back(st.denominator);
-    }
-    return w;
+    const HeadSoftmax h = head_softmax(q.data(), k.data(), v.data(), t, dh, mask,
+                                       attention_shape(t, 0, 1, 1, dh, t).scale);
+    return {{h.out.begin(), h.out.end()},
+            {h.max_score.begin(), h.max_score.end()},
+            {h.denominator.begin(), h.denominator.end()}};
 }
 
 enum class Mistake { none, no_rescale_acc, l_twice, divide_per_tile, m_from_zero };

@@ -64,14 +64,19 @@ PLAB_HD inline KeyRange attention_key_range(const AttentionShape& s, int query_p
 // position j: the scaled dot product, then the mask's score modifiers (ALiBi,
 // soft-capping), or -inf where the mask hides key j. -inf is what a probe shows
 // for a masked cell; the sums below skip those cells.
-PLAB_HD inline float attention_score(const float* q, const float* k_pool, const int* block_table,
-                                     const AttentionShape& s, int head, int query_pos, int j) {
+// The same score against key j's row k (Dh floats) found by the caller.
+PLAB_HD inline float attention_score_of(const float* q, const float* k, const AttentionShape& s,
+                                        int head, int query_pos, int j) {
     if (!s.mask.visible(query_pos, j)) return -INFINITY;
-    const int kv_head = kv_head_of(head, s.n_heads, s.n_kv_heads);
-    const int slot = kv_slot(block_table, j, s.block_size);
-    const float* k = k_pool + kv_offset(slot, kv_head, s.n_kv_heads, s.head_dim);
     const float raw = strict_mul(strict_dot(q, k, s.head_dim), s.scale);
     return s.mask.modify_score(raw, head, query_pos, j);
+}
+PLAB_HD inline float attention_score(const float* q, const float* k_pool, const int* block_table,
+                                     const AttentionShape& s, int head, int query_pos, int j) {
+    const int kv_head = kv_head_of(head, s.n_heads, s.n_kv_heads);
+    const int slot = kv_slot(block_table, j, s.block_size);
+    return attention_score_of(q, k_pool + kv_offset(slot, kv_head, s.n_kv_heads, s.head_dim), s,
+                              head, query_pos, j);
 }
 
 // The softmax statistics of one query row, from its scores s_j over the

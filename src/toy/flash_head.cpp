@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/attention_math.h"
+#include "core/attention_reference.h"
 #include "core/attention_shape.h"
 #include "core/error.h"
 #include "core/flash_trace.h"
@@ -57,43 +58,32 @@ HeadRows run_gpu(const Weights& weights, std::span<const int32_t> tokens, const 
     h.k = columns(r.attention_rows[0].k, c.n_kv_heads * dh, g * dh, dh);
     h.v = columns(r.attention_rows[0].v, c.n_kv_heads * dh, g * dh, dh);
     h.backend = model.backend().name();
-    h.kernel_key_tile = model.backend().attention_tile_counts().key_tile;
+    // The kernel says which key tile it took; without a gpu backend no kernel ran.
+    const int tile = model.backend().attention_tile_counts().key_tile;
+    h.kernel_key_tile = tile > 0 ? tile : kFlashKernelKeyTile;
     return h;
 }
 
-// cpu-ref's attention (core/attention_math.h, the functions cpu-ref runs) on
-// the head's own q, k and v: one max, one sum in key order, one division.
-// Also the score grid the viewer draws.
+// cpu-ref's attention (core/attention_reference.h: the functions cpu-ref runs) on
+// the head's own q, k and v: one max, one sum in key order, one division. Also
+// the score grid the viewer draws, and each output's scale for the tolerance:
+// the largest |v| among the keys its row may see.
 void reference_attention(const HeadRows& h, const BoundMask& mask, const FlashHeadOptions& o,
                          int n_tokens, int dh, FlashHeadRun& r) {
-    // The keys as a pool of one KV head in one block of T positions.
-    AttentionShape s = attention_shape(n_tokens, 0, 1, 1, dh, n_tokens, mask.view());
-    const int32_t block_table[] = {0};
-    r.reference.assign(std::size_t(n_tokens) * std::size_t(dh), 0.0f);
+    const Mask m = mask.view();
+    const AttentionShape s = attention_shape(n_tokens, 0, 1, 1, dh, n_tokens, m);
+    HeadSoftmax whole =
+        head_softmax(h.q.data(), h.k.data(), h.v.data(), n_tokens, dh, m, s.scale, o.head);
+    r.reference = std::move(whole.out);
+    r.scores = std::move(whole.scores);
     r.value_scale.assign(r.reference.size(), 0.0f);
-    r.scores.assign(std::size_t(n_tokens) * std::size_t(n_tokens), -INFINITY);
-    std::vector<float> scores(static_cast<std::size_t>(n_tokens));
     for (int p = 0; p < n_tokens; ++p) {
-        const float* q = h.q.data() + std::size_t(p) * std::size_t(dh);
         const KeyRange kr = attention_key_range(s, p);
-        std::fill(scores.begin(), scores.end(), -INFINITY);
-        for (int j = kr.lo; j <= kr.hi; ++j) {
-            // attention_score with the model's head for the mask's modifiers.
-            if (!s.mask.visible(p, j)) continue;
-            const float raw =
-                strict_mul(strict_dot(q, h.k.data() + std::size_t(j) * dh, dh), s.scale);
-            scores[std::size_t(j)] = s.mask.modify_score(raw, o.head, p, j);
-        }
-        std::copy(scores.begin(), scores.end(), r.scores.begin() + std::ptrdiff_t(p) * n_tokens);
         for (int j = kr.lo; j <= kr.hi; ++j)
             for (int d = 0; d < dh; ++d) {
-                float& m = r.value_scale[std::size_t(p) * std::size_t(dh) + std::size_t(d)];
-                m = std::max(m, std::fabs(h.v[std::size_t(j) * std::size_t(dh) + std::size_t(d)]));
+                float& x = r.value_scale[std::size_t(p) * std::size_t(dh) + std::size_t(d)];
+                x = std::max(x, std::fabs(h.v[std::size_t(j) * std::size_t(dh) + std::size_t(d)]));
             }
-        const SoftmaxStats st = attention_softmax_stats(scores.data(), s, p);
-        for (int d = 0; d < dh; ++d)
-            r.reference[std::size_t(p) * std::size_t(dh) + std::size_t(d)] =
-                attention_output(scores.data(), st, h.v.data(), block_table, s, 0, p, d);
     }
 }
 

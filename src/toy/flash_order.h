@@ -30,6 +30,10 @@
 
 namespace plab {
 
+// The gpu kernel's key tile wherever shared memory holds 64 x 64 tiles (kernels.h,
+// flash_tiles_for: every device from sm_80 on): the walk's tile when no kernel ran.
+inline constexpr int kFlashKernelKeyTile = 64;
+
 // One (query tile × key tile) the kernel takes, in its order.
 struct FlashOrderTile {
     int chunk = 0, segment = 0;

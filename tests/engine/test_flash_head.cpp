@@ -23,12 +23,13 @@ struct HeadCase {
     Weights weights = make_random_weights(config, 63);
     std::vector<int32_t> tokens = random_tokens(300, 61, 17);
     FlashHeadRun run(const std::string& chunks, const std::string& mask, int tile, int layer = 1,
-                     int head = 3) const {
+                     int head = 3, const std::string& backend = "gpu") const {
         FlashHeadOptions o;
         o.layer = layer;
         o.head = head;
         o.tile = tile;
         o.mask_spec = mask;
+        o.backend = backend;
         MaskContext context;
         context.tokens = tokens;
         context.n_heads = config.n_heads;
@@ -72,6 +73,20 @@ TEST_CASE("flash head at other tiles: another order, within the tolerance, not r
     }
     // One tile per pair and segment at tile 16: other sums than the kernel's 64.
     CHECK(hc.run("300", "causal", 16, 0, 0).vs_gpu.differing > 0);
+}
+
+TEST_CASE("flash head without the gpu backend (the web page): cpu-ref's inputs and the port alone",
+          "[flash]") {
+    const HeadCase hc;
+    const FlashHeadRun r = hc.run("100,7,193", "causal", 0, 1, 3, "cpu-ref");
+    CHECK(r.backend == "cpu-ref");
+    CHECK_FALSE(r.recorded);  // no kernel ran: nothing read from a tap
+    CHECK(r.key_tile == 64);  // no kernel to ask: the gpu kernel's tile as the port knows it
+    // cpu-ref's own output is the whole softmax on these inputs, bit for bit...
+    CHECK(r.gpu_vs_reference.max_ulps == 0);
+    // ...and the walk in the gpu kernel's order is within the tolerance of it.
+    CHECK(r.vs_gpu.within());
+    CHECK(r.vs_reference.within());
 }
 
 TEST_CASE("flash head: chunked equals whole at the kernel's tile (fixed absolute tiles)",
