@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 
+#include "checks/known_mean.h"
 #include "core/kv_layout.h"
 #include "core/mask.h"
 
@@ -36,25 +37,10 @@ struct Failure {
 
 // 1. Toy ----------------------------------------------------------------------------
 
-// The toy's known answer at position p, worked out by hand: when every visible
-// score q_p*k_j (j <= p) is the same, softmax gives each visible key weight
-// 1/(p+1) and the output is the mean of v_0..v_p (2, 3, 14/3, 6 for the default
-// values 2, 4, 8, 10). Known only for integer values whose sum float holds
-// exactly (|sum| < 2^24): then the single rounding is the final division.
-struct Known {
-    bool known = false;
-    long long sum = 0;
-    int count = 0;
-    float value() const { return static_cast<float>(sum) / static_cast<float>(count); }
-    std::string text() const {
-        const long long g = std::gcd(sum < 0 ? -sum : sum, static_cast<long long>(count));
-        const long long num = g > 0 ? sum / g : sum, den = g > 0 ? count / g : count;
-        return den == 1 ? std::to_string(num) : std::to_string(num) + "/" + std::to_string(den);
-    }
-};
-
-Known known_output(const ToyInput& in, int p) {
-    Known k;
+// The toy's known answer at position p (checks/known_mean.h): when every visible
+// score q_p*k_j (j <= p) is the same, each visible key has weight 1/(p+1).
+KnownMean known_output(const ToyInput& in, int p) {
+    KnownMean k;
     for (int j = 0; j <= p; ++j) {
         if (in.queries[p] * in.keys[j] != in.queries[p] * in.keys[0]) return {};
         if (in.values[j] != std::floor(in.values[j])) return {};
@@ -96,7 +82,7 @@ CheckResult check_toy(const ToySnapshot& toy) {
     double worst = 0;  // fast backends: largest |output - known| / max|v|
     for (const ToyRun* run : {&toy.full, &toy.chunked}) {
         for (int p = 0; ok && p < t; ++p) {
-            const Known k = known_output(in, p);
+            const KnownMean k = known_output(in, p);
             double scale = 0;
             for (int j = 0; j <= p; ++j) scale = std::max(scale, double(std::fabs(in.values[j])));
             const std::string where =

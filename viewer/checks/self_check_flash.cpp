@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app/flash_view.h"
+#include "checks/known_mean.h"
 #include "checks/self_check.h"
 #include "core/strict_math.h"
 #include "toy/flash_order.h"
@@ -40,24 +41,10 @@ bool flash_same_bits(float a, float b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// The toy's answer at query p worked out by hand: when every key the walk shows it (a
-// finite score) has the same score, softmax weighs them alike and the output is the mean
-// of their values; known when those values are integers whose sum a float holds exactly
-// (then the one rounding is the final division, as in check_toy).
-struct FlashKnown {
-    bool known = false;
-    long long sum = 0;
-    int count = 0;
-    float value() const { return static_cast<float>(sum) / static_cast<float>(count); }
-    std::string text() const {
-        const long long g = std::gcd(sum < 0 ? -sum : sum, static_cast<long long>(count));
-        const long long num = g > 0 ? sum / g : sum, den = g > 0 ? count / g : count;
-        return den == 1 ? std::to_string(num) : std::to_string(num) + "/" + std::to_string(den);
-    }
-};
-
-FlashKnown flash_known(const FlashWalk& w, const ToyInput& in, int p) {
-    FlashKnown k;
+// The toy's answer at query p worked out by hand (checks/known_mean.h): every key the
+// walk shows it (a finite score) with the same score, the mean of their values.
+KnownMean flash_known(const FlashWalk& w, const ToyInput& in, int p) {
+    KnownMean k;
     const float* row = w.scores.data() + static_cast<std::size_t>(p) * w.n_keys;
     float first = 0;
     for (int j = 0; j < w.n_keys; ++j) {
@@ -181,7 +168,7 @@ void flash_check_outputs(const FlashSnapshot& fl, FlashFailure& f, std::string& 
         if (w.ulps[i] != ulps_between(w.output[i], w.full[i]))
             f.add(where + ": the ulps are not those between the output and the whole softmax");
         bitwise += w.ulps[i] == 0;
-        const FlashKnown k = toy ? flash_known(w, fl.input, p) : FlashKnown{};
+        const KnownMean k = toy ? flash_known(w, fl.input, p) : KnownMean{};
         if (!k.known) continue;
         known_list += (known_list.empty() ? "" : ", ") + k.text();
         if (!flash_same_bits(w.full[i], k.value()))
