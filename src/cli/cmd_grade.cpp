@@ -2,13 +2,15 @@
 // the engine, check by check (lessons/assignments/README.md).
 //
 // The cases are generated here from a seed; the student's functions run in
-// lessons/assignments/harness.py under Debian's /usr/bin/python3 with a time
-// limit (a .cpp file compiled first, its extern "C" functions called through
-// the assignment's cpp_adapter.py); the reference tensors come from the
-// engine's own code (grade_*.cpp). A crash or an exception in the student's
-// code is a failed check with its message; only bad input (an unknown
-// assignment, a missing file, a file that does not import or compile) is a
-// `plab: error:` line. Exit 0 when every check passes.
+// the grading sandbox (grade/sandbox.h: no network, nothing of the machine but
+// /usr and /etc, limits on time, CPU, memory, processes and output) through
+// lessons/assignments/harness.py, each check under its own time limit; a .cpp
+// file is compiled in the sandbox first, with AddressSanitizer and UBSan. The
+// reference tensors come from the engine's own code (grade/*.cpp). A crash, an
+// exception or a limit in the student's code is a failed check with its
+// reason; only bad input (an unknown assignment, a missing file, a file that
+// does not import or compile, a sandbox that cannot start) is a `plab: error:`
+// line. Exit 0 when every check passes.
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,28 +19,10 @@
 #include <random>
 
 #include "cli/common.h"
-#include "cli/grade.h"
 #include "core/error.h"
+#include "grade/grade.h"
 
 namespace plab::cli {
-namespace grade {
-
-const std::vector<Assignment>& assignments() {
-    static const std::vector<Assignment> all = {
-        {"attention", "one head's causal attention, then any mask as a 0/1 matrix",
-         attention_checks},
-        {"rope", "RoPE at absolute positions, chunk by chunk", rope_checks},
-        {"kv_cache", "a paged KV cache: block table, append, gather", kv_cache_checks},
-        {"sampler", "temperature, top-k, top-p, and draws", sampler_checks},
-        {"chunked_prefill", "the whole model's prefill from the weights, chunk by chunk",
-         chunked_prefill_checks},
-        {"online_softmax", "attention over key tiles with a running max and denominator",
-         online_softmax_checks},
-    };
-    return all;
-}
-
-}  // namespace grade
 
 namespace {
 
@@ -58,9 +42,8 @@ struct GradeOptions {
     std::string assignment;
     std::string file;
     std::uint64_t seed = 1;
-    int timeout_s = 60;
-    std::string python = "/usr/bin/python3";
-    std::string cxx = "c++";
+    grade::RunOptions run;
+    bool no_sandbox = false, no_sanitize = false;
     bool json = false;
 };
 
@@ -84,50 +67,51 @@ struct GradeResult {
     std::vector<grade::CheckResult> checks;
     int checks_passed = 0;  // checks whose every case passed
     int cases = 0, cases_passed = 0;
+    grade::RunOptions run;  // how it ran: sandbox, sanitizers, limits
     bool all_pass() const { return checks_passed == static_cast<int>(checks.size()); }
 };
 
-// The student's file as the harness will run it: a .py as it is, a .cpp
-// through the assignment's adapter (refused where there is none).
-grade::Submission grade_submission(const GradeOptions& o, const grade::Assignment& a) {
+// The adapter the student's file is run through: "" for a .py, the
+// assignment's cpp_adapter.py for a .cpp (refused where there is none).
+std::string submission_adapter(const GradeOptions& o, const grade::Assignment& a) {
     PLAB_CHECK(
         access(o.file.c_str(), R_OK) == 0,
         o.file << ": no such file (or not readable); give the student's .py (or .cpp) file, e.g. "
                   "lessons/assignments/"
                << a.name << "/starter.py");
-    PLAB_CHECK(o.timeout_s >= 1 && o.timeout_s <= 3600,
-               "--timeout " << o.timeout_s << " must be between 1 and 3600 seconds");
-    grade::Submission student{o.file, "", ""};
+    grade::check_limits(o.run.limits);
+    std::string adapter;
     if (grade::is_cpp_file(o.file)) {
-        student.adapter = grade::cpp_adapter(a.name);
-        PLAB_CHECK(!student.adapter.empty(),
-                   "assignment " << a.name << " has no C++ variant (those with one: "
-                                 << assignment_names(true, ", ") << "); give a .py file");
+        adapter = grade::cpp_adapter(a.name);
+        PLAB_CHECK(!adapter.empty(), "assignment "
+                                         << a.name << " has no C++ variant (those with one: "
+                                         << assignment_names(true, ", ") << "); give a .py file");
     }
-    return student;
+    return adapter;
 }
 
 GradeResult compute_grade(const GradeOptions& o) {
     const grade::Assignment& a = find_assignment(o.assignment);
-    grade::Submission student = grade_submission(o, a);
+    const std::string adapter = submission_adapter(o, a);
     std::mt19937_64 rng(o.seed);
     const std::vector<grade::Check> checks = a.make_checks(rng);
-    nlohmann::json reply;
-    {
-        // A C++ file: compiled into a temporary library, removed at the end of
-        // this block (before the exit run_grade makes, which would skip the destructor).
-        std::unique_ptr<grade::CppBuild> build;
-        if (!student.adapter.empty()) {
-            build = std::make_unique<grade::CppBuild>(o.cxx, o.file, std::max(60, o.timeout_s));
-            student.library = build->library();
-        }
-        reply = grade::run_harness(o.python, student, checks, o.timeout_s);
-    }
+    grade::RunOptions run = o.run;
+    run.sandboxed = !o.no_sandbox;
+    run.sanitize = !o.no_sanitize;
+    if (!run.sandboxed)
+        std::fprintf(stderr,
+                     "plab: warning: --no-sandbox: %s runs with your rights (your files, the "
+                     "network, solution.*), limited in time, CPU, memory and output only\n",
+                     o.file.c_str());
+    // The stage (a temporary folder) is gone when run_submission returns,
+    // before the exit run_grade makes.
+    const nlohmann::json reply = grade::run_submission(run, o.file, adapter, checks);
     GradeResult r;
     r.assignment = a.name;
     r.summary = a.summary;
     r.file = o.file;
     r.seed = o.seed;
+    r.run = run;
     r.checks = grade::grade_checks(checks, reply);
     for (const grade::CheckResult& c : r.checks) {
         r.checks_passed += c.passed == c.cases ? 1 : 0;
@@ -137,11 +121,29 @@ GradeResult compute_grade(const GradeOptions& o) {
     return r;
 }
 
+// "sandboxed (bubblewrap), C++ with AddressSanitizer and UBSan; per check 10 s, ...".
+std::string how_run_text(const GradeResult& g) {
+    const bool cpp = grade::is_cpp_file(g.file);
+    return std::string(g.run.sandboxed ? "sandboxed (bubblewrap)"
+                                       : "NOT sandboxed (--no-sandbox)") +
+           (cpp ? g.run.sanitize ? ", AddressSanitizer and UBSan" : ", no sanitizers" : "") + "; " +
+           grade::limits_text(g.run.limits, g.run.sandboxed);
+}
+
 nlohmann::json grade_json(const GradeResult& g) {
     nlohmann::json j;
     j["assignment"] = g.assignment;
     j["file"] = g.file;
     j["seed"] = g.seed;
+    const grade::Limits& l = g.run.limits;
+    j["sandbox"] = {{"isolated", g.run.sandboxed},
+                    {"sanitizers", grade::is_cpp_file(g.file) && g.run.sanitize},
+                    {"check_timeout_s", l.check_timeout_s},
+                    {"total_timeout_s", l.total_timeout_s},
+                    {"cpu_s", l.cpu_s},
+                    {"memory_mib", l.memory_mib},
+                    {"processes", l.processes},
+                    {"output_mib", l.output_mib}};
     j["checks"] = nlohmann::json::array();
     for (const grade::CheckResult& r : g.checks) {
         nlohmann::json c = {{"name", r.name},
@@ -149,6 +151,7 @@ nlohmann::json grade_json(const GradeResult& g) {
                             {"cases", r.cases},
                             {"cases_passed", r.passed},
                             {"score", double(r.passed) / r.cases}};
+        if (!r.limit.empty()) c["limit"] = r.limit;
         if (r.passed < r.cases)
             c["first_failure"] = {{"case", r.failure_where},
                                   {"what", r.failure_what},
@@ -162,13 +165,28 @@ nlohmann::json grade_json(const GradeResult& g) {
     return j;
 }
 
+// The result column: pass, FAIL, or FAIL with the limit the check ran into.
+std::string result_text(const grade::CheckResult& r) {
+    static const std::pair<const char*, const char*> kLimits[] = {
+        {"timeout", "timed out"},       {"total-timeout", "file timed out"},
+        {"cpu", "CPU limit"},           {"memory", "memory limit"},
+        {"processes", "process limit"}, {"output", "output limit"},
+        {"network", "no network"},      {"files", "read-only files"},
+        {"sanitizer", "memory error"},  {"crash", "crashed"}};
+    if (r.passed == r.cases) return "pass";
+    for (const auto& [limit, text] : kLimits)
+        if (r.limit == limit) return std::string("FAIL (") + text + ")";
+    return "FAIL";
+}
+
 void print_grade_text(const GradeResult& g) {
-    std::printf("Grading %s (%s): %s, seed %llu\n\n", g.assignment.c_str(), g.summary.c_str(),
+    std::printf("Grading %s (%s): %s, seed %llu\n", g.assignment.c_str(), g.summary.c_str(),
                 g.file.c_str(), static_cast<unsigned long long>(g.seed));
+    std::printf("Run %s\n\n", how_run_text(g).c_str());
     std::printf("  %-44s %7s  %s\n", "check", "cases", "result");
     for (const grade::CheckResult& r : g.checks)
         std::printf("  %-44s %3d/%-3d  %s\n", r.name.c_str(), r.passed, r.cases,
-                    r.passed == r.cases ? "pass" : "FAIL");
+                    result_text(r).c_str());
     for (const grade::CheckResult& r : g.checks) {
         if (r.passed == r.cases) continue;
         std::printf("\n%s: %s\n  case: %s\n  %s: %s\n  hint: %s\n", r.name.c_str(),
@@ -206,11 +224,30 @@ void add_grade_command(CLI::App& app) {
                         assignment_names(true, ", ") + ")")
         ->required();
     cmd->add_option("--seed", o->seed, "seed of the generated cases")->capture_default_str();
-    cmd->add_option("--timeout", o->timeout_s, "seconds the student's code may run in all")
+    grade::Limits& l = o->run.limits;
+    cmd->add_option("--timeout", l.check_timeout_s,
+                    "wall seconds one check may run (all its cases); a check past it fails alone")
         ->capture_default_str();
-    cmd->add_option("--python", o->python, "the Python that runs it (numpy must import)")
+    cmd->add_option("--total-timeout", l.total_timeout_s,
+                    "wall seconds the whole file may run (and, apart, its compiling)")
         ->capture_default_str();
-    cmd->add_option("--cxx", o->cxx, "the C++ compiler for a .cpp file")->capture_default_str();
+    cmd->add_option("--cpu-time", l.cpu_s, "CPU seconds each process may use")
+        ->capture_default_str();
+    cmd->add_option("--memory", l.memory_mib,
+                    "MiB of memory: resident under AddressSanitizer, address space otherwise")
+        ->capture_default_str();
+    cmd->add_option("--processes", l.processes, "processes and threads at once")
+        ->capture_default_str();
+    cmd->add_option("--output", l.output_mib,
+                    "MiB the code may print, and MiB it may write to its private /tmp")
+        ->capture_default_str();
+    cmd->add_flag("--no-sandbox", o->no_sandbox,
+                  "run the student's code with your rights (trusted files only; a warning)");
+    cmd->add_flag("--no-sanitize", o->no_sanitize,
+                  "compile C++ without AddressSanitizer and UBSan");
+    cmd->add_option("--python", o->run.python, "the Python that runs it (numpy must import)")
+        ->capture_default_str();
+    cmd->add_option("--cxx", o->run.cxx, "the C++ compiler for a .cpp file")->capture_default_str();
     cmd->add_flag("--json", o->json, "a score per check, for course autograders");
     cmd->callback([o] { run_grade(*o); });
 }

@@ -23,6 +23,7 @@ void add_mask_command(CLI::App& app);
 void add_rounding_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_grade_command(CLI::App& app);
+void add_grade_class_command(CLI::App& app);
 
 namespace {
 
@@ -51,6 +52,7 @@ std::span<const CommandEntry> command_table() {
         {"rounding",     add_rounding_command,     "lessons/15-reduction-order.md"},
         {"serve",        add_serve_command,        "lessons/09-continuous-batching.md"},
         {"grade",        add_grade_command,        "lessons/assignments/README.md"},
+        {"grade-class",  add_grade_class_command,  "lessons/assignments/README.md"},
         {"version",      add_version_command,      ""},
     };
     // clang-format on

@@ -1,7 +1,7 @@
 # Runs `plab grade ASSIGNMENT FILE` and checks how it ends (tests/assignments/CMakeLists.txt).
 #   -DPLAB=... -DASSIGNMENT=... -DFILE=... -DEXIT=0|1 "-DEXPECT=regex;regex..." [-DREJECT=regex]
 #   ["-DARGS=--cxx PATH"] (more arguments of plab grade, separated by spaces)
-#   [-DMUTATION=file.mutation -DPYTHON=... -DMUTATE=mutate.py -DSCRATCH=dir] [-DTEMP=dir]
+#   [-DGRADE_ENV=NAME=VALUE] [-DMUTATION=file.mutation -DPYTHON=... -DMUTATE=mutate.py -DSCRATCH=dir] [-DTEMP=dir]
 # Every EXPECT regex must match the output (stdout and stderr together), REJECT must
 # not; the exit code must be EXIT. With MUTATION, FILE (a reference solution, .py or
 # .cpp) is graded with the mutation's edits applied (mutate.py): a planted mistake.
@@ -21,10 +21,13 @@ if(DEFINED MUTATION)
 endif()
 separate_arguments(_args UNIX_COMMAND "${ARGS}")
 set(_env)
+if(DEFINED GRADE_ENV)
+  set(_env ${CMAKE_COMMAND} -E env ${GRADE_ENV})
+endif()
 if(DEFINED TEMP)
   file(REMOVE_RECURSE "${TEMP}")
   file(MAKE_DIRECTORY "${TEMP}")
-  set(_env ${CMAKE_COMMAND} -E env TMPDIR=${TEMP})
+  set(_env ${CMAKE_COMMAND} -E env ${GRADE_ENV} TMPDIR=${TEMP})
 endif()
 execute_process(COMMAND ${_env} ${PLAB} grade ${ASSIGNMENT} ${FILE} ${_args}
                 OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)

@@ -1,4 +1,4 @@
-# Runs lessons/assignments/grade_class.sh, the loop the assignments' README and
+# Runs lessons/assignments/grade_class.sh (plab grade-class), what the assignments' README and
 # lessons/INSTRUCTORS.md show for grading a class, on a class of six
 # submissions, and checks the CSV it writes row by row; and that the README shows
 # the script as it is (tests/assignments/CMakeLists.txt).
@@ -27,18 +27,23 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env PLAB=${PLAB}
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "grade_class.sh: exit ${_rc}\n${_err}")
 endif()
-# Rows in the loop's order (*.py, then *.cpp). dave's one mistake fails four of
-# the five checks: with scores in the hundreds the softmax is one-hot with or
-# without 1/sqrt(Dh), so the large-score check passes.
+# One row a file, in the order the files finished (two graded at a time). dave's
+# one mistake fails four of the five checks: with scores in the hundreds the
+# softmax is one-hot with or without 1/sqrt(Dh), so the large-score check passes.
 # (The compiler's quotes depend on the locale; a ';' would split the list of regexes.)
 set(_rows
-    "^file,score,checks_passed,checks,error\n"
-    "\nalice.py,1.0,5,5,\n"
-    "\nbob.py,0.0,0,5,\n"
-    "\ndave.py,0.2,1,5,\n"
-    "\nerin.py,0,0,,\"plab: error: [^\n]*erin.py: SyntaxError: [^\n]*\\(line 4\\)\"\n"
-    "\ncarol.cpp,1.0,5,5,\n"
-    "\nfrank.cpp,0,0,,\"plab: error: [^\n]*frank.cpp does not compile [^\n]*error: expected [^\n]* before [^\n]*\"\n$")
+    "^file,score,checks_passed,checks,error,seconds\n"
+    "\nalice.py,1.0,5,5,,[0-9]+\\.[0-9]\n"
+    "\nbob.py,0.0,0,5,,[0-9]+\\.[0-9]\n"
+    "\ndave.py,0.2,1,5,,[0-9]+\\.[0-9]\n"
+    "\nerin.py,0,0,,plab: error: [^\n,]*erin.py: SyntaxError: [^\n,]*\\(line 4\\),[0-9]+\\.[0-9]\n"
+    "\ncarol.cpp,1.0,5,5,,[0-9]+\\.[0-9]\n"
+    "\nfrank.cpp,0,0,,\"plab: error: [^\n]*frank.cpp does not compile [^\n]*error: expected [^\n]* before [^\n]*\",[0-9]+\\.[0-9]\n")
+string(REGEX MATCHALL "\n" _lines "${_csv}")
+list(LENGTH _lines _n_lines)
+if(NOT _n_lines EQUAL 7)
+  message(FATAL_ERROR "grade_class.sh: ${_n_lines} lines, expected the header and 6 rows\n${_csv}")
+endif()
 foreach(_re IN LISTS _rows)
   if(NOT _csv MATCHES "${_re}")
     message(FATAL_ERROR "grade_class.sh: no match for '${_re}' in\n${_csv}")

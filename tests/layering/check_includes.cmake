@@ -9,7 +9,7 @@
 #   2. src/backends/ and kernels/ do not include each other: the registry sits
 #      above both, the Backend interface below both.
 #   3. Folder rules (issue 44). The engine and what it stands on (src/core,
-#      model, backends, runtime, trace; kernels/) include no client (src/perf,
+#      model, backends, runtime, trace; kernels/) include no client (src/perf, grade,
 #      cli, python, serving; viewer/): a client wraps or measures the engine
 #      from outside. In viewer/, window -> panels -> app, one way. And no client
 #      reaches past the registry into src/backends/ or kernels/.
@@ -189,8 +189,8 @@ endforeach()
 
 # 3. Folder rules, edge by edge.
 set(_ground "^(src/(core|model|backends|runtime|trace)|kernels)/")
-set(_client "^(src/(perf|cli|python|serving)|viewer)/")
-set(_front "^(src/(cli|python|perf|serving)|viewer)/")
+set(_client "^(src/(perf|cli|python|serving|grade)|viewer)/")
+set(_front "^(src/(cli|python|perf|serving|grade)|viewer)/")
 set(_backend "^(src/backends|kernels)/")
 set(_n_folder_edges 0)
 foreach(_e IN LISTS _edges)
@@ -198,10 +198,10 @@ foreach(_e IN LISTS _edges)
   set(_from "${CMAKE_MATCH_1}")
   set(_to "${CMAKE_MATCH_2}")
   if(_from MATCHES "${_ground}" AND _to MATCHES "${_client}")
-    problem("${_e}: the engine must not include a client (src/perf, cli, python, serving, "
+    problem("${_e}: the engine must not include a client (src/perf, cli, grade, python, serving, "
             "viewer/): the client calls or wraps the engine from outside")
   elseif(_from MATCHES "${_front}" AND _to MATCHES "${_backend}")
-    problem("${_e}: a client (src/cli, python, perf, serving, viewer/) must not include a "
+    problem("${_e}: a client (src/cli, grade, python, perf, serving, viewer/) must not include a "
             "backend or kernel: it asks the registry (runtime/registry.h) or a loaded model")
   elseif(_from MATCHES "^viewer/(app|checks)/" AND _to MATCHES "^viewer/(panels|window)/")
     problem("${_e}: viewer/app and viewer/checks must not include viewer/panels or "

@@ -16,12 +16,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cli/grade.h"
+#include "grade/grade.h"
 #include "model/shapes.h"
 #include "model/weights.h"
 #include "runtime/session.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace chunked_prefill_detail {
 
 enum class Variant { engine, restart, no_prefix, gqa_modulo, no_scale };
@@ -397,4 +397,4 @@ std::vector<Check> chunked_prefill_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

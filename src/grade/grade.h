@@ -14,8 +14,8 @@
 // compiled by the system compiler into a temporary shared library; the harness
 // calls its extern "C" functions through the assignment's cpp_adapter.py, so
 // both variants get the very same cases, checks and hints.
-// Left out: running untrusted code safely (the harness runs the student's file as
-// the user, with a time limit only).
+// The student's code runs in the grading sandbox (grade/sandbox.h), each check
+// with a time limit of its own; C++ under AddressSanitizer and UBSan.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
-namespace plab::cli::grade {
+#include "grade/sandbox.h"
+
+namespace plab::grade {
 
 // A dense row-major array; what the harness sends and returns. In an expected
 // tensor a NaN means "not checked" (a pool slot no position uses).
@@ -108,18 +110,23 @@ struct CheckResult {
     // generic hint in an early case must not hide a diagnosis a later case makes.
     std::string failure_where, failure_what, failure_detail, hint;
     bool failure_is_first = true;  // false: an earlier case failed without a diagnosis
+    // The limit a case of this check ran into ("timeout": the check ran past
+    // --timeout), "" when none: the table names it beside FAIL.
+    std::string limit;
 };
 
 // Compares the harness's results (one list of call results per case) with the checks.
 std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
                                       const nlohmann::json& results);
 
-// The student's code as the harness runs it: a Python file, or a C++ file
-// compiled into `library` and called through the assignment's `adapter`.
-struct Submission {
-    std::string file;     // what the student handed in (named in every message)
-    std::string library;  // "" for Python; else the compiled shared library
-    std::string adapter;  // lessons/assignments/NAME/cpp_adapter.py, with `library`
+// How the student's code is run: which Python and compiler, sanitizers on C++,
+// the sandbox and its limits (grade/sandbox.h).
+struct RunOptions {
+    std::string python = "/usr/bin/python3";
+    std::string cxx = "c++";
+    bool sanitize = true;   // C++ compiled with AddressSanitizer and UBSan (--no-sanitize)
+    bool sandboxed = true;  // --no-sandbox: the same limits but the process count, no isolation
+    Limits limits;
 };
 
 // A C++ file (.cpp, .cc, .cxx), graded through its assignment's cpp_adapter.py.
@@ -127,26 +134,15 @@ bool is_cpp_file(const std::string& file);
 // The assignment's cpp_adapter.py, or "" when it has no C++ variant.
 std::string cpp_adapter(const std::string& assignment);
 
-// A C++ submission compiled (`cxx` -O1 -shared -fPIC -std=c++17) into a shared
-// library in a fresh temporary directory ($TMPDIR or /tmp), removed with this
-// object. A file that does not compile throws plab::Error with the compiler's
-// first error line, as a Python file that does not import does.
-class CppBuild {
-public:
-    CppBuild(const std::string& cxx, const std::string& file, int timeout_s);
-    ~CppBuild();
-    CppBuild(const CppBuild&) = delete;
-    CppBuild& operator=(const CppBuild&) = delete;
-    const std::string& library() const { return library_; }
+// Runs the student's `file` on the checks' cases in the sandbox: a .py through
+// lessons/assignments/harness.py, a C++ file compiled first (in the sandbox
+// too) and called through `adapter`. Returns {"results": [...]}, one list of
+// call results per case; a case that never ran (the whole file ran past its
+// limit, printed past its output limit) gets each call's error naming the
+// limit, and a check that ran past its own limit names it ("limit": "timeout").
+// Throws plab::Error for a file that does not import or compile, or a harness
+// that could not run.
+nlohmann::json run_submission(const RunOptions& run, const std::string& file,
+                              const std::string& adapter, const std::vector<Check>& checks);
 
-private:
-    std::string dir_, library_;
-};
-
-// Runs the harness on the submission with the cases' calls; returns its reply
-// ({"results": ...}). Throws plab::Error for an import failure (a syntax error)
-// or a harness that could not run; a time-out gives {"timeout": seconds}.
-nlohmann::json run_harness(const std::string& python, const Submission& student,
-                           const std::vector<Check>& checks, int timeout_s);
-
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

@@ -6,12 +6,13 @@
 // of the half-split pairs (i, i + Dh/2), an odd Dh's last component left as it
 // is. Known mistakes: positions restarting at 0 in every chunk, interleaved pairs
 // (2i, 2i+1), the rotation's sign flipped.
-#include <cmath>
-
-#include "cli/grade.h"
 #include "core/rope.h"
 
-namespace plab::cli::grade {
+#include <cmath>
+
+#include "grade/grade.h"
+
+namespace plab::grade {
 namespace rope_detail {
 
 enum class Variant { engine, restart, interleaved, flipped };
@@ -114,4 +115,4 @@ std::vector<Check> rope_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

@@ -13,11 +13,11 @@
 #include <cmath>
 #include <numeric>
 
-#include "cli/grade.h"
 #include "core/kv_layout.h"
 #include "core/random.h"
+#include "grade/grade.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace kv_cache_detail {
 
 Tensor ints(const std::vector<int>& v) {
@@ -157,4 +157,4 @@ std::vector<Check> kv_cache_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

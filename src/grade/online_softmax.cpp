@@ -14,13 +14,13 @@
 #include <array>
 #include <cmath>
 
-#include "cli/grade.h"
 #include "core/attention_math.h"
 #include "core/attention_reference.h"
 #include "core/attention_shape.h"
+#include "grade/grade.h"
 #include "runtime/mask_grammar.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace online_softmax_detail {
 
 struct Walk {
@@ -223,4 +223,4 @@ std::vector<Check> online_softmax_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

@@ -11,13 +11,14 @@
 // stopping one token short, kept probabilities not renormalised, draws walked
 // in id order; draws uniform over the kept tokens, top-k/top-p ignored when
 // drawing, a new generator (the same draw) every time, the seed ignored.
+#include "runtime/sampler.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "cli/grade.h"
-#include "runtime/sampler.h"
+#include "grade/grade.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace sampler_detail {
 
 // The distribution drawn from: the first `keep` candidates, divided by their
@@ -343,4 +344,4 @@ std::vector<Check> sampler_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

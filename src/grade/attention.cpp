@@ -12,13 +12,13 @@
 #include <array>
 #include <cmath>
 
-#include "cli/grade.h"
 #include "core/attention_math.h"
 #include "core/attention_reference.h"
 #include "core/attention_shape.h"
+#include "grade/grade.h"
 #include "runtime/mask_grammar.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace attention_detail {
 
 // out (T, Dh) of one head over keys 0..T-1 under `mask`, scores times `scale`: cpu-ref's
@@ -67,6 +67,48 @@ std::string nan_hint(const Tensor& got) {
     return "";
 }
 
+// A mask from a rule visible(q, k), as a custom 0/1 matrix (core/mask.h): the
+// off-by-one masks students write, which the grammar has no item for.
+template <typename Rule>
+BoundMask rule_mask(int t, const std::string& name, Rule visible) {
+    const int words_per_row = (t + 31) / 32;
+    std::vector<uint32_t> words(std::size_t(t) * words_per_row, 0u);
+    for (int q = 0; q < t; ++q)
+        for (int k = 0; k < t; ++k)
+            if (visible(q, k)) words[std::size_t(q) * words_per_row + k / 32] |= 1u << (k % 32);
+    Mask m;
+    m.terms[0].kind = MaskKind::custom;
+    m.terms[0].a = t;
+    m.n_terms = 1;
+    m.limit = t;
+    return BoundMask(name, m, std::move(words));
+}
+
+// The two causal masks one off: a query that also sees the next key, and one
+// that does not see itself (its first row sees nothing: not checked).
+const char* kSeesLaterHint =
+    "a query sees later keys: set the scores of masked keys (k > q, or mask 0) to -inf before "
+    "the softmax";
+const char* kSeesNextHint = "mask off by one: query q also sees key q+1; the causal mask is k <= q";
+const char* kHidesItselfHint =
+    "mask off by one: a query does not see itself; the causal mask is k <= q, not k < q";
+BoundMask sees_next_mask(int t) {
+    return rule_mask(t, "k <= q + 1", [](int q, int k) { return k <= q + 1; });
+}
+BoundMask hides_itself_mask(int t) {
+    return rule_mask(t, "k < q", [](int q, int k) { return k < q; });
+}
+// Rows that see no key have no defined output: NaN, "not checked".
+void unchecked_rows(Tensor& out, const BoundMask& m, int t, int row_size) {
+    for (int q = 0; q < t; ++q) {
+        bool any = false;
+        for (int k = 0; k < t; ++k) any = any || m.view().visible(q, k);
+        if (!any)
+            std::fill(out.data.begin() + std::size_t(q) * row_size,
+                      out.data.begin() + std::size_t(q + 1) * row_size, NAN);
+    }
+}
+
 Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const std::string& spec,
                bool pass_mask) {
     const std::size_t n = std::size_t(t) * dh;
@@ -100,9 +142,16 @@ Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const st
          "you scaled by 1/Dh; the scale is 1/sqrt(Dh)"},
         {reference(q, k, v, t, dh, make_mask_one_head("prefix:" + std::to_string(t), t).view(),
                    scale),
-         "a query sees later keys: set the scores of masked keys (k > q, or mask 0) to -inf "
-         "before the softmax"},
+         kSeesLaterHint},
     };
+    if (!pass_mask) {
+        e.mistakes.push_back(
+            {reference(q, k, v, t, dh, sees_next_mask(t).view(), scale), kSeesNextHint});
+        const BoundMask hides = hides_itself_mask(t);
+        Tensor hidden = reference(q, k, v, t, dh, hides.view(), scale);
+        unchecked_rows(hidden, hides, t, dh);
+        e.mistakes.push_back({hidden, kHidesItselfHint});
+    }
     if (pass_mask && spec != "causal")
         e.mistakes.push_back(
             {reference(q, k, v, t, dh, make_mask_one_head("causal", t).view(), scale),
@@ -118,8 +167,7 @@ Case make_case(std::mt19937_64& rng, int t, int dh, float scale_inputs, const st
 template <typename KvHead>
 Tensor gqa_mistake(const std::vector<float>& q, const std::vector<float>& k,
                    const std::vector<float>& v, int t, int h, int hkv, int dh, float scale,
-                   KvHead kv_head) {
-    const BoundMask causal = make_mask_one_head("causal", t);
+                   KvHead kv_head, const BoundMask& causal) {
     std::vector<double> out(std::size_t(t) * h * dh);
     std::vector<float> qh(std::size_t(t) * dh), kh(qh.size()), vh(qh.size());
     for (int head = 0; head < h; ++head) {
@@ -135,7 +183,9 @@ Tensor gqa_mistake(const std::vector<float>& q, const std::vector<float>& k,
             for (int d = 0; d < dh; ++d)
                 out[(std::size_t(p) * h + head) * dh + d] = one.data[std::size_t(p) * dh + d];
     }
-    return tensor({t, h, dh}, out);
+    Tensor result = tensor({t, h, dh}, out);
+    unchecked_rows(result, causal, t, h * dh);
+    return result;
 }
 
 const char* kGqaModuloHint =
@@ -160,14 +210,26 @@ Case gqa_case(std::mt19937_64& rng, int t, int h, int hkv, int dh) {
     e.expected = gqa_reference(q, k, v, t, h, hkv, dh);
     e.atol = e.rtol = kTol;
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const BoundMask causal = make_mask_one_head("causal", t);
+    auto engine_head = [h, hkv](int head) { return kv_head_of(head, h, hkv); };
     // Only where the two mappings differ: 1 < Hkv < H (MQA and MHA agree).
     if (hkv > 1 && hkv < h)
         e.mistakes.push_back(
-            {gqa_mistake(q, k, v, t, h, hkv, dh, scale, [hkv](int head) { return head % hkv; }),
+            {gqa_mistake(
+                 q, k, v, t, h, hkv, dh, scale, [hkv](int head) { return head % hkv; }, causal),
              kGqaModuloHint});
-    e.mistakes.push_back({gqa_mistake(q, k, v, t, h, hkv, dh, 1.0f,
-                                      [h, hkv](int head) { return kv_head_of(head, h, hkv); }),
+    e.mistakes.push_back({gqa_mistake(q, k, v, t, h, hkv, dh, 1.0f, engine_head, causal),
                           "your scores are not scaled by 1/sqrt(Dh): s = q.k / sqrt(Dh)"});
+    // The causal mask's mistakes, as in causal_attention (students share the code).
+    e.mistakes.push_back({gqa_mistake(q, k, v, t, h, hkv, dh, scale, engine_head,
+                                      make_mask_one_head("prefix:" + std::to_string(t), t)),
+                          kSeesLaterHint});
+    e.mistakes.push_back(
+        {gqa_mistake(q, k, v, t, h, hkv, dh, scale, engine_head, sees_next_mask(t)),
+         kSeesNextHint});
+    e.mistakes.push_back(
+        {gqa_mistake(q, k, v, t, h, hkv, dh, scale, engine_head, hides_itself_mask(t)),
+         kHidesItselfHint});
     e.diagnose = nan_hint;
     c.expect.push_back(std::move(e));
     return c;
@@ -215,4 +277,4 @@ std::vector<Check> attention_checks(std::mt19937_64& rng) {
     return checks;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade

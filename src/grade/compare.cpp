@@ -1,13 +1,15 @@
 // `plab grade`: comparing what the student's functions returned with the
 // engine's reference tensors, and naming the first failure of each check: the
 // case, the index (by the names of its axes), expected vs got, and a hint.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
-#include "cli/grade.h"
+#include "grade/grade.h"
 
-namespace plab::cli::grade {
+namespace plab::grade {
 namespace compare_detail {
 
 double number(const nlohmann::json& v) {
@@ -75,11 +77,36 @@ std::string index_text(long flat, const std::vector<int>& shape,
     return s.empty() ? "the value" : s;
 }
 
+// What to look at when a case ran into one of the sandbox's limits (the
+// error itself says which limit and its value).
+std::string limit_hint(const std::string& limit, const std::string& detail,
+                       const std::string& check_hint) {
+    if (limit == "timeout" || limit == "total-timeout" || limit == "cpu")
+        return "an endless loop, or a Python loop over every element? (each check has --timeout "
+               "S seconds)";
+    if (limit == "memory") return "an array far larger than the case needs? (--memory MIB)";
+    if (limit == "output") return "print less: the grader keeps --output MIB of what you print";
+    if (limit == "processes") return "the assignment needs no processes or threads of your own";
+    if (limit == "network" || limit == "files")
+        return "the assignment needs no network and no files: compute from the arguments";
+    if (limit == "sanitizer" && (detail.find("null pointer") != std::string::npos ||
+                                 detail.find("SEGV") != std::string::npos))
+        return "a pointer that points at nothing: a null pointer, or an index far out of range";
+    if (limit == "sanitizer")
+        return "a read or write outside an array: check each loop's bounds (< n, not <= n)";
+    return check_hint;
+}
+
 // Grades one expectation; "" when it holds, else the failure's detail and hint.
 bool grade_one(const Expectation& e, const nlohmann::json& call_result, std::string& detail,
-               std::string& hint, const std::string& check_hint) {
+               std::string& hint, const std::string& check_hint,
+               std::vector<std::string>* explained_by = nullptr) {
     if (call_result.contains("error")) {
         detail = call_result["error"].get<std::string>();
+        if (call_result.contains("limit")) {
+            hint = limit_hint(call_result["limit"].get<std::string>(), detail, check_hint);
+            return false;
+        }
         // A Python starter raises NotImplementedError; a C++ starter returns -1,
         // which the assignment's cpp_adapter.py raises as NotImplementedError.
         if (detail.find("NotImplementedError") == std::string::npos)
@@ -119,12 +146,16 @@ bool grade_one(const Expectation& e, const nlohmann::json& call_result, std::str
                                       : "at " + index_text(bad, e.expected.shape, e.axes) + ": ") +
             "expected " + value_text(e.expected.data[bad]) + ", got " + value_text(got.data[bad]);
     }
+    // Every known mistake the answer matches (several can: at T=2 "sees the
+    // next key" and "sees every key" are one mask); the first gives this
+    // case's own hint, grade_checks weighs them across all checks.
     for (const Mistake& m : e.mistakes) {
         if (m.value.shape == got.shape && first_bad(got, e, m.value) < 0) {
-            hint = m.hint;
-            return false;
+            if (hint.empty()) hint = m.hint;
+            if (explained_by != nullptr) explained_by->push_back(m.hint);
         }
     }
+    if (!hint.empty()) return false;
     hint = e.diagnose ? e.diagnose(got) : "";
     if (hint.empty()) hint = check_hint;
     return false;
@@ -145,9 +176,10 @@ nlohmann::json root_cause(const Case& c, const nlohmann::json& calls, int i) {
 // Grades `e` within its case: a reference that is another call's result is
 // read from the student's answers first (its failure is this one's).
 bool grade_one_in_case(const Expectation& e, const Case& c, const nlohmann::json& calls,
-                       std::string& detail, std::string& hint, const std::string& check_hint) {
+                       std::string& detail, std::string& hint, const std::string& check_hint,
+                       std::vector<std::string>* explained_by) {
     if (e.same_as_call < 0)
-        return grade_one(e, root_cause(c, calls, e.call), detail, hint, check_hint);
+        return grade_one(e, root_cause(c, calls, e.call), detail, hint, check_hint, explained_by);
     const nlohmann::json reference = root_cause(c, calls, e.same_as_call);
     Expectation own = e;
     std::string why;
@@ -166,45 +198,78 @@ bool grade_one_in_case(const Expectation& e, const Case& c, const nlohmann::json
             return false;
         }
     }
-    return grade_one(own, root_cause(c, calls, e.call), detail, hint, check_hint);
+    return grade_one(own, root_cause(c, calls, e.call), detail, hint, check_hint, explained_by);
+}
+
+// The limit a case's calls ran into, "" if none.
+std::string limit_of(const nlohmann::json& calls) {
+    for (const nlohmann::json& call : calls)
+        if (call.contains("limit")) return call["limit"].get<std::string>();
+    return "";
 }
 
 }  // namespace compare_detail
 
+namespace {
+
+// One case's first failing expectation, before the hints are chosen.
+struct Failure {
+    std::string where, what, detail, hint;
+    std::vector<std::string> explained_by;  // hints of every known mistake the answer matches
+};
+
+// The failure a check shows and its hint: the case whose known mistake explains
+// the most failing cases across all checks (so one mistake is named as itself
+// in every check it breaks), else the first failure a diagnosis explains, else
+// the first failure.
+std::size_t shown_failure(const std::vector<Failure>& failures, const std::string& check_hint,
+                          const std::map<std::string, int>& explains, std::string& hint) {
+    int best = 0;
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < failures.size(); ++i)
+        for (const std::string& h : failures[i].explained_by)
+            if (explains.at(h) > best) {
+                best = explains.at(h);
+                shown = i;
+                hint = h;
+            }
+    if (best > 0) return shown;
+    for (std::size_t i = 0; i < failures.size(); ++i)
+        if (failures[i].hint != check_hint) {
+            hint = failures[i].hint;
+            return i;
+        }
+    hint = failures[0].hint;
+    return 0;
+}
+
+}  // namespace
+
 std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
                                       const nlohmann::json& reply) {
     std::vector<CheckResult> out;
+    std::vector<std::vector<Failure>> failures(checks.size());
+    std::map<std::string, int> explains;  // known mistake's hint -> failing cases it explains
     std::size_t case_index = 0;
-    const bool timed_out = reply.contains("timeout");
-    for (const Check& check : checks) {
+    for (std::size_t k = 0; k < checks.size(); ++k) {
+        const Check& check = checks[k];
         CheckResult r;
         r.name = check.name;
-        bool shown_diagnosed = false;  // the failure in r has a mistake's own hint
         for (const Case& c : check.cases) {
             ++r.cases;
             bool ok = true;
             for (const Expectation& e : c.expect) {
-                std::string detail, hint;
-                if (timed_out) {
-                    ok = false;
-                    detail = "no result: the time limit of " +
-                             std::to_string(reply["timeout"].get<int>()) + " s ran out";
-                    hint = "an endless loop, or a Python loop over every element? (--timeout S)";
-                } else {
-                    const nlohmann::json& calls = reply["results"][case_index];
-                    ok = compare_detail::grade_one_in_case(e, c, calls, detail, hint, check.hint);
-                }
+                Failure f{e.where, e.what, "", "", {}};
+                const nlohmann::json& calls = reply["results"][case_index];
+                ok = compare_detail::grade_one_in_case(e, c, calls, f.detail, f.hint, check.hint,
+                                                       &f.explained_by);
                 if (ok) continue;
-                const bool first = r.failure_detail.empty();
-                const bool diagnosed = hint != check.hint;
-                if (first || (diagnosed && !shown_diagnosed)) {
-                    r.failure_where = e.where;
-                    r.failure_what = e.what;
-                    r.failure_detail = detail;
-                    r.hint = hint;
-                    r.failure_is_first = first;
-                    shown_diagnosed = diagnosed;
-                }
+                if (r.limit.empty()) r.limit = compare_detail::limit_of(calls);
+                std::sort(f.explained_by.begin(), f.explained_by.end());
+                f.explained_by.erase(std::unique(f.explained_by.begin(), f.explained_by.end()),
+                                     f.explained_by.end());
+                for (const std::string& h : f.explained_by) ++explains[h];
+                failures[k].push_back(std::move(f));
                 break;
             }
             r.passed += ok ? 1 : 0;
@@ -212,7 +277,16 @@ std::vector<CheckResult> grade_checks(const std::vector<Check>& checks,
         }
         out.push_back(r);
     }
+    for (std::size_t k = 0; k < checks.size(); ++k) {
+        if (failures[k].empty()) continue;
+        CheckResult& r = out[k];
+        const std::size_t i = shown_failure(failures[k], checks[k].hint, explains, r.hint);
+        r.failure_where = failures[k][i].where;
+        r.failure_what = failures[k][i].what;
+        r.failure_detail = failures[k][i].detail;
+        r.failure_is_first = i == 0;
+    }
     return out;
 }
 
-}  // namespace plab::cli::grade
+}  // namespace plab::grade
