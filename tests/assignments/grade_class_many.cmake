@@ -279,6 +279,30 @@ if(NOT _at EQUAL 0)
 endif()
 message(STATUS "grade-class: resumed, the 5 rows cut off graded again")
 
+# ---- 2b. a real interrupt (SIGINT, as Ctrl-C sends) -------------------------------
+# After 4 s the run is interrupted: it kills its graders, says how far it got and
+# exits 130; every row in OUT is whole. Run again, it grades the rest.
+file(REMOVE "${_out}")
+execute_process(COMMAND timeout --preserve-status -s INT 4 ${_grade}
+                OUTPUT_VARIABLE _o ERROR_VARIABLE _e RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 130 OR NOT _e MATCHES "interrupted: ([0-9]+) of 30 graded; run the same command again to grade the rest")
+  message(FATAL_ERROR "grade-class (interrupted): exit ${_rc}, expected 130 and its line\n${_e}")
+endif()
+set(_done ${CMAKE_MATCH_1})
+file(READ "${_out}" _text)
+csv_lines("${_text}" _lines)
+list(LENGTH _lines _n)
+math(EXPR _want "${_done} + 1")
+if(NOT _text MATCHES "\n$" OR NOT _n EQUAL _want OR _done EQUAL 30)
+  message(FATAL_ERROR "grade-class (interrupted): ${_done} graded but ${_n} lines in\n${_text}")
+endif()
+execute_process(COMMAND ${_grade} OUTPUT_VARIABLE _o ERROR_VARIABLE _e RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0 OR NOT _e MATCHES "grading 30 submissions \\(${_done} already in ")
+  message(FATAL_ERROR "grade-class (after the interrupt): exit ${_rc}\n${_e}")
+endif()
+check_csv("after the interrupt" _rows)
+message(STATUS "grade-class: interrupted after ${_done} files, the rest graded on the next run")
+
 # ---- 3. refusals ------------------------------------------------------------------
 set(_other "${SCRATCH}/class30_not_ours.csv")
 file(WRITE "${_other}" "name,grade\nx,1\n")
