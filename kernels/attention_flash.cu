@@ -389,6 +389,17 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
             const TileClass cls = looked ? s.mask.classify_tile(bounds, t0, t1) : TileClass::empty;
             if (t == 0 && looked) atomicAdd(&tile_counts[static_cast<int>(cls)], 1ull);
 #if PLAB_SIMT_EMULATED
+            // The attention ladder's counts (attention_ladder.h): a tile this group
+            // folds is read once for the block, K and V rows of its keys, and
+            // scored and weighted for every row and key of it, masked cells too.
+            if (t == 0 && looked && cls != TileClass::empty) {
+                long long loaded = 0;
+                for (int key = t0; key <= t1; ++key)
+                    loaded += kv_block_freed(block_table, key, s.block_size) ? 0 : 1;
+                const long long cells =
+                    static_cast<long long>(last_q_pos - first_pos + 1) * tile_keys;
+                PLAB_LADDER_COUNT(8LL * dh * loaded, cells * (4LL * dh + 4));
+            }
             if (tap != nullptr && t == 0 && looked)
                 tap->add(FlashTraceTile{first_pos, last_q_pos, t0, t1, group, cls});
 #endif

@@ -264,6 +264,11 @@ for shape in stories15m stories110m; do
         sed -n '/^Decode (one token per step/,/^$/p' "$logs/decode-graphs-$graphs-$shape.log"
     done
 done
+# The attention ladder (kernels/attention_ladder.h): each rung's GPU time and its
+# speed-up over the rung before, beside the emulator's byte and operation counts
+# (the GPU column of kernels/README.md's ladder table).
+test_step attention-ladder "$plab" bench --attention-ladder --lengths 1024
+cat "$logs/attention-ladder.log"
 # The GEMM kernels alone against cuBLAS (the build's gemm_kernels target, made
 # where CMake found cuBLAS).
 if [[ -x "$build/gemm_kernels" ]]; then

@@ -23,6 +23,9 @@
 //   rope_kv_append.cu   RoPE of Q and K and the K/V append in one launch (decode's fusion)
 //   attention_ref.cu    one block per (query, head), scores then weights e_j in shared memory,
 //                       max in parallel, j-order sums (core/attention_math.h)
+//   attention_naive.cu, attention_online.cu, attention_tiled.cu   the attention ladder's
+//                       first rungs (attention_ladder.h): one thread a row, two passes; one
+//                       pass with a running max; K/V tiles in shared memory
 //   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
 //                       2018; FlashAttention, Dao et al. 2022); 4 rows x 8 keys a thread
 //                       in registers, two warp groups on alternate key tiles; Dh and
@@ -42,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attention_ladder.h"
 #include "core/attention_math.h"
 #include "simt/simt.h"
 
@@ -325,6 +329,14 @@ FlashTiles launch_attention_flash(float* out, const float* q, const float* k_poo
                                   const AttentionShape& s, unsigned long long* tile_counts,
                                   const int32_t* pos0_at = nullptr, FlashSplit split = {},
                                   float* totals = nullptr);
+
+// The attention ladder's first rungs (attention_ladder.h), arguments as attention_ref's.
+void launch_attention_naive(float* out, const float* q, const float* k_pool, const float* v_pool,
+                            const int32_t* block_table, const AttentionShape& s);
+void launch_attention_online(float* out, const float* q, const float* k_pool, const float* v_pool,
+                             const int32_t* block_table, const AttentionShape& s);
+void launch_attention_tiled(float* out, const float* q, const float* k_pool, const float* v_pool,
+                            const int32_t* block_table, const AttentionShape& s);
 
 __global__ void swiglu_kernel(float* out, const float* gate, const float* up, long long n);
 __global__ void add_kernel(float* x, const float* y, long long n);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cmd_bench_ladder.h"
 #include "cli/common.h"
 #include "core/cpu_threads.h"
 #include "core/error.h"
@@ -32,7 +33,8 @@ struct BenchCliOptions {
     BenchOptions bench;
     std::uint64_t seed = 15;
     bool json = false;
-    std::string plot;  // empty: no roofline PNG
+    std::string plot;               // empty: no roofline PNG
+    bool attention_ladder = false;  // --attention-ladder: the ladder's rungs instead
 };
 
 // The prefill table (its columns unchanged since lesson 6 shows them), then
@@ -605,7 +607,8 @@ void add_bench_command(CLI::App& app) {
                     "comma-separated kernel sets: invariant, fastest (cpu only: its rows are "
                     "named cpu-fastest; lesson 16)")
         ->capture_default_str();
-    cmd->add_option("--lengths", o->lengths, "prompt lengths")->capture_default_str();
+    CLI::Option* lengths =
+        cmd->add_option("--lengths", o->lengths, "prompt lengths")->capture_default_str();
     cmd->add_option("--repeats", o->bench.repeats, "prefill runs per row (median)")
         ->capture_default_str();
     cmd->add_option("--chunks", o->bench.chunks, "chunk plan for the prefill rows")
@@ -632,8 +635,17 @@ void add_bench_command(CLI::App& app) {
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->add_option("--plot", o->plot,
                     "also draw the run as a roofline PNG (peak, bandwidth, one point per row)");
-    cmd->callback([o, batch] {
+    cmd->add_flag("--attention-ladder", o->attention_ladder,
+                  "the attention kernel ladder (naive, online, tiled, flash) on one prefill of "
+                  "the model's shape (the first of --lengths, else 256): K/V bytes and operations "
+                  "each rung counts in the emulator, its error, GPU time where there is a GPU");
+    cmd->callback([o, batch, lengths] {
         o->batch_given = batch->count() > 0;
+        if (o->attention_ladder) {
+            LadderCliOptions l{o->model, o->random, 256, o->seed, o->json};
+            if (lengths->count() > 0) l.length = parse_int_list(o->lengths, "--lengths").at(0);
+            return run_attention_ladder_bench(l);
+        }
         run(*o);
     });
 }
