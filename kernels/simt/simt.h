@@ -42,6 +42,12 @@
 // Launch recording (simt_record.h): while a LaunchRecorder is active, both
 // builds' launch() records the launch instead of running it (CUDA graphs).
 //
+// Checks that name a fault: PLAB_CHECKED_SHARED tiles report races and
+// out-of-range indexes by name and line (simt_checked.h); the lanes of a warp
+// must meet at the same shuffle; grids and blocks are checked against the
+// architecture profile; cudaMalloc returns 0xff bytes (NaN); with
+// PLAB_SIMT_BLOCK_ORDER=<seed> a grid's blocks run in a shuffled order.
+//
 // Left out on purpose: streams, events, textures, cooperative groups, warp
 // votes, memory fences, timing of any kind; blocks of one grid run one after
 // another (the emulation shows correctness, never speed). A barrier that some
@@ -53,6 +59,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -96,6 +103,9 @@
 #define PLAB_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 // Static shared memory the emulator counts: PLAB_SHARED(float, tile, [32][33]).
 #define PLAB_SHARED(type, name, extents) __shared__ type name extents
+// Shared memory the emulator checks for races (simt_checked.h); here plain arrays.
+#define PLAB_CHECKED_SHARED(type, name, n) __shared__ type name[n]
+#define PLAB_CHECKED_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 // Unroll a loop of compile-time trip count (nvcc); under g++ the optimiser decides.
 #define PLAB_UNROLL _Pragma("unroll")
 
@@ -217,13 +227,30 @@ void run_grid(const char* name, std::uintptr_t kernel, dim3 grid, dim3 block,
               std::size_t shared_bytes, void (*body)(void*), void* ctx);
 // __syncthreads: waits until every thread of the block is at this barrier.
 void sync_threads(const char* file, int line);
-// Waits until every lane of the current warp is here (for the shuffles).
-void sync_warp(unsigned mask, const char* what);
+// Waits until every lane of the current warp is here (for the shuffles). The
+// call site (file, line) of each lane must be the same one: a lab rule,
+// stricter than PTX on sm_70+ (which lets lanes meet at different shuffles),
+// that catches shuffles in divergent code.
+void sync_warp(unsigned mask, const char* what, const char* file = nullptr, int line = 0);
 // This lane's exchange slot and the slot of lane `lane` of the same warp.
 std::uint64_t* warp_slot(int lane);
 int lane_id();
 int warp_lanes();  // lanes present in the current warp (the last warp may be partial)
 void* dynamic_shared();
+std::size_t dynamic_shared_bytes();
+// Race checking (simt_checked.h): the current barrier interval (a new one
+// after every __syncthreads, in every block), the running thread's index in
+// its block and its name, "thread (3,0,0)"; a failure of the running launch
+// naming its kernel and block.
+std::uint64_t barrier_interval();
+int current_thread();
+std::string current_thread_name();
+[[noreturn]] void fail_launch(const std::string& what);
+// Blocks of a grid run in order (seed 0, the default) or, with a seed, in a
+// shuffled order drawn from it, so a kernel whose blocks depend on each other
+// (block b reading what block b - 1 wrote) fails instead of passing by the
+// emulator's order. PLAB_SIMT_BLOCK_ORDER=<seed> in the environment sets it.
+void set_block_order_seed(std::uint64_t seed);
 // PLAB_SHARED: counts a static shared array of the running kernel (once per
 // launch) against the launch's limit, and poisons it for every block.
 void static_shared(void* address, std::size_t bytes);
@@ -235,14 +262,15 @@ std::size_t known_static_shared(std::uintptr_t kernel);
 bool static_shared_known(std::uintptr_t kernel);  // after the kernel's first launch
 
 template <typename T>
-T warp_exchange(unsigned mask, T value, int src_lane, const char* what) {
+T warp_exchange(unsigned mask, T value, int src_lane, const char* what,
+                const std::source_location& at) {
     static_assert(sizeof(T) <= sizeof(std::uint64_t) && std::is_trivially_copyable_v<T>);
     std::memcpy(warp_slot(lane_id()), &value, sizeof(T));
-    sync_warp(mask, what);  // every lane has published its value
-    T result = value;       // lanes outside the warp: keep our own value (as CUDA does)
+    sync_warp(mask, what, at.file_name(), static_cast<int>(at.line()));  // all have published
+    T result = value;  // lanes outside the warp: keep our own value (as CUDA does)
     if (src_lane >= 0 && src_lane < warp_lanes())
         std::memcpy(&result, warp_slot(src_lane), sizeof(T));
-    sync_warp(mask, what);  // every lane has read before any slot is overwritten
+    sync_warp(mask, what, at.file_name(), static_cast<int>(at.line()));  // all have read
     return result;
 }
 
@@ -292,33 +320,38 @@ using std::min;
 #define PLAB_SHARED(type, name, extents) \
     static type name extents;            \
     ::plab::simt::static_shared(&name, sizeof(name))
+#include "simt_checked.h"  // PLAB_CHECKED_SHARED: shared memory that reports races by name
 
 // __syncwarp: the lanes of the warp wait for each other (shared memory written
 // by one lane is then visible to the others).
-inline void __syncwarp(unsigned mask = 0xffffffffu) {
-    ::plab::simt::sync_warp(mask, "__syncwarp");
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       std::source_location at = std::source_location::current()) {
+    ::plab::simt::sync_warp(mask, "__syncwarp", at.file_name(), static_cast<int>(at.line()));
 }
 
 template <typename T>
-inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
+inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32,
+                     std::source_location at = std::source_location::current()) {
     const int lane = ::plab::simt::lane_id();
     return ::plab::simt::warp_exchange(mask, v, (lane & ~(width - 1)) + (src_lane % width),
-                                       "__shfl_sync");
+                                       "__shfl_sync", at);
 }
 template <typename T>
-inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32,
+                          std::source_location at = std::source_location::current()) {
     const int lane = ::plab::simt::lane_id();
     const int src = lane + static_cast<int>(delta);
     // CUDA: a source beyond the segment returns the caller's own value.
     const bool inside = (src & ~(width - 1)) == (lane & ~(width - 1));
-    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_down_sync");
+    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_down_sync", at);
 }
 template <typename T>
-inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32,
+                         std::source_location at = std::source_location::current()) {
     const int lane = ::plab::simt::lane_id();
     const int src = lane ^ lane_mask;
     const bool inside = (src & ~(width - 1)) == (lane & ~(width - 1));
-    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_xor_sync");
+    return ::plab::simt::warp_exchange(mask, v, inside ? src : lane, "__shfl_xor_sync", at);
 }
 
 // Fibers never run at the same time, so a plain read-modify-write is atomic.
@@ -400,6 +433,9 @@ struct ArchProfile {
     std::size_t shared_per_sm;     // sharedMemPerMultiprocessor
     int multiprocessors;           // multiProcessorCount
     int warp_size;                 // 32 on every NVIDIA GPU
+    // maxGridSize and maxThreadsDim: the same on every architecture since sm_30.
+    unsigned max_grid_x = 2147483647u, max_grid_yz = 65535u;
+    unsigned max_block_xy = 1024u, max_block_z = 64u;
 };
 // clang-format off
 inline constexpr ArchProfile kArchProfiles[] = {

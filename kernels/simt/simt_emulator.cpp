@@ -81,6 +81,8 @@ struct Fiber {
     dim3 idx;
     const char* barrier_file = nullptr;  // where it waits, to report divergent barriers
     int barrier_line = 0;
+    const char* warp_file = nullptr;  // the shuffle or __syncwarp it waits at
+    int warp_line = 0;
     void* asan_fake_stack = nullptr;  // ASan's fake frames while it waits
 };
 
@@ -102,6 +104,10 @@ struct Scheduler {
     void* ctx = nullptr;
     std::exception_ptr error;
     random::Engine rng{20240607u};
+    // The barrier interval: a new one at every block barrier and every block
+    // start, never reused, so a record of an earlier interval is simply old.
+    std::uint64_t interval = 1;
+    std::uint64_t block_order_seed = 0;  // 0: blocks in order
     // The scheduler's own stack, as ASan's fiber API reports it to a fiber.
     void* asan_fake_stack = nullptr;
     const void* asan_stack_bottom = nullptr;
@@ -224,6 +230,13 @@ void wait_here(FiberState state) {
     asan_finish_switch(f.asan_fake_stack, &s.asan_stack_bottom, &s.asan_stack_size);
 }
 
+// "simt.h" for "/path/to/simt.h": a report names files as a reader finds them.
+std::string base_name(const char* path) {
+    if (path == nullptr) return "?";
+    const char* slash = std::strrchr(path, '/');
+    return slash != nullptr ? slash + 1 : path;
+}
+
 std::string thread_name(const dim3& t) {
     std::ostringstream os;
     os << "threadIdx (" << t.x << ',' << t.y << ',' << t.z << ')';
@@ -250,6 +263,18 @@ bool release_barriers(Scheduler& s) {
             finished += s.fibers[i].state == FiberState::done;
         }
         if (waiting == w1 - w0) {
+            for (int i = w0 + 1; i < w1; ++i) {
+                const Fiber& a = s.fibers[w0];
+                const Fiber& b = s.fibers[i];
+                if (a.warp_line != b.warp_line || std::strcmp(a.warp_file, b.warp_file) != 0)
+                    fail(s, "the lanes of warp " + std::to_string(w0 / 32) +
+                                " meet at different shuffles: " + thread_name(a.idx) + " at " +
+                                base_name(a.warp_file) + ":" + std::to_string(a.warp_line) + ", " +
+                                thread_name(b.idx) + " at " + base_name(b.warp_file) + ":" +
+                                std::to_string(b.warp_line) +
+                                " (a shuffle in divergent code: every lane of the mask must call "
+                                "the same one; a lab rule, stricter than PTX on sm_70+)");
+            }
             for (int i = w0; i < w1; ++i) s.fibers[i].state = FiberState::ready;
             released = true;
         } else if (waiting > 0 && finished > 0) {
@@ -279,6 +304,7 @@ bool release_barriers(Scheduler& s) {
     }
     if (waiting == s.n_threads) {
         for (int i = 0; i < s.n_threads; ++i) s.fibers[i].state = FiberState::ready;
+        ++s.interval;  // what was written before the barrier may now be read by anyone
         return true;
     }
     if (waiting > 0 && exited != nullptr) {
@@ -292,6 +318,7 @@ bool release_barriers(Scheduler& s) {
 
 void run_block(Scheduler& s) {
     const dim3 bd = g_builtins.block_dim;
+    ++s.interval;
     // Fresh shared memory is garbage on a GPU; here it is NaN (all bits set),
     // so reading a value nobody wrote poisons the result instead of passing.
     std::fill(s.dynamic_shared.begin(), s.dynamic_shared.end(), 0xff);
@@ -333,12 +360,38 @@ void run_grid(const char* name, std::uintptr_t kernel, dim3 grid, dim3 block,
               std::size_t shared_bytes, void (*body)(void*), void* ctx) {
     Scheduler& s = scheduler();
     std::lock_guard<std::mutex> lock(s.mutex);
+    static const bool order_from_environment = [&s] {
+        const char* e = std::getenv("PLAB_SIMT_BLOCK_ORDER");
+        if (e == nullptr || *e == '\0') return true;
+        char* end = nullptr;
+        const unsigned long long seed = std::strtoull(e, &end, 10);
+        if (*end != '\0' || *e == '-')
+            throw Error(std::string("PLAB_SIMT_BLOCK_ORDER=") + e +
+                        ": give a seed (a whole number) for blocks in a shuffled order, or 0 for "
+                        "blocks in order");
+        s.block_order_seed = seed;
+        return true;
+    }();
+    (void)order_from_environment;
     const unsigned long long n = 1ull * block.x * block.y * block.z;
     if (grid.x * grid.y * grid.z == 0) return;
     if (n == 0 || n > kMaxThreadsPerBlock) {
         std::ostringstream os;
         os << "SIMT emulator: kernel " << name << " launched with " << n << " threads per block ("
            << "1.." << kMaxThreadsPerBlock << " allowed)";
+        throw InternalError(os.str());
+    }
+    // The grid and block limits of every architecture since sm_30 (the
+    // profile's numbers): a launch past them fails on a GPU, so it fails here.
+    const ArchProfile& arch = arch_profile();
+    if (grid.x > arch.max_grid_x || grid.y > arch.max_grid_yz || grid.z > arch.max_grid_yz ||
+        block.x > arch.max_block_xy || block.y > arch.max_block_xy || block.z > arch.max_block_z) {
+        std::ostringstream os;
+        os << "SIMT emulator: kernel " << name << " launched with grid (" << grid.x << ',' << grid.y
+           << ',' << grid.z << ") and block (" << block.x << ',' << block.y << ',' << block.z
+           << "); " << arch.name << " allows a grid up to (" << arch.max_grid_x << ','
+           << arch.max_grid_yz << ',' << arch.max_grid_yz << ") and a block up to ("
+           << arch.max_block_xy << ',' << arch.max_block_xy << ',' << arch.max_block_z << ')';
         throw InternalError(os.str());
     }
     // Shared memory: the static bytes known from earlier launches now; the
@@ -368,13 +421,17 @@ void run_grid(const char* name, std::uintptr_t kernel, dim3 grid, dim3 block,
     s.dynamic_shared.assign(shared_bytes, 0xff);
     g_builtins.block_dim = block;
     g_builtins.grid_dim = grid;
-    for (unsigned z = 0; z < grid.z; ++z) {
-        for (unsigned y = 0; y < grid.y; ++y) {
-            for (unsigned x = 0; x < grid.x; ++x) {
-                g_builtins.block_idx = dim3(x, y, z);
-                run_block(s);
-            }
-        }
+    std::vector<dim3> blocks;
+    for (unsigned z = 0; z < grid.z; ++z)
+        for (unsigned y = 0; y < grid.y; ++y)
+            for (unsigned x = 0; x < grid.x; ++x) blocks.emplace_back(x, y, z);
+    if (s.block_order_seed != 0) {
+        random::Engine order(s.block_order_seed);
+        random::shuffle(blocks.begin(), blocks.end(), order);
+    }
+    for (const dim3& b : blocks) {
+        g_builtins.block_idx = b;
+        run_block(s);
     }
     std::lock_guard<std::mutex> limits_lock(g_limits_mutex);
     kernel_limits()[kernel].static_known = true;
@@ -398,7 +455,7 @@ int warp_lanes() {
     return std::min(32, s.n_threads - w0);
 }
 
-void sync_warp(unsigned mask, const char* what) {
+void sync_warp(unsigned mask, const char* what, const char* file, int line) {
     const int lanes = warp_lanes();
     const unsigned full = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
     if ((mask & full) != full) {
@@ -408,7 +465,65 @@ void sync_warp(unsigned mask, const char* what) {
            << ')';
         throw InternalError(os.str());
     }
+    Scheduler& s = scheduler();
+    s.fibers[s.current].warp_file = file != nullptr ? file : what;
+    s.fibers[s.current].warp_line = line;
     wait_here(FiberState::at_warp_barrier);
+}
+
+std::uint64_t barrier_interval() {
+    return scheduler().interval;
+}
+
+int current_thread() {
+    return scheduler().current;
+}
+
+std::string current_thread_name() {
+    const Scheduler& s = scheduler();
+    return thread_name(s.fibers[s.current].idx);
+}
+
+void fail_launch(const std::string& what) {
+    fail(scheduler(), what);
+}
+
+void RaceBook::check_index(long long i, std::size_t size, const std::source_location& at) const {
+    if (i >= 0 && static_cast<std::size_t>(i) < size) return;
+    fail_launch(current_thread_name() + " indexes shared tile `" + name_ + "`[" +
+                std::to_string(i) + "] at " + base_name(at.file_name()) + ":" +
+                std::to_string(at.line()) + ", outside its " + std::to_string(size) +
+                " elements (0.." + std::to_string(size - 1) + ")");
+}
+
+std::string RaceBook::race(std::size_t i, const char* doing, const std::source_location& at,
+                           const Record& r) const {
+    return "race on shared tile `" + std::string(name_) + "`[" + std::to_string(i) +
+           "]: " + current_thread_name() + " " + doing + " it (" + base_name(at.file_name()) + ":" +
+           std::to_string(at.line()) + ") after " + thread_name(scheduler().fibers[r.thread].idx) +
+           " wrote it (" + base_name(r.file) + ":" + std::to_string(r.line) +
+           ") with no __syncthreads between";
+}
+
+void RaceBook::on_read(std::size_t i, const std::source_location& at) {
+    const Record& r = records_[i];
+    if (r.interval == barrier_interval() && r.thread != current_thread())
+        fail_launch(race(i, "reads", at, r));
+}
+
+void RaceBook::on_write(std::size_t i, const std::source_location& at) {
+    Record& r = records_[i];
+    if (r.interval == barrier_interval() && r.thread != current_thread())
+        fail_launch(race(i, "writes", at, r) + " (two writes)");
+    r = {barrier_interval(), current_thread(), at.file_name(), static_cast<int>(at.line())};
+}
+
+void set_block_order_seed(std::uint64_t seed) {
+    scheduler().block_order_seed = seed;
+}
+
+std::size_t dynamic_shared_bytes() {
+    return scheduler().dynamic_shared.size();
 }
 
 std::uint64_t* warp_slot(int lane) {
@@ -504,6 +619,9 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
     // 256-byte alignment, as cudaMalloc guarantees.
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (p == nullptr) return g_last_error = cudaErrorMemoryAllocation;
+    // Fresh device memory is garbage on a GPU; here every byte is 0xff (a
+    // float reads NaN), so a kernel that reads what nobody wrote fails.
+    std::memset(p, 0xff, (bytes + 255) / 256 * 256 + 256);
     std::lock_guard<std::mutex> lock(g_alloc_mutex);
     g_allocations.insert(p);
     *ptr = p;
