@@ -12,8 +12,8 @@
 // interval, so
 //   - a read of an element another thread wrote in the same interval, and
 //   - a write of an element another thread wrote in the same interval
-// fail the launch with "race on shared tile `k_tile`[37]: thread (5,0,0)
-// reads it (flash.cu:61) after thread (4,0,0) wrote it (flash.cu:52) with no
+// fail the launch with "race on shared tile `k_tile`[37]: threadIdx (5,0,0)
+// reads it (flash.cu:61) after threadIdx (4,0,0) wrote it (flash.cu:52) with no
 // __syncthreads between"; and an index outside the array fails with its
 // name, the index and the line. A warp-level handoff (__syncwarp) does not
 // end an interval here: use __syncthreads around checked tiles.

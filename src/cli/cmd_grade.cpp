@@ -26,15 +26,31 @@ namespace plab::cli {
 
 namespace {
 
+// ".py or .cpp": the kinds of file an assignment takes.
+std::string kinds_text(const std::vector<std::string>& kinds) {
+    std::string out;
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == kinds.size() ? " or " : ", ") + kinds[i];
+    return out;
+}
+
 // The table's names, "a, b, c or d" (last_join " or ") or "a, b, c, d"; with
-// cpp_only, those with a C++ variant (a cpp_adapter.py beside the starter).
+// cpp_only, those with a C++ variant (a starter.cpp beside the starter).
 std::string assignment_names(bool cpp_only, const char* last_join) {
     std::vector<std::string> names;
     for (const grade::Assignment& x : grade::assignments())
-        if (!cpp_only || !grade::cpp_adapter(x.name).empty()) names.push_back(x.name);
+        if (!cpp_only || grade::takes(x.name, ".cpp")) names.push_back(x.name);
     std::string out;
     for (std::size_t i = 0; i < names.size(); ++i)
         out += (i == 0 ? "" : i + 1 == names.size() ? last_join : ", ") + names[i];
+    return out;
+}
+
+// The assignments that take a CUDA file (.cu), "a, b".
+std::string cuda_assignment_names() {
+    std::string out;
+    for (const grade::Assignment& x : grade::assignments())
+        if (grade::takes(x.name, ".cu")) out += (out.empty() ? "" : ", ") + x.name;
     return out;
 }
 
@@ -74,20 +90,23 @@ struct GradeResult {
 // The adapter the student's file is run through: "" for a .py, the
 // assignment's cpp_adapter.py for a .cpp (refused where there is none).
 std::string submission_adapter(const GradeOptions& o, const grade::Assignment& a) {
-    PLAB_CHECK(
-        access(o.file.c_str(), R_OK) == 0,
-        o.file << ": no such file (or not readable); give the student's .py (or .cpp) file, e.g. "
-                  "lessons/assignments/"
-               << a.name << "/starter.py");
+    const std::vector<std::string> kinds = grade::file_kinds(a.name);
+    PLAB_CHECK(access(o.file.c_str(), R_OK) == 0,
+               o.file << ": no such file (or not readable); give the student's "
+                      << kinds_text(kinds) << " file, e.g. lessons/assignments/" << a.name
+                      << "/starter" << kinds.at(0));
     grade::check_limits(o.run.limits);
-    std::string adapter;
-    if (grade::is_cpp_file(o.file)) {
-        adapter = grade::cpp_adapter(a.name);
-        PLAB_CHECK(!adapter.empty(), "assignment "
-                                         << a.name << " has no C++ variant (those with one: "
-                                         << assignment_names(true, ", ") << "); give a .py file");
-    }
-    return adapter;
+    const std::string kind = grade::file_kind(o.file);
+    if (kind == ".cpp")
+        PLAB_CHECK(std::find(kinds.begin(), kinds.end(), kind) != kinds.end(),
+                   "assignment " << a.name << " has no C++ variant (those with one: "
+                                 << assignment_names(true, ", ") << "); give a "
+                                 << kinds_text(kinds) << " file");
+    PLAB_CHECK(std::find(kinds.begin(), kinds.end(), kind) != kinds.end(),
+               "assignment " << a.name << " takes a " << kinds_text(kinds) << " file (like "
+                             << "lessons/assignments/" << a.name << "/starter" << kinds.at(0)
+                             << "), not " << (kind.empty() ? "this" : "a " + kind) << " file");
+    return kind == ".py" ? std::string() : grade::cpp_adapter(a.name);
 }
 
 GradeResult compute_grade(const GradeOptions& o) {
@@ -220,8 +239,9 @@ void add_grade_command(CLI::App& app) {
                     assignment_names(false, " or ") + " (lessons/assignments/)")
         ->required();
     cmd->add_option("file", o->file,
-                    "the student's Python file, or a .cpp file for a C++ variant (" +
-                        assignment_names(true, ", ") + ")")
+                    "the student's Python file, a .cpp file for a C++ variant (" +
+                        assignment_names(true, ", ") + "), or a .cu file (" +
+                        cuda_assignment_names() + ": CUDA run on the SIMT emulator)")
         ->required();
     cmd->add_option("--seed", o->seed, "seed of the generated cases")->capture_default_str();
     grade::Limits& l = o->run.limits;

@@ -17,6 +17,8 @@ const std::vector<Assignment>& assignments() {
          chunked_prefill_checks},
         {"online_softmax", "attention over key tiles with a running max and denominator",
          online_softmax_checks},
+        {"flash_kernel", "the tile loop of a flash attention CUDA kernel, run on the SIMT emulator",
+         flash_kernel_checks},
     };
     return all;
 }

@@ -109,7 +109,16 @@ bool grade_one(const Expectation& e, const nlohmann::json& call_result, std::str
         }
         // A Python starter raises NotImplementedError; a C++ starter returns -1,
         // which the assignment's cpp_adapter.py raises as NotImplementedError.
-        if (detail.find("NotImplementedError") == std::string::npos)
+        if (detail.find("race on shared tile") != std::string::npos)
+            hint =
+                "two threads touched one element of a shared tile with no __syncthreads "
+                "between: wait after loading a tile (before anyone reads it) and after using "
+                "it (before the next load overwrites it)";
+        else if (detail.find("indexes shared tile") != std::string::npos)
+            hint =
+                "an index outside a shared tile: check the load loop's bounds (n * Dh "
+                "elements) and the tile's size";
+        else if (detail.find("NotImplementedError") == std::string::npos)
             hint = check_hint;
         else if (detail.find("returned -1") != std::string::npos)
             hint = "fill in this function: it still returns -1, as the starter does";

@@ -93,6 +93,7 @@ std::vector<Check> kv_cache_checks(std::mt19937_64& rng);
 std::vector<Check> sampler_checks(std::mt19937_64& rng);
 std::vector<Check> chunked_prefill_checks(std::mt19937_64& rng);
 std::vector<Check> online_softmax_checks(std::mt19937_64& rng);
+std::vector<Check> flash_kernel_checks(std::mt19937_64& rng);
 
 // Seeded inputs in [-scale, scale], never all zeros.
 std::vector<float> uniform(std::mt19937_64& rng, std::size_t n, float scale = 1.0f);
@@ -129,8 +130,14 @@ struct RunOptions {
     Limits limits;
 };
 
-// A C++ file (.cpp, .cc, .cxx), graded through its assignment's cpp_adapter.py.
+// A compiled file (.cpp, .cc, .cxx; .cu: CUDA on the SIMT emulator), graded
+// through its assignment's cpp_adapter.py.
 bool is_cpp_file(const std::string& file);
+// The kind of a submission, ".py", ".cpp" (also .cc, .cxx) or ".cu" ("" for any
+// other), and the kinds an assignment takes: those its folder has a starter of.
+std::string file_kind(const std::string& file);
+std::vector<std::string> file_kinds(const std::string& assignment);
+bool takes(const std::string& assignment, const std::string& kind);
 // The assignment's cpp_adapter.py, or "" when it has no C++ variant.
 std::string cpp_adapter(const std::string& assignment);
 

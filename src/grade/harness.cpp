@@ -62,6 +62,11 @@ bool can_run(const std::string& program) {
 struct Sanitizer {
     std::vector<std::string> flags;  // for the compiler
     std::string runtime;             // the ASan runtime Python must load first
+    // The C++ runtime, loaded right after it: ASan intercepts __cxa_throw only
+    // if libstdc++ is there when it starts, and Python does not link it, so a
+    // C++ exception in the student's library (the emulator naming a race)
+    // would otherwise stop ASan with a CHECK failure.
+    std::string cxx_runtime;
 };
 
 // AddressSanitizer's runtime as `cxx` names it: gcc's libasan.so, or clang's
@@ -86,6 +91,7 @@ Sanitizer sanitizer_for(const std::string& cxx) {
         s.runtime = clang;
         s.flags.push_back("-shared-libasan");
     }
+    s.cxx_runtime = ask("libstdc++.so.6");
     PLAB_CHECK(!s.runtime.empty(),
                cxx << " has no AddressSanitizer runtime (Debian: g++ brings libasan); pass "
                       "--no-sanitize to grade without sanitizers");
@@ -95,20 +101,45 @@ Sanitizer sanitizer_for(const std::string& cxx) {
     return s;
 }
 
+// The SIMT emulator's sources, which a .cu submission is compiled with:
+// kernels/simt and the two core headers it includes, copied into the stage
+// (the repository itself is not visible in the sandbox).
+void stage_emulator(const Stage& stage) {
+    const std::string root = std::string(PLAB_LESSONS_DIR) + "/../";
+    stage.make_dir("include/simt");
+    stage.make_dir("include/core");
+    for (const char* f : {"simt.h", "simt_checked.h", "simt_record.h", "simt_emulator.cpp"})
+        stage.copy_in(root + "kernels/simt/" + f, std::string("include/simt/") + f);
+    for (const char* f : {"error.h", "random.h"})
+        stage.copy_in(root + "src/core/" + f, std::string("include/core/") + f);
+}
+
 // Compiles the staged submission into build/student.so, in the sandbox: the
 // compiler sees what the student's code would see, so an #include of
 // solution.cpp finds nothing. Throws with the compiler's first error line.
 void compile(const Sandbox& box, const Stage& stage, const RunOptions& run, const std::string& file,
              const std::string& name, const Sanitizer& san) {
     SandboxCommand c;
-    c.argv = {run.cxx, "-O1", "-g", "-shared", "-fPIC", "-std=c++17"};
+    // A CUDA file (.cu) is compiled as C++ against the SIMT emulator (staged
+    // by stage_emulator): its kernels run on the CPU, no GPU needed.
+    const bool cuda = std::filesystem::path(name).extension() == ".cu";
+    c.argv = {run.cxx, "-O1", "-g", "-shared", "-fPIC", cuda ? "-std=c++20" : "-std=c++17"};
     c.argv.insert(c.argv.end(), san.flags.begin(), san.flags.end());
+    if (cuda)
+        for (const std::string& x :
+             {std::string("-I"), stage.inside("include"), std::string("-x"), std::string("c++")})
+            c.argv.push_back(x);
     for (const std::string& x :
          {std::string("-o"), stage.inside("build/student.so"), stage.inside("submission/" + name)})
         c.argv.push_back(x);
+    if (cuda) c.argv.push_back(stage.inside("include/simt/simt_emulator.cpp"));
     if (std::string root = install_root(run.cxx); !root.empty()) c.extra_ro.push_back(root);
     c.writable_stage = true;
     c.chdir = "build";
+    // The compiler's temporary files go beside its output, not into the
+    // private /tmp, which is only --output MiB.
+    c.env.push_back("TMPDIR=" + stage.inside("build"));
+    c.file_mib = 512;  // its assembly and library: the emulator with ASan is tens of MiB
     c.wall_s = run.limits.total_timeout_s;
     const SandboxResult r = box.run(stage, c);
     if (r.exit_code == 0 && !r.timed_out) return;
@@ -124,7 +155,8 @@ void compile(const Sandbox& box, const Stage& stage, const RunOptions& run, cons
                                        << run.cxx
                                        << "'; install g++ (Debian: build-essential) or pass "
                                           "--cxx PATH");
-    PLAB_CHECK(false, file << " does not compile (" << run.cxx << " -O1 -shared -fPIC -std=c++17"
+    PLAB_CHECK(false, file << " does not compile (" << run.cxx << " -O1 -shared -fPIC "
+                           << (cuda ? "-std=c++20, against the SIMT emulator" : "-std=c++17")
                            << (run.sanitize ? " -fsanitize=address,undefined" : "")
                            << "): " << first_error(said));
 }
@@ -160,7 +192,27 @@ nlohmann::json unrun_case(const nlohmann::json& calls, const std::string& why,
 
 bool is_cpp_file(const std::string& file) {
     const std::string ext = std::filesystem::path(file).extension().string();
-    return ext == ".cpp" || ext == ".cc" || ext == ".cxx";
+    return ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".cu";
+}
+
+std::string file_kind(const std::string& file) {
+    const std::string ext = std::filesystem::path(file).extension().string();
+    if (ext == ".cc" || ext == ".cxx") return ".cpp";
+    return ext == ".py" || ext == ".cpp" || ext == ".cu" ? ext : "";
+}
+
+std::vector<std::string> file_kinds(const std::string& assignment) {
+    std::vector<std::string> kinds;
+    for (const char* kind : {".py", ".cpp", ".cu"})
+        if (takes(assignment, kind)) kinds.push_back(kind);
+    if (kinds.empty()) kinds.push_back(".py");
+    return kinds;
+}
+
+bool takes(const std::string& assignment, const std::string& kind) {
+    const std::string starter =
+        std::string(PLAB_LESSONS_DIR) + "/assignments/" + assignment + "/starter" + kind;
+    return access(starter.c_str(), R_OK) == 0;
 }
 
 std::string cpp_adapter(const std::string& assignment) {
@@ -208,6 +260,7 @@ nlohmann::json run_submission(const RunOptions& run, const std::string& file,
                                             "--cxx PATH");
         Sanitizer san;
         if (run.sanitize) san = sanitizer_for(run.cxx);
+        if (std::filesystem::path(name).extension() == ".cu") stage_emulator(stage);
         compile(box, stage, run, file, name, san);
         for (const std::string& x :
              {std::string("--library"), stage.inside("build/student.so"), std::string("--adapter"),
@@ -218,7 +271,8 @@ nlohmann::json run_submission(const RunOptions& run, const std::string& file,
             // Python's own, not the student's. Memory is limited by resident
             // size: ASan reserves terabytes of address space for its shadow.
             const std::string mib = std::to_string(run.limits.memory_mib);
-            c.env.push_back("LD_PRELOAD=" + san.runtime);
+            c.env.push_back("LD_PRELOAD=" + san.runtime +
+                            (san.cxx_runtime.empty() ? "" : " " + san.cxx_runtime));
             c.env.push_back("ASAN_OPTIONS=detect_leaks=0:hard_rss_limit_mb=" + mib +
                             ":max_allocation_size_mb=" + mib +
                             ":allocator_may_return_null=0:handle_segv=1:print_legend=0");

@@ -224,3 +224,24 @@ std::vector<Check> online_softmax_checks(std::mt19937_64& rng) {
 }
 
 }  // namespace plab::grade
+
+namespace plab::grade {
+
+// The flash_kernel assignment (a CUDA kernel on the SIMT emulator) computes
+// the same tiled walk: the online_softmax checks, then rows over several
+// blocks of 32 queries with wider heads and tiles.
+std::vector<Check> flash_kernel_checks(std::mt19937_64& rng) {
+    using namespace online_softmax_detail;
+    std::vector<Check> checks = online_softmax_checks(rng);
+    Check blocks{"several blocks: 70 queries, wider heads",
+                 "each block owns 32 queries and walks every key tile: check the query index "
+                 "(blockIdx.x * 32 + threadIdx.x) and the tile's bounds (min(tile, T - k0))",
+                 {}};
+    blocks.cases.push_back(make_case(random_case(rng, 70, 17, 16, "causal")));
+    blocks.cases.push_back(make_case(random_case(rng, 45, 33, 32, "window:9")));
+    blocks.cases.push_back(make_case(rising(rng, 40, 8, 7)));
+    checks.push_back(std::move(blocks));
+    return checks;
+}
+
+}  // namespace plab::grade

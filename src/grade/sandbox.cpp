@@ -68,9 +68,14 @@ void add_root_folders(std::vector<std::string>& a) {
 }
 
 std::vector<std::string> base_env(const SandboxCommand& c) {
-    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
-                                    "LANG=C.UTF-8"};
-    env.insert(env.end(), c.env.begin(), c.env.end());
+    std::vector<std::string> env = c.env;
+    for (const std::string kv :
+         {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}) {
+        const std::string key = kv.substr(0, kv.find('=') + 1);
+        bool given = false;
+        for (const std::string& e : c.env) given = given || e.rfind(key, 0) == 0;
+        if (!given) env.push_back(kv);  // the command's own value wins
+    }
     return env;
 }
 
@@ -192,6 +197,7 @@ namespace {
 struct Child {
     int in, out, err;  // its stdin, stdout, stderr
     const Limits* limits;
+    int file_mib;  // RLIMIT_FSIZE
     bool limit_address_space;
     const char* workdir;  // chdir there first (no sandbox), or nullptr
     char* const* argv;
@@ -205,10 +211,10 @@ struct Child {
     dup2(c.in, 0);
     dup2(c.out, 1);
     dup2(c.err, 2);
-    const rlim_t output = rlim_t(c.limits->output_mib) << 20;
+    const rlim_t file = rlim_t(c.file_mib) << 20;
     set_limit(RLIMIT_CPU, c.limits->cpu_s, c.limits->cpu_s + 1);
     set_limit(RLIMIT_CORE, 0, 0);  // no core dump of a crash, of any size
-    set_limit(RLIMIT_FSIZE, output, output);
+    set_limit(RLIMIT_FSIZE, file, file);
     if (c.limit_address_space) {
         const rlim_t bytes = rlim_t(c.limits->memory_mib) << 20;
         set_limit(RLIMIT_AS, bytes, bytes);
@@ -294,6 +300,7 @@ SandboxResult Sandbox::run(const Stage& stage, const SandboxCommand& c) const {
                       out[1],
                       err[1],
                       &limits_,
+                      c.file_mib > 0 ? c.file_mib : limits_.output_mib,
                       c.limit_address_space,
                       sandboxed_ ? nullptr : workdir.c_str(),
                       argv_c.data(),

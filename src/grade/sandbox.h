@@ -71,6 +71,7 @@ struct SandboxCommand {
     bool writable_stage = false;        // the compiler writes its library there
     bool limit_address_space = true;    // false under AddressSanitizer (it reserves terabytes)
     std::string stdin_rel;              // stage file on stdin, "" for /dev/null
+    int file_mib = 0;                   // largest file it may write; 0: Limits::output_mib
     int wall_s = 60;                    // killed after
 };
 
