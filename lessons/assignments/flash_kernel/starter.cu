@@ -19,10 +19,10 @@ constexpr int kRows = 32;     // queries a block: one thread each
 constexpr int kMaxTile = 32;  // keys a tile, at most
 constexpr int kMaxDh = 64;    // components a row, at most
 
-__global__ void flash_kernel(const float* q, const float* k, const float* v, const int* mask,
-                             int T, int Dh, int tile, float* out, float* m_out, float* l_out) {
-    PLAB_CHECKED_SHARED(float, k_tile, kMaxTile * kMaxDh);
-    PLAB_CHECKED_SHARED(float, v_tile, kMaxTile * kMaxDh);
+__global__ void flash_kernel(const float* q, const float* k, const float* v, const int* mask, int T,
+                             int Dh, int tile, float* out, float* m_out, float* l_out) {
+    PLAB_CHECKED_SHARED(float, k_tile, kMaxTile* kMaxDh);
+    PLAB_CHECKED_SHARED(float, v_tile, kMaxTile* kMaxDh);
     const int row = blockIdx.x * kRows + threadIdx.x;  // this thread's query
     const bool mine = row < T;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
