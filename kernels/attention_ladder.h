@@ -70,6 +70,20 @@ PLAB_HD inline const float* ladder_kv_row(const float* pool, const int32_t* bloc
     return pool + kv_offset(kv_slot(block_table, j, s.block_size), g, s.n_kv_heads, s.head_dim);
 }
 
+// The query row a one-thread-a-row rung works on: row = i * H + h of q and
+// out (C, H, Dh), query i at position pos0 + i, head h reading K/V head g.
+struct LadderQuery {
+    int h, pos, g;
+    const float* q;
+    float* out;
+};
+PLAB_HD inline LadderQuery ladder_query(int row, const float* q, float* out,
+                                        const AttentionShape& s) {
+    const int h = row % s.n_heads;
+    const long long at = static_cast<long long>(row) * s.head_dim;
+    return {h, s.pos0 + row / s.n_heads, kv_head_of(h, s.n_heads, s.n_kv_heads), q + at, out + at};
+}
+
 // One key's step of the online softmax on a row's state (running max m,
 // denominator l, output o of dh components): score s, the key's V row vj.
 // When s raises the max, what was summed so far is rescaled by

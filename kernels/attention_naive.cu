@@ -18,10 +18,10 @@ __global__ void attention_naive_kernel(float* out, const float* q, const float* 
                                        AttentionShape s) {
     const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);  // i * H + h
     if (row >= s.n_queries * s.n_heads) return;
-    const int h = row % s.n_heads, pos = s.pos0 + row / s.n_heads, dh = s.head_dim;
-    const int g = kv_head_of(h, s.n_heads, s.n_kv_heads);
-    const float* qr = q + static_cast<long long>(row) * dh;
-    float* o = out + static_cast<long long>(row) * dh;
+    const LadderQuery x = ladder_query(row, q, out, s);
+    const int h = x.h, pos = x.pos, g = x.g, dh = s.head_dim;
+    const float* qr = x.q;
+    float* o = x.out;
     const KeyRange r = attention_key_range(s, pos);
     // Pass 1: the max score, in j order.
     float m = -INFINITY;

@@ -63,6 +63,18 @@ std::vector<float> cpu_ref_attention(const LadderProblem& p) {
     return h;
 }
 
+std::vector<float> ladder_chunked(LadderRung rung, const LadderProblem& whole,
+                                  const std::vector<int>& plan) {
+    std::vector<float> out;
+    int first = 0;
+    for (int n : plan) {
+        const LadderRun r = gpu_emulated::run_attention_rung(rung, ladder_chunk(whole, first, n));
+        out.insert(out.end(), r.out.begin(), r.out.end());
+        first += n;
+    }
+    return out;
+}
+
 LadderTolerance ladder_tolerance(LadderRung rung) {
     // naive sums as cpu-ref does; the others rescale as the max grows (and
     // flash sums lane shares in a tree): outputs of size ~1, a few ulp.
@@ -74,19 +86,6 @@ namespace {
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// The rung on the call cut at `plan`'s chunks, outputs concatenated.
-std::vector<float> chunked_run(LadderRung rung, const LadderProblem& whole,
-                               const std::vector<int>& plan) {
-    std::vector<float> out;
-    int first = 0;
-    for (int n : plan) {
-        const LadderRun r = gpu_emulated::run_attention_rung(rung, ladder_chunk(whole, first, n));
-        out.insert(out.end(), r.out.begin(), r.out.end());
-        first += n;
-    }
-    return out;
 }
 
 LadderRow measure_rung(LadderRung rung, const LadderProblem& p, const std::vector<float>& want,
@@ -107,7 +106,7 @@ LadderRow measure_rung(LadderRung rung, const LadderProblem& p, const std::vecto
             row.within_tolerance = false;
     }
     if (row.tolerance.bitwise) row.within_tolerance = row.bitwise_cpu_ref;
-    row.chunk_invariant = same_bits(chunked_run(rung, p, plan), r.out);
+    row.chunk_invariant = same_bits(ladder_chunked(rung, p, plan), r.out);
 #if PLAB_HAVE_CUDA
     if (native) row.native_seconds = gpu_native::run_attention_rung(rung, p).seconds;
 #else

@@ -29,6 +29,10 @@ LadderProblem random_ladder_problem(int n_queries, int pos0, int n_heads, int n_
                                     int head_dim, int block_size, std::uint64_t seed);
 // The same call's queries from `first` on, `count` of them: a chunk of it.
 LadderProblem ladder_chunk(const LadderProblem& whole, int first, int count);
+// The rung (emulated) on the call cut at `plan`'s chunks, outputs concatenated:
+// what chunk invariance compares with the whole call.
+std::vector<float> ladder_chunked(LadderRung rung, const LadderProblem& whole,
+                                  const std::vector<int>& plan);
 // cpu-ref's attention of the call (the oracle).
 std::vector<float> cpu_ref_attention(const LadderProblem& p);
 

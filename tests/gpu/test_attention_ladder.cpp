@@ -37,17 +37,6 @@ const LadderCase kCases[] = {
 const char* const kMasks[] = {"causal", "window:9+sink:2", "chunked:12+alibi+softcap:4"};
 // clang-format on
 
-std::vector<float> chunked(LadderRung rung, const LadderProblem& p, const std::vector<int>& plan) {
-    std::vector<float> out;
-    int first = 0;
-    for (int n : plan) {
-        const LadderRun r = gpu_emulated::run_attention_rung(rung, ladder_chunk(p, first, n));
-        out.insert(out.end(), r.out.begin(), r.out.end());
-        first += n;
-    }
-    return out;
-}
-
 }  // namespace
 
 TEST_CASE("attention ladder: every rung against cpu-ref, and chunked equals whole",
@@ -76,7 +65,7 @@ TEST_CASE("attention ladder: every rung against cpu-ref, and chunked equals whol
                 if (rung == LadderRung::online) online = r.out;
                 if (rung == LadderRung::tiled)
                     require_bitwise_equal(r.out, online, "tiled runs online's steps in its order");
-                require_bitwise_equal(chunked(rung, p, c.plan), r.out, "chunked vs whole");
+                require_bitwise_equal(ladder_chunked(rung, p, c.plan), r.out, "chunked vs whole");
             }
         }
     }
