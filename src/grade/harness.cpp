@@ -191,8 +191,8 @@ nlohmann::json unrun_case(const nlohmann::json& calls, const std::string& why,
 }  // namespace
 
 bool is_cpp_file(const std::string& file) {
-    const std::string ext = std::filesystem::path(file).extension().string();
-    return ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".cu";
+    const std::string kind = file_kind(file);
+    return kind == ".cpp" || kind == ".cu";
 }
 
 std::string file_kind(const std::string& file) {
