@@ -11,7 +11,7 @@
 //   tiled    attention_tiled.cu       a block owns a query tile; K and V tiles in       = online,
 //                                     shared memory, read once per block instead of     bit for bit
 //                                     once per query (FlashAttention-2's loop order)
-//   flash    attention_flash.cu       the gpu backend's kernel: scores and outputs in   tolerance
+//   flash    attention_flash_*.cu(h)  the gpu backend's kernel: scores and outputs in   tolerance
 //                                     registers, a whole tile's rescale at once,
 //                                     empty tiles skipped, long rows split
 //   // clang-format on

@@ -26,7 +26,7 @@
 // attention_probs_kernel does steps 1-2 and the probabilities for the viewer's
 // heatmap probe; speed matters less there, and its denominator recomputes each
 // exp once more (it must keep the scores themselves for the probe).
-// Left out: key tiles in shared memory and online softmax (attention_flash.cu).
+// Left out: key tiles in shared memory and online softmax (attention_flash_kernel.cuh).
 #include <climits>
 
 #include "kernels.h"

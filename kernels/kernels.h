@@ -26,7 +26,10 @@
 //   attention_naive.cu, attention_online.cu, attention_tiled.cu   the attention ladder's
 //                       first rungs (attention_ladder.h): one thread a row, two passes; one
 //                       pass with a running max; K/V tiles in shared memory
-//   attention_flash.cu  key tiles in shared memory, online softmax (Milakov & Gimelshein
+//   attention_flash_kernel.cuh, attention_flash_merge.cu, attention_flash.cu   by job:
+//                       the kernel (prefill tiles, decode segments), a split decode call's
+//                       merge, the dispatch and launch (launch_attention_flash):
+//                       key tiles in shared memory, online softmax (Milakov & Gimelshein
 //                       2018; FlashAttention, Dao et al. 2022); 4 rows x 8 keys a thread
 //                       in registers, two warp groups on alternate key tiles; Dh and
 //                       the tiles template parameters, chosen per device by
@@ -83,7 +86,7 @@ struct FlashTiles {
     long long shared_bytes = 0;
 };
 // Dynamic shared memory of a block at compiled size dh with q x k tiles, in
-// bytes (attention_flash.cu's FlashLayout, which static_asserts it): the Q
+// bytes (attention_flash_kernel.cuh's FlashLayout, which static_asserts it): the Q
 // tile, and per warp group a K tile (later its P, q x (k + 4)) and a V tile;
 // rows padded to dh + 4 floats (dh + 1 when dh is not a multiple of 4).
 constexpr long long flash_shared_bytes(int dh, int queries, int keys) {
@@ -130,7 +133,7 @@ FlashTiles flash_tiles(int head_dim, int n_queries);
 // keys are folded in fixed, absolute segments of kFlashSegmentKeys (keys
 // 0-255, 256-511, ...), each from a fresh running max and sums, and the
 // segments' results are merged in order, one fixed expression
-// (attention_flash.cu's SegmentMerge). A prefill block merges its segments one
+// (attention_flash_kernel.cuh's SegmentMerge). A prefill block merges its segments one
 // after another. A decode call (at most kFlashDecodeQueries queries) whose keys
 // span several segments gives each segment a block of its own, which writes
 // its partial result (m, l, the Dh outputs) to device memory, and a second

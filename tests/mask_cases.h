@@ -180,7 +180,7 @@ inline PrefillSnapshot prefill_checking_tiles(Backend& fast, const DeviceModel& 
         expected_tile_counts(so.mask.view(), plan, model.config().n_layers, model.config().n_heads,
                              n.query_tile, n.key_tile);
     // The tiling each fast kernel is written for: 48 queries on cpu (a
-    // multiple of its GEMM's 6-row tile, cpu_fast_attention.cpp), 64 on gpu (attention_flash.cu).
+    // multiple of its GEMM's 6-row tile, cpu_fast_attention.cpp), 64 on gpu (attention_flash_kernel.cuh).
     REQUIRE(n.query_tile == (fast.name() == "cpu" ? 48 : 64));
     REQUIRE(n.skipped == e.skipped);
     REQUIRE(n.partial == e.partial);

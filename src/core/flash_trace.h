@@ -5,7 +5,7 @@
 // verdict, as the kernel ran it, not as a model of it.
 //
 // What it teaches: a fast kernel's order is the whole story of its bits. Here
-// it can be read: kernels/attention_flash.cu folds a query tile's key tiles in
+// it can be read: kernels/attention_flash_kernel.cuh folds a query tile's key tiles in
 // two warp groups (tiles 0, 2, 4, ... and 1, 3, 5, ...), each row's denominator
 // spread over 8 lanes (keys tx, tx+8, ...), merged at each 256-key segment's end.
 // Only the emulated build (PLAB_SIMT_EMULATED) writes here: device code cannot

@@ -1,6 +1,6 @@
 // The `gpu` backend's flash attention order, on the CPU (`plab flash --model`,
 // lesson 17): one query head's attention over key tiles exactly as
-// kernels/attention_flash.cu folds them, with every row's state after every
+// kernels/attention_flash_kernel.cuh folds them, with every row's state after every
 // tile kept. At the kernel's own tile its bits are the emulated kernel's (the
 // emulator runs the kernel's expressions on this CPU, with this libm's expf;
 // tests/engine/test_flash_head.cpp holds them together); at any other tile it

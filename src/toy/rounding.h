@@ -15,7 +15,7 @@
 //      boundaries when the kernel picks another count (for a bigger batch, a
 //      longer context), a fixed split *size* never does.
 // The fast backends here are written the second way (backends/cpu_fast/cpu_gemm.h,
-// kernels/attention_flash.cu): key tiles and vector lanes aligned to
+// kernels/attention_flash_kernel.cuh): key tiles and vector lanes aligned to
 // absolute positions, so every chunk plan gives the same bits.
 #pragma once
 
