@@ -14,12 +14,6 @@
 namespace plab::grade {
 namespace {
 
-std::string last_line(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    const std::size_t nl = s.rfind('\n');
-    return nl == std::string::npos ? s : s.substr(nl + 1);
-}
-
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
     for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
         s.replace(at, from.size(), to);
@@ -47,16 +41,6 @@ std::string install_root(const std::string& program) {
     const fs::path real = fs::weakly_canonical(p, ec);
     if (!ec && real.string().rfind("/usr/", 0) == 0 && p.string().rfind("/usr/", 0) == 0) return "";
     return fs::absolute(p).parent_path().parent_path().string();
-}
-
-// Whether `program` runs: a path to an executable, or a name found on $PATH.
-bool can_run(const std::string& program) {
-    if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
-    const char* path = std::getenv("PATH");
-    std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
-    for (std::string dir; std::getline(dirs, dir, ':');)
-        if (access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-    return false;
 }
 
 struct Sanitizer {
@@ -254,10 +238,10 @@ nlohmann::json run_submission(const RunOptions& run, const std::string& file,
     if (std::string root = install_root(run.python); !root.empty()) c.extra_ro.push_back(root);
     if (!adapter.empty()) {
         stage.copy_in(adapter, "grader/cpp_adapter.py");
-        PLAB_CHECK(can_run(run.cxx), "no C++ compiler at '"
-                                         << run.cxx
-                                         << "'; install g++ (Debian: build-essential) or pass "
-                                            "--cxx PATH");
+        PLAB_CHECK(!find_program(run.cxx).empty(),
+                   "no C++ compiler at '" << run.cxx
+                                          << "'; install g++ (Debian: build-essential) or pass "
+                                             "--cxx PATH");
         Sanitizer san;
         if (run.sanitize) san = sanitizer_for(run.cxx);
         if (std::filesystem::path(name).extension() == ".cu") stage_emulator(stage);

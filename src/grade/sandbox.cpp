@@ -39,13 +39,7 @@ std::string env_or(const char* name, const char* fallback) {
 // bwrap's full path ($PLAB_BWRAP, else the first on $PATH), or "".
 std::string bwrap_path() {
     const std::string given = env_or("PLAB_BWRAP", "");
-    if (!given.empty()) return given;
-    std::stringstream path(env_or("PATH", "/usr/bin:/bin"));
-    for (std::string dir; std::getline(path, dir, ':');) {
-        const std::string candidate = dir + "/bwrap";
-        if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-    return "";
+    return given.empty() ? find_program("bwrap") : given;
 }
 
 void append(std::vector<std::string>& to, std::initializer_list<std::string> items) {
@@ -129,6 +123,23 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+std::string find_program(const std::string& program) {
+    if (program.find('/') != std::string::npos)
+        return access(program.c_str(), X_OK) == 0 ? program : "";
+    std::stringstream path(env_or("PATH", "/usr/bin:/bin"));
+    for (std::string dir; std::getline(path, dir, ':');) {
+        const std::string candidate = dir + "/" + program;
+        if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    return "";
+}
+
+std::string last_line(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    const std::size_t nl = text.rfind('\n');
+    return nl == std::string::npos ? text : text.substr(nl + 1);
+}
 
 std::string limits_text(const Limits& l, bool sandboxed) {
     return "per check " + std::to_string(l.check_timeout_s) + " s, whole file " +
@@ -347,11 +358,7 @@ std::string Sandbox::cannot_start() {
         c.wall_s = 30;
         const SandboxResult r = Sandbox(true, Limits{}).run(probe, c);
         if (r.exit_code == 0) return std::string();
-        std::string said = r.err;
-        while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-        const std::size_t nl = said.rfind('\n');
-        return "the grading sandbox cannot start here (" +
-               (nl == std::string::npos ? said : said.substr(nl + 1)) +
+        return "the grading sandbox cannot start here (" + last_line(r.err) +
                "; it needs user namespaces: sysctl user.max_user_namespaces > 0)";
     }();
     return why;

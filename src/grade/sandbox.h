@@ -34,6 +34,11 @@ struct Limits {
 // output 8 MiB": what `plab grade` states before its table. Without the sandbox
 // the process count is not limited (it would count all the user's processes).
 std::string limits_text(const Limits& limits, bool sandboxed);
+// A program's path: `program` itself when it names one (a '/' in it) that
+// runs, else the first on $PATH; "" when there is none.
+std::string find_program(const std::string& program);
+// The last non-empty line of a program's output: what it said last (an error).
+std::string last_line(std::string text);
 // Checks each limit's range; throws plab::Error naming the flag.
 void check_limits(const Limits& limits);
 
