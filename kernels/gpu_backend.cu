@@ -9,7 +9,7 @@
 //
 //   // clang-format off
 //   op          gpu-ref (bitwise = cpu-ref)      gpu (within 1e-5 of cpu-ref)
-//   matmul      matmul_ref_kernel                matmul_rows_kernel (1-8 rows: decode;
+//   matmul      matmul_blocked_ref_kernel                matmul_rows_kernel (1-8 rows: decode;
 //                                                Q/K/V one launch, gate/up with SwiGLU),
 //                                                matmul_blocked_kernel (large products;
 //                                                Q/K/V, gate/up: one launch),
@@ -192,7 +192,7 @@ public:
                     w.size >= std::size_t(n) * k);
         TimedOp t(clock_, "matmul");
         if (variant_ == GpuVariant::reference) {
-            launch_matmul_ref(out.data, x.data, w.data, m, n, k);
+            launch_matmul_blocked_ref(out.data, x.data, w.data, m, n, k);
         } else if (matmul_rows_pays(m)) {
             launch_matmul_rows_parts(x.data, m, k, MatmulParts::one(out.data, w.data, n));
         } else if (matmul_blocked_pays(m, n)) {

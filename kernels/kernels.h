@@ -8,16 +8,19 @@
 //   embed.cu            gather rows of the token-embedding table
 //   rmsnorm.cu          ref: one thread sums in index order | fast: warp-shuffle block reduction,
 //                       alone or with the residual add before it (add_rmsnorm)
-//   matmul_ref.cu       64x64 output tiles through shared memory, each output summed in k
-//                       order like strict_dot (bitwise = cpu-ref)
+//   the matmul ladder (matmul_ladder_run.h runs each rung; kernels/README.md's table):
+//   matmul_naive.cu     one thread an output, k-order chain straight from global memory
+//                       (bitwise = cpu-ref): every x and w value read once per output
 //   matmul_tiled.cu     16x16 shared-memory tiles (Kirk & Hwu, "Programming Massively
 //                       Parallel Processors", ch. 5): the gpu backend's small products
-//   matmul_rows.cu      a decode step's few rows: a block streams its outputs' weight rows
-//                       through shared memory, each output one k-order chain; SwiGLU
-//                       fused as the gate/up product's epilogue
+//   matmul_blocked_ref.cu  64x64 tiles, 4x4 outputs a thread in registers, each output
+//                       summed in k order like strict_dot: gpu-ref's products (= cpu-ref)
 //   matmul_blocked.cu   each thread 4x4 to 8x8 outputs in registers, 16-byte loads, two
 //                       shared buffers (siboehm's SGEMM steps): gpu's large products,
 //                       Q/K/V (gate/up) side by side in one launch
+//   matmul_rows.cu      a decode step's few rows: a block streams its outputs' weight rows
+//                       through shared memory, each output one k-order chain; SwiGLU
+//                       fused as the gate/up product's epilogue
 //   rope.cu             one thread per rotated pair, core/rope.h rope_rotate_pair
 //   kv_append.cu        scatter K/V rows into paged-cache slots (PagedAttention, Kwon et al. 2023)
 //   rope_kv_append.cu   RoPE of Q and K and the K/V append in one launch (decode's fusion)
@@ -174,13 +177,17 @@ __global__ void rmsnorm_fast_kernel(float* out, const float* x, const float* wei
 __global__ void add_rmsnorm_fast_kernel(float* x, const float* y, float* out, const float* weight,
                                         int dim, float eps);
 
-// out (M, N) = x (M, K) · w (N, K)ᵀ
-__global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k);
+// out (M, N) = x (M, K) · w (N, K)ᵀ, the ladder's rungs in order.
+// matmul_naive_kernel over blocks of 256 outputs (one thread each).
+void launch_matmul_naive(float* out, const float* x, const float* w, int m, int n, int k);
 __global__ void matmul_tiled_kernel(float* out, const float* x, const float* w, int m, int n,
                                     int k);
-void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k);
 // matmul_tiled_kernel over a grid of 16x16 output tiles.
 void launch_matmul_tiled(float* out, const float* x, const float* w, int m, int n, int k);
+__global__ void matmul_blocked_ref_kernel(float* out, const float* x, const float* w, int m, int n,
+                                          int k);
+// matmul_blocked_ref_kernel over a grid of 64x64 output tiles (gpu-ref's matmul).
+void launch_matmul_blocked_ref(float* out, const float* x, const float* w, int m, int n, int k);
 // The output tile of one matmul_blocked block: 128x128, 128x64 or 64x64.
 struct MatmulTile {
     int rows = 0, cols = 0;

@@ -1,4 +1,4 @@
-// The reference kernels of gpu-ref (matmul_ref, attention_ref, rope) on the
+// The reference kernels of gpu-ref (matmul_blocked_ref, attention_ref, rope) on the
 // inputs that their faster shapes (issue 14 item 5) could get wrong: sizes
 // that do not fill a tile, zeros whose sign a different sum would flip, odd
 // head counts and odd head_dim.
@@ -63,8 +63,9 @@ int count_if_bits(const std::vector<float>& v, bool (*pred)(float)) {
 
 }  // namespace
 
-TEST_CASE("gpu-ref matmul_ref on awkward sizes equals cpu-ref bit for bit", "[gpu][kernels][ref]") {
-    // matmul_ref's tiles: 64x64 outputs per block, k in slices of 32. These
+TEST_CASE("gpu-ref matmul_blocked_ref on awkward sizes equals cpu-ref bit for bit",
+          "[gpu][kernels][ref]") {
+    // matmul_blocked_ref's tiles: 64x64 outputs per block, k in slices of 32. These
     // sizes leave partial row and column tiles and a short last k slice (k
     // not a multiple of 32, or of 16), and also fill tiles exactly.
     struct Mnk {
@@ -74,15 +75,15 @@ TEST_CASE("gpu-ref matmul_ref on awkward sizes equals cpu-ref bit for bit", "[gp
                         Mnk{64, 64, 32}, Mnk{129, 1, 300}, Mnk{2, 3, 1}, Mnk{67, 129, 64}}) {
         const auto x = random_floats(std::size_t(s.m) * s.k, 3100 + s.m * 7 + s.k);
         const auto w = random_floats(std::size_t(s.n) * s.k, 3200 + s.n * 7 + s.k);
-        const std::string what = "matmul_ref " + std::to_string(s.m) + "x" + std::to_string(s.n) +
-                                 "x" + std::to_string(s.k);
+        const std::string what = "matmul_blocked_ref " + std::to_string(s.m) + "x" +
+                                 std::to_string(s.n) + "x" + std::to_string(s.k);
         const auto ref = require_gpu_ref_bits(
             what, [&](Backend& b) { return run_matmul(b, x, w, s.m, s.n, s.k); });
         require_not_all_zero(ref, what + " on cpu-ref");
     }
 }
 
-TEST_CASE("gpu-ref matmul_ref keeps the sign of zero outputs that cpu-ref computes",
+TEST_CASE("gpu-ref matmul_blocked_ref keeps the sign of zero outputs that cpu-ref computes",
           "[gpu][kernels][ref]") {
     // cpu-ref sums from +0.0 (core/strict_math.h strict_dot), and in IEEE
     // round-to-nearest +0.0 + (-0.0) = +0.0: an output whose every product is
@@ -99,15 +100,15 @@ TEST_CASE("gpu-ref matmul_ref keeps the sign of zero outputs that cpu-ref comput
         x[std::size_t(3) * k + t] = -1e-30f;
     }
     for (int t = 0; t < k; ++t) w[std::size_t(66) * k + t] = 1e-30f;
-    const auto ref = require_gpu_ref_bits("matmul_ref with -0.0 products",
+    const auto ref = require_gpu_ref_bits("matmul_blocked_ref with -0.0 products",
                                           [&](Backend& b) { return run_matmul(b, x, w, m, n, k); });
-    require_not_all_zero(ref, "matmul_ref with -0.0 products on cpu-ref");
+    require_not_all_zero(ref, "matmul_blocked_ref with -0.0 products on cpu-ref");
     // The case is really there: row 1 is all zeros, and cpu-ref says +0.0.
     INFO("cpu-ref's row 1 (all products -0.0): " << ref[n]);
     REQUIRE(count_if_bits(ref, is_positive_zero) >= n + 1);
     REQUIRE(count_if_bits(ref, is_negative_zero) == 0);
 
-    const auto empty = require_gpu_ref_bits("matmul_ref with k = 0", [&](Backend& b) {
+    const auto empty = require_gpu_ref_bits("matmul_blocked_ref with k = 0", [&](Backend& b) {
         return run_matmul(b, std::vector<float>{}, std::vector<float>{}, 3, 70, 0);
     });
     REQUIRE(count_if_bits(empty, is_positive_zero) == 3 * 70);
@@ -214,7 +215,7 @@ TEST_CASE("gpu-ref launch checks say when 32-bit indices would overflow", "[gpu]
         INFO(b->name());
         const Buffer huge{nullptr, std::size_t(1) << 40};  // only the size is read
         require_error([&] { b->matmul(huge, huge, huge, 70000, 70000, 8); },
-                      "matmul_ref indexes with 32-bit ints");
+                      "matmul_blocked_ref indexes with 32-bit ints");
         require_error([&] { b->rope(huge, 1 << 20, 64, 64, 0, huge, huge); },
                       "rope indexes with 32-bit ints");
     }

@@ -27,7 +27,7 @@
 // to a sum that started at +0.0 would not change a bit, but a sum must not
 // depend on that argument, and skipping is what cpu-ref does.) Rows and
 // columns beyond m, n are loaded as 0, never summed for a stored output and
-// never stored. Indices are 32-bit; launch_matmul_ref checks that they fit.
+// never stored. Indices are 32-bit; launch_matmul_blocked_ref checks that they fit.
 // Left out: double buffering, vectorised loads, tensor cores (which would
 // change the rounding: not for a reference).
 #include <algorithm>
@@ -48,7 +48,8 @@ static_assert(kTileM == kSide * kPerSide && kTileN == kSide * kPerSide);
 static_assert(kTileM * kTileK % kThreads == 0 && kThreads % kTileK == 0);
 }  // namespace
 
-__global__ void matmul_ref_kernel(float* out, const float* x, const float* w, int m, int n, int k) {
+__global__ void matmul_blocked_ref_kernel(float* out, const float* x, const float* w, int m, int n,
+                                          int k) {
     PLAB_SHARED(float, xs, [kTileK][kTileM + 1]);  // (t, row of the tile)
     PLAB_SHARED(float, ws, [kTileK][kTileN + 1]);  // (t, column of the tile)
     const int tid = static_cast<int>(threadIdx.x);
@@ -100,17 +101,18 @@ __global__ void matmul_ref_kernel(float* out, const float* x, const float* w, in
     }
 }
 
-void launch_matmul_ref(float* out, const float* x, const float* w, int m, int n, int k) {
+void launch_matmul_blocked_ref(float* out, const float* x, const float* w, int m, int n, int k) {
     const long long mk = static_cast<long long>(m) * k, nk = static_cast<long long>(n) * k;
     const long long mn = static_cast<long long>(m) * n;
-    PLAB_CHECK(std::max({mk, nk, mn}) <= INT_MAX, "matmul_ref indexes with 32-bit ints: m x k ("
-                                                      << mk << "), n x k (" << nk << ") and m x n ("
-                                                      << mn << ") must stay below 2^31");
+    PLAB_CHECK(std::max({mk, nk, mn}) <= INT_MAX,
+               "matmul_blocked_ref indexes with 32-bit ints: m x k (" << mk << "), n x k (" << nk
+                                                                      << ") and m x n (" << mn
+                                                                      << ") must stay below 2^31");
     PLAB_CHECK((m + kTileM - 1) / kTileM <= 65535,
-               "matmul_ref puts row tiles in grid.y (at most 65535 x " << kTileM
-                                                                       << " rows), got m = " << m);
+               "matmul_blocked_ref puts row tiles in grid.y (at most 65535 x "
+                   << kTileM << " rows), got m = " << m);
     const dim3 grid(blocks_for(n, kTileN), blocks_for(m, kTileM));
-    PLAB_LAUNCH(matmul_ref_kernel, grid, kThreads, 0, out, x, w, m, n, k);
+    PLAB_LAUNCH(matmul_blocked_ref_kernel, grid, kThreads, 0, out, x, w, m, n, k);
 }
 
 }  // namespace plab::PLAB_SIMT_NS
