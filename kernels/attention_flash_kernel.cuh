@@ -216,8 +216,8 @@ __device__ __forceinline__ float row_sum(float x) {
 }
 
 // n consecutive floats (n = 4: one 16-byte load; src aligned) into dst.
-template <int n>
-__device__ __forceinline__ void load_floats(float* dst, const float* src) {
+template <int n, typename Src>
+__device__ __forceinline__ void load_floats(float* dst, Src src) {
     if constexpr (n == 4) {
         load_float4(dst, src);
     } else {
@@ -331,10 +331,11 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
     const int last_key = min(max(0, bounds.max_hi), n_keys - 1);
 
     PLAB_DYNAMIC_SHARED(float, tiles);
-    float* q_tile = tiles + L::kQ;
-    float* k_tile = tiles + L::group(group);  // this group's K, then its P
-    float* p_tile = k_tile;
-    float* v_tile = k_tile + L::kKP;
+    // Pointers into it (auto: in the emulator, checked pointers that report a race by name).
+    const auto q_tile = tiles + L::kQ;
+    const auto k_tile = tiles + L::group(group);  // this group's K, then its P
+    const auto p_tile = k_tile;
+    const auto v_tile = k_tile + L::kKP;
 
     // The key segments this block folds (kernels.h, kFlashSegmentKeys). A
     // prefill instantiation: all of them up to its last visible key, one
@@ -484,7 +485,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                         tile_max = fmaxf(tile_max, x[c]);
                     }
                     tile_max = row_max(tile_max);  // every lane of the warp, before any branch
-                    float* p_row = p_tile + row * L::kPStride;
+                    const auto p_row = p_tile + row * L::kPStride;
                     if (tile_max == -INFINITY) {  // the same for the row's 8 lanes
                         PLAB_UNROLL
                         for (int c = 0; c < kKeysPerThread; ++c) p_row[tx + kKeyGroup * c] = 0.0f;
@@ -518,7 +519,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
                         load_float4(p[r], p_tile + (ty + kRowGroups * r) * L::kPStride + j0);
                     PLAB_UNROLL
                     for (int e = 0; e < 4; ++e) {
-                        const float* v_row = v_tile + (j0 + e) * kDh;
+                        const auto v_row = v_tile + (j0 + e) * kDh;
                         float vx[C::kCount];
                         PLAB_UNROLL
                         for (int gr = 0; gr < C::kGroups; ++gr)
@@ -547,7 +548,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
         //    free now), which merges it: m = max(m0, m1), each part scaled by
         //    exp(m_part - m), group 0's first — one order for every chunking —
         //    and l the sum of the row's 8 merged shares: the segment's result.
-        float* handoff = tiles + L::kHandoffAt;
+        const auto handoff = tiles + L::kHandoffAt;
         // Over the Q tile: every thread's writes of the queries must be done
         // first. The loop above ends in a barrier when it folds a tile; a
         // segment that folds none (only a split decode block past the call's
@@ -557,7 +558,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
         if (group == 1) {
             PLAB_UNROLL
             for (int r = 0; r < kRowsPerThread; ++r) {
-                float* h1 = handoff + (r * kValues) * kGroupThreads + t;  // thread-contiguous
+                const auto h1 = handoff + (r * kValues) * kGroupThreads + t;  // thread-contiguous
                 h1[0] = m[r];
                 h1[kGroupThreads] = l[r];
                 PLAB_UNROLL
@@ -569,7 +570,7 @@ __global__ void __launch_bounds__(kFlashThreads, kDh >= 96 || kDecode ? 1 : 2)
             const bool last = segment + 1 == end_segment;
             PLAB_UNROLL
             for (int r = 0; r < kRowsPerThread; ++r) {
-                const float* h1 = handoff + (r * kValues) * kGroupThreads + t;
+                const auto h1 = handoff + (r * kValues) * kGroupThreads + t;
                 const float m1 = h1[0];
                 const float m_row = fmaxf(m[r], m1);
                 // exp(-inf - m_row) = 0: a group that saw no key of this row adds exactly nothing.

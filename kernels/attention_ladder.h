@@ -90,8 +90,9 @@ PLAB_HD inline LadderQuery ladder_query(int row, const float* q, float* out,
 // exp(m_old - m_new) first (exp(-inf) = 0 at the row's first key).
 // The online and tiled rungs run this very step; its operations, counted:
 // 2 for the rescale, 2 for the weight, 2 for l, 3 a component for o.
-PLAB_HD inline void online_softmax_step(float& m, float& l, float* o, float s, const float* vj,
-                                        int dh) {
+// (V: a pointer to float, or a checked one into shared memory.)
+template <typename V>
+PLAB_HD inline void online_softmax_step(float& m, float& l, float* o, float s, V vj, int dh) {
     const float m_new = attention_max_step(m, s);
     const float rescale = strict_expf(strict_sub(m, m_new));
     const float e = attention_weight(s, m_new);

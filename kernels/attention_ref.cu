@@ -54,7 +54,7 @@ __device__ KeyPiece key_piece(const AttentionShape& s, int pos) {
 // Steps 1 and 2 of both kernels: every thread scores its contiguous piece of
 // the key range into shared memory; returns the j-order max of the whole
 // range, the same value in every thread. blockDim.x is a multiple of 32.
-__device__ float scores_and_max(float* scores, const float* qr, const float* k_pool,
+__device__ float scores_and_max(SharedPtr<float> scores, const float* qr, const float* k_pool,
                                 const int32_t* block_table, const AttentionShape& s, int head,
                                 int pos) {
     PLAB_SHARED(float, warp_max, [kMaxWarps]);
@@ -89,7 +89,7 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
     float* o = out + (i * s.n_heads + h) * s.head_dim;
     const float* qr = q + (i * s.n_heads + h) * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, cells);  // (pos0 + C): scores, then weights
-    PLAB_SHARED(float, denominator, );
+    PLAB_SHARED(float, denominator, [1]);
     const float max_score = scores_and_max(cells, qr, k_pool, block_table, s, h, pos);
     // 3. weights of this thread's own piece (no barrier: it wrote those scores itself)
     const KeyPiece piece = key_piece(s, pos);
@@ -102,13 +102,13 @@ __global__ void attention_ref_kernel(float* out, const float* q, const float* k_
     const int threads = static_cast<int>(blockDim.x);
     const int tid = static_cast<int>(threadIdx.x);
     const StoredWeights weights{cells};
-    if (tid == threads - 1) denominator = attention_denominator(cells, weights, s, pos);
+    if (tid == threads - 1) denominator[0] = attention_denominator(cells, weights, s, pos);
     for (int d = tid; d < s.head_dim; d += threads) {
         o[d] = attention_numerator(cells, weights, v_pool, block_table, s, g, pos, d);
     }
     __syncthreads();  // the denominator is written
     // 5. one division per component, as attention_output does
-    for (int d = tid; d < s.head_dim; d += threads) o[d] = strict_div(o[d], denominator);
+    for (int d = tid; d < s.head_dim; d += threads) o[d] = strict_div(o[d], denominator[0]);
 }
 
 __global__ void attention_probs_kernel(float* probs, float* scores_out, const float* q,
@@ -119,18 +119,19 @@ __global__ void attention_probs_kernel(float* probs, float* scores_out, const fl
     const int n_keys = s.n_keys();
     const float* qr = q + (i * s.n_heads + head) * s.head_dim;
     PLAB_DYNAMIC_SHARED(float, scores);  // (pos0 + C)
-    PLAB_SHARED(SoftmaxStats, stats, );
+    PLAB_SHARED(SoftmaxStats, stats, [1]);
     // scores_and_max's barrier came after every score was written
     const float max_score = scores_and_max(scores, qr, k_pool, block_table, s, head, pos);
     if (threadIdx.x == 0) {
-        stats = {max_score, attention_denominator(scores, ExpWeights{scores, max_score}, s, pos)};
+        stats[0] = SoftmaxStats{
+            max_score, attention_denominator(scores, ExpWeights{scores, max_score}, s, pos)};
     }
     __syncthreads();  // the statistics are written
     // attention_probability returns 0 (attention_probe_score -inf) for a masked
     // key without reading its score: the probe shows what this kernel computed.
     for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
         const int cell = i * n_keys + j;
-        probs[cell] = attention_probability(scores, stats, s, pos, j);
+        probs[cell] = attention_probability(scores, stats[0], s, pos, j);
         if (scores_out != nullptr) scores_out[cell] = attention_probe_score(scores, s, pos, j);
     }
 }

@@ -34,8 +34,8 @@ __global__ void attention_tiled_kernel(float* out, const float* q, const float* 
     const int i = i0 + static_cast<int>(threadIdx.x);
     const bool mine = i < s.n_queries;  // threads past the last query load and wait only
     const int pos = s.pos0 + i;
-    float* k_tile = tiles;
-    float* v_tile = tiles + kLadderKeys * dh;
+    const auto k_tile = tiles;  // SharedPtr<float>: checked in the emulator
+    const auto v_tile = tiles + kLadderKeys * dh;
     // The block's keys: every key one of its queries may see.
     int lo = INT_MAX, hi = -1;
     for (int r = i0; r < min(i0 + kLadderQueries, s.n_queries); ++r) {

@@ -72,13 +72,6 @@ constexpr int kSide = 16;     // threads per side of the block: 16 x 16
 constexpr int kPad = 4;       // floats after each shared row (keeps 16-byte alignment)
 constexpr int kMinRows = 64;  // the smallest tile's rows: fewer would multiply padding
 
-// One slice of x or w in shared memory, t-major. alignas: the rows are read
-// as 16-byte loads, in both builds.
-template <int Rows>
-struct alignas(16) Slice {
-    float v[kSliceK][Rows + kPad];
-};
-
 // Four consecutive k of row `row` (< rows) from k0 + 4·quad, or zeros past the
 // matrix. kWide: one 16-byte load (k % 4 == 0 and the matrix 16-byte aligned,
 // so a quad is whole and aligned, or wholly past k).
@@ -118,8 +111,11 @@ __global__ void __launch_bounds__(256, 2)
     // x 4 floats cover 64 rows of 16 k.
     constexpr int XQ = BM / 64, WQ = BN / 64;
     static_assert(TM % 4 == 0 && TN % 4 == 0 && XQ >= 1 && WQ >= 1);
-    PLAB_SHARED(Slice<BM>, xs, [2]);
-    PLAB_SHARED(Slice<BN>, ws, [2]);
+    // Two slices of x and of w (double buffering), t-major; PLAB_SHARED arrays
+    // are 16-byte aligned and rows are a multiple of 4 floats, so a row's
+    // quads can be read as 16-byte loads.
+    PLAB_SHARED(float, xs, [2][kSliceK][BM + kPad]);
+    PLAB_SHARED(float, ws, [2][kSliceK][BN + kPad]);
     const int tid = static_cast<int>(threadIdx.x);
     const int tx = tid % kSide, ty = tid / kSide;
     const int m0 = static_cast<int>(blockIdx.y) * BM;
@@ -136,10 +132,10 @@ __global__ void __launch_bounds__(256, 2)
     };
     auto store = [&](int buf) {  // transposed: t-major
         for (int l = 0; l < XQ; ++l) {
-            for (int e = 0; e < 4; ++e) xs[buf].v[4 * quad + e][lrow + 64 * l] = xq[l][e];
+            for (int e = 0; e < 4; ++e) xs[buf][4 * quad + e][lrow + 64 * l] = xq[l][e];
         }
         for (int l = 0; l < WQ; ++l) {
-            for (int e = 0; e < 4; ++e) ws[buf].v[4 * quad + e][lrow + 64 * l] = wq[l][e];
+            for (int e = 0; e < 4; ++e) ws[buf][4 * quad + e][lrow + 64 * l] = wq[l][e];
         }
     };
 
@@ -161,9 +157,9 @@ __global__ void __launch_bounds__(256, 2)
         for (int t = 0; t < kSliceK; ++t) {
             float a[TM], b[TN];
             PLAB_UNROLL
-            for (int g = 0; g < TM / 4; ++g) load_float4(&a[4 * g], &xs[buf].v[t][64 * g + 4 * ty]);
+            for (int g = 0; g < TM / 4; ++g) load_float4(&a[4 * g], &xs[buf][t][64 * g + 4 * ty]);
             PLAB_UNROLL
-            for (int h = 0; h < TN / 4; ++h) load_float4(&b[4 * h], &ws[buf].v[t][64 * h + 4 * tx]);
+            for (int h = 0; h < TN / 4; ++h) load_float4(&b[4 * h], &ws[buf][t][64 * h + 4 * tx]);
             PLAB_UNROLL
             for (int r = 0; r < TM; ++r) {
                 PLAB_UNROLL

@@ -19,11 +19,11 @@ __global__ void rmsnorm_ref_kernel(float* out, const float* x, const float* weig
                                    float eps) {
     const float* xr = x + static_cast<long long>(blockIdx.x) * dim;
     float* o = out + static_cast<long long>(blockIdx.x) * dim;
-    PLAB_SHARED(float, inv_rms, );
-    if (threadIdx.x == 0) inv_rms = strict_rms_inverse(strict_dot(xr, xr, dim), dim, eps);
+    PLAB_SHARED(float, inv_rms, [1]);
+    if (threadIdx.x == 0) inv_rms[0] = strict_rms_inverse(strict_dot(xr, xr, dim), dim, eps);
     __syncthreads();  // every thread needs thread 0's inv_rms
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        o[i] = strict_mul(strict_mul(xr[i], inv_rms), weight[i]);
+        o[i] = strict_mul(strict_mul(xr[i], inv_rms[0]), weight[i]);
     }
 }
 
@@ -38,7 +38,8 @@ __device__ inline float warp_sum(float v) {
 // (warp_totals, 32 floats of the calling kernel) and are added in warp order.
 // The order depends on blockDim.x (a multiple of 32), so the kernels that
 // share this must be launched with the same block size (kNormThreads).
-__device__ inline float block_inv_rms(float partial, float* warp_totals, int dim, float eps) {
+__device__ inline float block_inv_rms(float partial, SharedPtr<float> warp_totals, int dim,
+                                      float eps) {
     partial = warp_sum(partial);
     if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = partial;
     __syncthreads();  // all warp totals written before anyone adds them up

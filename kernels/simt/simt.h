@@ -102,10 +102,14 @@
 // Dynamic shared memory: sized by the launch's shared_bytes.
 #define PLAB_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 // Static shared memory the emulator counts: PLAB_SHARED(float, tile, [32][33]).
-#define PLAB_SHARED(type, name, extents) __shared__ type name extents
+#define PLAB_SHARED(type, name, extents) __shared__ __align__(16) type name extents
 // Shared memory the emulator checks for races (simt_checked.h); here plain arrays.
 #define PLAB_CHECKED_SHARED(type, name, n) __shared__ type name[n]
 #define PLAB_CHECKED_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+// A pointer into shared memory, as device helpers take one (here T*; the
+// emulator's is a checked pointer, so helpers name it SharedPtr<float>).
+template <typename T>
+using SharedPtr = T*;
 // Unroll a loop of compile-time trip count (nvcc); under g++ the optimiser decides.
 #define PLAB_UNROLL _Pragma("unroll")
 
@@ -238,12 +242,9 @@ int lane_id();
 int warp_lanes();  // lanes present in the current warp (the last warp may be partial)
 void* dynamic_shared();
 std::size_t dynamic_shared_bytes();
-// Race checking (simt_checked.h): the current barrier interval (a new one
-// after every __syncthreads, in every block), the running thread's index in
-// its block and its name, "thread (3,0,0)"; a failure of the running launch
-// naming its kernel and block.
-std::uint64_t barrier_interval();
-int current_thread();
+// Race checking (simt_checked.h; the interval and the running thread are its
+// g_race_clock): the running thread's name, "thread (3,0,0)"; a failure of
+// the running launch naming its kernel and block.
 std::string current_thread_name();
 [[noreturn]] void fail_launch(const std::string& what);
 // Blocks of a grid run in order (seed 0, the default) or, with a seed, in a
@@ -315,12 +316,8 @@ using std::min;
 #define gridDim (::plab::simt::g_builtins.grid_dim)
 
 #define __syncthreads() ::plab::simt::sync_threads(__FILE__, __LINE__)
-#define PLAB_DYNAMIC_SHARED(type, name) \
-    type* name = static_cast<type*>(::plab::simt::dynamic_shared())
-#define PLAB_SHARED(type, name, extents) \
-    static type name extents;            \
-    ::plab::simt::static_shared(&name, sizeof(name))
-#include "simt_checked.h"  // PLAB_CHECKED_SHARED: shared memory that reports races by name
+// PLAB_SHARED, PLAB_DYNAMIC_SHARED: simt_checked.h (included below, after
+// load_float4), shared memory that reports races by name.
 
 // __syncwarp: the lanes of the warp wait for each other (shared memory written
 // by one lane is then visible to the others).
@@ -537,6 +534,8 @@ using plab::simt::cudaSuccess;
             throw ::plab::InternalError(plab_cuda_os_.str());                                  \
         }                                                                                      \
     } while (0)
+
+#include "simt_checked.h"  // PLAB_SHARED, PLAB_DYNAMIC_SHARED: shared memory that reports races
 
 #endif  // __CUDACC__
 

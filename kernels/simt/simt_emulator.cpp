@@ -82,6 +82,7 @@ struct Fiber {
     const char* barrier_file = nullptr;  // where it waits, to report divergent barriers
     int barrier_line = 0;
     const char* warp_file = nullptr;  // the shuffle or __syncwarp it waits at
+    bool warp_fence = false;          // it waits at a __syncwarp (not a shuffle)
     int warp_line = 0;
     void* asan_fake_stack = nullptr;  // ASan's fake frames while it waits
 };
@@ -104,9 +105,6 @@ struct Scheduler {
     void* ctx = nullptr;
     std::exception_ptr error;
     random::Engine rng{20240607u};
-    // The barrier interval: a new one at every block barrier and every block
-    // start, never reused, so a record of an earlier interval is simply old.
-    std::uint64_t interval = 1;
     std::uint64_t block_order_seed = 0;  // 0: blocks in order
     // The scheduler's own stack, as ASan's fiber API reports it to a fiber.
     void* asan_fake_stack = nullptr;
@@ -203,6 +201,7 @@ void start_fiber(Scheduler& s, Fiber& f) {
 void resume(Scheduler& s, int i) {
     Fiber& f = s.fibers[i];
     s.current = i;
+    g_race_clock.thread = i;        // whose accesses the checked arrays record
     g_builtins.thread_idx = f.idx;  // threadIdx is the running fiber's, always
     if (_setjmp(s.scheduler_point) == 0) {
         asan_start_switch(&s.asan_fake_stack, f.stack.get(), kStackBytes);
@@ -215,6 +214,7 @@ void resume(Scheduler& s, int i) {
     }
     asan_finish_switch(s.asan_fake_stack, nullptr, nullptr);  // back on the scheduler's stack
     s.current = -1;
+    g_race_clock.thread = -1;
 }
 
 // Yields from the running fiber back to the scheduler in `state`.
@@ -276,6 +276,8 @@ bool release_barriers(Scheduler& s) {
                                 "the same one; a lab rule, stricter than PTX on sm_70+)");
             }
             for (int i = w0; i < w1; ++i) s.fibers[i].state = FiberState::ready;
+            // A __syncwarp: the lanes' shared-memory writes are visible to each other.
+            if (s.fibers[w0].warp_fence) ++g_race_clock.warp_epoch[w0 / 32];
             released = true;
         } else if (waiting > 0 && finished > 0) {
             fail(s, "a warp shuffle waits for lanes that have already exited (warp " +
@@ -304,7 +306,9 @@ bool release_barriers(Scheduler& s) {
     }
     if (waiting == s.n_threads) {
         for (int i = 0; i < s.n_threads; ++i) s.fibers[i].state = FiberState::ready;
-        ++s.interval;  // what was written before the barrier may now be read by anyone
+        // A new barrier interval (simt_checked.h), never reused: what was
+        // written before the barrier may now be read by anyone.
+        ++g_race_clock.interval;
         return true;
     }
     if (waiting > 0 && exited != nullptr) {
@@ -318,7 +322,7 @@ bool release_barriers(Scheduler& s) {
 
 void run_block(Scheduler& s) {
     const dim3 bd = g_builtins.block_dim;
-    ++s.interval;
+    ++g_race_clock.interval;  // a block starts a new interval: earlier records are old
     // Fresh shared memory is garbage on a GPU; here it is NaN (all bits set),
     // so reading a value nobody wrote poisons the result instead of passing.
     std::fill(s.dynamic_shared.begin(), s.dynamic_shared.end(), 0xff);
@@ -468,15 +472,8 @@ void sync_warp(unsigned mask, const char* what, const char* file, int line) {
     Scheduler& s = scheduler();
     s.fibers[s.current].warp_file = file != nullptr ? file : what;
     s.fibers[s.current].warp_line = line;
+    s.fibers[s.current].warp_fence = std::strcmp(what, "__syncwarp") == 0;
     wait_here(FiberState::at_warp_barrier);
-}
-
-std::uint64_t barrier_interval() {
-    return scheduler().interval;
-}
-
-int current_thread() {
-    return scheduler().current;
 }
 
 std::string current_thread_name() {
@@ -488,34 +485,21 @@ void fail_launch(const std::string& what) {
     fail(scheduler(), what);
 }
 
-void RaceBook::check_index(long long i, std::size_t size, const std::source_location& at) const {
-    if (i >= 0 && static_cast<std::size_t>(i) < size) return;
+void RaceBook::fail_index(long long i, std::size_t size, const std::source_location& at) const {
     fail_launch(current_thread_name() + " indexes shared tile `" + name_ + "`[" +
                 std::to_string(i) + "] at " + base_name(at.file_name()) + ":" +
                 std::to_string(at.line()) + ", outside its " + std::to_string(size) +
                 " elements (0.." + std::to_string(size - 1) + ")");
 }
 
-std::string RaceBook::race(std::size_t i, const char* doing, const std::source_location& at,
-                           const Record& r) const {
-    return "race on shared tile `" + std::string(name_) + "`[" + std::to_string(i) +
-           "]: " + current_thread_name() + " " + doing + " it (" + base_name(at.file_name()) + ":" +
-           std::to_string(at.line()) + ") after " + thread_name(scheduler().fibers[r.thread].idx) +
-           " wrote it (" + base_name(r.file) + ":" + std::to_string(r.line) +
-           ") with no __syncthreads between";
-}
-
-void RaceBook::on_read(std::size_t i, const std::source_location& at) {
+void RaceBook::fail_race(std::size_t i, const char* doing, const std::source_location& at,
+                         const char* tail) const {
     const Record& r = records_[i];
-    if (r.interval == barrier_interval() && r.thread != current_thread())
-        fail_launch(race(i, "reads", at, r));
-}
-
-void RaceBook::on_write(std::size_t i, const std::source_location& at) {
-    Record& r = records_[i];
-    if (r.interval == barrier_interval() && r.thread != current_thread())
-        fail_launch(race(i, "writes", at, r) + " (two writes)");
-    r = {barrier_interval(), current_thread(), at.file_name(), static_cast<int>(at.line())};
+    fail_launch("race on shared tile `" + std::string(name_) + "`[" + std::to_string(i) +
+                "]: " + current_thread_name() + " " + doing + " it (" + base_name(at.file_name()) +
+                ":" + std::to_string(at.line()) + ") after " +
+                thread_name(scheduler().fibers[r.thread].idx) + " wrote it (" + base_name(r.file) +
+                ":" + std::to_string(r.line) + ") with no __syncthreads between" + tail);
 }
 
 void set_block_order_seed(std::uint64_t seed) {

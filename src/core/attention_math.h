@@ -65,8 +65,9 @@ PLAB_HD inline KeyRange attention_key_range(const AttentionShape& s, int query_p
 // soft-capping), or -inf where the mask hides key j. -inf is what a probe shows
 // for a masked cell; the sums below skip those cells.
 // The same score against key j's row k (Dh floats) found by the caller.
-PLAB_HD inline float attention_score_of(const float* q, const float* k, const AttentionShape& s,
-                                        int head, int query_pos, int j) {
+template <typename K>
+PLAB_HD inline float attention_score_of(const float* q, K k, const AttentionShape& s, int head,
+                                        int query_pos, int j) {
     if (!s.mask.visible(query_pos, j)) return -INFINITY;
     const float raw = strict_mul(strict_dot(q, k, s.head_dim), s.scale);
     return s.mask.modify_score(raw, head, query_pos, j);
@@ -105,13 +106,17 @@ PLAB_HD inline float attention_max_step(float left, float right) {
 // gpu-ref's threads compute each e_j once into shared memory (StoredWeights,
 // cells from attention_weight_cell). Either way the sums add the same values
 // in the same order.
+// `Cells` here and below: a pointer to the scores or weights (const float*,
+// or the emulator's checked pointer into shared memory, kernels/simt/simt_checked.h).
+template <typename Cells>
 struct ExpWeights {
-    const float* scores;
+    Cells scores;
     float max_score;
     PLAB_HD float operator()(int j) const { return attention_weight(scores[j], max_score); }
 };
+template <typename Cells>
 struct StoredWeights {
-    const float* weights;
+    Cells weights;
     PLAB_HD float operator()(int j) const { return weights[j]; }
 };
 
@@ -123,8 +128,8 @@ PLAB_HD inline float attention_weight_cell(float score, float max_score) {
 
 // sum_j e_j over the visible keys, in j order. `cells` holds the scores or
 // the stored weights: a -inf cell is masked and skipped.
-template <typename Weights>
-PLAB_HD inline float attention_denominator(const float* cells, const Weights& weight,
+template <typename Cells, typename Weights>
+PLAB_HD inline float attention_denominator(Cells cells, const Weights& weight,
                                            const AttentionShape& s, int query_pos) {
     const KeyRange r = attention_key_range(s, query_pos);
     float den = 0.0f;
@@ -136,11 +141,10 @@ PLAB_HD inline float attention_denominator(const float* cells, const Weights& we
 }
 
 // sum_j e_j v_j[d] over the visible keys, in j order (cells as above).
-template <typename Weights>
-PLAB_HD inline float attention_numerator(const float* cells, const Weights& weight,
-                                         const float* v_pool, const int* block_table,
-                                         const AttentionShape& s, int kv_head, int query_pos,
-                                         int d) {
+template <typename Cells, typename Weights>
+PLAB_HD inline float attention_numerator(Cells cells, const Weights& weight, const float* v_pool,
+                                         const int* block_table, const AttentionShape& s,
+                                         int kv_head, int query_pos, int d) {
     const KeyRange r = attention_key_range(s, query_pos);
     float num = 0.0f;
     for (int j = r.lo; j <= r.hi; ++j) {
@@ -152,33 +156,37 @@ PLAB_HD inline float attention_numerator(const float* cells, const Weights& weig
     return num;
 }
 
-PLAB_HD inline SoftmaxStats attention_softmax_stats(const float* scores, const AttentionShape& s,
+template <typename Cells>
+PLAB_HD inline SoftmaxStats attention_softmax_stats(Cells scores, const AttentionShape& s,
                                                     int query_pos) {
     const KeyRange r = attention_key_range(s, query_pos);
     float m = -INFINITY;
     for (int j = r.lo; j <= r.hi; ++j) m = attention_max_step(m, scores[j]);
-    return {m, attention_denominator(scores, ExpWeights{scores, m}, s, query_pos)};
+    return {m, attention_denominator(scores, ExpWeights<Cells>{scores, m}, s, query_pos)};
 }
 
 // Component d of the output: (sum_j e_j v_j[d]) / den over the visible keys, in j order.
-PLAB_HD inline float attention_output(const float* scores, SoftmaxStats st, const float* v_pool,
+template <typename Cells>
+PLAB_HD inline float attention_output(Cells scores, SoftmaxStats st, const float* v_pool,
                                       const int* block_table, const AttentionShape& s, int kv_head,
                                       int query_pos, int d) {
-    const float num = attention_numerator(scores, ExpWeights{scores, st.max_score}, v_pool,
+    const float num = attention_numerator(scores, ExpWeights<Cells>{scores, st.max_score}, v_pool,
                                           block_table, s, kv_head, query_pos, d);
     return strict_div(num, st.denominator);
 }
 
 // Probability p_j = e_j / den: what the viewer's heatmap shows (exactly 0 where masked).
-PLAB_HD inline float attention_probability(const float* scores, SoftmaxStats st,
-                                           const AttentionShape& s, int query_pos, int j) {
+template <typename Cells>
+PLAB_HD inline float attention_probability(Cells scores, SoftmaxStats st, const AttentionShape& s,
+                                           int query_pos, int j) {
     if (!s.mask.visible(query_pos, j) || j >= s.n_keys()) return 0.0f;
     return strict_div(attention_weight(scores[j], st.max_score), st.denominator);
 }
 
 // The probe's score of cell (query_pos, j): the modified score, -inf where masked.
-PLAB_HD inline float attention_probe_score(const float* scores, const AttentionShape& s,
-                                           int query_pos, int j) {
+template <typename Cells>
+PLAB_HD inline float attention_probe_score(Cells scores, const AttentionShape& s, int query_pos,
+                                           int j) {
     if (!s.mask.visible(query_pos, j) || j >= s.n_keys()) return -INFINITY;
     return scores[j];
 }

@@ -115,7 +115,10 @@ PLAB_HD inline float strict_expf(float x) {
 
 // sum_{i<n} a[i]*b[i], left to right from 0.0f: the one dot-product order of
 // the reference backends (matmul rows, attention scores).
-PLAB_HD inline float strict_dot(const float* a, const float* b, int n) {
+// (A, B: pointers to float; a template so that a kernel may pass the
+// emulator's checked pointer into shared memory, kernels/simt/simt_checked.h.)
+template <typename A, typename B>
+PLAB_HD inline float strict_dot(A a, B b, int n) {
     float acc = 0.0f;
     for (int i = 0; i < n; ++i) acc = strict_add(acc, strict_mul(a[i], b[i]));
     return acc;

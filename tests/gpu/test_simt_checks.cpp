@@ -13,6 +13,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <vector>
 
@@ -100,6 +102,28 @@ __global__ void chain_kernel(int* value) {
 
 __global__ void nothing_kernel(int*) {}
 
+// A warp's lanes hand values to each other through a tile: lane t reads lane
+// t ^ 1's write after a __syncwarp, or without one (`fence` 0); `other_warp`
+// 1 reads the element of the same lane in the other warp instead (a
+// __syncwarp does not make another warp's writes visible).
+__global__ void warp_handoff_kernel(float* out, int fence, int other_warp) {
+    PLAB_SHARED(float, tile, [64]);
+    const int t = static_cast<int>(threadIdx.x);
+    tile[t] = static_cast<float>(t);
+    if (fence) __syncwarp();
+    out[t] = tile[other_warp ? (t + 32) % 64 : t ^ 1];
+}
+
+// A 2-D tile [4][8]: row r, column c; `c_past` reads column 8 of row 0 (which
+// a flat index would quietly take from row 1).
+__global__ void rows_kernel(float* out, int c_past) {
+    PLAB_SHARED(float, tile, [4][8]);
+    const int t = static_cast<int>(threadIdx.x);
+    tile[t / 8][t % 8] = static_cast<float>(t);
+    __syncthreads();
+    out[t] = c_past ? tile[0][8] : tile[3 - t / 8][t % 8];
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -154,6 +178,58 @@ TEST_CASE("simt checks: dynamic shared memory as checked tiles with pointer offs
         CHECK_THAT(std::string(e.what()), Contains("race on shared tile `tiles`["));
     }
     cudaFree(out);
+}
+
+TEST_CASE("simt checks: a __syncwarp makes a lane's writes visible to its warp and no further",
+          "[gpu][simt][checks]") {
+    float* out = device_copy(std::vector<float>(kThreads, 0.0f));
+    PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 1, 0);
+    const std::vector<float> got = host_copy(out, kThreads);
+    for (int t = 0; t < kThreads; ++t) CHECK(got[t] == float(t ^ 1));
+    REQUIRE_THROWS_WITH(PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 0, 0),
+                        Contains("race on shared tile `tile`[") &&
+                            Contains("with no __syncthreads between"));
+    REQUIRE_THROWS_WITH(PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 1, 1),
+                        Contains("race on shared tile `tile`["));
+    cudaFree(out);
+}
+
+TEST_CASE("simt checks: each index of a 2-D tile is checked against its own extent",
+          "[gpu][simt][checks]") {
+    float* out = device_copy(std::vector<float>(32, 0.0f));
+    PLAB_LAUNCH(rows_kernel, 1, 32, 0, out, 0);
+    const std::vector<float> got = host_copy(out, 32);
+    for (int t = 0; t < 32; ++t) CHECK(got[t] == float((3 - t / 8) * 8 + t % 8));
+    REQUIRE_THROWS_WITH(PLAB_LAUNCH(rows_kernel, 1, 32, 0, out, 1),
+                        Contains("indexes shared tile `tile`[8] at test_simt_checks.cpp:") &&
+                            Contains("outside its 8 elements (0..7)"));
+    cudaFree(out);
+}
+
+TEST_CASE("simt checks: every kernel declares shared memory through the checked macros",
+          "[gpu][simt][checks]") {
+    // A plain __shared__ array would escape the race check (only the shuffled
+    // order and the NaN poison could catch its races); kernels use PLAB_SHARED
+    // and PLAB_DYNAMIC_SHARED, which simt.h maps to checked arrays here.
+    const std::string kernels = std::string(PLAB_TESTS_DIR) + "/../kernels";
+    int files = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(kernels)) {
+        const std::string path = entry.path().string();
+        if (path.find("/simt/") != std::string::npos) continue;
+        const std::string ext = entry.path().extension().string();
+        if (ext != ".cu" && ext != ".cuh" && ext != ".h") continue;
+        ++files;
+        std::ifstream in(path);
+        int line_no = 0;
+        for (std::string line; std::getline(in, line);) {
+            ++line_no;
+            const std::size_t comment = line.find("//");
+            const std::string code = line.substr(0, comment);
+            INFO(path << ":" << line_no << ": " << line);
+            CHECK(code.find("__shared__") == std::string::npos);
+        }
+    }
+    CHECK(files > 20);
 }
 
 TEST_CASE("simt checks: fresh cudaMalloc memory reads NaN", "[gpu][simt][checks]") {
