@@ -13,8 +13,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "cli/common.h"
+#include "cli/generate_speculative.h"
 #include "cli/prompts_file.h"
 #include "core/error.h"
 #include "core/kernel_choice.h"
@@ -42,7 +44,9 @@ struct GenerateCliOptions {
     bool no_kv_cache = false;
     bool logits_digest = false;
     int token_budget = 0;
-    int repeats = 3;  // warm runs of a single prompt after the first, cold one
+    int speculate = 0;  // --speculate K (runtime/speculative.h)
+    std::string draft;  // --draft SOURCE
+    int repeats = 3;    // warm runs of a single prompt after the first, cold one
     bool json = false;
     // Given on the command line? (to refuse an option where it does not apply)
     CLI::Option* prompts_opt = nullptr;
@@ -53,6 +57,8 @@ struct GenerateCliOptions {
     CLI::Option* no_kv_cache_opt = nullptr;
     CLI::Option* logits_digest_opt = nullptr;
     CLI::Option* token_budget_opt = nullptr;
+    CLI::Option* speculate_opt = nullptr;
+    CLI::Option* draft_opt = nullptr;
 };
 
 // A request's logits digest: SHA-256 of every logits row it sampled from, in
@@ -121,6 +127,7 @@ struct GenerateOneResult {
     // What the first and last decode steps would cost with the cache (one position each).
     double cached_first_step_flops = 0, cached_last_step_flops = 0;
     std::string trace;  // where the last warm run's trace went ("" for none)
+    std::optional<SpeculativeReport> speculative;  // with --speculate
 };
 
 // The runs of one request: a cold first run, then the warm runs that are timed.
@@ -163,8 +170,10 @@ GenerateRuns time_generate_runs(const LoadedModel& loaded, const Tokenizer& tok,
             runs.step_us[k].push_back(r.decode_step_us[k]);
         runs.ttft_us.push_back(r.ttft_us);
         runs.prefill_us.push_back(r.prefill_us);
+        // Tokens after the first per second of decode steps (a verify step of
+        // speculative decoding makes several).
         runs.decode_tps.push_back(
-            r.decode_step_us.empty() ? 0 : double(r.decode_step_us.size()) / (decode_total * 1e-6));
+            r.decode_step_us.empty() ? 0 : double(r.new_tokens.size() - 1) / (decode_total * 1e-6));
         runs.last = r;
     }
     return runs;
@@ -176,9 +185,12 @@ void add_generate_step_costs(const ModelConfig& c, const GenerateRuns& runs,
                              GenerateOneResult& res) {
     const GenerateResult& r = runs.last;
     const int prompt_len = static_cast<int>(r.prompt_tokens.size());
+    int fed = prompt_len;  // the position of the token step k feeds
     for (std::size_t k = 0; k < runs.step_us.size(); ++k) {
         const int computed = r.decode_step_positions[k];
-        const int before = prompt_len + static_cast<int>(k) + 1 - computed;  // cached positions
+        // Cached positions: all before the fed token (none without a cache).
+        const int before = r.speculative.k > 0 ? fed : fed + 1 - computed;
+        fed += r.speculative.k > 0 ? r.speculative.accepted_per_step[k] + 1 : 1;
         res.step_ms.push_back(percentile(runs.step_us[k], 0.5) / 1000);
         res.step_flops.push_back(prefill_cost(c, computed, before).total());
         res.positions_computed += computed;
@@ -202,6 +214,23 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
                "--repeats " << o.repeats << " must be between 1 and 1000 (warm runs to time)");
     const LoadedModel loaded(model.weights, o.backend, parse_kernels(o.kernels));
     gen.kv_cache = !o.no_kv_cache;
+    // --speculate: the draft (prompt lookup, or a model loaded on the same
+    // backend), and plain decoding of the same prompt in the same run.
+    std::optional<Model> draft_model;
+    std::unique_ptr<LoadedModel> draft_loaded;
+    if (o.speculate_opt->count() > 0 || o.draft_opt->count() > 0) {
+        gen.speculative.k = o.speculate;
+        PLAB_CHECK(o.speculate_opt->count() > 0,
+                   "--draft " << o.draft << " names the guesses of --speculate K; give both");
+        gen.speculative.draft = parse_draft_source(o.draft_opt->count() > 0 ? o.draft : "");
+        check_speculative(gen.speculative);
+        if (!gen.speculative.draft.model.empty()) {
+            draft_model = load_model(gen.speculative.draft.model);
+            draft_loaded = std::make_unique<LoadedModel>(draft_model->weights, o.backend,
+                                                         parse_kernels(o.kernels));
+            gen.speculative.draft_model = &draft_loaded->device();
+        }
+    }
     const GenerateRuns runs = time_generate_runs(loaded, *model.tokenizer, tokens, gen, o.repeats);
     const GenerateResult& r = runs.last;
     if (!o.trace.empty()) runs.trace.write_chrome_json(o.trace);
@@ -230,6 +259,20 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
     res.cold_prefill_ms = runs.cold.prefill_us / 1000;
     add_generate_step_costs(model.weights.config, runs, res);
     res.trace = o.trace;
+    if (gen.speculative.k > 0) {
+        GenerateOptions plain = gen;
+        plain.speculative = {};
+        const GenerateRuns plain_runs =
+            time_generate_runs(loaded, *model.tokenizer, tokens, plain, o.repeats);
+        SpeculativeReport s;
+        s.stats = r.speculative;
+        s.greedy = gen.sampler.temperature == 0.0f;
+        s.plain_tokens = plain_runs.last.new_tokens;
+        s.same_tokens_as_plain = s.plain_tokens == r.new_tokens;
+        s.decode_tokens_per_s = res.decode_tokens_per_s;
+        s.plain_decode_tokens_per_s = percentile(plain_runs.decode_tps, 0.5);
+        res.speculative = s;
+    }
     return res;
 }
 
@@ -252,6 +295,7 @@ nlohmann::json generate_one_json(const GenerateOneResult& res) {
     j["decode_step_positions"] = r.decode_step_positions;  // computed by each step
     j["decode_step_flops"] = res.step_flops;
     j["decode_step_ms"] = res.step_ms;  // medians of the warm runs, step by step
+    if (res.speculative) j["speculative"] = speculative_json(*res.speculative);
     return j;
 }
 
@@ -285,6 +329,7 @@ void print_generate_one_text(const GenerateOneResult& res) {
         std::printf("  with the cache those steps would be %.3f and %.3f MFLOP\n",
                     res.cached_first_step_flops / 1e6, res.cached_last_step_flops / 1e6);
     }
+    if (res.speculative) print_speculative_text(*res.speculative);
     if (!res.trace.empty())
         std::printf("Trace written to %s (the last warm run; open in Perfetto)\n",
                     res.trace.c_str());
@@ -331,6 +376,9 @@ void check_generate_many_options(const GenerateCliOptions& o) {
     PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
+    PLAB_CHECK(o.speculate_opt->count() == 0 && o.draft_opt->count() == 0,
+               "--speculate with --prompts is not built yet: the engine's steps do not verify "
+               "guesses; run one prompt (text, --prompt-file or --tokens) with --speculate K");
     PLAB_CHECK(o.no_kv_cache_opt->count() == 0,
                "--no-kv-cache recomputes one prompt's sequence at every decode step; the engine "
                "behind --prompts always keeps K/V in its paged cache (drop --prompts to run one "
@@ -632,6 +680,14 @@ void add_generate_command(CLI::App& app) {
                         "a single prompt: warm runs timed after the first, cold one (medians "
                         "reported)")
             ->capture_default_str();
+    o->speculate_opt = cmd->add_option(
+        "--speculate", o->speculate,
+        "speculative decoding: verify up to K (1-8) guesses per target forward, as one chunk "
+        "(lesson 18)");
+    o->draft_opt = cmd->add_option(
+        "--draft", o->draft,
+        "with --speculate: ngram[:N] (prompt lookup of the last N tokens, N = 3 by default) or a "
+        "draft model file with the target's vocabulary");
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run_generate(*o); });

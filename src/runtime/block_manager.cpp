@@ -112,6 +112,22 @@ void BlockManager::release(Sequence& seq) {
     seq.length = 0;
 }
 
+void BlockManager::truncate(Sequence& seq, int new_length) {
+    PLAB_ASSERT(new_length >= 0 && new_length <= seq.length);
+    const std::size_t keep_blocks =
+        static_cast<std::size_t>((new_length + block_size_ - 1) / block_size_);
+    while (seq.block_table.size() > keep_blocks) {
+        const int b = seq.block_table.back();
+        seq.block_table.pop_back();
+        if (b == kFreedBlock) continue;
+        PLAB_ASSERT(ref_counts_[b] > 0);
+        if (--ref_counts_[b] == 0) give_back(b);
+    }
+    const std::size_t full_blocks = static_cast<std::size_t>(new_length / block_size_);
+    if (seq.block_hashes.size() > full_blocks) seq.block_hashes.resize(full_blocks);
+    seq.length = new_length;
+}
+
 void BlockManager::retain(int block) {
     PLAB_ASSERT(block >= 0 && block < num_blocks_ && ref_counts_[block] > 0);
     ++ref_counts_[block];

@@ -62,6 +62,13 @@ public:
     // a cached block goes to the cached free queue, its last block first, so
     // that a prefix's tail is evicted before its head).
     void release(Sequence& seq);
+    // Forgets positions new_length..length-1 of `seq` (speculative decoding's
+    // rejected guesses): the blocks that then hold none of its positions go
+    // back to the pool, table entries and prefix names past new_length go too
+    // (a block named by the prefix cache must never hold a rejected guess, so
+    // names of blocks that are no longer full are dropped). The K/V left in a
+    // partly kept block's tail are overwritten by the next positions.
+    void truncate(Sequence& seq, int new_length);
     // Gives back the blocks of `seq` that `mask` lets no query at position
     // seq.length or later see (a sliding window's old blocks, a finished
     // chunk's or document's); their table entries become kFreedBlock

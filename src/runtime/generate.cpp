@@ -1,10 +1,25 @@
 #include "runtime/generate.h"
 
+#include <memory>
 #include <string>
 
 #include "core/error.h"
 
 namespace plab {
+namespace {
+
+std::unique_ptr<Drafter> make_drafter(const GenerateOptions& options, int vocab) {
+    const SpeculativeOptions& s = options.speculative;
+    check_speculative(s);
+    if (s.draft.ngram > 0) return std::make_unique<NgramDrafter>(s.draft.ngram);
+    PLAB_CHECK(s.draft_model != nullptr,
+               "--draft " << s.draft.text << ": the draft model is not loaded");
+    SessionOptions draft_session;
+    draft_session.block_size = options.session.block_size;
+    return std::make_unique<ModelDrafter>(*s.draft_model, vocab, draft_session, options.sampler);
+}
+
+}  // namespace
 
 GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
                         const std::string& prompt, const std::vector<int32_t>& prompt_tokens,
@@ -54,8 +69,26 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
     //    it — or, without a KV cache, recomputing every position before it.
     const int room = model.config().max_seq_len - static_cast<int>(r.prompt_tokens.size());
     const int steps = std::min(options.max_new_tokens, room);
+    if (options.speculative.k > 0) {
+        // 6'. Or speculatively: up to k guesses per target forward (a verify
+        //     step is a chunk of k + 1 positions; runtime/speculative.h).
+        PLAB_CHECK(options.kv_cache,
+                   "--speculate needs the KV cache: a verify step is a chunk "
+                   "on top of it, and rejected guesses are rolled back from it");
+        std::unique_ptr<Drafter> drafter = make_drafter(options, model.config().vocab_size);
+        std::vector<int32_t> context = r.prompt_tokens;
+        context.push_back(token);
+        r.speculative.k = options.speculative.k;
+        r.speculative.draft = options.speculative.draft.text;
+        speculative_decode(session, *drafter, options.sampler, options.speculative.k, steps,
+                           options.stop_at_eos ? tokenizer.eos_id() : -1, context, r.new_tokens,
+                           r.speculative, trace, r.decode_step_us);
+        for (int n : r.speculative.proposed_per_step) r.decode_step_positions.push_back(n + 1);
+        token = r.new_tokens.back();
+    }
+    const bool speculated = options.speculative.k > 0;
     std::vector<int32_t> sequence = r.prompt_tokens;  // what a cache-free step recomputes
-    while (static_cast<int>(r.new_tokens.size()) < steps) {
+    while (!speculated && static_cast<int>(r.new_tokens.size()) < steps) {
         if (options.stop_at_eos && token == tokenizer.eos_id()) break;
         t = trace.now_us();
         std::vector<float> logits;

@@ -16,6 +16,7 @@
 #include "runtime/device_model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 #include "trace/trace.h"
 
 namespace plab {
@@ -37,6 +38,10 @@ struct GenerateOptions {
     // the last position's logits: the same tokens, at a cost that grows with
     // the length — what the cache saves (lesson 2).
     bool kv_cache = true;
+    // Speculative decoding (runtime/speculative.h): k > 0 verifies up to k
+    // guesses per target forward; the tokens keep plain decoding's (greedy:
+    // the same tokens) or its distribution (sampling).
+    SpeculativeOptions speculative;
 };
 
 struct GenerateResult {
@@ -50,6 +55,7 @@ struct GenerateResult {
     // Fewer than max_new_tokens because the sequence reached max_seq_len (the
     // model has no position past it), not because EOS was sampled.
     bool stopped_at_context_end = false;
+    SpeculativeStats speculative;  // with GenerateOptions::speculative.k > 0
 };
 
 // Runs one request. `prompt_tokens` when non-empty is used instead of encoding `prompt`.

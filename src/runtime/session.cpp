@@ -190,6 +190,29 @@ std::vector<float> Session::decode_step(int32_t token) {
     return std::move(out.logits);
 }
 
+std::vector<float> Session::verify(std::span<const int32_t> tokens) {
+    check_tokens(tokens);
+    check_mask_limit(static_cast<int>(tokens.size()));
+    ForwardProbes probes;
+    probes.all_logits = true;  // row i: the distribution after tokens[i]
+    StepOutput out = forward_chunk(model_, cache_, seq_, tokens, ws_, probes, trace_, mask_.view());
+    return std::move(out.logits);
+}
+
+void Session::roll_back(int new_length) {
+    PLAB_CHECK(new_length >= 0 && new_length <= seq_.length,
+               "roll back to " << new_length << " positions: the sequence has " << seq_.length);
+    const int before = cache_.blocks().blocks_in_use();
+    cache_.blocks().truncate(seq_, new_length);
+    if (trace_ != nullptr && before != cache_.blocks().blocks_in_use()) {
+        trace_->instant("kv roll back", "kv",
+                        {{"length", std::to_string(new_length)},
+                         {"blocks_in_use_before", std::to_string(before)},
+                         {"blocks_in_use", std::to_string(cache_.blocks().blocks_in_use())}});
+    }
+    forget_blocks(mask_.view());
+}
+
 // After a chunk or a decode step, every layer has appended its K/V: blocks the
 // mask lets no later query see go back to the pool (a sliding window keeps
 // about W/B blocks however long the sequence grows; causal keeps them all).

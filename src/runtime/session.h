@@ -70,6 +70,15 @@ public:
                           const ForwardProbes& probes = {});
     // One decode step: appends `token` and returns the logits (V) of its position.
     std::vector<float> decode_step(int32_t token);
+    // Speculative decoding's verify (runtime/speculative.h): appends `tokens`
+    // (the last accepted token, then the guesses) as one chunk, the same
+    // forward as a prefill chunk, and returns every position's logits (n, V).
+    // Blocks the mask forgets are kept until roll_back: positions past the
+    // ones kept still need them.
+    std::vector<float> verify(std::span<const int32_t> tokens);
+    // Keeps positions 0..new_length-1 and forgets the rest (the rejected
+    // guesses): their blocks go back to the pool (BlockManager::truncate).
+    void roll_back(int new_length);
 
     const DeviceModel& model() const { return model_; }
     int length() const { return seq_.length; }

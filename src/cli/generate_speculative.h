@@ -1,0 +1,25 @@
+// `plab generate --speculate K --draft SOURCE`: what a lecturer shows of a
+// speculative run — guesses, acceptance, tokens per target forward — beside
+// plain decoding of the same prompt, timed in the same run.
+// Lesson: lessons/18-speculative-decoding.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/generate.h"
+
+namespace plab::cli {
+
+struct SpeculativeReport {
+    SpeculativeStats stats;  // the last warm run's (every run makes the same)
+    bool greedy = true;      // temperature 0: the tokens must equal plain decoding's
+    bool same_tokens_as_plain = false;
+    std::vector<int32_t> plain_tokens;
+    double decode_tokens_per_s = 0;        // speculative, median of the warm runs
+    double plain_decode_tokens_per_s = 0;  // plain decoding, same runs count, same process
+};
+
+void print_speculative_text(const SpeculativeReport& r);
+nlohmann::json speculative_json(const SpeculativeReport& r);
+
+}  // namespace plab::cli

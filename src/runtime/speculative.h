@@ -1,0 +1,72 @@
+// Speculative decoding: draft K guesses, verify them in one chunk, roll the
+// KV cache back (lessons/18-speculative-decoding.md).
+//
+// What it teaches: verification is a prefill. A decode step runs the target
+// over one position; a verify step runs it over K+1 — the last accepted
+// token and K guesses — as one chunk on top of the KV cache, the same forward
+// as a prefill chunk (Session::verify). Row i of its logits is the target's
+// distribution after guess i, exactly the row a decode step would have made
+// (chunked == whole, bit for bit, on the invariant backends), so greedy
+// speculation emits greedy decoding's tokens. The longest prefix of guesses
+// the rule accepts (runtime/speculative_rule.h) is kept, plus one token from
+// the target: the replacement of the first rejected guess, or, when all K
+// were accepted, a bonus token from row K. The rejected guesses' K/V are
+// rolled back (Session::roll_back: their blocks go back to the pool).
+// While decode is memory-bound a verify of K+1 rows costs about one decode
+// step, so each accepted guess is a target forward saved.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/drafter.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "trace/trace.h"
+
+namespace plab {
+
+struct SpeculativeOptions {
+    int k = 0;  // guesses per verify step, 1..8; 0 = plain decoding
+    DraftSource draft;
+    const DeviceModel* draft_model = nullptr;  // loaded by the caller when draft.model is set
+};
+inline constexpr int kMaxSpeculate = 8;
+// --speculate K in 1..8 and a --draft given (one plab::Error line each).
+void check_speculative(const SpeculativeOptions& o);
+
+// What one request's speculation did.
+struct SpeculativeStats {
+    int k = 0;
+    std::string draft;                   // as given to --draft
+    long long verify_steps = 0;          // target forwards after the first token
+    long long proposed = 0;              // guesses proposed
+    long long accepted = 0;              // guesses accepted
+    long long draft_forwards = 0;        // the draft model's forwards (0 for ngram)
+    std::vector<int> accepted_per_step;  // per verify step: guesses accepted
+    std::vector<int> proposed_per_step;
+    // Tokens made after the first one: each verify step makes accepted + 1.
+    long long tokens_after_first = 0;
+
+    double acceptance_rate() const { return proposed > 0 ? double(accepted) / proposed : 0; }
+    // Mean tokens a verify step made (accepted guesses + the target's one).
+    double tokens_per_verify() const {
+        return verify_steps > 0 ? double(tokens_after_first) / verify_steps : 0;
+    }
+    // The same for guesses each accepted independently with probability α
+    // (Leviathan et al. 2023, eq. 1): (1 − α^(K+1)) / (1 − α).
+    static double iid_tokens_per_verify(double alpha, int k);
+    // Target forwards plain decoding would have run for the same tokens, less these.
+    long long forwards_saved() const { return tokens_after_first - verify_steps; }
+};
+
+// Decodes after the first token: `context` holds the prompt and every token
+// made (its last one not yet in `target`'s cache), `new_tokens` the tokens
+// made; appends until `max_new_tokens`, an end-of-sequence token when
+// `eos` >= 0, or the context's end. `rng` draws the rule's uniforms.
+void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions& sampler, int k,
+                        int max_new_tokens, int32_t eos, std::vector<int32_t>& context,
+                        std::vector<int32_t>& new_tokens, SpeculativeStats& stats, Trace& trace,
+                        std::vector<double>& step_us);
+
+}  // namespace plab
