@@ -25,6 +25,7 @@
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/request.h"
+#include "serving/presets.h"
 
 namespace plab::cli {
 namespace {
@@ -44,9 +45,10 @@ struct GenerateCliOptions {
     bool no_kv_cache = false;
     bool logits_digest = false;
     int token_budget = 0;
-    int speculate = 0;  // --speculate K (runtime/speculative.h)
-    std::string draft;  // --draft SOURCE
-    int repeats = 3;    // warm runs of a single prompt after the first, cold one
+    int speculate = 0;                          // --speculate K (runtime/speculative.h)
+    std::string draft;                          // --draft SOURCE
+    std::string hardware, shape = "llama3-8b";  // --hardware CARD --shape SHAPE (the roofline)
+    int repeats = 3;  // warm runs of a single prompt after the first, cold one
     bool json = false;
     // Given on the command line? (to refuse an option where it does not apply)
     CLI::Option* prompts_opt = nullptr;
@@ -59,6 +61,8 @@ struct GenerateCliOptions {
     CLI::Option* token_budget_opt = nullptr;
     CLI::Option* speculate_opt = nullptr;
     CLI::Option* draft_opt = nullptr;
+    CLI::Option* hardware_opt = nullptr;
+    CLI::Option* shape_opt = nullptr;
 };
 
 // A request's logits digest: SHA-256 of every logits row it sampled from, in
@@ -218,6 +222,12 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
     // backend), and plain decoding of the same prompt in the same run.
     std::optional<Model> draft_model;
     std::unique_ptr<LoadedModel> draft_loaded;
+    PLAB_CHECK(
+        (o.hardware_opt->count() == 0 && o.shape_opt->count() == 0) || o.speculate_opt->count() > 0,
+        "--hardware and --shape draw speculative decoding's speed-up on the roofline "
+        "clock: give --speculate K --draft SOURCE too (plab serve takes them for serving)");
+    PLAB_CHECK(o.shape_opt->count() == 0 || o.hardware_opt->count() > 0,
+               "--shape " << o.shape << " is charged on a card: give --hardware CARD too");
     if (o.speculate_opt->count() > 0 || o.draft_opt->count() > 0) {
         gen.speculative.k = o.speculate;
         PLAB_CHECK(o.speculate_opt->count() > 0,
@@ -271,6 +281,21 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
         s.same_tokens_as_plain = s.plain_tokens == r.new_tokens;
         s.decode_tokens_per_s = res.decode_tokens_per_s;
         s.plain_decode_tokens_per_s = percentile(plain_runs.decode_tps, 0.5);
+        if (o.hardware_opt->count() > 0) {
+            RooflineCost cost;
+            cost.hardware = hardware_preset(o.hardware);
+            cost.shape_name = o.shape;
+            cost.shape = shape_preset(o.shape).config;
+            s.roofline = cost.describe();
+            // A draft decode step reads the draft's weights where the target's
+            // reads the target's: their ratio (prompt lookup reads none).
+            s.draft_ratio = draft_model ? weights_bytes(draft_model->weights.config, Dtype::fp32) /
+                                              weights_bytes(model.weights.config, Dtype::fp32)
+                                        : 0.0;
+            s.context = static_cast<int>(r.prompt_tokens.size() + r.new_tokens.size());
+            s.curve = speculative_curve(cost, s.stats.acceptance_rate(), s.draft_ratio, s.context,
+                                        s.stats.k, kSpeculativeBatches);
+        }
         res.speculative = s;
     }
     return res;
@@ -688,6 +713,14 @@ void add_generate_command(CLI::App& app) {
         "--draft", o->draft,
         "with --speculate: ngram[:N] (prompt lookup of the last N tokens, N = 3 by default) or a "
         "draft model file with the target's vocabulary");
+    o->hardware_opt = cmd->add_option(
+        "--hardware", o->hardware,
+        "with --speculate: the speed-up over K and batch on this card's roofline clock "
+        "(plab serve --list-hardware)");
+    o->shape_opt = cmd->add_option("--shape", o->shape,
+                                   "with --hardware: the model shape charged (plab serve "
+                                   "--list-shapes)")
+                       ->capture_default_str();
     cmd->add_option("--trace", o->trace, "write a Chrome trace (JSON) of the request here");
     cmd->add_flag("--json", o->json, "machine-readable output");
     cmd->callback([o] { run_generate(*o); });

@@ -1,8 +1,47 @@
 #include "cli/generate_speculative.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace plab::cli {
+
+namespace {
+
+void print_speculative_curve(const SpeculativeReport& r) {
+    const double alpha = r.stats.acceptance_rate();
+    std::printf(
+        "\nOn the roofline clock: %s, %d cached positions a sequence, acceptance rate %.3f\n"
+        "(this run's), a draft step %.3f of a target step%s. Speed-up over plain decoding, "
+        "tokens/s:\n",
+        r.roofline.c_str(), r.context, alpha, r.draft_ratio,
+        r.draft_ratio == 0 ? " (prompt lookup)" : " (the draft's weights over the target's)");
+    std::printf("  batch  decode µs");
+    int k_max = 0;
+    for (const SpeculativePoint& p : r.curve) k_max = std::max(k_max, p.k);
+    for (int k = 1; k <= k_max; ++k) std::printf("   K=%d", k);
+    std::printf("   best K  verify at best K\n");
+    for (std::size_t i = 0; i < r.curve.size(); i += static_cast<std::size_t>(k_max)) {
+        const SpeculativePoint& first = r.curve[i];
+        std::printf("  %5d  %9.1f", first.batch, first.decode_us);
+        const SpeculativePoint* best = &first;
+        for (int k = 0; k < k_max; ++k) {
+            const SpeculativePoint& p = r.curve[i + static_cast<std::size_t>(k)];
+            std::printf(" %5.2f", p.speed_up);
+            if (p.speed_up > best->speed_up) best = &p;
+        }
+        if (best->speed_up > 1.0) {
+            std::printf("   %6d  %s-bound\n", best->k, best->verify_bound.c_str());
+        } else {
+            std::printf("     none  (every K slower: the verify is %s-bound)\n",
+                        best->verify_bound.c_str());
+        }
+    }
+    std::printf(
+        "A verify step costs about one decode step while the step is memory-bound; as the batch\n"
+        "grows it turns compute-bound and costs up to K+1 steps: the speed-up turns there.\n");
+}
+
+}  // namespace
 
 void print_speculative_text(const SpeculativeReport& r) {
     const SpeculativeStats& s = r.stats;
@@ -37,6 +76,7 @@ void print_speculative_text(const SpeculativeReport& r) {
         "  than one row's and little or no speed-up is expected; while decode is memory-bound\n"
         "  on a GPU a verify step costs about one decode step: lesson 18)\n",
         r.decode_tokens_per_s, r.plain_decode_tokens_per_s, ratio);
+    if (!r.curve.empty()) print_speculative_curve(r);
 }
 
 nlohmann::json speculative_json(const SpeculativeReport& r) {
@@ -62,6 +102,24 @@ nlohmann::json speculative_json(const SpeculativeReport& r) {
     j["plain_decode_tokens_per_s"] = r.plain_decode_tokens_per_s;
     j["speed_up"] =
         r.plain_decode_tokens_per_s > 0 ? r.decode_tokens_per_s / r.plain_decode_tokens_per_s : 0;
+    if (!r.curve.empty()) {
+        nlohmann::json roof;
+        roof["clock"] = r.roofline;
+        roof["context"] = r.context;
+        roof["acceptance_rate"] = s.acceptance_rate();
+        roof["draft_ratio"] = r.draft_ratio;
+        for (const SpeculativePoint& p : r.curve) {
+            roof["points"].push_back({{"batch", p.batch},
+                                      {"k", p.k},
+                                      {"decode_us", p.decode_us},
+                                      {"verify_us", p.verify_us},
+                                      {"draft_us", p.draft_us},
+                                      {"verify_bound", p.verify_bound},
+                                      {"tokens_per_verify", p.tokens_per_verify},
+                                      {"speed_up", p.speed_up}});
+        }
+        j["roofline"] = roof;
+    }
     return j;
 }
 

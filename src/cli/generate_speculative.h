@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/generate.h"
+#include "serving/speculative_roofline.h"
 
 namespace plab::cli {
 
@@ -17,7 +18,14 @@ struct SpeculativeReport {
     std::vector<int32_t> plain_tokens;
     double decode_tokens_per_s = 0;        // speculative, median of the warm runs
     double plain_decode_tokens_per_s = 0;  // plain decoding, same runs count, same process
+    // With --hardware CARD --shape SHAPE: the curve on the roofline clock.
+    std::string roofline;  // "llama3-8b bf16 on h100-sxm, roofline"
+    double draft_ratio = 0;
+    int context = 0;
+    std::vector<SpeculativePoint> curve;
 };
+// The batches the roofline curve is drawn at.
+inline const std::vector<int> kSpeculativeBatches = {1, 4, 16, 64, 256};
 
 void print_speculative_text(const SpeculativeReport& r);
 nlohmann::json speculative_json(const SpeculativeReport& r);

@@ -44,7 +44,7 @@ RooflineStep RooflineCost::step(const std::vector<SpanShape>& spans, bool cold) 
     double rows = 0, sampling = 0;
     for (const SpanShape& s : spans) {
         rows += s.n_tokens;
-        sampling += s.samples ? 1 : 0;
+        sampling += s.samples ? s.sampled_rows : 0;
     }
     if (rows == 0) return st;
     // Linear layers: every weight of every layer read once for all rows of the

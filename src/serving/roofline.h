@@ -50,6 +50,7 @@ struct SpanShape {
     int n_tokens = 0;
     int pos0 = 0;
     bool samples = true;
+    int sampled_rows = 1;  // rows whose logits are used when it samples (a verify step: all)
 };
 
 struct RooflineCost {

@@ -9,6 +9,7 @@
 // if the guesses had never been made. The shipped model is the target (a
 // trained model: its guesses are sometimes right).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -223,4 +224,40 @@ TEST_CASE("speculative: bad --speculate and --draft get one line each", "[specul
     test::require_one_line_cli_error(
         test::run_cli({"generate", "-n", "4", "--speculate", "2", "--draft", byte_model.dir}),
         "--draft model has a vocabulary of 258 tokens, the target 512");
+}
+
+TEST_CASE(
+    "speculative: on the roofline clock a verify costs a decode step until the batch "
+    "turns it compute-bound",
+    "[speculative][cli]") {
+    const test::CliResult r = test::run_cli({"generate", "--speculate", "3", "--draft", "ngram:1",
+                                             "-n", "24", "--repeats", "1", "--hardware", "h100-sxm",
+                                             "--shape", "llama3-8b", "--json"});
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json roof = nlohmann::json::parse(r.out).at("speculative").at("roofline");
+    CHECK(roof.at("clock") == "llama3-8b bf16 on h100-sxm, roofline");
+    CHECK(roof.at("draft_ratio") == 0.0);
+    const double alpha = roof.at("acceptance_rate");
+    REQUIRE(alpha > 0);
+    const nlohmann::json& points = roof.at("points");
+    REQUIRE(points.size() == 5 * 3);  // batches 1, 4, 16, 64, 256 x K 1..3
+    for (const nlohmann::json& p : points) {
+        const int k = p.at("k");
+        const double decode = p.at("decode_us"), verify = p.at("verify_us");
+        INFO("batch " << p.at("batch") << ", K " << k);
+        CHECK(verify >= decode);                   // K+1 rows never cost less than one
+        CHECK(verify <= (k + 1) * decode * 1.01);  // nor more than K+1 steps
+        CHECK(p.at("tokens_per_verify").get<double>() ==
+              Approx((1 - std::pow(alpha, k + 1)) / (1 - alpha)));
+        CHECK(p.at("speed_up").get<double>() ==
+              Approx(p.at("tokens_per_verify").get<double>() * decode / verify));
+        if (p.at("batch") == 1) {
+            CHECK(p.at("verify_bound") == "memory");
+            CHECK(p.at("speed_up").get<double>() > 1.0);  // memory-bound: guesses are nearly free
+        }
+        if (p.at("batch") == 256) CHECK(p.at("verify_bound") == "compute");
+    }
+    test::require_one_line_cli_error(
+        test::run_cli({"generate", "-n", "4", "--hardware", "h100-sxm"}),
+        "--hardware and --shape draw speculative decoding's speed-up on the roofline clock");
 }
