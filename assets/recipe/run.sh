@@ -6,6 +6,7 @@
 #
 #   sh assets/recipe/run.sh                       # the shipped model, ~25 min on 2 cores
 #   STEPS=40 OUT=/tmp/m sh assets/recipe/run.sh   # a smoke test in /tmp/m, ~1 min
+#   SHAPE=draft OUT=assets/draft sh assets/recipe/run.sh   # the one-layer draft (lesson 18)
 #
 # Every setting comes from recipe.json, through train.py's defaults: this script
 # passes only what you ask for, STEPS (another schedule length) and OUT (another
@@ -51,6 +52,7 @@ fi
 # 3. Train and export. Only what you asked for goes on the command line.
 set -- --out "${OUT:-$SHIPPED}"
 if [ -n "${STEPS:-}" ]; then set -- "$@" --steps "$STEPS"; fi
+if [ -n "${SHAPE:-}" ]; then set -- "$@" --shape "$SHAPE"; fi
 cd "$HERE"
 $PY train.py "$@"
 if [ -n "$DRY_RUN" ]; then exit 0; fi

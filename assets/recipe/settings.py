@@ -74,6 +74,9 @@ def parse_args(argv=None):
     ap.add_argument("--stop-at", type=int, default=0,
                     help="export and stop after this many steps of the --steps schedule (0: run all)")
     ap.add_argument("--out", default=os.path.join(HERE, "..", "model"))
+    ap.add_argument("--shape", choices=["main", "draft"], default="main",
+                    help="the model's shape (train.py SHAPES): main = assets/model, draft = "
+                         "assets/draft, its one-layer speculative-decoding draft")
     args = ap.parse_args(argv)
     args.out = os.path.abspath(args.out)
     return args
@@ -135,6 +138,7 @@ def metadata(args, steps_done, torch_version, numpy_version):
     """
     meta = {"recipe": "assets/recipe/train.py", "settings_file": "assets/recipe/recipe.json"}
     meta.update(settings_of(args))
+    meta["shape"] = getattr(args, "shape", "main")
     meta.update({
         "steps_done": steps_done,  # < steps for a snapshot or --stop-at; reproduce with --stop-at
         "python": platform.python_version(),

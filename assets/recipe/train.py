@@ -41,8 +41,17 @@ import data  # noqa: E402
 import export  # noqa: E402
 from model import TinyLlama  # noqa: E402
 
-CONFIG = dict(dim=128, n_layers=4, n_heads=4, n_kv_heads=2, head_dim=32, hidden_dim=384,
-              vocab_size=512, max_seq_len=512, rope_theta=10000.0, norm_eps=1e-5)
+# Model shapes are code (settings.py says why). "main" is the shipped model
+# (assets/model); "draft" its speculative-decoding draft (assets/draft,
+# lesson 18): one layer of the same width, the same tokenizer (learned from
+# the same seed and stories), a quarter of the layers' work per token.
+SHAPES = {
+    "main": dict(dim=128, n_layers=4, n_heads=4, n_kv_heads=2, head_dim=32, hidden_dim=384,
+                 vocab_size=512, max_seq_len=512, rope_theta=10000.0, norm_eps=1e-5),
+    "draft": dict(dim=128, n_layers=1, n_heads=4, n_kv_heads=2, head_dim=32, hidden_dim=384,
+                  vocab_size=512, max_seq_len=512, rope_theta=10000.0, norm_eps=1e-5),
+}
+CONFIG = SHAPES[ARGS.shape] if __name__ == "__main__" else SHAPES["main"]
 
 
 def log(msg):

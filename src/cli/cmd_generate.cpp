@@ -277,6 +277,7 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
         SpeculativeReport s;
         s.stats = r.speculative;
         s.greedy = gen.sampler.temperature == 0.0f;
+        s.fastest_kernels = o.kernels == "fastest";
         s.plain_tokens = plain_runs.last.new_tokens;
         s.same_tokens_as_plain = s.plain_tokens == r.new_tokens;
         s.decode_tokens_per_s = res.decode_tokens_per_s;

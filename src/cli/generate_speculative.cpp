@@ -63,6 +63,13 @@ void print_speculative_text(const SpeculativeReport& r) {
     if (r.greedy) {
         std::printf("  greedy: the same tokens as plain decoding: %s\n",
                     r.same_tokens_as_plain ? "yes" : "NO");
+        if (r.fastest_kernels) {
+            std::printf(
+                "  (--kernels fastest: a verify chunk's products have K+1 rows, a decode step's\n"
+                "  one, and the library may take another kernel for each, adding in another\n"
+                "  order; a row's last bits may then differ, and at a near tie a token turns.\n"
+                "  --kernels invariant keeps every row's bits whatever its chunk: lesson 16)\n");
+        }
     } else {
         std::printf(
             "  sampling: the tokens follow the target's distribution (speculative sampling's "

@@ -12,8 +12,9 @@
 namespace plab::cli {
 
 struct SpeculativeReport {
-    SpeculativeStats stats;  // the last warm run's (every run makes the same)
-    bool greedy = true;      // temperature 0: the tokens must equal plain decoding's
+    SpeculativeStats stats;        // the last warm run's (every run makes the same)
+    bool greedy = true;            // temperature 0: the tokens must equal plain decoding's
+    bool fastest_kernels = false;  // --kernels fastest: rows may follow the chunk's size
     bool same_tokens_as_plain = false;
     std::vector<int32_t> plain_tokens;
     double decode_tokens_per_s = 0;        // speculative, median of the warm runs

@@ -271,7 +271,13 @@ constexpr ModelFormat kFormats[] = {
 
 }  // namespace
 
-Model load_model(const std::string& path) {
+Model load_model(const std::string& given) {
+    // "assets/model", "assets/draft": the shipped models, wherever plab runs
+    // from (a lesson's scratch folder, a notebook), when no such path is here.
+    std::string path = given;
+    if (!fs::exists(path) && path.rfind("assets/", 0) == 0 &&
+        fs::exists(std::string(PLAB_ASSETS_DIR) + "/" + path.substr(7)))
+        path = std::string(PLAB_ASSETS_DIR) + "/" + path.substr(7);
     const fs::path p(path);
     PLAB_CHECK(fs::exists(p), "model path " << path
                                             << " does not exist; pass --model with a folder "

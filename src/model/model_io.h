@@ -19,7 +19,9 @@ namespace plab {
 // The directory used when no --model is given: $PLAB_MODEL, else assets/model.
 std::string default_model_path();
 
-// Loads a model directory (or its model.safetensors / config.json path).
+// Loads a model directory (or its model.safetensors / config.json path). A
+// path "assets/NAME" that does not exist here names the shipped assets
+// (assets/model, assets/draft) wherever plab runs.
 Model load_model(const std::string& path);
 // load_model(path), or with "" the default model named as the user knows it
 // ($PLAB_MODEL as set, else "assets/model") rather than by this checkout's

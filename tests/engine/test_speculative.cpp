@@ -10,6 +10,8 @@
 // trained model: its guesses are sometimes right).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -200,6 +202,15 @@ TEST_CASE("speculative: plab generate --speculate reports the run beside plain d
     CHECK(text.out.find("speculative decoding: up to 2 guesses per verify step, draft ngram") !=
           std::string::npos);
     CHECK(text.out.find("greedy: the same tokens as plain decoding: yes") != std::string::npos);
+    CHECK(text.out.find("--kernels fastest") == std::string::npos);
+    // With the library's kernels a verify chunk's rows may take other kernels
+    // than a decode step's: the report says what may change and why.
+    const test::CliResult fastest =
+        test::run_cli({"generate", "--speculate", "2", "--draft", "ngram", "-n", "8", "--repeats",
+                       "1", "--kernels", "fastest"});
+    REQUIRE(fastest.exit_code == 0);
+    CHECK(fastest.out.find("--kernels fastest: a verify chunk's products have K+1 rows") !=
+          std::string::npos);
 }
 
 TEST_CASE("speculative: bad --speculate and --draft get one line each", "[speculative][cli]") {
@@ -260,4 +271,26 @@ TEST_CASE(
     test::require_one_line_cli_error(
         test::run_cli({"generate", "-n", "4", "--hardware", "h100-sxm"}),
         "--hardware and --shape draw speculative decoding's speed-up on the roofline clock");
+}
+
+TEST_CASE(
+    "speculative: the shipped draft shares the target's tokenizer and is one layer of its width",
+    "[speculative]") {
+    const Model draft = load_model(std::string(PLAB_TESTS_DIR) + "/../assets/draft");
+    const ModelConfig& d = draft.weights.config;
+    const ModelConfig& t = shipped().weights.config;
+    CHECK(d.n_layers == 1);
+    CHECK(t.n_layers == 4);
+    CHECK(d.dim == t.dim);
+    CHECK(d.vocab_size == t.vocab_size);
+    // The same ids for the same text: one tokenizer, learned from the same seed.
+    const std::string text = kDefaultPrompt;
+    CHECK(draft.tokenizer->encode(text, true) == shipped().tokenizer->encode(text, true));
+    auto read = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    const std::string assets = std::string(PLAB_TESTS_DIR) + "/../assets/";
+    CHECK(read(assets + "draft/tokenizer.bpe") == read(assets + "model/tokenizer.bpe"));
+    CHECK(!read(assets + "draft/tokenizer.bpe").empty());
 }

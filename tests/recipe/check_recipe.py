@@ -108,14 +108,17 @@ def run_sh_dry_run(recipe_dir, extra_env=None, cwd=None):
     return r.returncode, r.stdout, r.stderr
 
 
-def train_py_config(recipe_dir):
-    """train.py's CONFIG = dict(...) (the model shape), read with ast: importing train.py needs torch."""
+def train_py_config(recipe_dir, shape="main"):
+    """train.py's SHAPES[shape] = dict(...) (a model shape; "main" is assets/model's), read with
+    ast: importing train.py needs torch."""
     with open(os.path.join(recipe_dir, "train.py"), encoding="utf-8") as f:
         tree = ast.parse(f.read())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CONFIG"]:
-            return {kw.arg: ast.literal_eval(kw.value) for kw in node.value.keywords}
-    raise SystemExit(f"{recipe_dir}/train.py: no CONFIG = dict(...) found")
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SHAPES"]:
+            for key, value in zip(node.value.keys, node.value.values):
+                if ast.literal_eval(key) == shape:
+                    return {kw.arg: ast.literal_eval(kw.value) for kw in value.keywords}
+    raise SystemExit(f"{recipe_dir}/train.py: no SHAPES = {{\"{shape}\": dict(...)}} found")
 
 
 def import_recipe(recipe_dir):

@@ -267,10 +267,12 @@ TEST_CASE("lessons without a panel open as text alone, naming the command that t
         }
         return std::string("accepted");
     };
-    const std::pair<int, const char*> taught[] = {{6, "plab bench"},
-                                                  {8, "plab bench --batch"},
-                                                  {12, "plab serve --disaggregate"},
-                                                  {16, "plab generate --logits-digest"}};
+    const std::pair<int, const char*> taught[] = {
+        {6, "plab bench"},
+        {8, "plab bench --batch"},
+        {12, "plab serve --disaggregate"},
+        {16, "plab generate --logits-digest"},
+        {18, "plab generate --speculate 4 --draft assets/draft"}};
     for (const auto& [n, command] : taught) {
         INFO("lesson " << n);
         CHECK(lesson_panel(n) == nullptr);
@@ -286,7 +288,7 @@ TEST_CASE("lessons without a panel open as text alone, naming the command that t
     for (int n : lessons_with_panels()) CHECK(lesson_command(n) == nullptr);
     const std::string bad = outcome(99);
     CHECK(bad.find("--lesson 99 is not a lesson with a panel (panels: lessons 1-5, 7, 9-11, "
-                   "13-15, 17; taught by a command: 6, 8, 12, 16)") != std::string::npos);
+                   "13-15, 17; taught by a command: 6, 8, 12, 16, 18)") != std::string::npos);
 }
 
 TEST_CASE("pressing a Try step changes the snapshot the panel draws", "[viewer][lesson]") {

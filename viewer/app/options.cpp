@@ -42,7 +42,8 @@ constexpr LessonCommand kLessonCommands[] = {
     {6, "plab bench"},  // compute vs memory
     {8, "plab bench --batch"},
     {12, "plab serve --disaggregate"},
-    {16, "plab generate --logits-digest"},  // same request, same bits
+    {16, "plab generate --logits-digest"},                     // same request, same bits
+    {18, "plab generate --speculate 4 --draft assets/draft"},  // speculative decoding
 };
 
 // "1-5, 7, 9-11, 13-15": the lessons with a panel, runs of consecutive numbers joined.
