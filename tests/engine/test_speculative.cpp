@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "mask_cases.h"
 #include "model/model_io.h"
 #include "runtime/generate.h"
+#include "runtime/mask_grammar.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 
@@ -213,6 +215,31 @@ TEST_CASE("speculative: plab generate --speculate reports the run beside plain d
           std::string::npos);
 }
 
+TEST_CASE("speculative: under a sliding window the roll-back keeps the blocks the next query needs",
+          "[speculative]") {
+    // A verify chunk reaches further than the tokens kept: blocks the window
+    // would forget after the chunk are still needed after the roll-back, so
+    // they are forgotten only then (Session::verify, Session::roll_back).
+    auto be = make_backend("cpu-ref");
+    const DeviceModel target(*be, shipped().weights);
+    for (const char* spec : {"window:8", "window:5+sink:2"}) {
+        INFO(spec);
+        GenerateOptions o;
+        o.max_new_tokens = 30;
+        o.stop_at_eos = false;
+        o.session.block_size = 4;
+        const std::vector<int32_t> prompt = shipped().tokenizer->encode(kDefaultPrompt, true);
+        o.session.mask = make_mask(spec, test::mask_context(prompt, target.config().n_heads));
+        Trace t0, t1;
+        const GenerateResult plain = generate(target, *shipped().tokenizer, "", prompt, o, t0);
+        o.speculative.k = 6;
+        o.speculative.draft = parse_draft_source("ngram:1");
+        const GenerateResult spec_run = generate(target, *shipped().tokenizer, "", prompt, o, t1);
+        CHECK(spec_run.new_tokens == plain.new_tokens);
+        CHECK(spec_run.speculative.proposed > spec_run.speculative.accepted);  // rolled back
+    }
+}
+
 TEST_CASE("speculative: bad --speculate and --draft get one line each", "[speculative][cli]") {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--speculate", "0", "--draft", "ngram"},
@@ -224,6 +251,8 @@ TEST_CASE("speculative: bad --speculate and --draft get one line each", "[specul
         {{"--speculate", "2", "--draft", "ngram", "--no-kv-cache"},
          "--speculate needs the KV cache"},
         {{"--speculate", "2", "--draft", "/nonexistent/draft"}, "/nonexistent/draft"},
+        {{"--speculate", "2", "--draft", "ngram", "--prompts", "p.txt"},
+         "--speculate with --prompts is not built yet"},
     };
     for (const auto& [flags, message] : cases) {
         std::vector<std::string> args{"generate", "-n", "4"};
