@@ -7,19 +7,11 @@
 
 #include "attention_ladder.h"
 #include "kernels.h"
+#include "ladder_upload.h"
 
 namespace plab::PLAB_SIMT_NS {
 
 namespace {
-
-template <typename T>
-T* upload(const std::vector<T>& host) {
-    T* p = nullptr;
-    PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p),
-                               std::max<std::size_t>(host.size(), 1) * sizeof(T)));
-    PLAB_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return p;
-}
 
 void launch_rung(LadderRung rung, float* out, const float* q, const float* k, const float* v,
                  const int32_t* table, const AttentionShape& s, unsigned long long* tile_counts,
@@ -40,15 +32,15 @@ void launch_rung(LadderRung rung, float* out, const float* q, const float* k, co
 }  // namespace
 
 LadderRun run_attention_rung(LadderRung rung, const LadderProblem& p) {
-    float* q = upload(p.q);
-    float* k = upload(p.k_pool);
-    float* v = upload(p.v_pool);
-    int32_t* table = upload(p.table);
-    float* out = upload(std::vector<float>(p.q.size(), NAN));
-    float* totals = upload(std::vector<float>(
+    float* q = ladder_upload(p.q);
+    float* k = ladder_upload(p.k_pool);
+    float* v = ladder_upload(p.v_pool);
+    int32_t* table = ladder_upload(p.table);
+    float* out = ladder_upload(std::vector<float>(p.q.size(), NAN));
+    float* totals = ladder_upload(std::vector<float>(
         std::max<long long>(1, flash_total_floats(p.s.head_dim, p.s.n_queries, p.s.n_heads)),
         0.0f));
-    unsigned long long* tile_counts = upload(std::vector<unsigned long long>(3, 0ull));
+    unsigned long long* tile_counts = ladder_upload(std::vector<unsigned long long>(3, 0ull));
     LadderRun r;
 #if !PLAB_SIMT_EMULATED
     launch_rung(rung, out, q, k, v, table, p.s, tile_counts, totals);  // warm-up: code loaded

@@ -1,20 +1,12 @@
 // Running one rung of the matmul ladder (matmul_ladder_run.h) on a host
 // product: upload, launch, download. Compiled both ways like every kernel.
 #include "kernels.h"
+#include "ladder_upload.h"
 #include "matmul_ladder_run.h"
 
 namespace plab::PLAB_SIMT_NS {
 
 namespace {
-
-float* upload(const std::vector<float>& host) {
-    float* p = nullptr;
-    PLAB_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p),
-                               std::max<std::size_t>(host.size(), 1) * sizeof(float)));
-    PLAB_CUDA_CHECK(
-        cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-    return p;
-}
 
 void launch_rung(MatmulRung rung, float* out, const float* x, const float* w, int m, int n, int k) {
     switch (rung) {
@@ -39,9 +31,9 @@ std::vector<float> run_matmul_rung(MatmulRung rung, const std::vector<float>& x,
                                    const std::vector<float>& w, int m, int n, int k) {
     PLAB_CHECK(x.size() == std::size_t(m) * k && w.size() == std::size_t(n) * k,
                "run_matmul_rung: x must hold m x k and w n x k floats");
-    float* dx = upload(x);
-    float* dw = upload(w);
-    float* out = upload(std::vector<float>(std::size_t(m) * n, NAN));
+    float* dx = ladder_upload(x);
+    float* dw = ladder_upload(w);
+    float* out = ladder_upload(std::vector<float>(std::size_t(m) * n, NAN));
     launch_rung(rung, out, dx, dw, m, n, k);
     PLAB_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> result(std::size_t(m) * n);
