@@ -60,12 +60,13 @@ void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions&
         bool stop = false;
         for (int i = 0; i < n_guesses && !stop; ++i) {
             const std::vector<double> p = sampling_distribution(row(i), sampler);
-            const std::vector<double> none;
-            const GuessVerdict v =
-                verify_guess(p,
-                             draft.q.empty() ? std::span<const double>(none)
-                                             : std::span<const double>(draft.q[i]),
-                             draft.guesses[i], uniform(), uniform());
+            // A draft model's q for this guess; prompt lookup's is a point mass (empty).
+            const std::span<const double> q =
+                draft.q.empty() ? std::span<const double>() : std::span<const double>(draft.q[i]);
+            // Two draws in a fixed order (an argument list's order is the compiler's).
+            const double u_accept = uniform();
+            const double u_resample = uniform();
+            const GuessVerdict v = verify_guess(p, q, draft.guesses[i], u_accept, u_resample);
             new_tokens.push_back(v.token);
             context.push_back(v.token);
             if (!v.accepted) {
