@@ -11,6 +11,12 @@ int ChunkPlan::n_tokens() const {
     return std::accumulate(lengths.begin(), lengths.end(), 0);
 }
 
+std::vector<int> ChunkPlan::starts() const {
+    std::vector<int> s{0};
+    for (int len : lengths) s.push_back(s.back() + len);
+    return s;
+}
+
 std::string ChunkPlan::to_string() const {
     std::string s;
     for (std::size_t i = 0; i < lengths.size(); ++i) {

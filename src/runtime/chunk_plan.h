@@ -23,6 +23,10 @@ struct ChunkPlan {
 
     int n_tokens() const;
     std::string to_string() const;  // "3,1,4"
+    // Where each chunk starts, then where the last one ends (one more value
+    // than lengths): "3,1,4" -> 0, 3, 4, 8. Chunk c is positions
+    // starts[c]..starts[c+1]-1.
+    std::vector<int> starts() const;
 };
 
 // Parses "full", a fixed size "4" (last chunk shorter if needed), or explicit

@@ -61,9 +61,8 @@ FlashWalk flash_walk_of(const FlashHeadRun& run) {
     w.key_tile = run.key_tile;
     w.query_tile = run.query_tile;
     w.scores = run.scores;
-    w.chunk_starts = {0};
-    for (std::size_t i = 0; i + 1 < run.plan.lengths.size(); ++i)
-        w.chunk_starts.push_back(w.chunk_starts.back() + run.plan.lengths[i]);
+    w.chunk_starts = run.plan.starts();
+    w.chunk_starts.pop_back();  // the chunks' first positions, not the end
     std::map<std::pair<int, int>, const FlashOrderState*> states;  // (key_lo, pos)
     for (const FlashOrderState& st : run.walk.states) states[{st.key_lo, st.pos}] = &st;
     for (const FlashOrderTile& t : run.walk.tiles) {

@@ -36,3 +36,9 @@ TEST_CASE("all compositions of T", "[chunk_plan]") {
     std::sort(names.begin(), names.end());
     REQUIRE(std::unique(names.begin(), names.end()) == names.end());
 }
+
+TEST_CASE("chunk plan: starts lists each chunk's first position, then the end", "[chunk_plan]") {
+    CHECK(plab::parse_chunk_plan("3,1,4", 8).starts() == std::vector<int>{0, 3, 4, 8});
+    CHECK(plab::parse_chunk_plan("full", 5).starts() == std::vector<int>{0, 5});
+    CHECK(plab::fixed_chunk_plan(7, 3).starts() == std::vector<int>{0, 3, 6, 7});
+}

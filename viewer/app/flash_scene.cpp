@@ -32,9 +32,8 @@ void Controller::refresh_flash(const ViewerState& state, FlashSnapshot& out) {
     out.input.validate();
     // The chunk boundaries drawn are the Toy panel's plan: the tiles do not move with them.
     const ChunkPlan plan = parse_chunk_plan(state.toy_chunks, out.input.n_tokens());
-    std::vector<int> starts{0};
-    for (std::size_t i = 0; i + 1 < plan.lengths.size(); ++i)
-        starts.push_back(starts.back() + plan.lengths[i]);
+    std::vector<int> starts = plan.starts();
+    starts.pop_back();  // the chunks' first positions, not the end
     const FlashToyRun run =
         run_flash_toy(out.input, out.tile, loaded("cpu-ref").backend(), out.mask);
     out.walk = flash_walk_of(run, out.input, starts);

@@ -211,8 +211,7 @@ MaskFrame mask_frame(const Snapshot& snap, ViewerState& state, const AttentionMa
     f.b_last = ImVec2(f.corner(f.panes - 1).x + f.side, f.b.y);
     f.dl = ImGui::GetWindowDrawList();
     const StepView step = step_view(snap, state);
-    f.starts = {0};
-    for (int len : mask.plan.lengths) f.starts.push_back(f.starts.back() + len);
+    f.starts = mask.plan.starts();
     f.done_rows = f.starts[step.stages_done];
     f.chunk = chunk_of(mask.plan);
     f.current = step.stages_done > 0 ? step.stages_done - 1 : -1;

@@ -36,13 +36,6 @@ std::string float_bits(float x) {
     return buf;
 }
 
-// First position of each chunk of a plan, plus the total at the end.
-std::vector<int> chunk_starts(const ChunkPlan& plan) {
-    std::vector<int> starts{0};
-    for (int len : plan.lengths) starts.push_back(starts.back() + len);
-    return starts;
-}
-
 // 1. The editable inputs: one row each for V, Q, K.
 void draw_inputs(ViewerState& state) {
     ToyInput& in = state.toy;
@@ -145,7 +138,7 @@ void draw_grid(const ToySnapshot& toy, const StepView& step, float text_w) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const ImVec2 grid(origin.x + label, origin.y + ImGui::GetFontSize() * 1.5f);
-    const std::vector<int> starts = chunk_starts(toy.chunked.plan);
+    const std::vector<int> starts = toy.chunked.plan.starts();
     const int done_rows = starts[step.stages_done];
     const int current = step.stages_done > 0 ? step.stages_done - 1 : -1;
 
@@ -234,7 +227,7 @@ float outputs_width(const ToySnapshot& toy) {
 // 3. Outputs: full and chunked side by side, bitwise compared.
 void draw_outputs(const ToySnapshot& toy, const StepView& step) {
     const int t = toy.input.n_tokens();
-    const std::vector<int> starts = chunk_starts(toy.chunked.plan);
+    const std::vector<int> starts = toy.chunked.plan.starts();
     const int done_rows = starts[step.stages_done];
     if (ImGui::BeginTable("toy outputs", 5,
                           ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
