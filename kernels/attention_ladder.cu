@@ -32,15 +32,17 @@ void launch_rung(LadderRung rung, float* out, const float* q, const float* k, co
 }  // namespace
 
 LadderRun run_attention_rung(LadderRung rung, const LadderProblem& p) {
-    float* q = ladder_upload(p.q);
-    float* k = ladder_upload(p.k_pool);
-    float* v = ladder_upload(p.v_pool);
-    int32_t* table = ladder_upload(p.table);
-    float* out = ladder_upload(std::vector<float>(p.q.size(), NAN));
-    float* totals = ladder_upload(std::vector<float>(
+    const LadderBuffer<float> q_buf(p.q), k_buf(p.k_pool), v_buf(p.v_pool);
+    const LadderBuffer<int32_t> table_buf(p.table);
+    const LadderBuffer<float> out_buf(std::vector<float>(p.q.size(), NAN));
+    const LadderBuffer<float> totals_buf(std::vector<float>(
         std::max<long long>(1, flash_total_floats(p.s.head_dim, p.s.n_queries, p.s.n_heads)),
         0.0f));
-    unsigned long long* tile_counts = ladder_upload(std::vector<unsigned long long>(3, 0ull));
+    const LadderBuffer<unsigned long long> counts_buf(std::vector<unsigned long long>(3, 0ull));
+    float *q = q_buf.get(), *k = k_buf.get(), *v = v_buf.get(), *out = out_buf.get();
+    float* totals = totals_buf.get();
+    int32_t* table = table_buf.get();
+    unsigned long long* tile_counts = counts_buf.get();
     LadderRun r;
 #if !PLAB_SIMT_EMULATED
     launch_rung(rung, out, q, k, v, table, p.s, tile_counts, totals);  // warm-up: code loaded
@@ -52,13 +54,7 @@ LadderRun run_attention_rung(LadderRung rung, const LadderProblem& p) {
     PLAB_CUDA_CHECK(cudaDeviceSynchronize());
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.counts = ladder_counts_now();
-    r.out.resize(p.q.size());
-    PLAB_CUDA_CHECK(
-        cudaMemcpy(r.out.data(), out, r.out.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    for (void* x : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v),
-                    static_cast<void*>(table), static_cast<void*>(out), static_cast<void*>(totals),
-                    static_cast<void*>(tile_counts)})
-        PLAB_CUDA_CHECK(cudaFree(x));
+    r.out = out_buf.download(p.q.size());
     return r;
 }
 

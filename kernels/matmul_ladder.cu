@@ -31,16 +31,10 @@ std::vector<float> run_matmul_rung(MatmulRung rung, const std::vector<float>& x,
                                    const std::vector<float>& w, int m, int n, int k) {
     PLAB_CHECK(x.size() == std::size_t(m) * k && w.size() == std::size_t(n) * k,
                "run_matmul_rung: x must hold m x k and w n x k floats");
-    float* dx = ladder_upload(x);
-    float* dw = ladder_upload(w);
-    float* out = ladder_upload(std::vector<float>(std::size_t(m) * n, NAN));
-    launch_rung(rung, out, dx, dw, m, n, k);
+    const LadderBuffer<float> dx(x), dw(w), out(std::vector<float>(std::size_t(m) * n, NAN));
+    launch_rung(rung, out.get(), dx.get(), dw.get(), m, n, k);
     PLAB_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> result(std::size_t(m) * n);
-    PLAB_CUDA_CHECK(
-        cudaMemcpy(result.data(), out, result.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    for (float* p : {dx, dw, out}) PLAB_CUDA_CHECK(cudaFree(p));
-    return result;
+    return out.download(std::size_t(m) * n);
 }
 
 }  // namespace plab::PLAB_SIMT_NS
