@@ -186,9 +186,9 @@ TEST_CASE("simt checks: a __syncwarp makes a lane's writes visible to its warp a
     PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 1, 0);
     const std::vector<float> got = host_copy(out, kThreads);
     for (int t = 0; t < kThreads; ++t) CHECK(got[t] == float(t ^ 1));
-    REQUIRE_THROWS_WITH(PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 0, 0),
-                        Contains("race on shared tile `tile`[") &&
-                            Contains("with no __syncthreads between"));
+    REQUIRE_THROWS_WITH(
+        PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 0, 0),
+        Contains("race on shared tile `tile`[") && Contains("with no __syncthreads between"));
     REQUIRE_THROWS_WITH(PLAB_LAUNCH(warp_handoff_kernel, 1, kThreads, 0, out, 1, 1),
                         Contains("race on shared tile `tile`["));
     cudaFree(out);
