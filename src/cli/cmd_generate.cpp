@@ -220,27 +220,16 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
     gen.kv_cache = !o.no_kv_cache;
     // --speculate: the draft (prompt lookup, or a model loaded on the same
     // backend), and plain decoding of the same prompt in the same run.
-    std::optional<Model> draft_model;
-    std::unique_ptr<LoadedModel> draft_loaded;
+    LoadedDraft draft;
     PLAB_CHECK(
         (o.hardware_opt->count() == 0 && o.shape_opt->count() == 0) || o.speculate_opt->count() > 0,
         "--hardware and --shape draw speculative decoding's speed-up on the roofline "
         "clock: give --speculate K --draft SOURCE too (plab serve takes them for serving)");
     PLAB_CHECK(o.shape_opt->count() == 0 || o.hardware_opt->count() > 0,
                "--shape " << o.shape << " is charged on a card: give --hardware CARD too");
-    if (o.speculate_opt->count() > 0 || o.draft_opt->count() > 0) {
-        gen.speculative.k = o.speculate;
-        PLAB_CHECK(o.speculate_opt->count() > 0,
-                   "--draft " << o.draft << " names the guesses of --speculate K; give both");
-        gen.speculative.draft = parse_draft_source(o.draft_opt->count() > 0 ? o.draft : "");
-        check_speculative(gen.speculative);
-        if (!gen.speculative.draft.model.empty()) {
-            draft_model = load_model(gen.speculative.draft.model);
-            draft_loaded = std::make_unique<LoadedModel>(draft_model->weights, o.backend,
-                                                         parse_kernels(o.kernels));
-            gen.speculative.draft_model = &draft_loaded->device();
-        }
-    }
+    gen.speculative =
+        speculative_options(o.speculate_opt->count() > 0, o.speculate, o.draft_opt->count() > 0,
+                            o.draft, o.backend, parse_kernels(o.kernels), draft);
     const GenerateRuns runs = time_generate_runs(loaded, *model.tokenizer, tokens, gen, o.repeats);
     const GenerateResult& r = runs.last;
     if (!o.trace.empty()) runs.trace.write_chrome_json(o.trace);
@@ -290,7 +279,7 @@ GenerateOneResult compute_generate_one(const GenerateCliOptions& o) {
             s.roofline = cost.describe();
             // A draft decode step reads the draft's weights where the target's
             // reads the target's: their ratio (prompt lookup reads none).
-            s.draft_ratio = draft_model ? weights_bytes(draft_model->weights.config, Dtype::fp32) /
+            s.draft_ratio = draft.model ? weights_bytes(draft.model->weights.config, Dtype::fp32) /
                                               weights_bytes(model.weights.config, Dtype::fp32)
                                         : 0.0;
             s.context = static_cast<int>(r.prompt_tokens.size() + r.new_tokens.size());
@@ -376,6 +365,7 @@ struct GenerateManyRequest {
     RequestLatency latency;
     bool gaps_measured = false;  // two tokens or more: inter-token gaps to report
     std::string logits_sha256;   // with --logits-digest
+    std::optional<SpeculativeStats> speculative;  // with --speculate
 };
 
 // Everything `plab generate --prompts` shows, text or JSON.
@@ -388,6 +378,7 @@ struct GenerateManyResult {
     std::size_t steps = 0;
     int prefill_tokens = 0, decode_tokens = 0;  // computed over every step
     std::vector<GenerateManyRequest> requests;
+    std::optional<SpeculativeStats> speculative;  // with --speculate: every request's together
     PoolStats pool;
     std::string trace;  // where the trace went ("" for none)
 };
@@ -402,9 +393,10 @@ void check_generate_many_options(const GenerateCliOptions& o) {
     PLAB_CHECK(!o.prompt.given(),
                "--prompts FILE gives every prompt; drop the prompt text, --prompt-file or "
                "--tokens (or drop --prompts to run that one prompt)");
-    PLAB_CHECK(o.speculate_opt->count() == 0 && o.draft_opt->count() == 0,
-               "--speculate with --prompts is not built yet: the engine's steps do not verify "
-               "guesses; run one prompt (text, --prompt-file or --tokens) with --speculate K");
+    PLAB_CHECK(o.hardware_opt->count() == 0 && o.shape_opt->count() == 0,
+               "--hardware and --shape draw one prompt's speculative speed-up on the roofline "
+               "clock; drop --prompts, or serve the requests on that clock with plab serve "
+               "--hardware CARD --shape SHAPE --speculate K --draft SOURCE");
     PLAB_CHECK(o.no_kv_cache_opt->count() == 0,
                "--no-kv-cache recomputes one prompt's sequence at every decode step; the engine "
                "behind --prompts always keeps K/V in its paged cache (drop --prompts to run one "
@@ -503,6 +495,7 @@ GenerateManyRequest generate_many_request(const Request& r, int line, const Toke
     q.latency = latency_of(r);
     q.gaps_measured = r.token_us.size() >= 2;
     if (digest) q.logits_sha256 = logits_sha256(r);
+    if (r.speculation.stats.k > 0) q.speculative = r.speculation.stats;
     return q;
 }
 
@@ -513,7 +506,11 @@ GenerateManyResult compute_generate_many(const GenerateCliOptions& o) {
     const std::vector<PromptLine> lines =
         parse_prompts(read_text_file(o.prompts, "prompts file"), o.prompts);
     const std::vector<std::vector<int32_t>> prompts = tokenize_generate_prompts(o, model, lines);
-    const EngineOptions eo = generate_many_engine_options(o);
+    EngineOptions eo = generate_many_engine_options(o);
+    LoadedDraft draft;
+    eo.speculative =
+        speculative_options(o.speculate_opt->count() > 0, o.speculate, o.draft_opt->count() > 0,
+                            o.draft, o.backend, eo.kernels, draft);
     Trace trace;
     Engine engine(model.weights, eo, o.trace.empty() ? nullptr : &trace);
     add_generate_requests(o, tok, lines, prompts, engine);
@@ -531,9 +528,13 @@ GenerateManyResult compute_generate_many(const GenerateCliOptions& o) {
         res.prefill_tokens += s.prefill_tokens;
         res.decode_tokens += s.decode_tokens;
     }
-    for (int id = 0; id < engine.num_requests(); ++id)
+    for (int id = 0; id < engine.num_requests(); ++id) {
         res.requests.push_back(generate_many_request(
             engine.request(id), lines[static_cast<std::size_t>(id)].line, tok, o.logits_digest));
+        if (!res.requests.back().speculative) continue;
+        if (!res.speculative) res.speculative = SpeculativeStats{eo.speculative.k, eo.speculative.draft.text};
+        res.speculative->merge(*res.requests.back().speculative);
+    }
     res.pool = engine.pool_stats();
     res.trace = o.trace;
     return res;
@@ -565,6 +566,7 @@ nlohmann::json generate_many_request_json(const GenerateManyRequest& q) {
         {"tpot_ms", ms_or_null(l.tpot_ms, gaps)},
         {"e2e_ms", l.e2e_ms}};
     if (!q.logits_sha256.empty()) j["logits_sha256"] = q.logits_sha256;
+    if (q.speculative) j["speculative"] = speculative_stats_json(*q.speculative);
     return j;
 }
 
@@ -577,6 +579,7 @@ nlohmann::json generate_many_json(const GenerateManyResult& res) {
     j["steps"] = res.steps;
     j["prefill_tokens"] = res.prefill_tokens;
     j["decode_tokens"] = res.decode_tokens;
+    if (res.speculative) j["speculative"] = speculative_stats_json(*res.speculative);
     j["requests"] = nlohmann::json::array();
     for (const GenerateManyRequest& q : res.requests)
         j["requests"].push_back(generate_many_request_json(q));
@@ -608,6 +611,8 @@ void print_generate_many_request(const GenerateManyRequest& q) {
                     l.ttft_ms, l.e2e_ms);
     }
     std::printf("  output: \"%s\"\n", one_line(q.text).c_str());
+    if (q.speculative)
+        std::printf("  speculative: %s\n", speculative_stats_line(*q.speculative).c_str());
     if (!q.logits_sha256.empty())
         std::printf("  logits sha256 %s (every row it sampled from)\n", q.logits_sha256.c_str());
 }
@@ -618,6 +623,13 @@ void print_generate_many_text(const GenerateManyResult& res) {
         "and %d decode tokens computed\n",
         res.backend.c_str(), res.requests.size(), res.prompts_file.c_str(),
         res.prefix_cache ? "on" : "off", res.steps, res.prefill_tokens, res.decode_tokens);
+    if (res.speculative) {
+        std::printf(
+            "speculative decoding, up to %d guesses a verify step, draft %s: %s\n"
+            "(decode tokens computed include the guesses each verify span ran)\n",
+            res.speculative->k, res.speculative->draft.c_str(),
+            speculative_stats_line(*res.speculative).c_str());
+    }
     std::printf("Times in ms: %s.\n", kGenerateManyClock);
     for (const GenerateManyRequest& q : res.requests) print_generate_many_request(q);
     const PoolStats& pool = res.pool;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/error.h"
+
 namespace plab::cli {
 
 namespace {
@@ -86,8 +88,24 @@ void print_speculative_text(const SpeculativeReport& r) {
     if (!r.curve.empty()) print_speculative_curve(r);
 }
 
-nlohmann::json speculative_json(const SpeculativeReport& r) {
-    const SpeculativeStats& s = r.stats;
+SpeculativeOptions speculative_options(bool speculate_given, int k, bool draft_given,
+                                       const std::string& draft, const std::string& backend,
+                                       Kernels kernels, LoadedDraft& loaded) {
+    SpeculativeOptions so;
+    if (!speculate_given && !draft_given) return so;
+    PLAB_CHECK(speculate_given, "--draft " << draft << " names the guesses of --speculate K; give both");
+    so.k = k;
+    so.draft = parse_draft_source(draft_given ? draft : "");
+    check_speculative(so);
+    if (!so.draft.model.empty()) {
+        loaded.model = load_model(so.draft.model);
+        loaded.loaded = std::make_unique<LoadedModel>(loaded.model->weights, backend, kernels);
+        so.draft_model = &loaded.loaded->device();
+    }
+    return so;
+}
+
+nlohmann::json speculative_stats_json(const SpeculativeStats& s) {
     nlohmann::json j;
     j["k"] = s.k;
     j["draft"] = s.draft;
@@ -102,6 +120,22 @@ nlohmann::json speculative_json(const SpeculativeReport& r) {
     j["plain_target_forwards"] = s.tokens_after_first;
     j["forwards_saved"] = s.forwards_saved();
     j["draft_forwards"] = s.draft_forwards;
+    return j;
+}
+
+std::string speculative_stats_line(const SpeculativeStats& s) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "%lld verify steps, %lld of %lld guesses accepted (acceptance rate %.3f), "
+                  "%.3f tokens per verify step, %lld target forwards saved",
+                  s.verify_steps, s.accepted, s.proposed, s.acceptance_rate(),
+                  s.tokens_per_verify(), s.forwards_saved());
+    return buf;
+}
+
+nlohmann::json speculative_json(const SpeculativeReport& r) {
+    const SpeculativeStats& s = r.stats;
+    nlohmann::json j = speculative_stats_json(s);
     j["greedy"] = r.greedy;
     if (r.greedy) j["same_tokens_as_plain"] = r.same_tokens_as_plain;
     j["plain_tokens"] = r.plain_tokens;

@@ -4,12 +4,36 @@
 // Lesson: lessons/18-speculative-decoding.md.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
+#include "core/kernel_choice.h"
+#include "model/model_io.h"
 #include "runtime/generate.h"
+#include "runtime/loaded_model.h"
 #include "serving/speculative_roofline.h"
 
 namespace plab::cli {
+
+// A draft model named by --draft MODEL, loaded for as long as the run needs it.
+struct LoadedDraft {
+    std::optional<Model> model;
+    std::unique_ptr<LoadedModel> loaded;
+};
+// --speculate K --draft SOURCE as the runtime takes them (`given`: whether
+// either flag was given; K 0 and nothing loaded when neither was). Each needs
+// the other, one line. A draft model is loaded on `backend` with `kernels`.
+SpeculativeOptions speculative_options(bool speculate_given, int k, bool draft_given,
+                                       const std::string& draft, const std::string& backend,
+                                       Kernels kernels, LoadedDraft& loaded);
+
+// The counts of a run's speculation (JSON "speculative" of plab generate
+// --prompts and plab serve, and the first keys of the one-prompt report).
+nlohmann::json speculative_stats_json(const SpeculativeStats& s);
+// One line of the same, for text output.
+std::string speculative_stats_line(const SpeculativeStats& s);
 
 struct SpeculativeReport {
     SpeculativeStats stats;        // the last warm run's (every run makes the same)

@@ -29,16 +29,17 @@ Engine::Engine(const Weights& weights, EngineOptions options, Trace* trace)
 
 Engine::Engine(const LoadedModel& model, EngineOptions options, Trace* trace)
     : options_(std::move(options)), trace_(trace), loaded_(&model) {
-    check_options(options_, model.config().max_seq_len);
+    check_options(options_, model.config());
     t0_ = clock_us();
 }
 
 std::unique_ptr<LoadedModel> Engine::load_checked(const Weights& weights, const EngineOptions& o) {
-    check_options(o, weights.config.max_seq_len);  // before loading: a bad option costs no upload
+    check_options(o, weights.config);  // before loading: a bad option costs no upload
     return std::make_unique<LoadedModel>(weights, o.backend, o.kernels);
 }
 
-void Engine::check_options(const EngineOptions& o, int max_seq_len) {
+void Engine::check_options(const EngineOptions& o, const ModelConfig& c) {
+    const int max_seq_len = c.max_seq_len;
     PLAB_CHECK(o.block_size >= 1 && o.block_size <= 4096,
                "KV block size " << o.block_size << " must be between 1 and 4096 positions");
     PLAB_CHECK(o.kv_blocks >= 0, "the KV pool needs at least one block, got "
@@ -51,6 +52,7 @@ void Engine::check_options(const EngineOptions& o, int max_seq_len) {
                             "max_seq_len "
                          << max_seq_len << "; got " << o.max_step_tokens
                          << " (or use policy chunked)");
+    if (o.speculative.k > 0) check_speculative(o.speculative, c.vocab_size);
 }
 
 Engine::~Engine() {
@@ -172,6 +174,9 @@ int Engine::add_request(std::vector<int32_t> prompt, RequestOptions options, dou
     r->prompt = std::move(prompt);
     r->tokens = r->prompt;
     r->seq.id = id;
+    r->speculation.rng = speculative_stream(r->options.sampler);
+    r->speculation.stats.k = options_.speculative.k;
+    r->speculation.stats.draft = options_.speculative.draft.text;
     r->arrival_us = arrival_us >= 0 ? std::min(arrival_us, now_us()) : now_us();
     scheduler_->add(*r);
     requests_.push_back(std::move(r));
@@ -244,6 +249,7 @@ const StepRecord& Engine::step() {
 
 Schedule Engine::take_in(StepRecord& rec, double& predictor_us) {
     KvCache& cache = ensure_pool();
+    if (options_.speculative.k > 0) propose_guesses();
     Schedule schedule = scheduler_->schedule();
     schedule.idle_before_us = rec.start_us - last_step_end_us_;
     // K/V handed over from a prefill engine go into their reserved slots now,
@@ -295,14 +301,20 @@ std::vector<StepItem> Engine::step_items(const Schedule& schedule, StepRecord& r
         const int first = r.seq.length - span.n_tokens;
         // Only a span that ends the known tokens (a decode token, or the
         // prompt's last chunk) samples, so only its row needs the classifier.
-        const bool wants_logits = r.seq.length == static_cast<int>(r.tokens.size());
-        items.push_back({&r.seq,
-                         std::span<const int32_t>(r.tokens).subspan(std::size_t(first),
-                                                                    std::size_t(span.n_tokens)),
-                         r.options.mask.view(), span.slots, wants_logits});
+        const bool wants_logits = sampled_rows(span) > 0;
+        // A verify span's tokens are the fed token and the guesses, kept
+        // beside r.tokens (runtime/request.h RequestSpeculation).
+        const std::span<const int32_t> tokens =
+            span.guesses > 0 ? std::span<const int32_t>(r.speculation.chunk)
+                             : std::span<const int32_t>(r.tokens).subspan(
+                                   std::size_t(first), std::size_t(span.n_tokens));
+        items.push_back({&r.seq, tokens, r.options.mask.view(), span.slots, wants_logits,
+                         span.guesses > 0});
         rec.requests.push_back(r.id);
         rec.tokens.push_back(span.n_tokens);
         rec.decode.push_back(span.decode);
+        rec.guesses.push_back(span.guesses);
+        rec.accepted.push_back(0);  // set once the rule has run (accept_verified)
     }
     return items;
 }
@@ -312,8 +324,9 @@ std::vector<StepItem> Engine::step_items(const Schedule& schedule, StepRecord& r
 // of its logits row, and no logits cross back to the host (on a GPU: 4
 // bytes per request instead of V floats). Same rule as the host's argmax
 // (the lowest index among equal maxima), so the same tokens.
-bool Engine::samples_on_device(const Schedule& schedule) {
-    bool on_device = true;
+bool Engine::samples_on_device(const Schedule& schedule) const {
+    // Speculation's rule reads whole distributions (a row per guess).
+    bool on_device = options_.speculative.k == 0;
     for (const ScheduledSpan& span : schedule.spans) {
         const Request& r = *span.request;
         on_device = on_device && r.options.sampler.temperature == 0.0f && !r.options.keep_logits;
@@ -330,15 +343,33 @@ void Engine::sample_and_finish(const Schedule& schedule, const std::vector<StepI
     // On the device: every row's greedy token in one call (a batched step's
     // rows side by side); a row whose prompt is not done yet is not used.
     std::size_t logit_rows = 0;
-    for (const StepItem& it : items) logit_rows += it.wants_logits ? 1 : 0;
+    for (const ScheduledSpan& span : schedule.spans) logit_rows += sampled_rows(span);
     std::vector<int32_t> greedy(on_device ? logit_rows : 0);
     if (on_device && logit_rows > 0)
         backend().argmax_rows(ws_->logits.buf(), static_cast<int>(greedy.size()), V, greedy);
     std::size_t row_index = 0;  // the logits row of the next item that wants one
-    for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
-        Request& r = *schedule.spans[i].request;
+    // Blocks the request's mask lets no later query see go back to the pool.
+    auto forget = [&cache](Request& r) {
         if (!r.options.mask.is_causal())
             cache.blocks().free_forgotten(r.seq, r.options.mask.view());
+    };
+    for (std::size_t i = 0; i < schedule.spans.size(); ++i) {
+        const ScheduledSpan& span = schedule.spans[i];
+        Request& r = *span.request;
+        if (speculates(span)) {
+            // A verify step (engine_speculation.cpp), rolled back before the
+            // mask forgets: forgetting reads where the next query stands.
+            const std::size_t n_rows = static_cast<std::size_t>(sampled_rows(span));
+            const std::span<const float> rows(out.logits.data() + row_index * V, n_rows * V);
+            row_index += n_rows;
+            rec.accepted[i] = accept_verified(r, rows, span.guesses);
+            if (r.state == RequestState::finished)
+                rec.finished.push_back(r.id);
+            else
+                forget(r);
+            continue;
+        }
+        forget(r);
         if (!items[i].wants_logits) continue;  // prompt not done
         const std::size_t row_i = row_index++;
         int32_t token = 0;
@@ -372,6 +403,7 @@ void Engine::finish(Request& r, const char* reason) {
         }
     }
     scheduler_->finish(r);
+    r.speculation.drafter.reset();  // a draft model's KV cache goes with the request
     r.finish_us = now_us();
 }
 

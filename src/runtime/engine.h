@@ -62,6 +62,9 @@ struct EngineOptions {
     // other than chunked prefill whole prompts: their budget must be at least
     // max_seq_len.
     Policy policy = Policy::chunked;
+    // Speculative decoding (runtime/speculative.h): k > 0 gives each decoding
+    // request up to k guesses a step, verified in one span of k + 1 positions.
+    SpeculativeOptions speculative;
 };
 
 // What one step ran.
@@ -74,6 +77,9 @@ struct StepRecord {
     std::vector<int> requests;  // ids in the step, in step order
     std::vector<int> tokens;    // tokens each of them computed in this step
     std::vector<bool> decode;   // whether that was a decode token (else a prompt chunk)
+    // Speculative decoding: per request of the step, the guesses its verify
+    // span checked and how many were accepted (0 and 0 for any other span).
+    std::vector<int> guesses, accepted;
     std::vector<int> preempted;
     std::vector<int> finished;
     int blocks_in_use = 0;  // after the step
@@ -158,12 +164,19 @@ private:
     // The jobs of one step(), in order.
     Schedule take_in(StepRecord& rec, double& predictor_us);
     std::vector<StepItem> step_items(const Schedule& schedule, StepRecord& rec) const;
-    static bool samples_on_device(const Schedule& schedule);
+    bool samples_on_device(const Schedule& schedule) const;
+    // Speculative decoding (engine_speculation.cpp): each decoding request's
+    // guesses before the scheduler decides; which spans sample by the rule;
+    // after a verify step, the accepted tokens kept and the rest rolled back
+    // (returns the guesses accepted).
+    void propose_guesses();
+    bool speculates(const ScheduledSpan& span) const;
+    int accept_verified(Request& r, std::span<const float> rows, int guesses);
     void sample_and_finish(const Schedule& schedule, const std::vector<StepItem>& items,
                            const StepOutput& out, bool on_device, StepRecord& rec);
     void finish(Request& r, const char* reason);
     void close_step(StepRecord& rec, double predictor_us, double trace_t0);
-    static void check_options(const EngineOptions& o, int max_seq_len);
+    static void check_options(const EngineOptions& o, const ModelConfig& c);
     static std::unique_ptr<LoadedModel> load_checked(const Weights& weights,
                                                      const EngineOptions& o);
     static SchedulerOptions scheduler_options_of(const EngineOptions& o);  // the scheduler's part

@@ -240,8 +240,9 @@ int final_norm_rows(Backend& be, const DeviceModel& model, Workspace& ws, const 
     const int D = c.dim;
     int rows = 0;
     for (std::size_t i = 0; i + 1 < plan.row0.size(); ++i) {
-        if (!items[i].wants_logits && !probes.all_logits) continue;
-        const int take = probes.all_logits ? plan.row0[i + 1] - plan.row0[i] : 1;
+        const bool all = probes.all_logits || items[i].all_logits;
+        if (!items[i].wants_logits && !all) continue;
+        const int take = all ? plan.row0[i + 1] - plan.row0[i] : 1;
         const int first = plan.row0[i + 1] - take;
         be.rmsnorm(ws.xb.buf().slice(std::size_t(rows) * D, std::size_t(take) * D),
                    ws.x.buf().slice(std::size_t(first) * D, std::size_t(take) * D),

@@ -101,11 +101,15 @@ struct StepItem {
     // that is not its prompt's last has none worth computing (the first new
     // token comes from the last position), so the classifier skips its row.
     bool wants_logits = true;
+    // A verify chunk (speculative decoding): every row's logits are read —
+    // row i is the target's distribution after tokens[i].
+    bool all_logits = false;
 };
 
 // Runs one step over `items` (distinct sequences, any order): appends each
 // item's K/V to its sequence and returns the logits of the last position of
-// each item that wants them, in item order: (items wanting logits, V). Probes are for a one-item step only.
+// each item that wants them (every position of an all_logits item), in item
+// order: (rows, V). Probes are for a one-item step only.
 // Refuses (plab::Error, nothing changed) a step whose new blocks exceed the
 // pool's free ones. On reference backends an item's logits and K/V are
 // bitwise the same whatever else shares the step, in whatever order.

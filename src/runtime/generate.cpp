@@ -6,20 +6,6 @@
 #include "core/error.h"
 
 namespace plab {
-namespace {
-
-std::unique_ptr<Drafter> make_drafter(const GenerateOptions& options, int vocab) {
-    const SpeculativeOptions& s = options.speculative;
-    check_speculative(s);
-    if (s.draft.ngram > 0) return std::make_unique<NgramDrafter>(s.draft.ngram);
-    PLAB_CHECK(s.draft_model != nullptr,
-               "--draft " << s.draft.text << ": the draft model is not loaded");
-    SessionOptions draft_session;
-    draft_session.block_size = options.session.block_size;
-    return std::make_unique<ModelDrafter>(*s.draft_model, vocab, draft_session, options.sampler);
-}
-
-}  // namespace
 
 GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
                         const std::string& prompt, const std::vector<int32_t>& prompt_tokens,
@@ -75,7 +61,8 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
         PLAB_CHECK(options.kv_cache,
                    "--speculate needs the KV cache: a verify step is a chunk "
                    "on top of it, and rejected guesses are rolled back from it");
-        std::unique_ptr<Drafter> drafter = make_drafter(options, model.config().vocab_size);
+        std::unique_ptr<Drafter> drafter = make_drafter(options.speculative, model.config().vocab_size,
+                                                          options.session.block_size, options.sampler);
         std::vector<int32_t> context = r.prompt_tokens;
         context.push_back(token);
         r.speculative.k = options.speculative.k;

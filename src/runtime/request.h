@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "runtime/kv_cache.h"
 #include "runtime/mask_grammar.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace plab {
 
@@ -36,6 +39,17 @@ struct RequestOptions {
 };
 
 enum class RequestState { waiting, running, finished };
+
+// Speculative decoding in the engine (EngineOptions::speculative): this
+// step's guesses are kept beside Request::tokens, never in it — a rejected
+// guess must leave no trace in the tokens, the prefix cache or the K/V.
+struct RequestSpeculation {
+    std::unique_ptr<Drafter> drafter;  // its own (a draft model keeps a KV cache per request)
+    Draft draft;                       // this step's guesses; empty: a plain decode token
+    std::vector<int32_t> chunk;        // the verify chunk: the token fed, then the guesses
+    std::mt19937_64 rng;               // the rule's draws (speculative_stream)
+    SpeculativeStats stats;
+};
 
 // One request as the engine holds it. Times are microseconds on the engine's
 // clock (Engine::now_us), from the engine's creation.
@@ -70,6 +84,7 @@ struct Request {
     std::vector<std::vector<float>> kv;
     int kv_positions = 0;
     std::string finish_reason;  // "eos" or "length"
+    RequestSpeculation speculation;
 
     explicit Request(const SamplerOptions& s) : sampler(s) {}
     std::span<const int32_t> new_tokens() const {

@@ -69,14 +69,30 @@ void Scheduler::finish(Request& r) {
     running_.erase(std::find(running_.begin(), running_.end(), &r));
 }
 
-void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget) {
-    PLAB_ASSERT(n >= 1 && n <= budget);
+int sampled_rows(const ScheduledSpan& span) {
+    const Request& r = *span.request;
+    if (span.guesses > 0) return span.guesses + 1;
+    return r.seq.length == static_cast<int>(r.tokens.size()) ? 1 : 0;
+}
+
+void Scheduler::roll_back(Request& r, int length) {
+    PLAB_ASSERT(length <= static_cast<int>(r.tokens.size()));
+    pool_.truncate(r.seq, length);
+    if (uses_prefix_cache(r)) prefix_.name_full_blocks(r.seq, r.tokens, options_.salt);
+}
+
+void Scheduler::take(Request& r, int n, bool decode, Schedule& s, int& budget, int guesses) {
+    PLAB_ASSERT(n >= 1 && n <= budget && guesses < n);
     ScheduledSpan span;
     span.request = &r;
     span.n_tokens = n;
     span.slots = pool_.reserve(r.seq, n);
     span.decode = decode;
-    if (uses_prefix_cache(r)) prefix_.name_full_blocks(r.seq, r.tokens, options_.salt);
+    span.guesses = guesses;
+    // Guesses are not tokens yet: only blocks of known tokens are named (the
+    // rest once the verify step has accepted some, in roll_back).
+    if (uses_prefix_cache(r) && guesses == 0)
+        prefix_.name_full_blocks(r.seq, r.tokens, options_.salt);
     (decode ? s.decode_tokens : s.prefill_tokens) += n;
     r.computed_tokens += n;
     budget -= n;
@@ -148,7 +164,12 @@ Schedule Scheduler::schedule() {
 
     // 1. Decode tokens first. When the pool has no block for one, the newest
     //    running request is preempted (maybe this one, if it is the newest).
-    //    Admission keeps running <= budget, so every decode token fits.
+    //    Admission keeps running <= budget, so every decode token fits; a
+    //    verify span's guesses take only the budget beyond one token for each
+    //    decoding request, and only blocks already free (else it decodes plainly).
+    int decoding = 0;
+    for (const Request* r : running_) decoding += remaining(*r) == 1 ? 1 : 0;
+    int spare = budget - decoding;
     for (std::size_t i = 0; i < running_.size() && budget > 0;) {
         Request& r = *running_[i];
         if (remaining(r) != 1) {
@@ -165,7 +186,12 @@ Schedule Scheduler::schedule() {
             }
         }
         if (preempted_self) break;
-        take(r, 1, r.seq.length >= static_cast<int>(r.prompt.size()), s, budget);
+        const bool decode = r.seq.length >= static_cast<int>(r.prompt.size());
+        const int chunk = static_cast<int>(r.speculation.chunk.size());
+        const bool verify = decode && chunk > 1 && chunk - 1 <= spare &&
+                            pool_.new_blocks_for(r.seq, chunk) <= pool_.free_blocks();
+        if (verify) spare -= chunk - 1;
+        take(r, verify ? chunk : 1, decode, s, budget, verify ? chunk - 1 : 0);
         ++i;
     }
     // 2. Prompt chunks of running requests still prefilling, within the budget

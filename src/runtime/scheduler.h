@@ -6,7 +6,9 @@
 // keeps its scheduler). Each step:
 //   1. decode tokens first: every running request that has computed all its
 //      known tokens but the newest gets that one token (decode is never
-//      starved by prefill);
+//      starved by prefill) — with speculative decoding, that token and its
+//      guesses as one verify span, when the budget and the pool allow, else
+//      the token alone;
 //   2. then the prompt chunks of running requests still prefilling, within
 //      the budget left (a long prompt is split across steps: chunked prefill);
 //   3. then waiting requests, first come first served, while the budget, the
@@ -86,7 +88,13 @@ struct ScheduledSpan {
     int n_tokens = 0;
     std::vector<int32_t> slots;
     bool decode = false;  // its newest token, fed back (not a prompt chunk or a recompute)
+    // A verify span (speculative decoding): the newest token and this many
+    // guesses (Request::speculation.chunk), every row sampled.
+    int guesses = 0;
 };
+// Rows of a span whose logits are read: every row of a verify span, the last
+// of a span that ends the known tokens, none of a prompt's earlier chunk.
+int sampled_rows(const ScheduledSpan& span);
 
 struct Schedule {
     std::vector<ScheduledSpan> spans;  // decode tokens, then prompt chunks, then admissions
@@ -118,6 +126,10 @@ public:
     Schedule schedule();
     // A finished request gives its blocks back (named ones stay cached).
     void finish(Request& r);
+    // After a verify step: keep `length` positions (the fed token and the
+    // accepted guesses), give the rejected guesses' blocks back, and name the
+    // blocks the accepted tokens filled — never one that held a rejected guess.
+    void roll_back(Request& r, int length);
 
     bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
     const std::deque<Request*>& waiting() const { return waiting_; }
@@ -131,7 +143,7 @@ public:
 
 private:
     void preempt(Request& r, Schedule& s);
-    void take(Request& r, int n, bool decode, Schedule& s, int& budget);
+    void take(Request& r, int n, bool decode, Schedule& s, int& budget, int guesses = 0);
     bool admit(Request& r, Schedule& s, int& budget);
     bool admit_handed_over(Request& r, Schedule& s, int& budget);
 

@@ -9,11 +9,39 @@
 
 namespace plab {
 
-void check_speculative(const SpeculativeOptions& o) {
+void check_speculative(const SpeculativeOptions& o, int target_vocab) {
     PLAB_CHECK(o.k >= 1 && o.k <= kMaxSpeculate,
                "--speculate " << o.k << ": guesses per verify step, from 1 to " << kMaxSpeculate);
     PLAB_CHECK(!o.draft.text.empty(),
                "--speculate needs --draft SOURCE: ngram[:N] (prompt lookup) or a draft model file");
+    if (target_vocab > 0 && o.draft_model != nullptr) {
+        PLAB_CHECK(o.draft_model->config().vocab_size == target_vocab,
+                   "--draft model has a vocabulary of "
+                       << o.draft_model->config().vocab_size << " tokens, the target "
+                       << target_vocab
+                       << ": a draft must share the target's tokenizer (the same ids)");
+    }
+}
+
+void SpeculativeStats::add_step(int guesses, int accepted_guesses, int tokens_made) {
+    ++verify_steps;
+    proposed += guesses;
+    accepted += accepted_guesses;
+    proposed_per_step.push_back(guesses);
+    accepted_per_step.push_back(accepted_guesses);
+    tokens_after_first += tokens_made;
+}
+
+void SpeculativeStats::merge(const SpeculativeStats& other) {
+    verify_steps += other.verify_steps;
+    proposed += other.proposed;
+    accepted += other.accepted;
+    draft_forwards += other.draft_forwards;
+    tokens_after_first += other.tokens_after_first;
+    accepted_per_step.insert(accepted_per_step.end(), other.accepted_per_step.begin(),
+                             other.accepted_per_step.end());
+    proposed_per_step.insert(proposed_per_step.end(), other.proposed_per_step.begin(),
+                             other.proposed_per_step.end());
 }
 
 double SpeculativeStats::iid_tokens_per_verify(double alpha, int k) {
@@ -21,14 +49,56 @@ double SpeculativeStats::iid_tokens_per_verify(double alpha, int k) {
     return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
 }
 
+std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab,
+                                      int block_size, const SamplerOptions& sampler) {
+    check_speculative(o);
+    if (o.draft.ngram > 0) return std::make_unique<NgramDrafter>(o.draft.ngram);
+    PLAB_CHECK(o.draft_model != nullptr,
+               "--draft " << o.draft.text << ": the draft model is not loaded");
+    SessionOptions draft_session;
+    draft_session.block_size = block_size;
+    return std::make_unique<ModelDrafter>(*o.draft_model, target_vocab, draft_session, sampler);
+}
+
+std::mt19937_64 speculative_stream(const SamplerOptions& sampler) {
+    return std::mt19937_64(sampler.seed ^ 0x5851f42d4c957f2dull);
+}
+
+VerifyOutcome accept_guesses(std::span<const float> rows, std::size_t V, const Draft& draft,
+                             const SamplerOptions& sampler, int32_t eos, std::mt19937_64& rng) {
+    const int n_guesses = static_cast<int>(draft.guesses.size());
+    PLAB_ASSERT(rows.size() == std::size_t(n_guesses + 1) * V);
+    auto uniform = [&rng] { return double(rng() >> 11) * (1.0 / 9007199254740992.0); };
+    auto row = [&](int i) {  // a copy: the sampler's distribution reads a whole vector
+        const std::span<const float> r = rows.subspan(std::size_t(i) * V, V);
+        return std::vector<float>(r.begin(), r.end());
+    };
+    VerifyOutcome o;
+    // The longest prefix the rule accepts, then one token from the target.
+    for (int i = 0; i < n_guesses; ++i) {
+        const std::vector<double> p = sampling_distribution(row(i), sampler);
+        // A draft model's q for this guess; prompt lookup's is a point mass (empty).
+        const std::span<const double> q =
+            draft.q.empty() ? std::span<const double>() : std::span<const double>(draft.q[i]);
+        // Two draws in a fixed order (an argument list's order is the compiler's).
+        const double u_accept = uniform();
+        const double u_resample = uniform();
+        const GuessVerdict v = verify_guess(p, q, draft.guesses[i], u_accept, u_resample);
+        o.tokens.push_back(v.token);
+        if (!v.accepted) return o;
+        ++o.accepted;
+        if (eos >= 0 && v.token == eos) return o;  // the sequence ends inside the run
+    }
+    // Every guess accepted: the bonus token from the last row.
+    o.tokens.push_back(draw_from(sampling_distribution(row(n_guesses), sampler), uniform()));
+    return o;
+}
+
 void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions& sampler, int k,
                         int max_new_tokens, int32_t eos, std::vector<int32_t>& context,
                         std::vector<int32_t>& new_tokens, SpeculativeStats& stats, Trace& trace,
                         std::vector<double>& step_us) {
-    // The rule's uniforms, from their own stream (the first token's draw came
-    // from the plain sampler, as in plain decoding).
-    std::mt19937_64 rng(sampler.seed ^ 0x5851f42d4c957f2dull);
-    auto uniform = [&rng] { return double(rng() >> 11) * (1.0 / 9007199254740992.0); };
+    std::mt19937_64 rng = speculative_stream(sampler);
     const int max_seq_len = target.model().config().max_seq_len;
     int32_t token = new_tokens.back();
     while (static_cast<int>(new_tokens.size()) < max_new_tokens) {
@@ -39,7 +109,7 @@ void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions&
         const int remaining = max_new_tokens - static_cast<int>(new_tokens.size());
         const int step_k = std::min({k, remaining - 1, room});
         const double t = trace.now_us();
-        Draft draft = drafter.propose(context, step_k);
+        const Draft draft = drafter.propose(context, step_k);
         const int n_guesses = static_cast<int>(draft.guesses.size());
         PLAB_ASSERT(n_guesses <= step_k);
 
@@ -48,55 +118,20 @@ void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions&
         chunk.insert(chunk.end(), draft.guesses.begin(), draft.guesses.end());
         const int kept_before = target.length();
         const std::vector<float> rows = target.verify(chunk);
-        const std::size_t V = rows.size() / chunk.size();
-        auto row = [&](int i) {
-            return std::vector<float>(rows.begin() + std::ptrdiff_t(i * V),
-                                      rows.begin() + std::ptrdiff_t((i + 1) * V));
-        };
-
-        // Accept the longest agreeing prefix, then one token from the target.
-        const std::size_t made_before = new_tokens.size();
-        int accepted = 0;
-        bool stop = false;
-        for (int i = 0; i < n_guesses && !stop; ++i) {
-            const std::vector<double> p = sampling_distribution(row(i), sampler);
-            // A draft model's q for this guess; prompt lookup's is a point mass (empty).
-            const std::span<const double> q =
-                draft.q.empty() ? std::span<const double>() : std::span<const double>(draft.q[i]);
-            // Two draws in a fixed order (an argument list's order is the compiler's).
-            const double u_accept = uniform();
-            const double u_resample = uniform();
-            const GuessVerdict v = verify_guess(p, q, draft.guesses[i], u_accept, u_resample);
-            new_tokens.push_back(v.token);
-            context.push_back(v.token);
-            if (!v.accepted) {
-                stop = true;
-                break;
-            }
-            ++accepted;
-            if (eos >= 0 && v.token == eos) stop = true;  // the sequence ends inside the run
-        }
-        if (!stop) {  // every guess accepted: the bonus token from the last row
-            const std::vector<double> p = sampling_distribution(row(n_guesses), sampler);
-            const int32_t bonus = draw_from(p, uniform());
-            new_tokens.push_back(bonus);
-            context.push_back(bonus);
-        }
+        const VerifyOutcome o =
+            accept_guesses(rows, rows.size() / chunk.size(), draft, sampler, eos, rng);
+        new_tokens.insert(new_tokens.end(), o.tokens.begin(), o.tokens.end());
+        context.insert(context.end(), o.tokens.begin(), o.tokens.end());
         token = new_tokens.back();
         // Keep the fed token and the accepted guesses; the rest is rolled back.
-        target.roll_back(kept_before + 1 + accepted);
+        target.roll_back(kept_before + 1 + o.accepted);
 
-        ++stats.verify_steps;
-        stats.proposed += n_guesses;
-        stats.accepted += accepted;
-        stats.proposed_per_step.push_back(n_guesses);
-        stats.accepted_per_step.push_back(accepted);
-        stats.tokens_after_first += static_cast<long long>(new_tokens.size() - made_before);
+        stats.add_step(n_guesses, o.accepted, static_cast<int>(o.tokens.size()));
         trace.span("verify step", "decode", t,
                    {{"position", std::to_string(kept_before)},
                     {"positions_computed", std::to_string(chunk.size())},
                     {"guesses", std::to_string(n_guesses)},
-                    {"accepted", std::to_string(accepted)}});
+                    {"accepted", std::to_string(o.accepted)}});
         step_us.push_back(trace.now_us() - t);
     }
     stats.draft_forwards = drafter.forwards();

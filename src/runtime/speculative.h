@@ -17,6 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
 #include <vector>
 
 #include "runtime/drafter.h"
@@ -32,8 +35,9 @@ struct SpeculativeOptions {
     const DeviceModel* draft_model = nullptr;  // loaded by the caller when draft.model is set
 };
 inline constexpr int kMaxSpeculate = 8;
-// --speculate K in 1..8 and a --draft given (one plab::Error line each).
-void check_speculative(const SpeculativeOptions& o);
+// --speculate K in 1..8 and a --draft given; with `target_vocab` > 0, a
+// loaded draft model's vocabulary the target's (one plab::Error line each).
+void check_speculative(const SpeculativeOptions& o, int target_vocab = 0);
 
 // What one request's speculation did.
 struct SpeculativeStats {
@@ -48,6 +52,10 @@ struct SpeculativeStats {
     // Tokens made after the first one: each verify step makes accepted + 1.
     long long tokens_after_first = 0;
 
+    // One verify step: guesses proposed, accepted, tokens it emitted.
+    void add_step(int guesses, int accepted_guesses, int tokens_made);
+    // Another request's counts added (its steps after these).
+    void merge(const SpeculativeStats& other);
     double acceptance_rate() const { return proposed > 0 ? double(accepted) / proposed : 0; }
     // Mean tokens a verify step made (accepted guesses + the target's one).
     double tokens_per_verify() const {
@@ -59,6 +67,30 @@ struct SpeculativeStats {
     // Target forwards plain decoding would have run for the same tokens, less these.
     long long forwards_saved() const { return tokens_after_first - verify_steps; }
 };
+
+// The drafter --draft names: prompt lookup, or the draft model (loaded by the
+// caller) on a session of its own with `block_size` positions a block, its
+// guesses drawn with `sampler`'s settings.
+std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab,
+                                      int block_size, const SamplerOptions& sampler);
+
+// The rule's random stream for a request sampled with `sampler` (the first
+// token's draw comes from the plain sampler, as in plain decoding).
+std::mt19937_64 speculative_stream(const SamplerOptions& sampler);
+
+// What one verify step emits: the accepted guesses, then the target's token
+// (the replacement of the first rejected guess, or the bonus token from the
+// last row) unless an end-of-sequence token ended an accepted run. Token i
+// came from row i of the verify chunk's logits.
+struct VerifyOutcome {
+    std::vector<int32_t> tokens;
+    int accepted = 0;  // guesses accepted: the K/V of the fed token and these are kept
+};
+// `rows` (guesses + 1, V): the target's logits after the fed token and each
+// guess. Draws two uniforms per guess (accept, resample) and one for the
+// bonus, in that order, from `rng`.
+VerifyOutcome accept_guesses(std::span<const float> rows, std::size_t V, const Draft& draft,
+                             const SamplerOptions& sampler, int32_t eos, std::mt19937_64& rng);
 
 // Decodes after the first token: `context` holds the prompt and every token
 // made (its last one not yet in `target`'s cache), `new_tokens` the tokens

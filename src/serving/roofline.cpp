@@ -24,8 +24,8 @@ std::vector<SpanShape> RooflineCost::spans_of(const Schedule& s) {
     std::vector<SpanShape> v;
     for (const ScheduledSpan& span : s.spans) {
         const Request& r = *span.request;
-        v.push_back({span.n_tokens, r.seq.length - span.n_tokens,
-                     r.seq.length == static_cast<int>(r.tokens.size())});
+        const int rows = sampled_rows(span);
+        v.push_back({span.n_tokens, r.seq.length - span.n_tokens, rows > 0, std::max(rows, 1)});
     }
     return v;
 }

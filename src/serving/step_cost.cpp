@@ -14,11 +14,9 @@ double StepCost::duration_us(const ModelConfig& c, const Schedule& s) const {
     for (const ScheduledSpan& span : s.spans) {
         const int pos0 = span.request->seq.length - span.n_tokens;
         const PrefillCost k = prefill_cost(c, span.n_tokens, pos0);
-        // The classifier runs only for a span that ends the known tokens (the
-        // engine skips it for a prompt's earlier chunks: nobody samples there).
-        const bool samples =
-            span.request->seq.length == static_cast<int>(span.request->tokens.size());
-        flops += k.projection_flops + k.attention_flops + (samples ? k.logits_flops : 0.0);
+        // The classifier runs only for the rows that sample (none of a
+        // prompt's earlier chunks, every row of a verify span).
+        flops += k.projection_flops + k.attention_flops + sampled_rows(span) * k.logits_flops;
     }
     return step_us + per_sequence_us * static_cast<double>(s.spans.size()) + flops / (gflops * 1e3);
 }
