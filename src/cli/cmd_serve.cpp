@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "cli/common.h"
+#include "cli/generate_speculative.h"
 #include "core/error.h"
 #include "perf/machine.h"
 #include "serving/machine_preset.h"
@@ -59,6 +60,10 @@ struct ServeCliOptions {
     bool list_hardware = false;
     bool list_shapes = false;
     bool validate_cost = false;
+    int speculate = 0;  // --speculate K (runtime/speculative.h)
+    std::string draft;  // --draft SOURCE
+    CLI::Option* speculate_opt = nullptr;
+    CLI::Option* draft_opt = nullptr;
     CLI::Option* shape_opt = nullptr;
     CLI::Option* dtype_opt = nullptr;
     CLI::Option* kv_blocks_opt = nullptr;
@@ -146,7 +151,9 @@ nlohmann::json summary_json(const ServeSummary& s) {
             {"preemptions", s.preemptions},
             {"kv_transfer_blocks", s.kv_transfer_blocks},
             {"kv_transfer_bytes", s.kv_transfer_bytes},
-            {"link_gb_per_s", s.link_gb_per_s}};
+            {"link_gb_per_s", s.link_gb_per_s},
+            {"speculative", s.speculative.k > 0 ? speculative_stats_json(s.speculative)
+                                                : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json report_json(const ServeReport& r) {
@@ -165,6 +172,7 @@ nlohmann::json report_json(const ServeReport& r) {
                         {"e2e_ms", s.e2e_client_ms},
                         {"kv_transfer_ms", s.kv_transfer_ms},
                         {"kv_transfer_bytes", s.kv_transfer_bytes}});
+        if (s.speculation.k > 0) reqs.back()["speculative"] = speculative_stats_json(s.speculation);
     }
     return {{"policy", r.policy},
             {"clock", r.clock},
@@ -427,6 +435,11 @@ ServeResult compute_serve(const ServeCliOptions& o) {
     check_serve_engine_flags(o);
     const Model model = load_model_or_default(o.model);
     ServeOptions so = serve_clock_options(o, model, workload);
+    // --speculate: every request verifies its guesses in spans of the steps.
+    LoadedDraft draft;
+    so.engine.speculative =
+        speculative_options(o.speculate_opt->count() > 0, o.speculate, o.draft_opt->count() > 0,
+                            o.draft, o.backend, so.engine.kernels, draft);
     if (o.validate_cost) return validate_serve_cost(o, model, workload, so);
     add_serve_objectives(o, so);
     if (o.compare) return compare_serve_policies(o, model, workload, so);
@@ -505,6 +518,15 @@ nlohmann::json serve_json(const ServeReplay& replay) {
                               {"decode_tokens", st.decode_tokens},
                               {"bound", i < r.step_bounds.size() ? nlohmann::json(r.step_bounds[i])
                                                                  : nlohmann::json(nullptr)}});
+        if (r.summary.speculative.k > 0) {  // the guesses its verify spans checked, accepted
+            int guesses = 0, accepted = 0;
+            for (std::size_t k = 0; k < st.guesses.size(); ++k) {
+                guesses += st.guesses[k];
+                accepted += st.accepted[k];
+            }
+            j["steps"].back()["guesses"] = guesses;
+            j["steps"].back()["accepted"] = accepted;
+        }
     }
     return j;
 }
@@ -594,6 +616,16 @@ void print_serve_text(const ServeReplay& replay) {
     std::printf("\n%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
     print_summary_row(r.policy, r.summary);
+    if (r.summary.speculative.k > 0) {
+        const SpeculativeStats& s = r.summary.speculative;
+        std::printf(
+            "speculative decoding, up to %d guesses a verify step, draft %s: %s\n"
+            "(a verify span computes its guesses inside the step's token budget, like a "
+            "prefill chunk; the tokens are the same, the steps and their times are not;\n"
+            "the clock charges the target's steps only%s)\n",
+            s.k, s.draft.c_str(), speculative_stats_line(s).c_str(),
+            s.draft_forwards > 0 ? ", not the draft model's forwards" : "");
+    }
     if (replay.disaggregate) {
         const long long per_block = r.summary.kv_transfer_blocks > 0
                                         ? r.summary.kv_transfer_bytes / r.summary.kv_transfer_blocks
@@ -710,6 +742,14 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--network-delay-ms", o->network_delay_ms,
                     "one-way client network delay added to TTFT and e2e")
         ->capture_default_str();
+    o->speculate_opt = cmd->add_option(
+        "--speculate", o->speculate,
+        "speculative decoding: each decoding request verifies up to K (1-8) guesses a step, in "
+        "one span of K+1 positions inside the token budget (lesson 18)");
+    o->draft_opt = cmd->add_option(
+        "--draft", o->draft,
+        "with --speculate: ngram[:N] (prompt lookup) or a draft model file with the target's "
+        "vocabulary");
     cmd->add_flag("--disaggregate", o->disaggregate,
                   "a prefill engine and a decode engine, KV blocks handed over a link");
     cmd->add_option("--link-gbps", o->link_gb_per_s,

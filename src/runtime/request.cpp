@@ -35,6 +35,7 @@ RequestRecord record_of(const Request& r, double t_start) {
     rec.first_scheduled_us = r.first_scheduled_us - t_start;
     rec.finish_us = r.finish_us - t_start;
     for (double x : r.token_us) rec.token_us.push_back(x - t_start);
+    rec.speculation = r.speculation.stats;
     return rec;
 }
 

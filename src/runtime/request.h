@@ -117,6 +117,7 @@ struct RequestRecord {
     int computed_tokens = 0;  // tokens run through the model, recomputation included
     double arrival_us = 0, first_scheduled_us = 0, finish_us = 0;
     std::vector<double> token_us;  // when each new token was sampled
+    SpeculativeStats speculation;  // k 0: it did not speculate
     RequestLatency latency() const { return latency_of(arrival_us, first_scheduled_us, token_us); }
 };
 RequestRecord record_of(const Request& r, double t_start = 0);

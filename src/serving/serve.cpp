@@ -167,6 +167,10 @@ ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) 
                            (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
         rep.summary.requests_meeting_slo += meets ? 1 : 0;
         rep.summary.kv_transfer_bytes += s.kv_transfer_bytes;
+        s.speculation = t.speculation;
+        rep.summary.speculative.k = o.engine.speculative.k;
+        rep.summary.speculative.draft = o.engine.speculative.draft.text;
+        rep.summary.speculative.merge(t.speculation);
         rep.requests.push_back(std::move(s));
     }
     ServeSummary& sum = rep.summary;
@@ -327,6 +331,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
             const RequestRecord d = record_of(decode.request(decode_id_of[i]));
             t.rec.token_us = d.token_us;
             t.rec.new_tokens = d.new_tokens;
+            t.rec.speculation = d.speculation;
             t.rec.preemptions += d.preemptions;
             t.rec.computed_tokens += d.computed_tokens;
             t.kv_transfer_ms = transfer_ms[i];

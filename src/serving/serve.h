@@ -12,6 +12,11 @@
 // and over the run: percentiles, output tokens per second, and goodput — the
 // rate of requests that met both objectives (TTFT and mean ITL).
 //
+// With speculative decoding (EngineOptions::speculative) a decoding request's
+// verify span joins the step like a prefill chunk, inside the token budget;
+// the clocks charge the target's steps only (a draft model's forwards are not
+// on them; prompt lookup costs nothing).
+//
 // The virtual clock (serving/step_cost.h) makes a replay deterministic; the
 // real clock measures this machine. Either way every token is computed by the
 // real engine, so outputs are the model's, not a simulation's. Requests do
@@ -72,6 +77,7 @@ struct ServedRequest {
     double first_scheduled_s = 0;
     std::vector<double> token_s;  // when each new token was sampled
     std::vector<double> itl_ms;
+    SpeculativeStats speculation;  // with EngineOptions::speculative (k 0 without)
 };
 
 struct Percentiles {
@@ -91,6 +97,9 @@ struct ServeSummary {
     long long kv_transfer_blocks = 0;
     long long kv_transfer_bytes = 0;
     double link_gb_per_s = 0;
+    // Speculative decoding: every request's verify steps, guesses and
+    // acceptances together (k 0 without).
+    SpeculativeStats speculative;
 };
 
 struct ServeReport {
