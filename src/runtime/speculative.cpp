@@ -94,6 +94,27 @@ VerifyOutcome accept_guesses(std::span<const float> rows, std::size_t V, const D
     return o;
 }
 
+VerifyStep speculative_step(Session& target, Drafter& drafter, const SamplerOptions& sampler,
+                            int k, int32_t eos, std::vector<int32_t>& context,
+                            std::mt19937_64& rng) {
+    VerifyStep step;
+    const Draft draft = drafter.propose(context, k);
+    PLAB_ASSERT(static_cast<int>(draft.guesses.size()) <= k);
+    // One forward over the last token and the guesses: a prefill chunk.
+    step.position = target.length();
+    step.chunk.push_back(context.back());
+    step.chunk.insert(step.chunk.end(), draft.guesses.begin(), draft.guesses.end());
+    const std::vector<float> rows = target.verify(step.chunk);
+    step.blocks_verified = target.cache().blocks().blocks_in_use();
+    step.block_table_verified = target.sequence().block_table;
+    step.outcome = accept_guesses(rows, rows.size() / step.chunk.size(), draft, sampler, eos, rng);
+    context.insert(context.end(), step.outcome.tokens.begin(), step.outcome.tokens.end());
+    // Keep the fed token and the accepted guesses; the rest is rolled back.
+    target.roll_back(step.position + 1 + step.outcome.accepted);
+    step.blocks_kept = target.cache().blocks().blocks_in_use();
+    return step;
+}
+
 void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions& sampler, int k,
                         int max_new_tokens, int32_t eos, std::vector<int32_t>& context,
                         std::vector<int32_t>& new_tokens, SpeculativeStats& stats, Trace& trace,
@@ -109,27 +130,15 @@ void speculative_decode(Session& target, Drafter& drafter, const SamplerOptions&
         const int remaining = max_new_tokens - static_cast<int>(new_tokens.size());
         const int step_k = std::min({k, remaining - 1, room});
         const double t = trace.now_us();
-        const Draft draft = drafter.propose(context, step_k);
-        const int n_guesses = static_cast<int>(draft.guesses.size());
-        PLAB_ASSERT(n_guesses <= step_k);
-
-        // One forward over the last token and the guesses: a prefill chunk.
-        std::vector<int32_t> chunk{token};
-        chunk.insert(chunk.end(), draft.guesses.begin(), draft.guesses.end());
-        const int kept_before = target.length();
-        const std::vector<float> rows = target.verify(chunk);
-        const VerifyOutcome o =
-            accept_guesses(rows, rows.size() / chunk.size(), draft, sampler, eos, rng);
+        const VerifyStep s = speculative_step(target, drafter, sampler, step_k, eos, context, rng);
+        const VerifyOutcome& o = s.outcome;
+        const int n_guesses = static_cast<int>(s.chunk.size()) - 1;
         new_tokens.insert(new_tokens.end(), o.tokens.begin(), o.tokens.end());
-        context.insert(context.end(), o.tokens.begin(), o.tokens.end());
         token = new_tokens.back();
-        // Keep the fed token and the accepted guesses; the rest is rolled back.
-        target.roll_back(kept_before + 1 + o.accepted);
-
         stats.add_step(n_guesses, o.accepted, static_cast<int>(o.tokens.size()));
         trace.span("verify step", "decode", t,
-                   {{"position", std::to_string(kept_before)},
-                    {"positions_computed", std::to_string(chunk.size())},
+                   {{"position", std::to_string(s.position)},
+                    {"positions_computed", std::to_string(s.chunk.size())},
                     {"guesses", std::to_string(n_guesses)},
                     {"accepted", std::to_string(o.accepted)}});
         step_us.push_back(trace.now_us() - t);

@@ -15,10 +15,12 @@
 
 #include "app/controller.h"
 #include "checks/self_check.h"
+#include "model/model_io.h"
 #include "model/tokenizers/tokenizer.h"
 #include "model/weights.h"
 #include "runtime/device_model.h"
 #include "runtime/equivalence.h"
+#include "runtime/generate.h"
 #include "runtime/registry.h"
 #include "test_util.h"
 #include "tiny_model.h"
@@ -184,6 +186,110 @@ TEST_CASE("kv self-check fails on a wrong slot, position, length, table or event
         KvSnapshot bad = kv;
         bad.stages.back().length += 1;
         require_fails(bad, "decode step 2: the session holds");
+    }
+}
+
+// The shipped model (a trained one: prompt lookup's guesses are sometimes
+// right, a random model's never) on the default prompt, which repeats itself.
+Model shipped_model() {
+    return load_model(std::string(PLAB_TESTS_DIR) + "/../assets/model");
+}
+ViewerState shipped_state() {
+    ViewerState s;
+    s.prompt = kDefaultPrompt;
+    return s;
+}
+
+TEST_CASE("kv self-check: verify steps keep the accepted guesses and make greedy's tokens",
+          "[viewer][speculative]") {
+    Controller ctrl(shipped_model());
+    long long accepted = 0, rolled_back = 0;
+    for (int k : {1, 3, 8}) {
+        for (int b : {1, 4, 16}) {
+            ViewerState st = shipped_state();
+            st.block_size = b;
+            st.decode_steps = 6;
+            st.speculate = k;
+            st.draft_ngram = 1;
+            KvSnapshot kv;
+            ctrl.refresh_kv(st, kv);
+            const CheckResult r = check_kv(kv);
+            INFO(r.line);
+            REQUIRE(r.ok);
+            REQUIRE(r.line.find("plain greedy decoding's tokens: yes") != std::string::npos);
+            int verify = 0;
+            for (const KvStage& s : kv.stages) {
+                if (!s.verify) continue;
+                ++verify;
+                REQUIRE(s.length == s.first_pos + 1 + s.accepted);
+                REQUIRE(s.n_pos <= k + 1);
+                REQUIRE(s.blocks_verified >= s.blocks_in_use);
+                accepted += s.accepted;
+                rolled_back += s.blocks_verified - s.blocks_in_use;
+            }
+            REQUIRE(verify == 6);
+            // The tokens the verify steps made, the first one included.
+            std::size_t made = 1;
+            for (const KvStage& s : kv.stages) made += s.emitted.size();
+            REQUIRE(kv.plain_tokens.size() == made);
+        }
+    }
+    REQUIRE(accepted > 0);
+    REQUIRE(rolled_back > 0);
+}
+
+TEST_CASE("kv self-check fails on a verify step that keeps a rejected guess or makes other tokens",
+          "[viewer][speculative]") {
+    Controller ctrl(shipped_model());
+    ViewerState st = shipped_state();
+    st.block_size = 2;
+    st.decode_steps = 6;
+    st.speculate = 4;
+    KvSnapshot kv;
+    ctrl.refresh_kv(st, kv);
+    REQUIRE(check_kv(kv).ok);
+    // A verify step with an accepted guess, and one that rejected a guess.
+    int with_accepted = -1, with_rejected = -1;
+    for (int i = 0; i < static_cast<int>(kv.stages.size()); ++i) {
+        const KvStage& s = kv.stages[static_cast<std::size_t>(i)];
+        if (s.verify && s.accepted > 0 && with_accepted < 0) with_accepted = i;
+        if (s.verify && s.accepted + 1 < s.n_pos && with_rejected < 0) with_rejected = i;
+    }
+    REQUIRE(with_accepted >= 0);
+    REQUIRE(with_rejected >= 0);
+    auto require_fails = [](const KvSnapshot& bad, const char* why) {
+        const CheckResult r = check_kv(bad);
+        INFO(r.line);
+        REQUIRE_FALSE(r.ok);
+        REQUIRE(r.line.find(why) != std::string::npos);
+    };
+    {  // No roll-back: the rejected guess's position kept.
+        KvSnapshot bad = kv;
+        bad.stages[std::size_t(with_rejected)].length += 1;
+        require_fails(bad, "the session holds");
+    }
+    {  // An accepted guess that is not the token emitted.
+        KvSnapshot bad = kv;
+        KvStage& s = bad.stages[std::size_t(with_accepted)];
+        s.emitted[0] = (s.emitted[0] + 1) % 256;
+        require_fails(bad, "accepted guess 1 is not the token emitted");
+    }
+    {  // Plain greedy decoding made another token.
+        KvSnapshot bad = kv;
+        bad.plain_tokens.back() = (bad.plain_tokens.back() + 1) % 256;
+        require_fails(bad, "the verify steps made other tokens than plain greedy decoding");
+    }
+    {  // The table before the roll-back does not hold the whole chunk.
+        KvSnapshot bad = kv;
+        KvStage& s = bad.stages[std::size_t(with_rejected)];
+        s.table_verified.resize(s.block_table.size() - 1);
+        require_fails(bad, "the table before the roll-back has");
+    }
+    {  // The roll-back moved a kept block.
+        KvSnapshot bad = kv;
+        KvStage& s = bad.stages[std::size_t(with_rejected)];
+        s.table_verified[0] += 1;
+        require_fails(bad, "the roll-back changed logical block 0");
     }
 }
 

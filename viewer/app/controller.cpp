@@ -24,6 +24,7 @@
 #include "runtime/registry.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 
 namespace plab::viewer {
 
@@ -286,6 +287,87 @@ void Controller::refresh_mask(const ViewerState& state, MaskSnapshot& out) {
 }
 
 // 4. KV cache growth: one engine call at a time, the block table after each --------------
+namespace {
+
+// What the KV panel shows of one engine call, read from the session after it.
+struct KvRecorder {
+    Session& session;
+    const Trace& trace;
+    KvSnapshot& out;
+
+    KvStage record(bool decode, int first, int n, std::size_t events_before) const {
+        KvStage s;
+        s.decode = decode;
+        s.first_pos = first;
+        s.n_pos = n;
+        s.length = session.length();
+        s.block_table = session.sequence().block_table;
+        // A freed entry (kFreedBlock: a window mask gave the block back) has no count.
+        for (int32_t b : s.block_table)
+            s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().blocks().ref_count(b));
+        s.freed_blocks = BlockManager::freed_blocks(session.sequence());
+        s.blocks_in_use = session.cache().blocks().blocks_in_use();
+        s.bytes_in_use = session.cache().bytes_in_use();
+        s.peak_blocks = s.blocks_in_use;
+        const std::vector<TraceEvent>& ev = trace.events();
+        for (std::size_t i = events_before; i < ev.size(); ++i) {
+            if (ev[i].name == "kv append") s.appends.push_back(ev[i]);
+            const auto before_free = ev[i].args.find("blocks_in_use_before");
+            if (ev[i].name == "kv free" && before_free != ev[i].args.end())
+                s.peak_blocks = std::max(s.peak_blocks, std::stoi(before_free->second));
+        }
+        return s;
+    }
+};
+
+// The KV panel's decode steps as verify steps (runtime/speculative.h): prompt
+// lookup proposes, one chunk verifies, the rejected guesses roll back. Greedy,
+// so the tokens are greedy decoding's — made again plainly to show it.
+void kv_verify_steps(const ViewerState& state, int limit, const KvRecorder& rec,
+                     const Tokenizer& tok, std::vector<int32_t>& context) {
+    KvSnapshot& out = rec.out;
+    Session& session = rec.session;
+    out.speculate = state.speculate;
+    out.draft = "ngram:" + std::to_string(state.draft_ngram);
+    NgramDrafter drafter(state.draft_ngram);
+    SamplerOptions greedy;
+    std::mt19937_64 rng = speculative_stream(greedy);
+    const std::size_t first_new = context.size() - 1;
+    for (int i = 0; i < state.decode_steps && session.length() < limit; ++i) {
+        out.token_text.push_back(tok.token_text(context.back()));
+        const std::size_t before = rec.trace.events().size();
+        const int k = std::min(state.speculate, limit - session.length() - 1);
+        const VerifyStep v = speculative_step(session, drafter, greedy, k, -1, context, rng);
+        KvStage s = rec.record(true, v.position, static_cast<int>(v.chunk.size()), before);
+        s.verify = true;
+        s.chunk = v.chunk;
+        for (int32_t id : v.chunk) s.chunk_text.push_back(tok.token_text(id));
+        s.accepted = v.outcome.accepted;
+        s.emitted = v.outcome.tokens;
+        s.target_text = tok.token_text(v.outcome.tokens.back());
+        s.blocks_verified = v.blocks_verified;
+        s.table_verified = v.block_table_verified;
+        s.peak_blocks = std::max(s.peak_blocks, v.blocks_verified);
+        // The accepted guesses' positions are in the cache now; their text with them.
+        for (int a = 0; a < s.accepted; ++a) out.token_text.push_back(s.chunk_text[a + 1]);
+        out.stages.push_back(std::move(s));
+    }
+    // Plain greedy decoding of as many tokens, on a session of its own: the
+    // verify steps must have made exactly these.
+    const std::size_t made = context.size() - first_new;
+    Session plain(session.model(), SessionOptions{state.block_size, 0, out.mask});
+    const std::vector<int32_t> prompt(context.begin(), context.begin() + std::ptrdiff_t(first_new));
+    std::vector<float> logits = plain.prefill(prompt, parse_chunk_plan("full", int(prompt.size())))
+                                    .last_logits;
+    out.plain_tokens.push_back(argmax(logits));
+    while (out.plain_tokens.size() < made) {
+        logits = plain.decode_step(out.plain_tokens.back());
+        out.plain_tokens.push_back(argmax(logits));
+    }
+}
+
+}  // namespace
+
 void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out = KvSnapshot{};
     const LoadedModel& eng = loaded(state.backend);
@@ -306,30 +388,7 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
     out.bytes_per_token = session.cache().storage().bytes_per_token();
     out.n_prompt = t;
     for (int32_t id : tokens) out.token_text.push_back(model_.tokenizer->token_text(id));
-
-    auto record = [&](bool decode, int first, int n, std::size_t events_before) {
-        KvStage s;
-        s.decode = decode;
-        s.first_pos = first;
-        s.n_pos = n;
-        s.length = session.length();
-        s.block_table = session.sequence().block_table;
-        // A freed entry (kFreedBlock: a window mask gave the block back) has no count.
-        for (int32_t b : s.block_table)
-            s.ref_counts.push_back(b == kFreedBlock ? 0 : session.cache().blocks().ref_count(b));
-        s.freed_blocks = BlockManager::freed_blocks(session.sequence());
-        s.blocks_in_use = session.cache().blocks().blocks_in_use();
-        s.bytes_in_use = session.cache().bytes_in_use();
-        s.peak_blocks = s.blocks_in_use;
-        const std::vector<TraceEvent>& ev = trace.events();
-        for (std::size_t i = events_before; i < ev.size(); ++i) {
-            if (ev[i].name == "kv append") s.appends.push_back(ev[i]);
-            const auto before_free = ev[i].args.find("blocks_in_use_before");
-            if (ev[i].name == "kv free" && before_free != ev[i].args.end())
-                s.peak_blocks = std::stoi(before_free->second);
-        }
-        out.stages.push_back(std::move(s));
-    };
+    const KvRecorder rec{session, trace, out};
 
     // Prefill one chunk per call, so the cache can be looked at in between.
     std::vector<float> logits;
@@ -339,20 +398,27 @@ void Controller::refresh_kv(const ViewerState& state, KvSnapshot& out) {
         PrefillResult r =
             session.prefill(std::span<const int32_t>(tokens).subspan(pos, len), ChunkPlan{{len}});
         logits = std::move(r.last_logits);
-        record(false, pos, len, before);
+        out.stages.push_back(rec.record(false, pos, len, before));
         pos += len;
     }
-    // Then greedy decode steps: each appends exactly one position.
+    // Then greedy decode steps: each appends exactly one position — or, with
+    // speculation, verifies its guesses and keeps the accepted ones.
     const int max_len = model_.weights.config.max_seq_len;
     // A custom mask has rows for its file's positions only: decoding stops there too.
     const int limit = out.mask.limit() > 0 ? std::min(max_len, out.mask.limit()) : max_len;
-    for (int i = 0; i < state.decode_steps && session.length() < limit; ++i) {
-        const int32_t next = argmax(logits);
-        out.token_text.push_back(model_.tokenizer->token_text(next));
-        const std::size_t before = trace.events().size();
-        const int first = session.length();
-        logits = session.decode_step(next);
-        record(true, first, 1, before);
+    std::vector<int32_t> context = tokens;
+    context.push_back(argmax(logits));
+    if (state.speculate > 0) {
+        kv_verify_steps(state, limit, rec, *model_.tokenizer, context);
+    } else {
+        for (int i = 0; i < state.decode_steps && session.length() < limit; ++i) {
+            out.token_text.push_back(model_.tokenizer->token_text(context.back()));
+            const std::size_t before = trace.events().size();
+            const int first = session.length();
+            logits = session.decode_step(context.back());
+            out.stages.push_back(rec.record(true, first, 1, before));
+            context.push_back(argmax(logits));
+        }
     }
     for (const KvStage& st : out.stages) out.decode_skipped -= st.decode ? 1 : 0;
     out.decode_skipped += state.decode_steps;

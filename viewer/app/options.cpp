@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "runtime/generate.h"
 #include "runtime/mask_grammar.h"
+#include "runtime/speculative.h"
 
 namespace plab::viewer {
 namespace {
@@ -31,6 +32,7 @@ constexpr LessonPanel kLessonPanels[] = {
     {14, Scene::kKv},
     {15, Scene::kEquivalence},  // the fast rows: one difference in every plan
     {17, Scene::kFlash},        // the toy's walk; a model head with --layer/--head
+    {18, Scene::kKv, false, nullptr, -1, nullptr, 4},  // verify steps: rows, then a roll-back
 };
 
 // The lessons a command teaches instead of a panel (what --lesson N points to).
@@ -42,8 +44,7 @@ constexpr LessonCommand kLessonCommands[] = {
     {6, "plab bench"},  // compute vs memory
     {8, "plab bench --batch"},
     {12, "plab serve --disaggregate"},
-    {16, "plab generate --logits-digest"},                     // same request, same bits
-    {18, "plab generate --speculate 4 --draft assets/draft"},  // speculative decoding
+    {16, "plab generate --logits-digest"},  // same request, same bits
 };
 
 // "1-5, 7, 9-11, 13-15": the lessons with a panel, runs of consecutive numbers joined.
@@ -75,7 +76,7 @@ constexpr const char* kTryFlags[] = {
     "--keys",       "--toy-chunks", "--step",      "--layer",         "--head",
     "--block-size", "--serving",    "--kv-blocks", "--prefix-cache",  "--policy",
     "--rate",       "--requests",   "--seed",      "--token-budget",  "--network-delay-ms",
-    "--flash-tile"};
+    "--flash-tile", "--speculate",  "--draft"};
 
 }  // namespace
 
@@ -147,6 +148,7 @@ Options with_lesson(Options o) {
     if (found->network_delay_ms >= 0 && o.network_delay_ms == defaults.network_delay_ms)
         o.network_delay_ms = found->network_delay_ms;
     if (found->mask != nullptr && o.mask == defaults.mask) o.mask = found->mask;
+    if (found->speculate > 0 && o.speculate == defaults.speculate) o.speculate = found->speculate;
     return o;
 }
 
@@ -172,6 +174,15 @@ ViewerState state_from_options(const Options& opt) {
                "--mask-tile " << opt.mask_tile << " must be between 1 and 256 positions");
     state.mask_tile = opt.mask_tile;
     state.block_size = opt.block_size;
+    PLAB_CHECK(opt.speculate >= 0 && opt.speculate <= kMaxSpeculate,
+               "--speculate " << opt.speculate << ": guesses per verify step, from 1 to "
+                              << kMaxSpeculate << " (0: plain decode steps)");
+    state.speculate = opt.speculate;
+    const DraftSource draft = parse_draft_source(opt.draft);
+    PLAB_CHECK(draft.ngram > 0, "--draft " << opt.draft
+                                           << ": the viewer drafts by prompt lookup; give "
+                                              "ngram[:N] (plab generate takes a draft model)");
+    state.draft_ngram = draft.ngram;
     state.serving_view = opt.serving;
     PLAB_CHECK(opt.kv_blocks >= 0,
                "--kv-blocks " << opt.kv_blocks << " must be at least 1 (0: the default pool)");
@@ -332,6 +343,13 @@ void add_toy_and_cursor_options(CLI::App& app, Options& opt) {
 // The KV panel's blocks, its shared pool, and the Serving panel's workload (plab serve's flags).
 void add_kv_and_serving_options(CLI::App& app, Options& opt) {
     app.add_option("--block-size", opt.block_size, "KV panel: positions per cache block");
+    app.add_option("--speculate", opt.speculate,
+                   "KV panel: decode steps verify up to K (1-8) guesses each, in one chunk, and "
+                   "roll the rejected ones back (lesson 18)");
+    app.add_option("--draft", opt.draft,
+                   "With --speculate: ngram[:N], prompt lookup of the last N tokens (default "
+                   "ngram:1)")
+        ->capture_default_str();
     app.add_flag("--serving", opt.serving,
                  "KV and timeline panels: four requests through one engine and one shared "
                  "KV pool (prefix sharing, preemption, eviction)");

@@ -43,6 +43,10 @@ struct Options {
     int step = -1;
     int layer = -1, head = -1;
     int block_size = ViewerState{}.block_size;
+    // The KV panel's decode steps as verify steps (plab generate's flags):
+    // up to --speculate K guesses of --draft ngram[:N].
+    int speculate = 0;
+    std::string draft = "ngram:1";
     bool serving = false;  // KV and timeline panels: several requests through one engine
     int kv_blocks = 0;     // their pool; 0 = the scenario's default
     std::string prefix_cache = "on";
@@ -86,6 +90,7 @@ struct LessonPanel {
     const char* policy = nullptr;  // the Serving panel's policy, unless --policy is given
     double network_delay_ms = -1;  // and its client delay, unless given
     const char* mask = nullptr;    // the mask scenes' mask, unless --mask is given
+    int speculate = 0;             // the KV panel's guesses a verify step, unless given
 };
 // Lesson n's panel, or nullptr when the lesson has none (taught by a command).
 const LessonPanel* lesson_panel(int n);

@@ -125,6 +125,19 @@ struct KvStage {
     int blocks_in_use = 0;
     std::size_t bytes_in_use = 0;
     std::vector<TraceEvent> appends;  // this call's "kv append" trace events (one per layer)
+    // A verify step of speculative decoding (runtime/speculative.h
+    // speculative_step): one chunk of the fed token and its guesses at
+    // first_pos (n_pos = chunk's size), then the rejected guesses rolled back —
+    // `length` and `block_table` are after the roll-back, the K/V of the fed
+    // token and the accepted guesses kept.
+    bool verify = false;
+    std::vector<int32_t> chunk;              // the fed token, then the guesses
+    std::vector<std::string> chunk_text;     // (chunk) their text
+    int accepted = 0;                        // guesses accepted
+    std::vector<int32_t> emitted;            // accepted guesses, then the target's token
+    std::string target_text;                 // the target's token (replacement or bonus)
+    int blocks_verified = 0;                 // blocks in use with every guess written
+    std::vector<int32_t> table_verified;     // the block table before the roll-back
 };
 
 struct KvSnapshot {
@@ -137,6 +150,9 @@ struct KvSnapshot {
     std::string refusal;                  // the asked plan's refusal ("" = ran as asked)
     ChunkPlan plan;                       // the prefill chunks, one engine call each
     int decode_skipped = 0;               // decode steps asked for but past max_seq_len
+    int speculate = 0;                    // guesses a verify step (0: plain decode steps)
+    std::string draft;                    // "ngram:N" with speculate > 0
+    std::vector<int32_t> plain_tokens;    // with speculate: greedy decoding's tokens, as many
     std::vector<std::string> token_text;  // (prompt + decoded tokens)
     std::vector<KvStage> stages;          // prefill chunks, then decode steps
     std::string error;

@@ -89,6 +89,11 @@ struct ViewerState {
     // must get right (the chunk continues that block, the table only grows).
     int block_size = 16;
     int decode_steps = 4;  // decode steps after prefill in the KV panel
+    // Speculative decoding in the KV panel (runtime/speculative.h): each decode
+    // step verifies up to `speculate` guesses of prompt lookup over the last
+    // `draft_ngram` tokens; 0: plain decode steps.
+    int speculate = 0;
+    int draft_ngram = 1;
     int new_tokens = 8;    // tokens the timeline's request generates
     // The shared-pool scenario: four requests through one Engine (serving_scenario.h).
     int serving_block_size = 4;  // B of its pool: small, so the prompt spans several blocks

@@ -185,13 +185,16 @@ struct KvWalk {
     std::set<int> live_slots{};  // slots holding a position's K/V (freed blocks' slots leave)
     int end = 0;                 // positions the plan and the decode steps so far imply
     int boundaries = 0, inside = 0, n_decode = 0, most_held = 0, total_freed = 0;
+    int n_verify = 0, guesses = 0, accepted = 0, rolled_back_blocks = 0;
+    std::vector<int32_t> made{};  // with speculation: the tokens the verify steps made
 };
 
 // One engine call, as the failures name it.
 struct KvCall {
     const KvStage& s;
     std::string name;  // "prefill chunk 2", "decode step 1"
-    int first = 0;     // the first position it must write; KvWalk::end is one past its last
+    int first = 0;     // the first position it must write; KvWalk::end is one past its last kept
+    int written_end = 0;  // one past its last written (a verify step's rejected guesses too)
 };
 
 // 1. What call i must write: the next chunk of the plan, or one position. False when
@@ -205,9 +208,11 @@ bool kv_walk_positions(KvWalk& w, std::size_t i, KvCall& c) {
         return false;
     }
     if (s.decode && i < plan.size()) w.f.add(c.name + " before the plan's chunks were all run");
-    const int n = s.decode ? 1 : plan[i];
+    // A verify step keeps the fed token and the guesses it accepted.
+    const int n = s.verify ? 1 + s.accepted : s.decode ? 1 : plan[i];
     c.first = w.end;
     w.end += n;
+    c.written_end = s.verify ? c.first + s.n_pos : w.end;
     w.n_decode += s.decode ? 1 : 0;
     if (!s.decode && i > 0) {
         ++w.boundaries;
@@ -267,7 +272,8 @@ int kv_check_table(KvWalk& w, const KvCall& c) {
 std::vector<int32_t> kv_table_during_call(const KvWalk& w, const KvCall& c) {
     std::vector<int> event_blocks;
     parse_list(arg(c.s.appends[0], "blocks"), false, event_blocks);
-    std::vector<int32_t> written = c.s.block_table;
+    // A verify step wrote through its table before the roll-back.
+    std::vector<int32_t> written = c.s.verify ? c.s.table_verified : c.s.block_table;
     for (std::size_t lb = 0; lb < written.size(); ++lb) {
         if (written[lb] != kFreedBlock) continue;
         const int j = static_cast<int>(lb) - c.first / w.b;  // index in the call's blocks
@@ -284,7 +290,7 @@ std::vector<int32_t> kv_table_during_call(const KvWalk& w, const KvCall& c) {
 //    positions the plan implies and the slots the block table gives them. Returns
 //    those slots (block_table[p/B]*B + p%B).
 std::vector<int> kv_check_appends(KvWalk& w, const KvCall& c, const std::vector<int32_t>& written) {
-    const int b = w.b, first = c.first, end = w.end;
+    const int b = w.b, first = c.first, end = c.written_end;
     const std::string& call = c.name;
     Failure& f = w.f;
     std::vector<int> want_slots, want_blocks_list;
@@ -318,9 +324,51 @@ void kv_track_live_slots(KvWalk& w, const KvCall& c, const std::vector<int32_t>&
     for (int slot : slots)
         if (!w.live_slots.insert(slot).second)
             w.f.add(c.name + ": slot " + std::to_string(slot) + " written twice while live");
-    for (std::size_t lb = 0; lb < written.size(); ++lb)
+    for (std::size_t lb = 0; lb < c.s.block_table.size(); ++lb)
         if (c.s.block_table[lb] == kFreedBlock && written[lb] != kFreedBlock)
             for (int o = 0; o < w.b; ++o) w.live_slots.erase(written[lb] * w.b + o);
+    // A verify step's rejected guesses were rolled back: their slots hold nothing.
+    for (int p = w.end; p < c.written_end; ++p)
+        w.live_slots.erase(kv_slot(written.data(), p, w.b));
+}
+
+// 4b. A verify step (speculative decoding): its chunk is the fed token and its
+//     guesses, the accepted ones a prefix of what it emitted, one token from the
+//     target after them; the table before the roll-back held the whole chunk,
+//     the one after it is its prefix (a window mask may then free entries).
+void kv_check_verify(KvWalk& w, const KvCall& c) {
+    const KvStage& s = c.s;
+    Failure& f = w.f;
+    const std::string& call = c.name;
+    const int guesses = static_cast<int>(s.chunk.size()) - 1;
+    if (s.n_pos != static_cast<int>(s.chunk.size()) || guesses < 0)
+        f.add(call + ": wrote " + std::to_string(s.n_pos) + " positions for a chunk of " +
+              std::to_string(s.chunk.size()));
+    if (s.accepted < 0 || s.accepted > guesses ||
+        static_cast<int>(s.emitted.size()) != s.accepted + 1)
+        f.add(call + ": " + std::to_string(s.accepted) + " of " + std::to_string(guesses) +
+              " guesses accepted and " + std::to_string(s.emitted.size()) +
+              " tokens emitted (accepted + the target's one)");
+    for (int a = 0; a < s.accepted && f.why.empty(); ++a)
+        if (s.emitted[static_cast<std::size_t>(a)] != s.chunk[static_cast<std::size_t>(a + 1)])
+            f.add(call + ": accepted guess " + std::to_string(a + 1) + " is not the token emitted");
+    const std::size_t want = static_cast<std::size_t>((c.written_end + w.b - 1) / w.b);
+    if (s.table_verified.size() != want)
+        f.add(call + ": the table before the roll-back has " +
+              std::to_string(s.table_verified.size()) + " blocks, the chunk needs " +
+              std::to_string(want));
+    for (std::size_t lb = 0; lb < s.block_table.size() && f.why.empty(); ++lb)
+        if (lb >= s.table_verified.size() ||
+            (s.block_table[lb] != s.table_verified[lb] && s.block_table[lb] != kFreedBlock))
+            f.add(call + ": the roll-back changed logical block " + std::to_string(lb));
+    if (s.blocks_verified < s.blocks_in_use)
+        f.add(call + ": held fewer blocks while verifying than after the roll-back");
+    if (w.made.empty() && !s.chunk.empty()) w.made.push_back(s.chunk[0]);
+    w.made.insert(w.made.end(), s.emitted.begin(), s.emitted.end());
+    ++w.n_verify;
+    w.guesses += guesses;
+    w.accepted += s.accepted;
+    w.rolled_back_blocks += s.blocks_verified - s.blocks_in_use;
 }
 
 // The kv line: what was checked, on which plan, and the first failure.
@@ -340,6 +388,13 @@ CheckResult kv_result(const KvWalk& w) {
                   ": the blocks it forgets are given back: " + yes_no(r.ok) + " (" +
                   std::to_string(w.total_freed) + " freed, at most " + std::to_string(w.most_held) +
                   " held)";
+    if (kv.speculate > 0)
+        r.line += "; speculative decoding (draft " + kv.draft + ", up to " +
+                  std::to_string(kv.speculate) + " guesses): " + std::to_string(w.n_verify) +
+                  " verify steps, " + std::to_string(w.accepted) + " of " +
+                  std::to_string(w.guesses) + " guesses accepted, " +
+                  std::to_string(w.rolled_back_blocks) +
+                  " blocks rolled back, plain greedy decoding's tokens: " + yes_no(r.ok);
     if (!kv.refusal.empty())
         r.line += "; plan refused: " + kv.refusal + "; ran plan " + kv.plan.to_string();
     r.line += w.f.suffix();
@@ -363,6 +418,8 @@ CheckResult check_kv(const KvSnapshot& kv) {
                     std::to_string(kv.n_layers) + " layers");
             break;
         }
+        if (s.verify) kv_check_verify(w, c);
+        if (!w.f.why.empty()) break;
         const std::vector<int32_t> written = kv_table_during_call(w, c);
         const std::vector<int> slots = kv_check_appends(w, c, written);
         kv_track_live_slots(w, c, written, slots);
@@ -373,6 +430,10 @@ CheckResult check_kv(const KvSnapshot& kv) {
     if (w.f.why.empty() && kv.stages.size() < kv.plan.lengths.size())
         w.f.add(std::to_string(kv.stages.size()) + " engine calls for a plan of " +
                 std::to_string(kv.plan.lengths.size()) + " chunks");
+    // Speculation: greedy verify steps make greedy decoding's tokens.
+    if (w.f.why.empty() && kv.speculate > 0 && w.made != kv.plain_tokens)
+        w.f.add("the verify steps made other tokens than plain greedy decoding (" +
+                std::to_string(w.made.size()) + " tokens)");
     return kv_result(w);
 }
 

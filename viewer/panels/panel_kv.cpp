@@ -16,6 +16,7 @@
 
 #include "core/kv_layout.h"
 #include "panels/layout_probe.h"
+#include "panels/panel_kv_verify.h"
 #include "panels/panels.h"
 #include "panels/ui_colours.h"
 #include "panels/ui_format.h"
@@ -26,17 +27,26 @@
 namespace plab::viewer {
 namespace {
 
-// Positions of one layer that are in the cache at the cursor.
+// Positions of one layer that are in the cache at the cursor (a verify step
+// in progress: its whole chunk, the roll-back comes after its last layer).
 int filled_length(const KvSnapshot& kv, const StepView& step, int layer) {
-    if (!step.complete() && layer < step.layers_done) return kv.stages[step.stages_done].length;
+    if (!step.complete() && layer < step.layers_done) {
+        const KvStage& st = kv.stages[step.stages_done];
+        return st.verify ? st.first_pos + st.n_pos : st.length;
+    }
     return step.stages_done > 0 ? kv.stages[step.stages_done - 1].length : 0;
 }
 
-// The engine call (stage) that wrote each position.
+// The engine call (stage) that wrote each position kept in the cache, and for
+// a verify step's chunk the positions it wrote past them (rolled back after).
 std::vector<int> stage_of_position(const KvSnapshot& kv) {
     std::vector<int> out;
-    for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s)
-        out.insert(out.end(), kv.stages[s].n_pos, s);
+    for (int s = 0; s < static_cast<int>(kv.stages.size()); ++s) {
+        const KvStage& st = kv.stages[s];
+        out.resize(static_cast<std::size_t>(st.first_pos));
+        out.insert(out.end(), st.n_pos, s);
+    }
+    if (!kv.stages.empty()) out.resize(static_cast<std::size_t>(kv.stages.back().length));
     return out;
 }
 
@@ -45,7 +55,7 @@ std::string stage_name(const KvSnapshot& kv, int s) {
     if (st.decode) {
         int n_prefill = 0;
         for (const KvStage& x : kv.stages) n_prefill += x.decode ? 0 : 1;
-        return "decode step " + std::to_string(s - n_prefill + 1);
+        return (st.verify ? "verify step " : "decode step ") + std::to_string(s - n_prefill + 1);
     }
     return "prefill chunk " + std::to_string(s);
 }
@@ -62,6 +72,16 @@ struct KvInView {
     StepView step;
     int current = -1;                // the call shown; -1 = none yet
     const KvStage* shown = nullptr;  // kv.stages[current], or null
+    // The shown call is a verify step not finished yet: its whole chunk is
+    // written, the roll-back not done.
+    bool verifying() const { return shown != nullptr && shown->verify && step.layers_done > 0; }
+    // The shown call's verify step is done: its rejected guesses rolled back.
+    bool rolled_back() const { return shown != nullptr && shown->verify && step.layers_done == 0; }
+    // The block table the picture is at.
+    const std::vector<int32_t>* table() const {
+        if (shown == nullptr) return nullptr;
+        return verifying() ? &shown->table_verified : &shown->block_table;
+    }
 };
 
 // The rows of blocks: one row per layer, a block of B slots per logical block.
@@ -72,9 +92,8 @@ struct KvGrid {
     float slot = 0;                               // a slot's width
     float row_h = 0;                              // a layer's row
     ImVec2 start{};                               // top-left of the rows (layer labels)
-    int n_blocks = 0;                             // logical blocks of the last call
-    std::vector<int> stage_of{};                  // (T) the call that wrote each position
-    const std::vector<int32_t>* table = nullptr;  // the last call's block table
+    int n_blocks = 0;             // logical blocks: the most any call's table held
+    std::vector<int> stage_of{};  // (T) the call that wrote each position kept
 };
 
 // One slot of one layer's row.
@@ -102,6 +121,36 @@ void draw_kv_title() {
         "layer; watch the blocks fill.");
 }
 
+// 1b. Speculative decoding (lesson 18): guesses a decode step verifies, and the
+//     prompt lookup that proposes them.
+void draw_kv_speculate_inputs(ViewerState& state) {
+    flow(labelled_width(ImGui::GetFontSize() * 6, "speculate K"));
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    if (ImGui::SliderInt("speculate K", &state.speculate, 0, 8)) state.dirty.kv = true;
+    probe_control("speculate K");
+    item_tooltip(
+        "Speculative decoding (lesson 18): each decode step proposes up to K guesses and the "
+        "target checks them all in one forward over K+1 positions, a prefill chunk on top of "
+        "the cache. 0: plain decode steps.");
+    if (state.speculate == 0) return;
+    flow(labelled_width(ImGui::GetFontSize() * 6, "draft"));
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+    const std::string shown = "ngram:" + std::to_string(state.draft_ngram);
+    if (ImGui::BeginCombo("draft", shown.c_str())) {
+        for (int n : {1, 2, 3, 4})
+            if (ImGui::Selectable(("ngram:" + std::to_string(n)).c_str(), n == state.draft_ngram)) {
+                state.draft_ngram = n;
+                state.dirty.kv = true;
+            }
+        ImGui::EndCombo();
+    }
+    probe_control("draft");
+    item_tooltip(
+        "Prompt lookup: find the last N tokens' previous occurrence in the text so far and "
+        "propose the tokens that followed it. No second model; it pays off where text "
+        "repeats.");
+}
+
 // 1. Inputs of this panel: B and the decode steps.
 void draw_kv_inputs(const KvSnapshot& kv, ViewerState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
@@ -121,7 +170,12 @@ void draw_kv_inputs(const KvSnapshot& kv, ViewerState& state) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
     if (ImGui::SliderInt("decode steps", &state.decode_steps, 0, 16)) state.dirty.kv = true;
     probe_control("decode steps");
-    item_tooltip("Greedy decode steps after the prefill; each appends one position.");
+    item_tooltip(
+        state.speculate > 0
+            ? "Verify steps after the prefill: each runs the fed token and its guesses as one "
+              "chunk, keeps the accepted ones and rolls the rest back."
+            : "Greedy decode steps after the prefill; each appends one position.");
+    draw_kv_speculate_inputs(state);
     if (kv.ready && kv.decode_skipped > 0 && !kv.stages.empty()) {
         wrapped_with_tip(
             "(" + std::to_string(kv.decode_skipped) + " skipped: at most " +
@@ -171,8 +225,9 @@ void draw_kv_totals(const KvInView& in) {
 KvGrid kv_grid(const KvSnapshot& kv) {
     KvGrid g;
     g.stage_of = stage_of_position(kv);
-    g.table = &kv.stages.back().block_table;
-    g.n_blocks = static_cast<int>(g.table->size());
+    for (const KvStage& st : kv.stages)
+        g.n_blocks = std::max({g.n_blocks, static_cast<int>(st.block_table.size()),
+                               static_cast<int>(st.table_verified.size())});
     g.font = ImGui::GetFontSize();
     const float avail = ImGui::GetContentRegionAvail().x - g.font * 5;
     g.gap = px(4);
@@ -185,11 +240,23 @@ KvGrid kv_grid(const KvSnapshot& kv) {
 }
 
 // A slot's tooltip: which call wrote it and where it lives (logical -> physical block).
-std::string kv_slot_tip(const KvSnapshot& kv, const KvGrid& g, const KvSlot& sl) {
-    const std::vector<int32_t>& table = *g.table;
+std::string kv_slot_tip(const KvInView& in, const KvGrid& g, const KvSlot& sl) {
+    const KvSnapshot& kv = in.kv;
     std::string tip = "layer " + std::to_string(sl.layer) + ", position " + std::to_string(sl.pos);
+    const KvStage* v = in.shown != nullptr && in.shown->verify ? in.shown : nullptr;
+    const int row = v != nullptr ? sl.pos - v->first_pos : -1;
+    if (v != nullptr && row >= 0 && row < v->n_pos) {
+        tip += " '" + token_label(v->chunk_text[static_cast<std::size_t>(row)]) + "'\n" +
+               verify_row_verdict(*v, row);
+        if (in.rolled_back() && sl.pos >= v->length)
+            tip += "\nits K/V were written by " + stage_name(kv, in.current) +
+                   ", then rolled back (BlockManager::truncate): the slot holds nothing, and a "
+                   "block left with no kept position went back to the pool";
+        return tip;
+    }
     if (sl.pos < static_cast<int>(kv.token_text.size()))
         tip += " '" + token_label(kv.token_text[sl.pos]) + "'";
+    const std::vector<int32_t>& table = *in.table();
     if (sl.freed) {
         tip += "\nwritten by " + stage_name(kv, g.stage_of[sl.pos]) + ", then freed: mask " +
                kv.mask.spec() + " lets no later query see logical block " + std::to_string(sl.blk) +
@@ -216,19 +283,26 @@ void draw_kv_block(const KvInView& in, const KvGrid& g, ImVec2 o, float x0, KvSl
     const KvSnapshot& kv = in.kv;
     const KvStage* shown = in.shown;
     ImDrawList* dl = g.dl;
-    const bool shared = sl.allocated && shown->ref_counts[sl.blk] > 1;
+    const bool shared = sl.allocated && static_cast<std::size_t>(sl.blk) < shown->ref_counts.size() &&
+                        shown->ref_counts[sl.blk] > 1;
     for (int s = 0; s < kv.block_size; ++s) {
         sl.s = s;
         sl.pos = sl.blk * kv.block_size + s;
         const ImVec2 a(x0 + s * g.slot, o.y), b(a.x + g.slot - 1, o.y + g.row_h);
         ImU32 fill = sl.allocated ? IM_COL32(55, 55, 62, 255) : IM_COL32(32, 32, 36, 255);
-        if (sl.pos < sl.filled) fill = stage_colour(kv, g.stage_of[sl.pos], in.current);
+        // A verify step's chunk: coloured by the rule's verdict on each row.
+        const bool in_chunk = shown != nullptr && shown->verify && sl.pos >= shown->first_pos &&
+                              sl.pos < shown->first_pos + shown->n_pos;
+        if (sl.pos < sl.filled)
+            fill = in_chunk ? verify_row_colour(*shown, sl.pos - shown->first_pos)
+                            : stage_colour(kv, g.stage_of[sl.pos], in.current);
+        if (in_chunk && in.rolled_back() && sl.pos >= shown->length) fill = colour::kRolledBack;
         if (sl.freed) fill = colour::kFreed;
         dl->AddRectFilled(a, b, fill);
         ImGui::SetCursorScreenPos(a);
         ImGui::PushID(sl.pos);
         ImGui::InvisibleButton("slot", ImVec2(g.slot, g.row_h));
-        if (ImGui::IsItemHovered()) tooltip(kv_slot_tip(kv, g, sl));
+        if (ImGui::IsItemHovered()) tooltip(kv_slot_tip(in, g, sl));
         ImGui::PopID();
     }
     const ImVec2 a(x0, o.y), b(x0 + kv.block_size * g.slot - 1, o.y + g.row_h);
@@ -237,7 +311,7 @@ void draw_kv_block(const KvInView& in, const KvGrid& g, ImVec2 o, float x0, KvSl
                        : (sl.allocated ? IM_COL32(160, 160, 170, 255) : IM_COL32(70, 70, 76, 255)),
                 0, 0, px(shared ? 3.0f : 1.0f));
     if (sl.layer == 0 && sl.allocated && !sl.freed && kv.block_size * g.slot > g.font * 1.8f) {
-        const std::string id = "#" + std::to_string(shown->block_table[sl.blk]);
+        const std::string id = "#" + std::to_string((*in.table())[sl.blk]);
         dl->AddText(ImVec2(a.x + 2, o.y - g.font * 1.05f), IM_COL32(170, 170, 180, 255),
                     id.c_str());
     }
@@ -256,14 +330,15 @@ void draw_kv_blocks(const KvInView& in) {
         text_with_tip("layer " + std::to_string(layer),
                       "Layer " + std::to_string(layer) + "'s pools (one for K, one for V). " +
                           std::to_string(filled) + " positions filled.");
-        const int table_len = in.shown ? static_cast<int>(in.shown->block_table.size()) : 0;
+        const std::vector<int32_t>* table = in.table();
+        const int table_len = table ? static_cast<int>(table->size()) : 0;
         for (int blk = 0; blk < g.n_blocks; ++blk) {
             KvSlot sl;
             sl.layer = layer;
             sl.blk = blk;
             sl.filled = filled;
             sl.allocated = blk < table_len;
-            sl.freed = sl.allocated && in.shown->block_table[blk] == kFreedBlock;
+            sl.freed = sl.allocated && (*table)[blk] == kFreedBlock;
             draw_kv_block(in, g, o, o.x + blk * (kv.block_size * g.slot + g.gap), sl);
         }
         ImGui::PopID();
@@ -273,7 +348,7 @@ void draw_kv_blocks(const KvInView& in) {
 }
 
 // 4. Legend.
-void draw_kv_legend() {
+void draw_kv_legend(bool speculative) {
     auto swatch = [&](ImU32 c, const char* text, const char* tip, bool border) {
         legend_entry(border ? 0 : c, border ? c : 0, text, tip);
     };
@@ -288,6 +363,18 @@ void draw_kv_legend() {
            "A block used by more than one sequence (prefix-cache hit, reference count > 1). None "
            "here: this session has a single sequence; see 'four requests, one engine' above.",
            true);
+    if (speculative) {
+        swatch(colour::kAccepted, "accepted guess",
+               "Speculative decoding: a guess the target's row agreed with; its K/V stay.",
+               false);
+        swatch(colour::kRejected, "rejected guess",
+               "The first guess the target refused; the target's own token replaces it. Its "
+               "K/V and every later guess's are rolled back.",
+               false);
+        swatch(colour::kRolledBack, "rolled back",
+               "A slot a verify step wrote and its roll-back emptied (BlockManager::truncate).",
+               false);
+    }
     swatch(colour::kFreed, "freed by the mask",
            "A block the mask lets no present or future query see (a key that slid out of the "
            "window, a chunk or document that ended): given back to the pool, its table entry "
@@ -432,7 +519,12 @@ void draw_kv(const Snapshot& snap, ViewerState& state) {
     // 2. Totals at the cursor; 3. one row of blocks per layer; 4. the legend.
     draw_kv_totals(in);
     draw_kv_blocks(in);
-    draw_kv_legend();
+    draw_kv_legend(kv.speculate > 0);
+    // 4b. A verify step in view: its rows on the mask grid, what was kept.
+    if (in.shown != nullptr && in.shown->verify) {
+        ImGui::Separator();
+        draw_kv_verify(kv, *in.shown, stage_name(kv, in.current), in.rolled_back());
+    }
 
     // 5. Memory after every engine call: whole blocks, so it grows in steps of a block.
     ImGui::Separator();
