@@ -532,7 +532,11 @@ GenerateManyResult compute_generate_many(const GenerateCliOptions& o) {
         res.requests.push_back(generate_many_request(
             engine.request(id), lines[static_cast<std::size_t>(id)].line, tok, o.logits_digest));
         if (!res.requests.back().speculative) continue;
-        if (!res.speculative) res.speculative = SpeculativeStats{eo.speculative.k, eo.speculative.draft.text};
+        if (!res.speculative) {
+            res.speculative.emplace();
+            res.speculative->k = eo.speculative.k;
+            res.speculative->draft = eo.speculative.draft.text;
+        }
         res.speculative->merge(*res.requests.back().speculative);
     }
     res.pool = engine.pool_stats();
@@ -629,6 +633,12 @@ void print_generate_many_text(const GenerateManyResult& res) {
             "(decode tokens computed include the guesses each verify span ran)\n",
             res.speculative->k, res.speculative->draft.c_str(),
             speculative_stats_line(*res.speculative).c_str());
+        if (res.kernels == "fastest")
+            std::printf(
+                "(--kernels fastest: a verify span's products have K+1 rows where a decode "
+                "token's have one, and the library may take another kernel for each, adding in "
+                "another order; a row's last bits may differ from plain decoding's, and at a near "
+                "tie a token turns. --kernels invariant keeps every row's bits: lesson 16)\n");
     }
     std::printf("Times in ms: %s.\n", kGenerateManyClock);
     for (const GenerateManyRequest& q : res.requests) print_generate_many_request(q);

@@ -60,7 +60,8 @@ struct ServeCliOptions {
     bool list_hardware = false;
     bool list_shapes = false;
     bool validate_cost = false;
-    int speculate = 0;  // --speculate K (runtime/speculative.h)
+    bool simulate = false;  // --simulate (serving/simulate.h)
+    int speculate = 0;      // --speculate K (runtime/speculative.h)
     std::string draft;  // --draft SOURCE
     CLI::Option* speculate_opt = nullptr;
     CLI::Option* draft_opt = nullptr;
@@ -86,6 +87,8 @@ struct ServeSetup {
     int kv_blocks = 0;  // the engine's pool
     int block_size = 0;
     double gpu_memory_utilization = 0;
+    // "real", or "simulated" (--simulate: no forward pass, every figure modelled).
+    std::string compute = "real";
 };
 
 // --calibrate: this machine's step cost, to replay with as --step-cost.
@@ -137,8 +140,9 @@ nlohmann::json percentiles_json(const Percentiles& p) {
     return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
-nlohmann::json summary_json(const ServeSummary& s) {
-    return {{"queue_ms", percentiles_json(s.queue_ms)},
+nlohmann::json summary_json(const ServeSummary& s, const std::string& compute) {
+    return {{"compute", compute},
+            {"queue_ms", percentiles_json(s.queue_ms)},
             {"ttft_ms", percentiles_json(s.ttft_ms)},
             {"itl_ms", percentiles_json(s.itl_ms)},
             {"tpot_ms", percentiles_json(s.tpot_ms)},
@@ -158,12 +162,16 @@ nlohmann::json summary_json(const ServeSummary& s) {
 
 nlohmann::json report_json(const ServeReport& r) {
     nlohmann::json reqs = nlohmann::json::array();
+    const bool simulated = r.compute == "simulated";
     for (const ServedRequest& s : r.requests) {
         reqs.push_back({{"id", s.id},
+                        {"compute", r.compute},
                         {"arrival_s", s.arrival_s},
                         {"prompt_tokens", s.prompt_tokens},
                         {"cached_tokens", s.cached_tokens},
-                        {"new_tokens", s.new_tokens},
+                        // Simulated: placeholders, no ids worth listing.
+                        {"new_tokens", simulated ? nlohmann::json(nullptr) : nlohmann::json(s.new_tokens)},
+                        {"new_token_count", s.new_token_count},
                         {"preemptions", s.preemptions},
                         {"queue_ms", s.latency.queue_ms},
                         {"ttft_ms", s.ttft_client_ms},
@@ -174,10 +182,11 @@ nlohmann::json report_json(const ServeReport& r) {
                         {"kv_transfer_bytes", s.kv_transfer_bytes}});
         if (s.speculation.k > 0) reqs.back()["speculative"] = speculative_stats_json(s.speculation);
     }
-    return {{"policy", r.policy},
+    return {{"compute", r.compute},
+            {"policy", r.policy},
             {"clock", r.clock},
             {"requests", reqs},
-            {"summary", summary_json(r.summary)}};
+            {"summary", summary_json(r.summary, r.compute)}};
 }
 
 void print_summary_row(const std::string& name, const ServeSummary& s) {
@@ -365,6 +374,10 @@ ServeSetup serve_setup(const ServeCliOptions& o, const Model& model, const Workl
     s.tokens_from = model.source;
     s.kv_blocks = so.engine.kv_blocks;
     s.block_size = o.block_size;
+    if (so.simulate) {
+        s.compute = "simulated";
+        s.tokens_from = "none: placeholders, no forward pass (--simulate)";
+    }
     s.gpu_memory_utilization = o.gpu_memory_utilization;
     return s;
 }
@@ -435,6 +448,12 @@ ServeResult compute_serve(const ServeCliOptions& o) {
     check_serve_engine_flags(o);
     const Model model = load_model_or_default(o.model);
     ServeOptions so = serve_clock_options(o, model, workload);
+    so.simulate = o.simulate;
+    PLAB_CHECK(!o.simulate || so.roofline,
+               "--simulate charges each step on the roofline clock: give --hardware CARD and "
+               "--shape SHAPE (plab serve --list-hardware, --list-shapes)");
+    PLAB_CHECK(!o.simulate || !o.validate_cost,
+               "--validate-cost compares the roofline clock with a real run; drop --simulate");
     // --speculate: every request verifies its guesses in spans of the steps.
     LoadedDraft draft;
     so.engine.speculative =
@@ -496,8 +515,10 @@ nlohmann::json serve_json(const ServeValidation& v) {
 
 nlohmann::json serve_json(const ServeComparison& c) {
     nlohmann::json all;
-    for (const auto& [name, summary] : c.policies) all[name] = summary_json(summary);
-    return {{"policies", all},
+    for (const auto& [name, summary] : c.policies)
+        all[name] = summary_json(summary, c.setup.compute);
+    return {{"compute", c.setup.compute},
+            {"policies", all},
             {"clock", c.setup.clock},
             {"workload", c.setup.workload},
             {"cost_model", cost_model_json(c.setup)}};
@@ -580,14 +601,30 @@ void print_serve_text(const ServeValidation& v) {
         "model of a step errs less than the machine's own noise\n");
 }
 
+// --simulate's line: no figure below was measured.
+void print_simulated_line(const ServeSetup& s) {
+    if (s.compute != "simulated") return;
+    std::printf(
+        "compute: simulated - no forward pass; the scheduler, KV pool, prefix cache and "
+        "preemption ran for real at %s's sizes, every time below is modelled on the roofline "
+        "clock\n",
+        s.roofline->shape_name.c_str());
+}
+
+// A summary row's name: the policy, marked when nothing was computed.
+std::string row_name(const std::string& policy, const ServeSetup& s) {
+    return s.compute == "simulated" ? policy + " [sim]" : policy;
+}
+
 void print_serve_text(const ServeComparison& c) {
     std::printf("workload: %s, %zu requests, %s clock, backend %s\n", c.setup.workload.c_str(),
                 c.setup.requests, c.setup.clock.c_str(), c.setup.backend.c_str());
+    print_simulated_line(c.setup);
     std::printf("token budget per step: chunked %d; the others prefill whole prompts (%d)\n",
                 c.token_budget, c.max_seq_len);
     std::printf("%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
-    for (const auto& [name, s] : c.policies) print_summary_row(name, s);
+    for (const auto& [name, s] : c.policies) print_summary_row(row_name(name, c.setup), s);
     const ServeSummary& cont = c.policies[2].second;
     const ServeSummary& chunk = c.policies[3].second;
     std::printf(
@@ -606,16 +643,23 @@ void print_serve_text(const ServeReplay& replay) {
     std::printf("workload: %s, %zu requests, policy %s, %s clock, backend %s\n",
                 replay.setup.workload.c_str(), replay.setup.requests, r.policy.c_str(),
                 r.clock.c_str(), replay.setup.backend.c_str());
+    print_simulated_line(replay.setup);
     std::printf("%4s %9s %7s %7s %5s %9s %9s %9s %9s\n", "id", "arrival_s", "prompt", "cached",
                 "new", "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms");
-    for (const ServedRequest& s : r.requests) {
-        std::printf("%4d %9.4f %7d %7d %5zu %9.2f %9.2f %9.2f %9.2f\n", s.id, s.arrival_s,
-                    s.prompt_tokens, s.cached_tokens, s.new_tokens.size(), s.latency.queue_ms,
+    // A simulated run may hold tens of thousands of requests: the first rows.
+    const std::size_t shown =
+        r.compute == "simulated" ? std::min<std::size_t>(r.requests.size(), 20) : r.requests.size();
+    for (std::size_t i = 0; i < shown; ++i) {
+        const ServedRequest& s = r.requests[i];
+        std::printf("%4d %9.4f %7d %7d %5d %9.2f %9.2f %9.2f %9.2f\n", s.id, s.arrival_s,
+                    s.prompt_tokens, s.cached_tokens, s.new_token_count, s.latency.queue_ms,
                     s.ttft_client_ms, s.latency.tpot_ms, s.e2e_client_ms);
     }
+    if (shown < r.requests.size())
+        std::printf("... %zu more requests (--json lists every one)\n", r.requests.size() - shown);
     std::printf("\n%-14s %9s %9s %9s %9s %9s %10s %8s %6s\n", "policy", "TTFT p50", "TTFT p99",
                 "ITL p50", "ITL p99", "e2e p99", "tokens/s", "goodput", "steps");
-    print_summary_row(r.policy, r.summary);
+    print_summary_row(row_name(r.policy, replay.setup), r.summary);
     if (r.summary.speculative.k > 0) {
         const SpeculativeStats& s = r.summary.speculative;
         std::printf(
@@ -704,6 +748,10 @@ void add_serve_roofline_options(CLI::App* cmd, ServeCliOptions& o) {
                      ->capture_default_str();
     cmd->add_flag("--list-hardware", o.list_hardware, "print the hardware presets and exit");
     cmd->add_flag("--list-shapes", o.list_shapes, "print the model-shape presets and exit");
+    cmd->add_flag("--simulate", o.simulate,
+                  "with --hardware and --shape: no forward pass - the scheduler, KV pool, prefix "
+                  "cache and preemption at the shape's sizes (contexts to 128K, thousands of "
+                  "requests), placeholder tokens, every time modelled");
     cmd->add_flag("--validate-cost", o.validate_cost,
                   "replay on the real clock and on the roofline clock of this machine; print "
                   "the clock's errors");

@@ -11,13 +11,13 @@ PrefixCache::PrefixCache(BlockManager& blocks) : blocks_(blocks) {
     const std::size_t n = static_cast<std::size_t>(blocks.num_blocks());
     hash_.assign(n, 0);
     parent_.assign(n, 0);
-    tokens_.resize(n);
+    tokens_.assign(n * static_cast<std::size_t>(blocks.block_size()), 0);
+    by_hash_.reserve(n);  // at most one name a block: never rehashed
     blocks_.on_evict([this](int b) { forget(b); });
 }
 
 void PrefixCache::forget(int b) {
     by_hash_.erase(hash_[b]);
-    tokens_[b].clear();
 }
 
 std::uint64_t PrefixCache::block_hash(std::uint64_t parent, std::span<const int32_t> tokens,
@@ -49,7 +49,8 @@ std::vector<int> PrefixCache::match(std::span<const int32_t> tokens, std::uint64
         if (found == by_hash_.end()) break;
         const int b = found->second;
         if (parent_[b] != parent ||
-            !std::equal(block_tokens.begin(), block_tokens.end(), tokens_[b].begin()))
+            !std::equal(block_tokens.begin(), block_tokens.end(),
+                        tokens_.begin() + std::ptrdiff_t(std::size_t(b) * B)))
             break;  // a collision: same name, other tokens
         found_blocks.push_back(b);
         parent = h;
@@ -83,7 +84,8 @@ void PrefixCache::name_full_blocks(Sequence& seq, std::span<const int32_t> token
             blocks_.mark_cached(b);
             hash_[b] = h;
             parent_[b] = parent;
-            tokens_[b].assign(block_tokens.begin(), block_tokens.end());
+            std::copy(block_tokens.begin(), block_tokens.end(),
+                      tokens_.begin() + std::ptrdiff_t(std::size_t(b) * B));
             by_hash_.emplace(h, b);
         }
         seq.block_hashes.push_back(h);

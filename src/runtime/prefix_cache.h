@@ -49,7 +49,9 @@ private:
     BlockManager& blocks_;
     // A named block's name, parent name and token ids (to check a hit), and name -> block.
     std::vector<std::uint64_t> hash_, parent_;
-    std::vector<std::vector<int32_t>> tokens_;
+    // Each named block's B token ids, block b at b·B (one array: naming a
+    // block allocates nothing, and a simulated run names millions).
+    std::vector<int32_t> tokens_;
     std::unordered_map<std::uint64_t, int> by_hash_;
 };
 

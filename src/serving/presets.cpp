@@ -145,6 +145,9 @@ const std::vector<ShapePreset>& shape_presets() {
         return std::vector<ShapePreset>{
             {"llama3-8b", shape(4096, 32, 32, 8, 14336, 128256, 8192, false),
              "meta-llama/Meta-Llama-3-8B, config.json"},
+            {"llama3.1-8b", shape(4096, 32, 32, 8, 14336, 128256, 131072, false),
+             "meta-llama/Llama-3.1-8B, config.json (max_position_embeddings 131072: the 128K "
+             "context; RoPE scaling changes no FLOP or byte)"},
             {"qwen2.5-7b", shape(3584, 28, 28, 4, 18944, 152064, 32768, false),
              "Qwen/Qwen2.5-7B, config.json (its q/k/v biases, 0.01 % of the weights, left out)"},
             {"mistral-7b", shape(4096, 32, 32, 8, 14336, 32000, 32768, false),

@@ -7,13 +7,11 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "runtime/cost_model.h"
+#include "serving/serve_report.h"
+#include "serving/simulate.h"
 
 namespace plab {
 namespace {
-
-Percentiles percentiles_of(const std::vector<double>& v) {
-    return {percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99)};
-}
 
 // The token ids of one workload line: its text encoded, or random ids drawn
 // from the seed and the line's index (so a line's prompt does not depend on
@@ -21,11 +19,7 @@ Percentiles percentiles_of(const std::vector<double>& v) {
 std::vector<int32_t> prompt_ids(const WorkloadRequest& w, std::size_t index, const Model& model,
                                 std::uint64_t seed) {
     if (w.prompt_tokens == 0) return model.tokenizer->encode(w.prompt, true);
-    random::Engine rng(seed * 0x9e3779b97f4a7c15ULL + index);
-    std::vector<int32_t> ids(static_cast<std::size_t>(w.prompt_tokens));
-    for (int32_t& t : ids)
-        t = int32_t(random::uniform_int(rng, 0, model.weights.config.vocab_size - 1));
-    return ids;
+    return synthetic_prompt(w, index, model.weights.config.vocab_size, seed);
 }
 
 // Median wall time of the steps of `e` that `keep` selects.
@@ -117,74 +111,6 @@ std::vector<std::vector<int32_t>> workload_prompts(const Model& model, const Wor
     return prompts;
 }
 
-// One request as served, on one clock whose zero is the replay's start: what
-// the engine it arrived at recorded (runtime/request.h's record), its tokens'
-// times from the decode engine when disaggregated, and the K/V handover.
-struct Timeline {
-    RequestRecord rec;
-    double kv_transfer_ms = 0;
-    long long kv_transfer_bytes = 0;
-};
-
-// Per-request figures and the run's summary.
-ServeReport assemble(const std::vector<Timeline>& lines, const ServeOptions& o) {
-    ServeReport rep;
-    rep.policy = policy_name(o.engine.policy);
-    rep.clock = o.virtual_clock ? "virtual" : "real";
-    rep.network_delay_ms = o.network_delay_ms;
-    std::vector<double> queue, ttft, itl, tpot, e2e;
-    double first_arrival = 1e300, last_token = 0;
-    long long tokens = 0;
-    for (std::size_t id = 0; id < lines.size(); ++id) {
-        const RequestRecord& t = lines[id].rec;
-        ServedRequest s;
-        s.id = static_cast<int>(id);
-        s.arrival_s = t.arrival_us / 1e6;
-        s.prompt_tokens = static_cast<int>(t.prompt.size());
-        s.prompt_ids = t.prompt;
-        s.cached_tokens = t.cached_tokens;
-        s.new_tokens = t.new_tokens;
-        s.preemptions = t.preemptions;
-        s.computed_tokens = t.computed_tokens;
-        s.kv_transfer_ms = lines[id].kv_transfer_ms;
-        s.kv_transfer_bytes = lines[id].kv_transfer_bytes;
-        s.latency = t.latency();
-        s.ttft_client_ms = s.latency.ttft_ms + o.network_delay_ms;
-        s.e2e_client_ms = s.latency.e2e_ms + o.network_delay_ms;
-        s.first_scheduled_s = t.first_scheduled_us / 1e6;
-        for (double x : t.token_us) s.token_s.push_back(x / 1e6);
-        for (std::size_t k = 1; k < t.token_us.size(); ++k)
-            s.itl_ms.push_back((t.token_us[k] - t.token_us[k - 1]) / 1000);
-        queue.push_back(s.latency.queue_ms);
-        ttft.push_back(s.ttft_client_ms);
-        itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
-        if (!s.itl_ms.empty()) tpot.push_back(s.latency.tpot_ms);
-        e2e.push_back(s.e2e_client_ms);
-        first_arrival = std::min(first_arrival, t.arrival_us);
-        last_token = std::max(last_token, t.token_us.back());
-        tokens += static_cast<long long>(t.new_tokens.size());
-        const bool meets = s.ttft_client_ms <= o.ttft_slo_ms &&
-                           (s.itl_ms.empty() || s.latency.itl_mean_ms <= o.itl_slo_ms);
-        rep.summary.requests_meeting_slo += meets ? 1 : 0;
-        rep.summary.kv_transfer_bytes += s.kv_transfer_bytes;
-        s.speculation = t.speculation;
-        rep.summary.speculative.k = o.engine.speculative.k;
-        rep.summary.speculative.draft = o.engine.speculative.draft.text;
-        rep.summary.speculative.merge(t.speculation);
-        rep.requests.push_back(std::move(s));
-    }
-    ServeSummary& sum = rep.summary;
-    sum.queue_ms = percentiles_of(queue);
-    sum.ttft_ms = percentiles_of(ttft);
-    sum.itl_ms = percentiles_of(itl);
-    sum.tpot_ms = percentiles_of(tpot);
-    sum.e2e_ms = percentiles_of(e2e);
-    sum.duration_s = (last_token - first_arrival) / 1e6;
-    sum.output_tokens_per_s = sum.duration_s > 0 ? static_cast<double>(tokens) / sum.duration_s : 0;
-    sum.goodput = sum.duration_s > 0 ? sum.requests_meeting_slo / sum.duration_s : 0;
-    return rep;
-}
-
 void check_serve_options(const ServeOptions& o) {
     PLAB_CHECK(o.ttft_slo_ms > 0 && o.itl_slo_ms > 0, "the TTFT and ITL objectives must be > 0 ms");
     PLAB_CHECK(o.network_delay_ms >= 0, "the network delay must be >= 0 ms");
@@ -233,7 +159,7 @@ ServeReport serve_colocated(const Model& model, const Workload& workload, const 
     std::vector<Timeline> lines;
     for (int id = 0; id < engine.num_requests(); ++id)
         lines.push_back({record_of(engine.request(id), t_start)});
-    ServeReport rep = assemble(lines, o);
+    ServeReport rep = assemble_report(lines, o);
     rep.summary.steps = static_cast<int>(engine.steps().size());
     rep.summary.preemptions = engine.pool_stats().preemptions;
     rep.steps = engine.steps();
@@ -339,7 +265,7 @@ ServeReport serve_disaggregated(const Model& model, const Workload& workload, co
         }
         lines.push_back(std::move(t));
     }
-    ServeReport rep = assemble(lines, o);
+    ServeReport rep = assemble_report(lines, o);
     rep.policy += " (disaggregated)";
     rep.summary.steps = static_cast<int>(prefill.steps().size() + decode.steps().size());
     rep.summary.preemptions = prefill.pool_stats().preemptions + decode.pool_stats().preemptions;
@@ -358,6 +284,7 @@ int policy_step_tokens(Policy p, int token_budget, int max_seq_len) {
 
 ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& o) {
     check_serve_options(o);
+    if (o.simulate) return simulate_serve(workload, o);  // lengths only: no model runs
     const std::vector<std::vector<int32_t>> prompts = workload_prompts(model, workload, o.seed);
     return o.disaggregate ? serve_disaggregated(model, workload, o, prompts)
                           : serve_colocated(model, workload, o, prompts);

@@ -56,6 +56,9 @@ struct ServeOptions {
     // this machine's copy bandwidth when --link-gbps is not given): serving
     // measures nothing itself.
     double link_gb_per_s = 0;
+    // No forward pass (serving/simulate.h): the scheduler, pool, prefix cache and
+    // metrics at the roofline shape's sizes, placeholder tokens. Needs `roofline`.
+    bool simulate = false;
 };
 
 struct ServedRequest {
@@ -64,7 +67,8 @@ struct ServedRequest {
     int prompt_tokens = 0;
     std::vector<int32_t> prompt_ids;
     int cached_tokens = 0;
-    std::vector<int32_t> new_tokens;
+    std::vector<int32_t> new_tokens;  // the ids (none when simulated: placeholders)
+    int new_token_count = 0;
     int preemptions = 0;
     // Tokens run through the model for it, recomputation after a preemption
     // included (Request::computed_tokens; both engines' when disaggregated).
@@ -103,6 +107,9 @@ struct ServeSummary {
 };
 
 struct ServeReport {
+    // "real": every token computed by the model; "simulated": no forward pass,
+    // every time modelled (serving/simulate.h).
+    std::string compute = "real";
     std::string policy;
     std::string clock;            // "virtual" or "real"
     double network_delay_ms = 0;  // ServeOptions::network_delay_ms: each token's delivery
@@ -125,7 +132,8 @@ int policy_step_tokens(Policy p, int token_budget, int max_seq_len);
 // contradict the model (a negative coefficient: a machine too noisy).
 StepCost calibrate_step_cost(const Model& model, const EngineOptions& engine);
 
-// Runs `workload` on a fresh engine for `model`.
+// Runs `workload` on a fresh engine for `model` (with options.simulate, on the
+// roofline shape with no forward pass: serving/simulate.h).
 ServeReport serve(const Model& model, const Workload& workload, const ServeOptions& options);
 
 // The replay as a Chrome trace on the engine's clock (virtual or real): one

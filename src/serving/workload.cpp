@@ -27,9 +27,11 @@ Workload parse_workload(std::string_view text, const std::string& where) {
         if (is_blank(line.text)) continue;
         const std::string at = where + " line " + std::to_string(line.number) + ": ";
         const nlohmann::json j = parse_object_line(line.text, at, kExample);
-        check_known_keys(j, {"arrival_s", "prompt", "prompt_tokens", "max_new_tokens"}, at,
-                         "the keys are \"arrival_s\", \"prompt\" or \"prompt_tokens\", and "
-                         "\"max_new_tokens\"");
+        check_known_keys(
+            j, {"arrival_s", "prompt", "prompt_tokens", "prefix", "prefix_tokens", "max_new_tokens"},
+            at,
+            "the keys are \"arrival_s\", \"prompt\" or \"prompt_tokens\" (with \"prefix\" and "
+            "\"prefix_tokens\"), and \"max_new_tokens\"");
         WorkloadRequest r;
         r.line = line.number;
         PLAB_CHECK(j.contains("arrival_s") && j["arrival_s"].is_number(),
@@ -49,6 +51,21 @@ Workload parse_workload(std::string_view text, const std::string& where) {
                        at << "prompt_tokens " << j["prompt_tokens"].dump()
                           << " must be a whole number between 1 and " << kMaxWorkloadTokens);
             r.prompt_tokens = j["prompt_tokens"].get<int>();
+        }
+        PLAB_CHECK(j.contains("prefix") == j.contains("prefix_tokens"),
+                   at << "a shared prefix needs both \"prefix\" (its name) and \"prefix_tokens\" "
+                         "(its length)");
+        if (j.contains("prefix")) {
+            PLAB_CHECK(has_len, at << "a shared prefix is a count of synthetic ids: give "
+                                      "\"prompt_tokens\", not a text \"prompt\"");
+            PLAB_CHECK(j["prefix"].is_string() && !j["prefix"].get<std::string>().empty(),
+                       at << "\"prefix\" must be a non-empty string naming the shared prefix");
+            r.prefix = j["prefix"].get<std::string>();
+            PLAB_CHECK(is_whole_in_range(j["prefix_tokens"], 1, r.prompt_tokens),
+                       at << "prefix_tokens " << j["prefix_tokens"].dump()
+                          << " must be a whole number between 1 and the prompt's "
+                          << r.prompt_tokens << " tokens");
+            r.prefix_tokens = j["prefix_tokens"].get<int>();
         }
         if (j.contains("max_new_tokens")) {
             PLAB_CHECK(is_whole_in_range(j["max_new_tokens"], 1, kMaxWorkloadTokens),
@@ -94,6 +111,22 @@ Workload generate_workload(const WorkloadGenerator& g) {
         w.requests.push_back(r);
     }
     return w;
+}
+
+std::vector<int32_t> synthetic_prompt(const WorkloadRequest& w, std::size_t index, int vocab,
+                                      std::uint64_t seed) {
+    random::Engine rng(seed * 0x9e3779b97f4a7c15ULL + index);
+    std::vector<int32_t> ids(static_cast<std::size_t>(w.prompt_tokens));
+    for (int32_t& t : ids) t = int32_t(random::uniform_int(rng, 0, vocab - 1));
+    if (w.prefix_tokens > 0) {
+        // FNV-1a of the name: the prefix's own stream, whatever request names it.
+        std::uint64_t h = 0xcbf29ce484222325ULL;
+        for (unsigned char c : w.prefix) h = (h ^ c) * 0x100000001b3ULL;
+        random::Engine prefix_rng(seed ^ h);
+        for (int i = 0; i < w.prefix_tokens; ++i)
+            ids[static_cast<std::size_t>(i)] = int32_t(random::uniform_int(prefix_rng, 0, vocab - 1));
+    }
+    return ids;
 }
 
 Workload long_prompt_workload(int long_prompt, int decoders, int new_tokens) {

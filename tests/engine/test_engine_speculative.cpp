@@ -360,4 +360,12 @@ TEST_CASE("engine speculation: plab generate --prompts --speculate keeps tokens 
     CHECK(text.out.find("speculative decoding, up to 2 guesses a verify step, draft ngram:1: ") !=
           std::string::npos);
     CHECK(text.out.find("  speculative: ") != std::string::npos);
+    CHECK(text.out.find("--kernels fastest") == std::string::npos);
+    // The library's kernels: the report says what may change and why.
+    const test::CliResult fastest =
+        test::run_cli({"generate", "--prompts", file, "-n", "8", "--no-stop", "--speculate", "2",
+                       "--draft", "ngram:1", "--kernels", "fastest"});
+    REQUIRE(fastest.exit_code == 0);
+    CHECK(fastest.out.find("--kernels fastest: a verify span's products have K+1 rows") !=
+          std::string::npos);
 }

@@ -89,7 +89,7 @@ TEST_CASE("a card without the precision, or too small for the weights, is refuse
     require_error([] { hardware_preset("b200"); }, "--hardware b200 is not a preset");
     const RooflineCost big = cost_of("t4", "llama2-13b", Dtype::fp16);
     Workload w;
-    w.requests.push_back({0.0, "", 100, 10, 1});
+    w.requests.push_back({0.0, "", 100, 10, 1, "", 0});
     require_error([&] { kv_blocks_on_card(big, 0.9, 16, w); },
                   "does not fit in 90 % of t4's 16 GB");
 }
@@ -98,14 +98,14 @@ TEST_CASE("the KV pool is the card's memory less the weights, in blocks of the s
           "[serve][roofline]") {
     const RooflineCost c = cost_of("l4", "llama3-8b", Dtype::bf16);
     Workload huge;  // more than any card holds
-    for (int i = 0; i < 1000; ++i) huge.requests.push_back({0.0, "", 4000, 4000, i + 1});
+    for (int i = 0; i < 1000; ++i) huge.requests.push_back({0.0, "", 4000, 4000, i + 1, "", 0});
     const double room = 24e9 * 0.9 - weights_bytes(c.shape, c.dtype);
     const double per_block =
         16 * 2.0 * 32 * 8 * 128 * 2;  // 2 (K,V) x L x Hkv x Dh x bf16, 16 positions
     CHECK(kv_blocks_on_card(c, 0.9, 16, huge) == int(room / per_block));
     // A small workload gets only what it can fill.
     Workload small;
-    small.requests.push_back({0.0, "", 100, 28, 1});
+    small.requests.push_back({0.0, "", 100, 28, 1, "", 0});
     CHECK(kv_blocks_on_card(c, 0.9, 16, small) == 1 + 8 + 1);  // 128 positions: 8 blocks, + 1 spare
 }
 
