@@ -363,8 +363,8 @@ struct GenerateManyRequest {
     std::string finish_reason;
     int preemptions = 0;
     RequestLatency latency;
-    bool gaps_measured = false;  // two tokens or more: inter-token gaps to report
-    std::string logits_sha256;   // with --logits-digest
+    bool gaps_measured = false;                   // two tokens or more: inter-token gaps to report
+    std::string logits_sha256;                    // with --logits-digest
     std::optional<SpeculativeStats> speculative;  // with --speculate
 };
 

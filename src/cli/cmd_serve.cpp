@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <variant>
 
@@ -19,6 +20,7 @@
 #include "serving/roofline.h"
 #include "serving/serve.h"
 #include "serving/validate_cost.h"
+#include "serving/workload_formats.h"
 
 namespace plab::cli {
 namespace {
@@ -28,6 +30,8 @@ struct ServeCliOptions {
     std::string backend = "cpu";
     std::string kernels = "invariant";  // core/kernel_choice.h
     std::string workload;
+    std::string export_workload;  // --export-workload FILE
+    double tokens_per_word = WorkloadFormatOptions{}.tokens_per_word;
     double rate = 4;
     CLI::Option* rate_option = nullptr;  // given on the command line?
     int requests = 16;
@@ -62,7 +66,7 @@ struct ServeCliOptions {
     bool validate_cost = false;
     bool simulate = false;  // --simulate (serving/simulate.h)
     int speculate = 0;      // --speculate K (runtime/speculative.h)
-    std::string draft;  // --draft SOURCE
+    std::string draft;      // --draft SOURCE
     CLI::Option* speculate_opt = nullptr;
     CLI::Option* draft_opt = nullptr;
     CLI::Option* shape_opt = nullptr;
@@ -164,22 +168,23 @@ nlohmann::json report_json(const ServeReport& r) {
     nlohmann::json reqs = nlohmann::json::array();
     const bool simulated = r.compute == "simulated";
     for (const ServedRequest& s : r.requests) {
-        reqs.push_back({{"id", s.id},
-                        {"compute", r.compute},
-                        {"arrival_s", s.arrival_s},
-                        {"prompt_tokens", s.prompt_tokens},
-                        {"cached_tokens", s.cached_tokens},
-                        // Simulated: placeholders, no ids worth listing.
-                        {"new_tokens", simulated ? nlohmann::json(nullptr) : nlohmann::json(s.new_tokens)},
-                        {"new_token_count", s.new_token_count},
-                        {"preemptions", s.preemptions},
-                        {"queue_ms", s.latency.queue_ms},
-                        {"ttft_ms", s.ttft_client_ms},
-                        {"itl_ms", s.itl_ms},
-                        {"tpot_ms", s.latency.tpot_ms},
-                        {"e2e_ms", s.e2e_client_ms},
-                        {"kv_transfer_ms", s.kv_transfer_ms},
-                        {"kv_transfer_bytes", s.kv_transfer_bytes}});
+        reqs.push_back(
+            {{"id", s.id},
+             {"compute", r.compute},
+             {"arrival_s", s.arrival_s},
+             {"prompt_tokens", s.prompt_tokens},
+             {"cached_tokens", s.cached_tokens},
+             // Simulated: placeholders, no ids worth listing.
+             {"new_tokens", simulated ? nlohmann::json(nullptr) : nlohmann::json(s.new_tokens)},
+             {"new_token_count", s.new_token_count},
+             {"preemptions", s.preemptions},
+             {"queue_ms", s.latency.queue_ms},
+             {"ttft_ms", s.ttft_client_ms},
+             {"itl_ms", s.itl_ms},
+             {"tpot_ms", s.latency.tpot_ms},
+             {"e2e_ms", s.e2e_client_ms},
+             {"kv_transfer_ms", s.kv_transfer_ms},
+             {"kv_transfer_bytes", s.kv_transfer_bytes}});
         if (s.speculation.k > 0) reqs.back()["speculative"] = speculative_stats_json(s.speculation);
     }
     return {{"compute", r.compute},
@@ -289,15 +294,37 @@ ServeCalibration calibrate_serve(const ServeCliOptions& o) {
     return {backend_label(o), cost};
 }
 
+// A workload file: plab's JSON Lines (arrivals given), or a benchmark's
+// lengths (ShareGPT, input_len/output_len lines) arriving at --rate.
+Workload serve_workload_file(const ServeCliOptions& o) {
+    const std::string text = read_text_file(o.workload, "workload file");
+    const bool rate_given = o.rate_option->count() > 0;
+    PLAB_CHECK(workload_format(text) != "plab" || !rate_given,
+               o.workload << " gives each request's arrival_s; drop --rate (it sets the arrivals "
+                             "of ShareGPT and input_len/output_len files, which have none)");
+    WorkloadFormatOptions f;
+    f.rate = o.rate;
+    f.seed = o.seed;
+    f.tokens_per_word = o.tokens_per_word;
+    return read_workload(text, o.workload, f);
+}
+
+// --export-workload: the replayed workload as plab JSON Lines.
+void export_workload(const Workload& w, const std::string& path) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    PLAB_CHECK(f.good(), "--export-workload: cannot write " << path);
+    f << workload_jsonl(w);
+    PLAB_CHECK(f.good(), "--export-workload: writing " << path << " failed");
+}
+
 // The workload first: a bad file is reported before a model is loaded.
 Workload serve_workload(const ServeCliOptions& o) {
     const bool rate_given = o.rate_option->count() > 0;
-    PLAB_CHECK(o.workload.empty() || (!rate_given && o.long_prompt == 0),
+    PLAB_CHECK(o.workload.empty() || o.long_prompt == 0,
                "give one workload: --workload FILE, --rate R (generated), or --long-prompt N");
     PLAB_CHECK(!rate_given || o.long_prompt == 0,
                "give one workload: --rate R (generated) or --long-prompt N, not both");
-    if (!o.workload.empty())
-        return parse_workload(read_text_file(o.workload, "workload file"), o.workload);
+    if (!o.workload.empty()) return serve_workload_file(o);
     if (o.long_prompt > 0) return long_prompt_workload(o.long_prompt, 4, 32);
     WorkloadGenerator g;
     g.rate = o.rate;
@@ -445,6 +472,7 @@ ServeReplay replay_serve(const ServeCliOptions& o, const Model& model, const Wor
 ServeResult compute_serve(const ServeCliOptions& o) {
     if (o.calibrate) return calibrate_serve(o);
     const Workload workload = serve_workload(o);
+    if (!o.export_workload.empty()) export_workload(workload, o.export_workload);
     check_serve_engine_flags(o);
     const Model model = load_model_or_default(o.model);
     ServeOptions so = serve_clock_options(o, model, workload);
@@ -710,8 +738,14 @@ void run(const ServeCliOptions& o) {
 // long-prompt experiment.
 void add_serve_workload_options(CLI::App* cmd, ServeCliOptions& o) {
     cmd->add_option("--workload", o.workload,
-                    "JSON Lines: arrival_s, prompt or prompt_tokens, "
-                    "max_new_tokens");
+                    "JSON Lines (arrival_s, prompt or prompt_tokens, max_new_tokens), a ShareGPT "
+                    "JSON array, or input_len/output_len lines (arrivals at --rate)");
+    cmd->add_option("--tokens-per-word", o.tokens_per_word,
+                    "ShareGPT turns without a \"tokens\" count: their length in tokens per word")
+        ->capture_default_str();
+    cmd->add_option("--export-workload", o.export_workload,
+                    "write the replayed workload here as plab JSON Lines (arrival_s, "
+                    "prompt_tokens, max_new_tokens): the same arrivals for another engine");
     o.rate_option =
         cmd->add_option("--rate", o.rate, "generated workload: Poisson arrivals per second")
             ->capture_default_str();

@@ -93,7 +93,8 @@ SpeculativeOptions speculative_options(bool speculate_given, int k, bool draft_g
                                        Kernels kernels, LoadedDraft& loaded) {
     SpeculativeOptions so;
     if (!speculate_given && !draft_given) return so;
-    PLAB_CHECK(speculate_given, "--draft " << draft << " names the guesses of --speculate K; give both");
+    PLAB_CHECK(speculate_given,
+               "--draft " << draft << " names the guesses of --speculate K; give both");
     so.k = k;
     so.draft = parse_draft_source(draft_given ? draft : "");
     check_speculative(so);

@@ -308,8 +308,8 @@ std::vector<StepItem> Engine::step_items(const Schedule& schedule, StepRecord& r
             span.guesses > 0 ? std::span<const int32_t>(r.speculation.chunk)
                              : std::span<const int32_t>(r.tokens).subspan(
                                    std::size_t(first), std::size_t(span.n_tokens));
-        items.push_back({&r.seq, tokens, r.options.mask.view(), span.slots, wants_logits,
-                         span.guesses > 0});
+        items.push_back(
+            {&r.seq, tokens, r.options.mask.view(), span.slots, wants_logits, span.guesses > 0});
         rec.requests.push_back(r.id);
         rec.tokens.push_back(span.n_tokens);
         rec.decode.push_back(span.decode);

@@ -33,8 +33,8 @@ void Engine::propose_guesses() {
         const int step_k = std::min({o.k, r.new_limit - made - 1, max_seq_len - known});
         if (step_k < 1) continue;
         if (!s.drafter) {
-            s.drafter =
-                make_drafter(o, model().config().vocab_size, options_.block_size, r.options.sampler);
+            s.drafter = make_drafter(o, model().config().vocab_size, options_.block_size,
+                                     r.options.sampler);
         }
         s.draft = s.drafter->propose(r.tokens, step_k);
         if (s.draft.guesses.empty()) continue;  // prompt lookup found nothing: decode plainly

@@ -61,8 +61,9 @@ GenerateResult generate(const DeviceModel& model, const Tokenizer& tokenizer,
         PLAB_CHECK(options.kv_cache,
                    "--speculate needs the KV cache: a verify step is a chunk "
                    "on top of it, and rejected guesses are rolled back from it");
-        std::unique_ptr<Drafter> drafter = make_drafter(options.speculative, model.config().vocab_size,
-                                                          options.session.block_size, options.sampler);
+        std::unique_ptr<Drafter> drafter =
+            make_drafter(options.speculative, model.config().vocab_size, options.session.block_size,
+                         options.sampler);
         std::vector<int32_t> context = r.prompt_tokens;
         context.push_back(token);
         r.speculative.k = options.speculative.k;

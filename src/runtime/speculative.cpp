@@ -49,8 +49,8 @@ double SpeculativeStats::iid_tokens_per_verify(double alpha, int k) {
     return (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
 }
 
-std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab,
-                                      int block_size, const SamplerOptions& sampler) {
+std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab, int block_size,
+                                      const SamplerOptions& sampler) {
     check_speculative(o);
     if (o.draft.ngram > 0) return std::make_unique<NgramDrafter>(o.draft.ngram);
     PLAB_CHECK(o.draft_model != nullptr,
@@ -94,9 +94,8 @@ VerifyOutcome accept_guesses(std::span<const float> rows, std::size_t V, const D
     return o;
 }
 
-VerifyStep speculative_step(Session& target, Drafter& drafter, const SamplerOptions& sampler,
-                            int k, int32_t eos, std::vector<int32_t>& context,
-                            std::mt19937_64& rng) {
+VerifyStep speculative_step(Session& target, Drafter& drafter, const SamplerOptions& sampler, int k,
+                            int32_t eos, std::vector<int32_t>& context, std::mt19937_64& rng) {
     VerifyStep step;
     const Draft draft = drafter.propose(context, k);
     PLAB_ASSERT(static_cast<int>(draft.guesses.size()) <= k);

@@ -71,8 +71,8 @@ struct SpeculativeStats {
 // The drafter --draft names: prompt lookup, or the draft model (loaded by the
 // caller) on a session of its own with `block_size` positions a block, its
 // guesses drawn with `sampler`'s settings.
-std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab,
-                                      int block_size, const SamplerOptions& sampler);
+std::unique_ptr<Drafter> make_drafter(const SpeculativeOptions& o, int target_vocab, int block_size,
+                                      const SamplerOptions& sampler);
 
 // The rule's random stream for a request sampled with `sampler` (the first
 // token's draw comes from the plain sampler, as in plain decoding).
@@ -95,19 +95,18 @@ VerifyOutcome accept_guesses(std::span<const float> rows, std::size_t V, const D
 // One verify step as it happened, for a caller that watches it (the viewer's
 // kv scene draws the chunk's rows and the blocks that grew and shrank back).
 struct VerifyStep {
-    int position = 0;             // of the fed token: the chunk's first query
-    std::vector<int32_t> chunk;   // the fed token, then the guesses
-    VerifyOutcome outcome;        // the tokens emitted and the guesses accepted
-    int blocks_verified = 0;      // blocks in use with every guess's K/V written
-    int blocks_kept = 0;          // ... after the rejected guesses were rolled back
+    int position = 0;                           // of the fed token: the chunk's first query
+    std::vector<int32_t> chunk;                 // the fed token, then the guesses
+    VerifyOutcome outcome;                      // the tokens emitted and the guesses accepted
+    int blocks_verified = 0;                    // blocks in use with every guess's K/V written
+    int blocks_kept = 0;                        // ... after the rejected guesses were rolled back
     std::vector<int32_t> block_table_verified;  // the sequence's table before the roll-back
 };
 // One step of speculative decoding on `target` (its cache holds every
 // `context` token but the last): up to `k` guesses from `drafter`, one verify
 // forward, the rule, the roll-back; the emitted tokens appended to `context`.
-VerifyStep speculative_step(Session& target, Drafter& drafter, const SamplerOptions& sampler,
-                            int k, int32_t eos, std::vector<int32_t>& context,
-                            std::mt19937_64& rng);
+VerifyStep speculative_step(Session& target, Drafter& drafter, const SamplerOptions& sampler, int k,
+                            int32_t eos, std::vector<int32_t>& context, std::mt19937_64& rng);
 
 // Decodes after the first token: `context` holds the prompt and every token
 // made (its last one not yet in `target`'s cache), `new_tokens` the tokens

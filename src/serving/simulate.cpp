@@ -16,8 +16,9 @@ void check_simulate_options(const ServeOptions& o) {
     PLAB_CHECK(o.roofline != nullptr,
                "--simulate charges each step on the roofline clock: give --hardware CARD and "
                "--shape SHAPE (plab serve --list-hardware, --list-shapes)");
-    PLAB_CHECK(o.virtual_clock, "--simulate runs no forward pass, so nothing can be timed on the "
-                                "real clock: use --clock virtual");
+    PLAB_CHECK(o.virtual_clock,
+               "--simulate runs no forward pass, so nothing can be timed on the "
+               "real clock: use --clock virtual");
     PLAB_CHECK(!o.disaggregate,
                "--simulate replays one colocated engine; drop --disaggregate (it hands real K/V "
                "between two engines)");
@@ -75,7 +76,8 @@ private:
     BlockManager pool_;
     PrefixCache prefix_;
     Scheduler scheduler_;
-    std::shared_ptr<std::vector<std::string>> bounds_ = std::make_shared<std::vector<std::string>>();
+    std::shared_ptr<std::vector<std::string>> bounds_ =
+        std::make_shared<std::vector<std::string>>();
     StepDuration clock_;
     std::vector<std::unique_ptr<Request>> requests_;
     std::vector<Timeline> lines_;
@@ -86,9 +88,9 @@ private:
 Request& Simulator::add(std::vector<int32_t> prompt, int max_new_tokens, double arrival_us,
                         int line_id, const std::string& at) {
     const int n = static_cast<int>(prompt.size());
-    PLAB_CHECK(n <= shape_.max_seq_len,
-               at << ": a prompt of " << n << " tokens is longer than " << o_.roofline->shape_name
-                  << "'s context of " << shape_.max_seq_len << " positions");
+    PLAB_CHECK(n <= shape_.max_seq_len, at << ": a prompt of " << n << " tokens is longer than "
+                                           << o_.roofline->shape_name << "'s context of "
+                                           << shape_.max_seq_len << " positions");
     auto r = std::make_unique<Request>(SamplerOptions{});
     r->id = line_id;
     r->options.max_new_tokens = max_new_tokens;

@@ -18,7 +18,7 @@
 // take it for a measurement.
 #pragma once
 
-#include "serving/serve.h"
+#include "serving/serve_report.h"
 #include "serving/workload.h"
 
 namespace plab {

@@ -28,7 +28,8 @@ Workload parse_workload(std::string_view text, const std::string& where) {
         const std::string at = where + " line " + std::to_string(line.number) + ": ";
         const nlohmann::json j = parse_object_line(line.text, at, kExample);
         check_known_keys(
-            j, {"arrival_s", "prompt", "prompt_tokens", "prefix", "prefix_tokens", "max_new_tokens"},
+            j,
+            {"arrival_s", "prompt", "prompt_tokens", "prefix", "prefix_tokens", "max_new_tokens"},
             at,
             "the keys are \"arrival_s\", \"prompt\" or \"prompt_tokens\" (with \"prefix\" and "
             "\"prefix_tokens\"), and \"max_new_tokens\"");
@@ -124,7 +125,8 @@ std::vector<int32_t> synthetic_prompt(const WorkloadRequest& w, std::size_t inde
         for (unsigned char c : w.prefix) h = (h ^ c) * 0x100000001b3ULL;
         random::Engine prefix_rng(seed ^ h);
         for (int i = 0; i < w.prefix_tokens; ++i)
-            ids[static_cast<std::size_t>(i)] = int32_t(random::uniform_int(prefix_rng, 0, vocab - 1));
+            ids[static_cast<std::size_t>(i)] =
+                int32_t(random::uniform_int(prefix_rng, 0, vocab - 1));
     }
     return ids;
 }

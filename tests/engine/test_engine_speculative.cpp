@@ -42,8 +42,8 @@ std::vector<std::vector<int32_t>> prompts() {
 }
 
 struct EngineRun {
-    std::vector<std::vector<int32_t>> tokens;               // new tokens per request
-    std::vector<std::vector<std::vector<float>>> logits;    // rows sampled from, per request
+    std::vector<std::vector<int32_t>> tokens;             // new tokens per request
+    std::vector<std::vector<std::vector<float>>> logits;  // rows sampled from, per request
     std::vector<SpeculativeStats> stats;
     int verify_spans = 0;
     long long preemptions = 0;
@@ -192,7 +192,8 @@ TEST_CASE("engine speculation: a tight token budget and preemption keep the toke
     const EngineRun t = run_engine(target, tight);
     CHECK(t.tokens == plain.tokens);
     CHECK(t.verify_spans > 0);
-    for (std::size_t i = 0; i < t.logits.size(); ++i) CHECK(same_rows(t.logits[i], plain.logits[i]));
+    for (std::size_t i = 0; i < t.logits.size(); ++i)
+        CHECK(same_rows(t.logits[i], plain.logits[i]));
     // Blocks of 4 positions, 14 in the pool: the requests cannot all hold
     // their sequences, the newest is preempted and recomputed, guesses dropped.
     RunSetup small = tight;
@@ -319,7 +320,7 @@ TEST_CASE("engine speculation: plab generate --prompts --speculate keeps tokens 
              "\"max_new_tokens\": 7}\n";
     }
     auto run = [&](std::vector<std::string> extra) {
-        std::vector<std::string> args{"generate", "--prompts",  file,    "-n",
+        std::vector<std::string> args{"generate", "--prompts", file,      "-n",
                                       "16",       "--backend", "cpu-ref", "--logits-digest",
                                       "--json",   "--no-stop"};
         args.insert(args.end(), extra.begin(), extra.end());

@@ -401,7 +401,7 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
                                                    "{\"arrival_s\": 0, "
                                                    "\"prompt_tokens\": 4}\n"),
                                         "--rate", "3"}),
-                               "give one workload");
+                               "gives each request's arrival_s; drop --rate");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--policy", "fifo"}),
                                "unknown policy 'fifo'");
     require_one_line_cli_error(run_cli({"serve", "--model", m, "--step-cost", "1,2"}),

@@ -124,7 +124,8 @@ TEST_CASE("serve --simulate at 32K-token contexts: every request ends, every blo
     CHECK(r.summary.ttft_ms.p99 > 20 * r.summary.itl_ms.p50);
 }
 
-TEST_CASE("serve --simulate: a request naming a shared prefix finds it cached", "[serve][simulate]") {
+TEST_CASE("serve --simulate: a request naming a shared prefix finds it cached",
+          "[serve][simulate]") {
     const Workload w = parse_workload(
         "{\"arrival_s\": 0, \"prompt_tokens\": 5000, \"prefix\": \"doc\", \"prefix_tokens\": "
         "4000, \"max_new_tokens\": 8}\n"
@@ -144,9 +145,10 @@ TEST_CASE("serve --simulate: a request naming a shared prefix finds it cached", 
     CHECK(r.requests[1].latency.ttft_ms < r.requests[2].latency.ttft_ms);
     require_error(
         [] {
-            parse_workload("{\"arrival_s\": 0, \"prompt\": \"hi\", \"prefix\": \"a\", "
-                           "\"prefix_tokens\": 1}",
-                           "w");
+            parse_workload(
+                "{\"arrival_s\": 0, \"prompt\": \"hi\", \"prefix\": \"a\", "
+                "\"prefix_tokens\": 1}",
+                "w");
         },
         "a shared prefix is a count of synthetic ids: give \"prompt_tokens\"");
     require_error(
@@ -154,19 +156,20 @@ TEST_CASE("serve --simulate: a request naming a shared prefix finds it cached", 
         "a shared prefix needs both \"prefix\" (its name) and \"prefix_tokens\"");
     require_error(
         [] {
-            parse_workload("{\"arrival_s\": 0, \"prompt_tokens\": 9, \"prefix\": \"a\", "
-                           "\"prefix_tokens\": 10}",
-                           "w");
+            parse_workload(
+                "{\"arrival_s\": 0, \"prompt_tokens\": 9, \"prefix\": \"a\", "
+                "\"prefix_tokens\": 10}",
+                "w");
         },
         "prefix_tokens 10 must be a whole number between 1 and the prompt's 9 tokens");
 }
 
-TEST_CASE("plab serve --simulate: every report line says simulated; bad uses get one line",
+TEST_CASE("plab serve --simulate: every report line says simulated and bad uses get one line",
           "[serve][simulate][cli]") {
-    const std::vector<std::string> base{"serve",         "--hardware", "h100-sxm", "--shape",
-                                        "llama3.1-8b",   "--simulate", "--requests", "300",
-                                        "--prompt-len",  "4096,100000", "--new-tokens", "8,64",
-                                        "--rate",        "1"};
+    const std::vector<std::string> base{
+        "serve",      "--hardware", "h100-sxm",     "--shape",     "llama3.1-8b",  "--simulate",
+        "--requests", "300",        "--prompt-len", "4096,100000", "--new-tokens", "8,64",
+        "--rate",     "1"};
     std::vector<std::string> json = base;
     json.push_back("--json");
     const CliResult r = run_cli(json);
@@ -197,14 +200,14 @@ TEST_CASE("plab serve --simulate: every report line says simulated; bad uses get
     require_one_line_cli_error(run_cli({"serve", "--hardware", "h100-sxm", "--shape", "llama3-8b",
                                         "--simulate", "--requests", "2", "--clock", "real"}),
                                "use --clock virtual");
-    require_one_line_cli_error(run_cli({"serve", "--hardware", "h100-sxm", "--shape", "llama3-8b",
-                                        "--simulate", "--requests", "2", "--disaggregate",
-                                        "--link-gbps", "50"}),
-                               "drop --disaggregate");
-    require_one_line_cli_error(run_cli({"serve", "--hardware", "h100-sxm", "--shape", "llama3-8b",
-                                        "--simulate", "--requests", "2", "--speculate", "2",
-                                        "--draft", "ngram"}),
-                               "drop --speculate");
+    require_one_line_cli_error(
+        run_cli({"serve", "--hardware", "h100-sxm", "--shape", "llama3-8b", "--simulate",
+                 "--requests", "2", "--disaggregate", "--link-gbps", "50"}),
+        "drop --disaggregate");
+    require_one_line_cli_error(
+        run_cli({"serve", "--hardware", "h100-sxm", "--shape", "llama3-8b", "--simulate",
+                 "--requests", "2", "--speculate", "2", "--draft", "ngram"}),
+        "drop --speculate");
 }
 
 }  // namespace plab::test

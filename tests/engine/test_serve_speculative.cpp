@@ -114,8 +114,8 @@ TEST_CASE("serve --speculate --disaggregate: the decode engine verifies, the tok
 
 TEST_CASE("plab serve --speculate: JSON and text report the guesses beside the same outputs",
           "[serve][speculative][cli]") {
-    const std::vector<std::string> base{"serve", "--requests", "4",     "--rate",
-                                        "2000",  "--seed",     "2",     "--new-tokens",
+    const std::vector<std::string> base{"serve", "--requests", "4",       "--rate",
+                                        "2000",  "--seed",     "2",       "--new-tokens",
                                         "10,20", "--backend",  "cpu-ref", "--json"};
     const CliResult plain = run_cli(base);
     REQUIRE(plain.exit_code == 0);

@@ -267,11 +267,10 @@ TEST_CASE("lessons without a panel open as text alone, naming the command that t
         }
         return std::string("accepted");
     };
-    const std::pair<int, const char*> taught[] = {
-        {6, "plab bench"},
-        {8, "plab bench --batch"},
-        {12, "plab serve --disaggregate"},
-        {16, "plab generate --logits-digest"}};
+    const std::pair<int, const char*> taught[] = {{6, "plab bench"},
+                                                  {8, "plab bench --batch"},
+                                                  {12, "plab serve --disaggregate"},
+                                                  {16, "plab generate --logits-digest"}};
     for (const auto& [n, command] : taught) {
         INFO("lesson " << n);
         CHECK(lesson_panel(n) == nullptr);

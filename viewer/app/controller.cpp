@@ -357,8 +357,8 @@ void kv_verify_steps(const ViewerState& state, int limit, const KvRecorder& rec,
     const std::size_t made = context.size() - first_new;
     Session plain(session.model(), SessionOptions{state.block_size, 0, out.mask});
     const std::vector<int32_t> prompt(context.begin(), context.begin() + std::ptrdiff_t(first_new));
-    std::vector<float> logits = plain.prefill(prompt, parse_chunk_plan("full", int(prompt.size())))
-                                    .last_logits;
+    std::vector<float> logits =
+        plain.prefill(prompt, parse_chunk_plan("full", int(prompt.size()))).last_logits;
     out.plain_tokens.push_back(argmax(logits));
     while (out.plain_tokens.size() < made) {
         logits = plain.decode_step(out.plain_tokens.back());

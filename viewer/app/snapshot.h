@@ -131,13 +131,13 @@ struct KvStage {
     // `length` and `block_table` are after the roll-back, the K/V of the fed
     // token and the accepted guesses kept.
     bool verify = false;
-    std::vector<int32_t> chunk;              // the fed token, then the guesses
-    std::vector<std::string> chunk_text;     // (chunk) their text
-    int accepted = 0;                        // guesses accepted
-    std::vector<int32_t> emitted;            // accepted guesses, then the target's token
-    std::string target_text;                 // the target's token (replacement or bonus)
-    int blocks_verified = 0;                 // blocks in use with every guess written
-    std::vector<int32_t> table_verified;     // the block table before the roll-back
+    std::vector<int32_t> chunk;           // the fed token, then the guesses
+    std::vector<std::string> chunk_text;  // (chunk) their text
+    int accepted = 0;                     // guesses accepted
+    std::vector<int32_t> emitted;         // accepted guesses, then the target's token
+    std::string target_text;              // the target's token (replacement or bonus)
+    int blocks_verified = 0;              // blocks in use with every guess written
+    std::vector<int32_t> table_verified;  // the block table before the roll-back
 };
 
 struct KvSnapshot {

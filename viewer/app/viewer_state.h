@@ -94,7 +94,7 @@ struct ViewerState {
     // `draft_ngram` tokens; 0: plain decode steps.
     int speculate = 0;
     int draft_ngram = 1;
-    int new_tokens = 8;    // tokens the timeline's request generates
+    int new_tokens = 8;  // tokens the timeline's request generates
     // The shared-pool scenario: four requests through one Engine (serving_scenario.h).
     int serving_block_size = 4;  // B of its pool: small, so the prompt spans several blocks
     int serving_kv_blocks = 0;   // blocks in its pool; 0 = the scenario's default

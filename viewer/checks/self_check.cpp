@@ -192,8 +192,8 @@ struct KvWalk {
 // One engine call, as the failures name it.
 struct KvCall {
     const KvStage& s;
-    std::string name;  // "prefill chunk 2", "decode step 1"
-    int first = 0;     // the first position it must write; KvWalk::end is one past its last kept
+    std::string name;     // "prefill chunk 2", "decode step 1"
+    int first = 0;        // the first position it must write; KvWalk::end is one past its last kept
     int written_end = 0;  // one past its last written (a verify step's rejected guesses too)
 };
 
@@ -328,8 +328,7 @@ void kv_track_live_slots(KvWalk& w, const KvCall& c, const std::vector<int32_t>&
         if (c.s.block_table[lb] == kFreedBlock && written[lb] != kFreedBlock)
             for (int o = 0; o < w.b; ++o) w.live_slots.erase(written[lb] * w.b + o);
     // A verify step's rejected guesses were rolled back: their slots hold nothing.
-    for (int p = w.end; p < c.written_end; ++p)
-        w.live_slots.erase(kv_slot(written.data(), p, w.b));
+    for (int p = w.end; p < c.written_end; ++p) w.live_slots.erase(kv_slot(written.data(), p, w.b));
 }
 
 // 4b. A verify step (speculative decoding): its chunk is the fed token and its

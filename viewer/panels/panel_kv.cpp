@@ -88,10 +88,10 @@ struct KvInView {
 struct KvGrid {
     ImDrawList* dl = nullptr;
     float font = 0;
-    float gap = 0;                                // between blocks
-    float slot = 0;                               // a slot's width
-    float row_h = 0;                              // a layer's row
-    ImVec2 start{};                               // top-left of the rows (layer labels)
+    float gap = 0;                // between blocks
+    float slot = 0;               // a slot's width
+    float row_h = 0;              // a layer's row
+    ImVec2 start{};               // top-left of the rows (layer labels)
     int n_blocks = 0;             // logical blocks: the most any call's table held
     std::vector<int> stage_of{};  // (T) the call that wrote each position kept
 };
@@ -283,7 +283,8 @@ void draw_kv_block(const KvInView& in, const KvGrid& g, ImVec2 o, float x0, KvSl
     const KvSnapshot& kv = in.kv;
     const KvStage* shown = in.shown;
     ImDrawList* dl = g.dl;
-    const bool shared = sl.allocated && static_cast<std::size_t>(sl.blk) < shown->ref_counts.size() &&
+    const bool shared = sl.allocated &&
+                        static_cast<std::size_t>(sl.blk) < shown->ref_counts.size() &&
                         shown->ref_counts[sl.blk] > 1;
     for (int s = 0; s < kv.block_size; ++s) {
         sl.s = s;
@@ -365,8 +366,7 @@ void draw_kv_legend(bool speculative) {
            true);
     if (speculative) {
         swatch(colour::kAccepted, "accepted guess",
-               "Speculative decoding: a guess the target's row agreed with; its K/V stay.",
-               false);
+               "Speculative decoding: a guess the target's row agreed with; its K/V stay.", false);
         swatch(colour::kRejected, "rejected guess",
                "The first guess the target refused; the target's own token replaces it. Its "
                "K/V and every later guess's are rolled back.",

@@ -25,8 +25,9 @@ ImU32 verify_row_colour(const KvStage& st, int row) {
 std::string verify_row_verdict(const KvStage& st, int row) {
     if (row == 0) return "the fed token: the last one the target made, its K/V kept";
     const std::string guess = "guess " + std::to_string(row);
-    if (row <= st.accepted) return guess + ": accepted (row " + std::to_string(row - 1) +
-                                   "'s distribution agreed), its K/V kept";
+    if (row <= st.accepted)
+        return guess + ": accepted (row " + std::to_string(row - 1) +
+               "'s distribution agreed), its K/V kept";
     if (row == st.accepted + 1)
         return guess + ": rejected (row " + std::to_string(row - 1) + " chose '" +
                token_label(st.target_text) + "'), its K/V rolled back";
@@ -105,7 +106,8 @@ void draw_kv_verify(const KvSnapshot& kv, const KvStage& st, const std::string& 
     wrapped_with_tip(
         "kept: the fed token and " + std::to_string(st.accepted) + " accepted guesses; " +
             std::to_string(st.emitted.size()) + " tokens made by one target forward; " +
-            (rejected > 0 ? std::to_string(rejected) + (rejected == 1 ? " guess" : " guesses") + " rolled back"
+            (rejected > 0 ? std::to_string(rejected) + (rejected == 1 ? " guess" : " guesses") +
+                                " rolled back"
                           : "no roll-back"),
         "Each accepted guess is a token made without a target forward of its own; the "
         "target's own token (the replacement of the first rejected guess, or a bonus token "

@@ -28,10 +28,10 @@ inline constexpr ImU32 kGood = IM_COL32(60, 170, 80, 255);
 inline constexpr ImU32 kBad = IM_COL32(200, 60, 60, 255);
 inline constexpr ImU32 kClose = IM_COL32(200, 150, 40, 255);
 // Speculative decoding's verify steps (panel_kv_verify.cpp).
-inline constexpr ImU32 kAccepted = IM_COL32(70, 200, 190, 255);    // a guess the target kept
-inline constexpr ImU32 kRejected = IM_COL32(225, 95, 70, 255);     // the first guess it refused
-inline constexpr ImU32 kDiscarded = IM_COL32(120, 70, 64, 255);    // a guess after that one
-inline constexpr ImU32 kRolledBack = IM_COL32(95, 45, 45, 255);    // a slot a roll-back emptied
+inline constexpr ImU32 kAccepted = IM_COL32(70, 200, 190, 255);  // a guess the target kept
+inline constexpr ImU32 kRejected = IM_COL32(225, 95, 70, 255);   // the first guess it refused
+inline constexpr ImU32 kDiscarded = IM_COL32(120, 70, 64, 255);  // a guess after that one
+inline constexpr ImU32 kRolledBack = IM_COL32(95, 45, 45, 255);  // a slot a roll-back emptied
 // Lesson mode (panel_lesson.cpp): headings, code boxes, Try buttons.
 inline constexpr ImU32 kHeading = IM_COL32(255, 214, 120, 255);
 inline constexpr ImU32 kCodeBox = IM_COL32(28, 32, 44, 255);
