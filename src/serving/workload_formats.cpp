@@ -68,7 +68,11 @@ Workload read_sharegpt(std::string_view text, const std::string& where,
     for (std::size_t i = 0; i < all.size(); ++i) {
         const std::string at = where + " conversation " + std::to_string(i) + ": ";
         const nlohmann::json& c = all[i];
-        PLAB_CHECK(c.is_object() && c.contains("conversations") && c["conversations"].is_array(),
+        PLAB_CHECK(c.is_object(), at << a_type(c)
+                                     << ", not a conversation object (a file starting with '[' "
+                                        "is read as ShareGPT; a plab workload is one JSON object "
+                                        "per line)");
+        PLAB_CHECK(c.contains("conversations") && c["conversations"].is_array(),
                    at << "needs \"conversations\": [{\"from\": \"human\", \"value\": \"...\"}, "
                          "{\"from\": \"gpt\", \"value\": \"...\"}]");
         const nlohmann::json& turns = c["conversations"];

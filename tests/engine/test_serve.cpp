@@ -377,8 +377,9 @@ TEST_CASE("serve: bad workloads and options, one line naming the line and the pr
     // library exception).
     require_one_line_cli_error(serve_file("overflow.jsonl", "{\"arrival_s\": 1e99999}\n"),
                                "line 1: a number too large to read");
+    // A file opening with '[' is a ShareGPT array: a number in it is named.
     require_one_line_cli_error(serve_file("array.jsonl", "[0, \"a\", 4]\n"),
-                               "line 1: an array, not an object; write one object per line");
+                               "conversation 0: a number, not a conversation object");
     // 2^64 - 1 would wrap to -1 if read as a signed number.
     require_one_line_cli_error(
         serve_file("huge.jsonl", "{\"arrival_s\": 0, \"prompt_tokens\": 18446744073709551615}\n"),

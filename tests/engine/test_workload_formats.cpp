@@ -83,7 +83,8 @@ TEST_CASE("workload formats: ShareGPT turns and input_len lines become lengths a
 }
 
 TEST_CASE(
-    "plab serve --export-workload writes the replayed workload; reading it back replays the same",
+    "plab serve --export-workload writes the replayed workload and reading it back replays the "
+    "same",
     "[serve][workload][cli]") {
     const std::string chats = write_file("chats.json", kShareGpt);
     const std::string out = (process_temp_dir("plab_workload_formats") / "exported.jsonl").string();
