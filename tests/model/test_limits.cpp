@@ -34,7 +34,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr long kPeakLimitKb = 100 * 1024;  // 100 MB, see the file comment
+// 100 MB, see the file comment. Under ASan the process starts with its shadow
+// memory and allocator resident (103 MB measured for a refused prompt file,
+// 2026-12-07, whatever it reads), so a sanitized build is allowed twice that:
+// the 100 MB promise is checked by the ordinary build, the sanitized one
+// checks that nothing is read before the refusal.
+constexpr long kPeakLimitKb = (test::kSanitized ? 200 : 100) * 1024;
 
 struct Measured {
     int exit_code = -1;
