@@ -48,12 +48,16 @@ Draft NgramDrafter::propose(const std::vector<int32_t>& context, int k) {
     return d;
 }
 
+void check_draft_vocabulary(int draft_vocab, int target_vocab) {
+    PLAB_CHECK(draft_vocab == target_vocab,
+               "--draft model has a vocabulary of "
+                   << draft_vocab << " tokens, the target " << target_vocab
+                   << ": a draft must share the target's tokenizer (the same ids)");
+}
+
 namespace {
 const DeviceModel& same_vocabulary(const DeviceModel& draft, int target_vocab) {
-    PLAB_CHECK(draft.config().vocab_size == target_vocab,
-               "--draft model has a vocabulary of "
-                   << draft.config().vocab_size << " tokens, the target " << target_vocab
-                   << ": a draft must share the target's tokenizer (the same ids)");
+    check_draft_vocabulary(draft.config().vocab_size, target_vocab);
     return draft;
 }
 }  // namespace

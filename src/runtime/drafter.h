@@ -33,6 +33,9 @@ inline constexpr int kDefaultNgram = 3;
 // Parses --draft: "ngram" (N = 3), "ngram:N" (1 <= N <= 16), anything else a
 // model path. A malformed ngram is one plab::Error line naming the form.
 DraftSource parse_draft_source(const std::string& text);
+// A draft must share the target's token ids: one plab::Error line naming both
+// vocabulary sizes when they differ.
+void check_draft_vocabulary(int draft_vocab, int target_vocab);
 
 // The guesses of one step and, for a draft model, the distribution each was
 // drawn from (dense over the vocabulary, after temperature, top-k, top-p);

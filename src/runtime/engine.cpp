@@ -299,8 +299,9 @@ std::vector<StepItem> Engine::step_items(const Schedule& schedule, StepRecord& r
     for (const ScheduledSpan& span : schedule.spans) {
         Request& r = *span.request;
         const int first = r.seq.length - span.n_tokens;
-        // Only a span that ends the known tokens (a decode token, or the
-        // prompt's last chunk) samples, so only its row needs the classifier.
+        // Only a span that ends the known tokens (a decode token, the
+        // prompt's last chunk, a verify span's every row) samples, so only
+        // those rows need the classifier (sampled_rows).
         const bool wants_logits = sampled_rows(span) > 0;
         // A verify span's tokens are the fed token and the guesses, kept
         // beside r.tokens (runtime/request.h RequestSpeculation).

@@ -14,13 +14,8 @@ void check_speculative(const SpeculativeOptions& o, int target_vocab) {
                "--speculate " << o.k << ": guesses per verify step, from 1 to " << kMaxSpeculate);
     PLAB_CHECK(!o.draft.text.empty(),
                "--speculate needs --draft SOURCE: ngram[:N] (prompt lookup) or a draft model file");
-    if (target_vocab > 0 && o.draft_model != nullptr) {
-        PLAB_CHECK(o.draft_model->config().vocab_size == target_vocab,
-                   "--draft model has a vocabulary of "
-                       << o.draft_model->config().vocab_size << " tokens, the target "
-                       << target_vocab
-                       << ": a draft must share the target's tokenizer (the same ids)");
-    }
+    if (target_vocab > 0 && o.draft_model != nullptr)
+        check_draft_vocabulary(o.draft_model->config().vocab_size, target_vocab);
 }
 
 void SpeculativeStats::add_step(int guesses, int accepted_guesses, int tokens_made) {
